@@ -1,0 +1,95 @@
+"""rumi_core: the rumi 0.1.0 raster format.
+
+Write an Image ``(B, Y, X)`` or Cube ``(T, B, Y, X)`` as a canonical, tiled
+``.rumi`` file of self-contained OpenZL frames; build its header blob; read
+any window statelessly from the blob and byte ranges; validate a file against
+every MUST of the specification (``shared/spec/rumi-0.1.0.md``).
+
+This package knows nothing of Beam, STAC or clouds.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rumi_core.assemble import FileAssembler as FileAssembler
+from rumi_core.assemble import assemble as assemble
+from rumi_core.codecs import DEFAULT_CODEC as DEFAULT_CODEC
+from rumi_core.codecs import FrameCodec as FrameCodec
+from rumi_core.codecs import decode_frame as decode_frame
+from rumi_core.codecs import parse_codec as parse_codec
+from rumi_core.dataset import Dataset as Dataset
+from rumi_core.dataset import open as open  # noqa: A004
+from rumi_core.encodings import ENCODINGS as ENCODINGS
+from rumi_core.encodings import SampleEncoding as SampleEncoding
+from rumi_core.encodings import encoding_for_dtype as encoding_for_dtype
+from rumi_core.errors import CRSError as CRSError
+from rumi_core.errors import FrameDecodeError as FrameDecodeError
+from rumi_core.errors import HeaderMismatchError as HeaderMismatchError
+from rumi_core.errors import InvalidFileError as InvalidFileError
+from rumi_core.errors import InvalidHeaderError as InvalidHeaderError
+from rumi_core.errors import InvalidInputError as InvalidInputError
+from rumi_core.errors import ResourceLimitError as ResourceLimitError
+from rumi_core.errors import RumiError as RumiError
+from rumi_core.errors import SelectionError as SelectionError
+from rumi_core.errors import SourceError as SourceError
+from rumi_core.frame_units import FRAME_UNITS as FRAME_UNITS
+from rumi_core.frame_units import FrameUnit as FrameUnit
+from rumi_core.georef import Georeferencing as Georeferencing
+from rumi_core.header import HeaderBlob as HeaderBlob
+from rumi_core.header import build_header as build_header
+from rumi_core.info import Info as Info
+from rumi_core.info import info as info
+from rumi_core.layout import Layout as Layout
+from rumi_core.reader import Limits as Limits
+from rumi_core.reader import read as read
+from rumi_core.sources import ByteSource as ByteSource
+from rumi_core.sources import BytesSource as BytesSource
+from rumi_core.sources import LocalFileSource as LocalFileSource
+from rumi_core.times import TimeCoordinates as TimeCoordinates
+from rumi_core.trailer import Trailer as Trailer
+from rumi_core.validate import validate as validate
+from rumi_core.writer import write as write
+
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+__all__ = [
+    "DEFAULT_CODEC",
+    "ENCODINGS",
+    "FRAME_UNITS",
+    "ByteSource",
+    "BytesSource",
+    "CRSError",
+    "Dataset",
+    "FileAssembler",
+    "FrameCodec",
+    "FrameDecodeError",
+    "FrameUnit",
+    "Georeferencing",
+    "HeaderBlob",
+    "HeaderMismatchError",
+    "Info",
+    "InvalidFileError",
+    "InvalidHeaderError",
+    "InvalidInputError",
+    "Layout",
+    "Limits",
+    "LocalFileSource",
+    "ResourceLimitError",
+    "RumiError",
+    "SampleEncoding",
+    "SelectionError",
+    "SourceError",
+    "TimeCoordinates",
+    "Trailer",
+    "assemble",
+    "build_header",
+    "decode_frame",
+    "encoding_for_dtype",
+    "info",
+    "open",
+    "parse_codec",
+    "read",
+    "validate",
+    "write",
+]

@@ -1,0 +1,151 @@
+"""Assembling a file from pre-compressed frames: ``head ‖ frames ‖ trailer``.
+
+Specification sections *Fixed IFD*, *Frame order* and *Trailer*. The three
+parts of a file are independent:
+
+* the head depends only on the layout, the georeferencing and the frame byte
+  counts (:func:`rumi_core.ifd.encode_head`);
+* the frames are self-contained OpenZL frames in frame-index order;
+* the trailer depends only on band texts and times
+  (:meth:`rumi_core.trailer.Trailer.to_bytes`).
+
+So separate workers may compress frames and produce the trailer, and only the
+frame sizes need to meet in one place. :class:`FileAssembler` streams frames
+into a temporary file beside the destination, writes the head once the
+counts are known, builds the header blob from the finalized temporary file
+(checking it against the IFD, as *Creating the header blob* requires) and only
+then renames it into place. On any error the temporary file is removed, so a
+finished name never holds a partial file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import TYPE_CHECKING
+
+from rumi_core.errors import InvalidInputError
+from rumi_core.ifd import base_frame_offset, encode_head
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from types import TracebackType
+
+    from rumi_core.georef import Georeferencing
+    from rumi_core.layout import Layout
+    from rumi_core.trailer import Trailer
+
+__all__ = ["FileAssembler", "assemble"]
+
+
+class FileAssembler:
+    """Write one file frame by frame, then publish it atomically.
+
+    >>> # with FileAssembler(path, layout, georef, trailer) as out:
+    >>> #     for frame in frames:          # in frame-index order
+    >>> #         out.write_frame(frame)
+    >>> # blob = out.header               # set once the file is published
+    """
+
+    def __init__(self, path: str | os.PathLike[str], layout: Layout, georef: Georeferencing, trailer: Trailer) -> None:
+        if len(trailer.band_texts) != layout.samples_per_pixel:
+            raise InvalidInputError(
+                f"{len(trailer.band_texts)} band texts for {layout.samples_per_pixel} bands; give one text per band",
+                field="bands",
+            )
+        if trailer.times.time_count != layout.time_count:
+            raise InvalidInputError(
+                f"{trailer.times.time_count} time coordinates for {layout.time_count} time steps; every step needs one",
+                field="times",
+            )
+        self.path = os.fspath(path)
+        self.layout = layout
+        self.georef = georef
+        self._trailer = trailer.to_bytes()
+        self._counts: list[int] = []
+        self._base = base_frame_offset(samples_per_pixel=layout.samples_per_pixel, frame_count=layout.frame_count)
+        self.header: bytes | None = None
+        """The header blob, available after a successful exit."""
+        directory = os.path.dirname(os.path.abspath(self.path))
+        fd, self._tmp = tempfile.mkstemp(prefix=".", suffix=".rumi.partial", dir=directory)
+        self._file = os.fdopen(fd, "w+b")
+        self._file.seek(self._base)
+
+    @property
+    def frames_written(self) -> int:
+        """How many frames have been written so far."""
+        return len(self._counts)
+
+    def write_frame(self, frame: bytes | bytearray | memoryview) -> None:
+        """Append the next frame in frame-index order.
+
+        Raises:
+            InvalidInputError: the frame is empty, too large for uint32, or
+                beyond ``N``.
+        """
+        size = len(frame)
+        index = len(self._counts)
+        if index >= self.layout.frame_count:
+            raise InvalidInputError(f"the file has {self.layout.frame_count} frames; frame {index} is one too many", field="frames")
+        if not 0 < size <= 0xFFFF_FFFF:
+            raise InvalidInputError(f"frame {index} is {size} bytes; a frame is 1 to 4294967295 bytes", field="TileByteCounts")
+        self._file.write(frame)
+        self._counts.append(size)
+
+    def _finish(self) -> bytes:
+        from rumi_core.header import build_header
+
+        if len(self._counts) != self.layout.frame_count:
+            raise InvalidInputError(
+                f"only {len(self._counts)} of {self.layout.frame_count} frames were written", field="frames", rule="Every frame is present"
+            )
+        self._file.write(self._trailer)
+        self._file.seek(0)
+        self._file.write(encode_head(self.layout, self.georef, self._counts))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
+        blob = build_header(self._tmp)
+        os.replace(self._tmp, self.path)
+        return blob
+
+    def abort(self) -> None:
+        """Discard the temporary file."""
+        if not self._file.closed:
+            self._file.close()
+        if os.path.exists(self._tmp):
+            os.unlink(self._tmp)
+
+    def __enter__(self) -> FileAssembler:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc_type is not None:
+            self.abort()
+            return
+        try:
+            self.header = self._finish()
+        except BaseException:
+            self.abort()
+            raise
+
+
+def assemble(
+    path: str | os.PathLike[str],
+    *,
+    layout: Layout,
+    georef: Georeferencing,
+    trailer: Trailer,
+    frames: Iterable[bytes | bytearray | memoryview],
+) -> bytes:
+    """Write pre-compressed ``frames`` (in frame-index order) as a file; return its blob.
+
+    Raises:
+        InvalidInputError: the frames, bands or times do not fit the layout.
+        InvalidFileError: the finished file failed the header builder's checks.
+    """
+    with FileAssembler(path, layout, georef, trailer) as out:
+        for frame in frames:
+            out.write_frame(frame)
+    assert out.header is not None
+    return out.header

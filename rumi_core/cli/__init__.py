@@ -1,0 +1,1 @@
+"""The ``rumi`` command line: one module per subcommand, registered as entry points."""

@@ -1,0 +1,38 @@
+"""``rumi info``: print what a rumi file holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from rumi_core.cli.options import header_option, read_header_file
+from rumi_core.errors import RumiError
+from rumi_core.info import info
+
+__all__ = ["info_command"]
+
+
+@click.command("info")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@header_option
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def info_command(file: Path, header_path: Path | None, as_json: bool) -> None:
+    """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE."""
+    try:
+        found = info(file, read_header_file(header_path))
+    except RumiError as err:
+        raise click.ClickException(f"{file}: {err}") from err
+    data = found.to_dict()
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+        return
+    width = max(len(k) for k in data)
+    for key, value in data.items():
+        if key in ("bands", "times") and isinstance(value, list):
+            click.echo(f"{key:<{width}}  {len(value)}")
+            for i, v in enumerate(value):
+                click.echo(f"{'':<{width}}    {i}: {v}")
+            continue
+        click.echo(f"{key:<{width}}  {value}")

@@ -1,0 +1,49 @@
+"""The ``rumi`` command group.
+
+Subcommands are entry points in the ``rumi.commands`` group, so other
+packages (the conversion pipeline, the catalogue) add theirs without this
+package importing them. Logging is configured here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import entry_points
+
+import click
+
+__all__ = ["cli", "main"]
+
+
+class _EntryPointGroup(click.Group):
+    """A group whose commands are loaded lazily from entry points."""
+
+    def _commands(self) -> dict[str, str]:
+        return {ep.name: ep.value for ep in entry_points(group="rumi.commands")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._commands()))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None:
+            return found
+        for ep in entry_points(group="rumi.commands", name=cmd_name):
+            command = ep.load()
+            if isinstance(command, click.Command):
+                return command
+        return None
+
+
+@click.group(cls=_EntryPointGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-v", "--verbose", count=True, help="More log output (repeat for debug).")
+@click.version_option(package_name="rumi-forge")
+def cli(verbose: int) -> None:
+    """rumi: write, catalogue and read stateless raster cubes."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli()

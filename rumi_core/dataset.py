@@ -1,0 +1,119 @@
+"""An open rumi file: :func:`rumi_core.open` returns a :class:`Dataset`.
+
+Modelled on ``rasterio.open``: a context-managed object that holds the byte
+source and the header blob, exposes what the file describes and reads windows
+statelessly. Opening reads the head and trailer once (through
+:func:`rumi_core.info.info`) unless a blob is given and ``metadata=False``, in
+which case nothing but frames is ever read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rumi_core.header import HeaderBlob
+from rumi_core.info import Info, info
+from rumi_core.reader import DEFAULT_LIMITS, Limits, read_selection, resolve_header, resolve_selection
+from rumi_core.sources import ByteSource, open_source
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+    from types import TracebackType
+
+    from numpy.typing import NDArray
+
+    from rumi_core.layout import Layout
+
+__all__ = ["Dataset", "open"]
+
+
+class Dataset:
+    """A rumi file opened for reading."""
+
+    def __init__(
+        self,
+        source: ByteSource | str | os.PathLike[str] | bytes,
+        header: HeaderBlob | bytes | None = None,
+        *,
+        metadata: bool = True,
+        limits: Limits = DEFAULT_LIMITS,
+    ) -> None:
+        self._source, self._owned = open_source(source)
+        self._limits = limits
+        try:
+            self.info: Info | None = info(self._source, header) if metadata else None
+            """Head and trailer summary, or None when opened with ``metadata=False``."""
+            if header is None and self.info is not None:
+                header = HeaderBlob(self.info.layout, np.asarray(self.info.frame_bytes, dtype=np.uint64))
+            self.header: HeaderBlob = resolve_header(self._source, header, limits=limits)
+            """The header blob used to locate frames."""
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def layout(self) -> Layout:
+        """Dimensions, tiling, sample encoding and frame unit."""
+        return self.header.layout
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``(T, B, Y, X)`` or ``(B, Y, X)``."""
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> Any:
+        """NumPy dtype of the samples."""
+        return self.layout.encoding.dtype
+
+    def read(
+        self,
+        *,
+        bands: Sequence[int] | None = None,
+        times: Sequence[int] | None = None,
+        window: Any = None,
+        threads: int | None = None,
+        verify: bool = True,
+    ) -> NDArray[Any]:
+        """Read a selection; see :func:`rumi_core.read`."""
+        sel = resolve_selection(self.layout, bands=bands, times=times, window=window)
+        return read_selection(self._source, self.header, sel, threads=threads, verify=verify, limits=self._limits)
+
+    def close(self) -> None:
+        """Close the source if this dataset opened it."""
+        if self._owned:
+            self._source.close()
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        lay = self.layout
+        kind = "Cube" if lay.is_cube else "Image"
+        return f"<rumi_core.Dataset {kind} {lay.shape} {lay.encoding.name} {self._source.name!r}>"
+
+
+def open(  # noqa: A001 - mirrors the built-in, as rasterio.open does
+    source: ByteSource | str | os.PathLike[str] | bytes,
+    header: HeaderBlob | bytes | None = None,
+    *,
+    metadata: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> Dataset:
+    """Open a rumi file for reading.
+
+    Example:
+        >>> import numpy as np, tempfile, os, rumi_core
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.rumi")
+        >>> _ = rumi_core.write(path, np.ones((1, 4, 4), "uint8"), bands=["a"], times=["2020-01-01"])
+        >>> with rumi_core.open(path) as ds:
+        ...     ds.shape, ds.read(window=((0, 2), (1, 3))).sum()
+        ((1, 4, 4), np.uint64(4))
+    """
+    return Dataset(source, header, metadata=metadata, limits=limits)

@@ -1,0 +1,277 @@
+"""The header blob: 32 bytes plus bit-packed frame byte counts.
+
+Specification section *Header blob*. The blob lives outside the ``.rumi``
+file and holds the raster fields and the frame byte counts. From it alone a
+reader derives ``base_frame_offset`` and the offset of every frame, and where
+the trailer starts. It stores no offsets.
+
+Layout (little-endian)::
+
+    magic 0x45564F4C | version 1 | image_width | image_length | time_count
+    tile_width | tile_length | samples_per_pixel | bits_per_sample
+    sample_format | frame_unit | count_min (uint32) | count_bits (uint8)
+    frame_byte_counts[N] - count_min, packed at count_bits bits each
+
+:func:`build_header` creates a blob from a finalized file, after checking
+every duplicated value against the IFD. :meth:`HeaderBlob.from_bytes` checks
+every MUST of a blob, including minimal ``count_min`` and ``count_bits``, zero
+unused bits and the exact size.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rumi_core.bitpack import bit_length, pack, packed_size, unpack
+from rumi_core.encodings import encoding_for_pair
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, ResourceLimitError, RumiError
+from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
+from rumi_core.layout import Layout
+
+if TYPE_CHECKING:
+    import os
+
+    from numpy.typing import NDArray
+
+__all__ = [
+    "HEADER_MAGIC",
+    "HEADER_SIZE",
+    "HEADER_VERSION",
+    "HeaderBlob",
+    "build_header",
+    "header_from_head",
+]
+
+HEADER_MAGIC = 0x45564F4C
+HEADER_VERSION = 1
+_FIXED = struct.Struct("<IHIIIHHHBBBIB")
+HEADER_SIZE = _FIXED.size
+assert HEADER_SIZE == 32
+
+DEFAULT_MAX_FRAMES = 1 << 26
+"""Default limit on ``N`` a reader accepts before allocating the count table."""
+
+
+@dataclass(frozen=True, eq=False)
+class HeaderBlob:
+    """A parsed, checked header blob: the layout and every frame's byte count."""
+
+    layout: Layout
+    byte_counts: NDArray[np.uint64]
+    """``frame_byte_counts``, in frame-index order."""
+
+    def __post_init__(self) -> None:
+        counts = np.asarray(self.byte_counts, dtype=np.uint64).reshape(-1)
+        if counts.size != self.layout.frame_count:
+            raise InvalidInputError(f"expected {self.layout.frame_count} byte counts, got {counts.size}", field="frame_byte_counts")
+        if counts.size and (int(counts.min()) == 0 or int(counts.max()) > 0xFFFF_FFFF):
+            raise InvalidInputError("every frame byte count MUST be greater than zero and fit in uint32", field="frame_byte_counts")
+        counts.flags.writeable = False
+        object.__setattr__(self, "byte_counts", counts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HeaderBlob):
+            return NotImplemented
+        return self.layout == other.layout and np.array_equal(self.byte_counts, other.byte_counts)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- derived -----------------------------------------------------------------
+
+    @property
+    def count_min(self) -> int:
+        """``min(c)``."""
+        return int(self.byte_counts.min())
+
+    @property
+    def count_bits(self) -> int:
+        """Bits per packed residual: ``bit_length(max(c) - count_min)``."""
+        return bit_length(int(self.byte_counts.max()) - self.count_min)
+
+    @property
+    def base_frame_offset(self) -> int:
+        """Where frame data starts, from ``B`` and ``N``."""
+        return base_frame_offset(samples_per_pixel=self.layout.samples_per_pixel, frame_count=self.layout.frame_count)
+
+    @property
+    def offsets(self) -> NDArray[np.uint64]:
+        """``N + 1`` offsets: every frame's start, then the trailer's."""
+        return frame_offsets(self.base_frame_offset, self.byte_counts)
+
+    @property
+    def trailer_offset(self) -> int:
+        """``offset[N-1] + frame_byte_counts[N-1]``."""
+        return self.base_frame_offset + int(self.byte_counts.sum(dtype=np.uint64))
+
+    def frame_range(self, index: int) -> tuple[int, int]:
+        """Return ``(offset, length)`` of frame ``index``."""
+        offsets = self.offsets
+        return int(offsets[index]), int(self.byte_counts[index])
+
+    # -- bytes ---------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """Return the canonical blob."""
+        lay = self.layout
+        enc = lay.encoding
+        cmin, bits = self.count_min, self.count_bits
+        fixed = _FIXED.pack(
+            HEADER_MAGIC, HEADER_VERSION, lay.image_width, lay.image_length, lay.time_count,
+            lay.tile_width, lay.tile_length, lay.samples_per_pixel, enc.bits_per_sample,
+            enc.sample_format, lay.frame_unit, cmin, bits,
+        )  # fmt: skip
+        return fixed + pack(self.byte_counts - np.uint64(cmin), bits)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, *, max_frames: int = DEFAULT_MAX_FRAMES) -> HeaderBlob:
+        """Parse a blob and check every MUST of *Header blob*.
+
+        Raises:
+            InvalidHeaderError: the blob is malformed; the message names the field.
+            ResourceLimitError: ``N`` exceeds ``max_frames``.
+        """
+        data = bytes(data)
+        if len(data) < HEADER_SIZE:
+            raise InvalidHeaderError(
+                f"the blob is {len(data)} bytes, shorter than its 32-byte header",
+                field="blob size",
+                rule="The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes",
+            )
+        (magic, version, width, length, times, tile_w, tile_l, spp, bps, fmt, unit, cmin, bits) = _FIXED.unpack_from(data)
+
+        def fail(msg: str, fld: str, at: int, rule: str) -> InvalidHeaderError:
+            return InvalidHeaderError(msg, field=fld, offset=at, rule=rule)
+
+        if magic != HEADER_MAGIC:
+            raise fail(f"magic is {data[:4]!r}, expected b'LOVE'", "magic", 0, "A reader MUST reject any other value")
+        if version != HEADER_VERSION:
+            raise fail(f"version is {version}, expected 1", "version", 4, "A reader that implements version 1 MUST reject any other value")
+        for name, value, at in (("image_width", width, 6), ("image_length", length, 10), ("time_count", times, 14),
+                                ("tile_width", tile_w, 18), ("tile_length", tile_l, 20), ("samples_per_pixel", spp, 22)):  # fmt: skip
+            if value == 0:
+                raise fail(f"{name} is 0", name, at, f"{name} MUST be greater than zero")
+        try:
+            encoding = encoding_for_pair(fmt, bps)
+        except InvalidInputError as err:
+            raise fail(str(err), "sample_format", 24, "A reader MUST reject any pair not listed") from err
+        try:
+            layout = Layout(width, length, times, spp, tile_w, tile_l, encoding, unit)
+        except InvalidInputError as err:
+            raise fail(str(err), err.field or "frame_unit", 26, err.rule or "frame_unit") from err
+        if bits > 32:
+            raise fail(f"count_bits is {bits}, expected 0..32", "count_bits", 31, "count_bits MUST be between 0 and 32")
+        if cmin == 0:
+            raise fail("count_min is 0", "count_min", 27, "Every count MUST be greater than zero")
+        n = layout.frame_count
+        if n > max_frames:
+            raise ResourceLimitError(f"the blob describes {n} frames, above the limit of {max_frames}", field="N")
+        expected = HEADER_SIZE + packed_size(n, bits)
+        if len(data) != expected:
+            raise fail(
+                f"the blob is {len(data)} bytes, expected 32 + ceil(N * count_bits / 8) = {expected}",
+                "blob size",
+                0,
+                "The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes and contain no padding",
+            )
+        try:
+            residuals = unpack(data[HEADER_SIZE:], n, bits)
+        except RumiError as err:
+            raise fail(str(err), "frame_byte_counts", len(data) - 1, "Unused bits in the final byte MUST be zero") from err
+        if n and int(residuals.min()) != 0:
+            raise fail(
+                f"count_min is {cmin}, but the smallest decoded count is {cmin + int(residuals.min())}",
+                "count_min",
+                27,
+                "A reader MUST reject a blob if count_min is not the minimum decoded count",
+            )
+        if bit_length(int(residuals.max()) if n else 0) != bits:
+            raise fail(
+                f"count_bits is {bits}, the minimum width is {bit_length(int(residuals.max()))}",
+                "count_bits",
+                31,
+                "A reader MUST reject a blob if count_bits is not the minimum required width",
+            )
+        counts = residuals + np.uint64(cmin)
+        if int(counts.max()) > 0xFFFF_FFFF:
+            raise fail(
+                "a reconstructed count does not fit in uint32",
+                "frame_byte_counts",
+                HEADER_SIZE,
+                "Every reconstructed count MUST fit in uint32",
+            )
+        return cls(layout, counts)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> HeaderBlob:
+        """Read and parse a ``.rumih`` file."""
+        with open(path, "rb") as f:
+            return cls.from_bytes(f.read())
+
+
+def header_from_head(head: ParsedHead) -> HeaderBlob:
+    """Build the blob of a parsed, checked head."""
+    return HeaderBlob(head.layout, head.byte_counts)
+
+
+def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
+    """Compare every value a blob duplicates with the file's IFD.
+
+    Raises:
+        HeaderMismatchError: a value differs; the message names both fields.
+    """
+    a, b = blob.layout, head.layout
+    pairs = (
+        ("image_width", "ImageWidth", a.image_width, b.image_width),
+        ("image_length", "ImageLength", a.image_length, b.image_length),
+        ("time_count", "TimeCount", a.time_count, b.time_count),
+        ("tile_width", "TileWidth", a.tile_width, b.tile_width),
+        ("tile_length", "TileLength", a.tile_length, b.tile_length),
+        ("samples_per_pixel", "SamplesPerPixel", a.samples_per_pixel, b.samples_per_pixel),
+        ("bits_per_sample", "BitsPerSample", a.encoding.bits_per_sample, b.encoding.bits_per_sample),
+        ("sample_format", "SampleFormat", a.encoding.sample_format, b.encoding.sample_format),
+        ("frame_unit", "FrameUnit", a.frame_unit, b.frame_unit),
+    )
+    rule = "Every duplicated value MUST match"
+    for blob_name, tag, x, y in pairs:
+        if x != y:
+            raise HeaderMismatchError(f"header blob {blob_name} is {x}, the file's {tag} is {y}", field=blob_name, rule=rule)
+    if blob.byte_counts.size != head.byte_counts.size:
+        raise HeaderMismatchError(
+            f"header blob has {blob.byte_counts.size} frame byte counts, the file's TileByteCounts has {head.byte_counts.size}",
+            field="frame_byte_counts",
+            rule="frame_byte_counts and TileByteCounts MUST each contain N entries",
+        )
+    bad = np.nonzero(blob.byte_counts != head.byte_counts)[0]
+    if bad.size:
+        i = int(bad[0])
+        raise HeaderMismatchError(
+            f"header blob frame_byte_counts[{i}] is {int(blob.byte_counts[i])}, "
+            f"the file's TileByteCounts[{i}] is {int(head.byte_counts[i])}",
+            field="frame_byte_counts",
+            rule=rule,
+        )
+
+
+def build_header(path: str | os.PathLike[str]) -> bytes:
+    """Create the header blob of a finalized ``.rumi`` file.
+
+    The head is parsed with every check of :func:`rumi_core.ifd.decode_head`,
+    the trailer is checked, and the file must end exactly where the trailer
+    does; only then is the blob produced from the IFD's values.
+
+    Raises:
+        InvalidFileError: the file is not a compliant rumi file.
+        SourceError: the file cannot be read.
+    """
+    from rumi_core.sources import LocalFileSource
+    from rumi_core.structure import read_structure
+
+    with LocalFileSource(path) as source:
+        structure = read_structure(source)
+    blob = header_from_head(structure.head)
+    check_against_head(blob, structure.head)
+    return blob.to_bytes()

@@ -1,0 +1,107 @@
+"""A summary of one file: shape, dtype, bands, times, georeferencing, frames.
+
+:func:`info` reads the head and the trailer (never a frame) and returns an
+:class:`Info`, whose :meth:`Info.to_dict` is the JSON printed by ``rumi info
+--json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.sources import ByteSource, open_source
+from rumi_core.structure import read_structure
+
+if TYPE_CHECKING:
+    import os
+
+    from rumi_core.georef import Georeferencing
+    from rumi_core.layout import Layout
+    from rumi_core.times import TimeCoordinates
+
+__all__ = ["Info", "info"]
+
+
+@dataclass(frozen=True)
+class Info:
+    """What a file holds, from its head and trailer."""
+
+    layout: Layout
+    georef: Georeferencing
+    band_texts: tuple[str, ...]
+    times: TimeCoordinates
+    file_size: int
+    frame_bytes: tuple[int, ...]
+    """Compressed size of every frame, in frame-index order."""
+    base_frame_offset: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """``(T, B, Y, X)`` for a Cube, ``(B, Y, X)`` for an Image."""
+        return self.layout.shape
+
+    @property
+    def dtype(self) -> str:
+        """The sample encoding's name."""
+        return self.layout.encoding.name
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-serialisable summary."""
+        lay = self.layout
+        raw = lay.time_count * lay.samples_per_pixel * lay.image_length * lay.image_width * lay.encoding.decoded_bytes
+        frames = self.frame_bytes
+        return {
+            "shape": list(self.shape),
+            "kind": "Cube" if lay.is_cube else "Image",
+            "dtype": self.dtype,
+            "sample_format": lay.encoding.sample_format,
+            "bits_per_sample": lay.encoding.bits_per_sample,
+            "bands": list(self.band_texts),
+            "time_type": "interval" if self.times.time_type == 1 else "instant",
+            "times": self.times.to_json(),
+            "crs": self.georef.crs,
+            "transform": list(self.georef.transform) if self.georef.is_georeferenced else None,
+            "pixel_is_point": self.georef.raster_type == 2,
+            "frame_unit": lay.frame_unit,
+            "frame_axes": "".join(lay.frame_axes),
+            "tile_size": [lay.tile_length, lay.tile_width],
+            "grid": [lay.tiles_down, lay.tiles_across],
+            "frame_count": lay.frame_count,
+            "file_size": self.file_size,
+            "base_frame_offset": self.base_frame_offset,
+            "frame_bytes": {"total": sum(frames), "min": min(frames), "max": max(frames)},
+            "decoded_bytes": raw,
+        }
+
+
+def info(source: ByteSource | str | os.PathLike[str] | bytes, header: HeaderBlob | bytes | bytearray | memoryview | None = None) -> Info:
+    """Summarise a file from its head and trailer.
+
+    When ``header`` is given it is checked against the file.
+
+    Raises:
+        InvalidFileError: the head or trailer breaks a MUST.
+        HeaderMismatchError: the blob disagrees with the file.
+        SourceError: the file cannot be read.
+    """
+    src, owned = open_source(source)
+    try:
+        structure = read_structure(src)
+    finally:
+        if owned:
+            src.close()
+    head = structure.head
+    if header is not None:
+        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+        check_against_head(blob, head)
+    return Info(
+        layout=head.layout,
+        georef=head.georef,
+        band_texts=structure.trailer.band_texts,
+        times=structure.trailer.times,
+        file_size=structure.size,
+        frame_bytes=tuple(int(c) for c in head.byte_counts),
+        base_frame_offset=head.base_frame_offset,
+    )

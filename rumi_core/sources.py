@@ -1,0 +1,159 @@
+"""Byte-range sources: where a reader gets the bytes of a ``.rumi`` file.
+
+A stateless reader needs nothing from a file but byte ranges. A source is any
+object with the small :class:`ByteSource` protocol; rumi_core implements it
+for a local path (:class:`LocalFileSource`, positional reads that are safe to
+issue from many threads) and for bytes in memory (:class:`BytesSource`). Other
+packages plug in HTTP or object-store sources with the same protocol.
+
+A source returns fewer bytes than asked only at the end of the file; the
+caller decides whether that is an error (a truncated file is invalid, not an
+I/O failure).
+
+>>> with BytesSource(b"0123456789") as src:
+...     src.read_ranges([(2, 3), (8, 5)])
+[b'234', b'89']
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from rumi_core.errors import SourceError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "open_source"]
+
+
+@runtime_checkable
+class ByteSource(Protocol):
+    """What a reader needs from storage."""
+
+    @property
+    def name(self) -> str:
+        """A human-readable location for messages."""
+        ...
+
+    def size(self) -> int:
+        """Total size of the file in bytes."""
+        ...
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Return the bytes of each ``(offset, length)`` range, in order.
+
+        A range that runs past the end of the file comes back short.
+
+        Raises:
+            SourceError: the storage failed.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release any resource held."""
+        ...
+
+
+class _SourceBase:
+    """Context-manager plumbing shared by the sources."""
+
+    def close(self) -> None:
+        """Release any resource held."""
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class LocalFileSource(_SourceBase):
+    """A local file read with ``os.pread``; safe to share between threads."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        try:
+            self._fd: int | None = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except OSError as err:
+            raise SourceError(f"cannot open {self._path}: {err.strerror}") from err
+
+    @property
+    def name(self) -> str:
+        """The path."""
+        return self._path
+
+    def _fileno(self) -> int:
+        if self._fd is None:
+            raise SourceError(f"{self._path} is closed")
+        return self._fd
+
+    def size(self) -> int:
+        """Size of the file."""
+        return os.fstat(self._fileno()).st_size
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Read each range with one positional read."""
+        fd = self._fileno()
+        out = []
+        for offset, length in ranges:
+            try:
+                chunks = []
+                got = 0
+                while got < length:
+                    chunk = os.pread(fd, length - got, offset + got)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    got += len(chunk)
+            except OSError as err:
+                raise SourceError(f"cannot read {length} bytes at {offset} of {self._path}: {err.strerror}") from err
+            out.append(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+        return out
+
+    def close(self) -> None:
+        """Close the file descriptor."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class BytesSource(_SourceBase):
+    """A file held in memory."""
+
+    def __init__(self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>") -> None:
+        self._data = memoryview(data).cast("B")
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        """The name given at construction."""
+        return self._name
+
+    def size(self) -> int:
+        """Length of the buffer."""
+        return len(self._data)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Slice each range out of the buffer."""
+        return [bytes(self._data[o : o + n]) for o, n in ranges]
+
+
+def open_source(source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview) -> tuple[ByteSource, bool]:
+    """Return a source for a path, bytes or an existing source.
+
+    The second value says whether the caller opened it and must close it.
+
+    Raises:
+        SourceError: a path cannot be opened.
+        TypeError: ``source`` is none of the accepted kinds.
+    """
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return BytesSource(source), True
+    if isinstance(source, (str, os.PathLike)):
+        return LocalFileSource(source), True
+    if isinstance(source, ByteSource):
+        return source, False
+    raise TypeError(f"a source is a path, bytes or a ByteSource, got {type(source).__name__}")

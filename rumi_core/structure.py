@@ -1,0 +1,95 @@
+"""The structure of a whole file: head, frame region and trailer.
+
+Specification section *File profile*. A compliant file is ``head ‖ frames ‖
+trailer``: the head is checked by :func:`rumi_core.ifd.decode_head`, the
+frames form one contiguous run in frame-index order from
+``base_frame_offset``, and the trailer starts right after the last frame and
+ends exactly at the end of the file (so trailing bytes are refused by the
+trailer's exact-size rule).
+
+This reads the head and the trailer, never the frames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rumi_core.errors import InvalidFileError
+from rumi_core.ifd import ParsedHead, decode_head
+from rumi_core.trailer import Trailer, TrailerLimits
+
+if TYPE_CHECKING:
+    from rumi_core.sources import ByteSource
+
+__all__ = ["FileStructure", "read_structure", "read_trailer"]
+
+
+@dataclass(frozen=True)
+class FileStructure:
+    """A file's checked head and trailer, and its size."""
+
+    head: ParsedHead
+    trailer: Trailer
+    size: int
+
+
+def _read_at(source: ByteSource, offset: int, length: int) -> bytes:
+    return source.read_ranges([(offset, length)])[0]
+
+
+def read_trailer(
+    source: ByteSource,
+    *,
+    trailer_offset: int,
+    samples_per_pixel: int,
+    time_count: int,
+    size: int | None = None,
+    limits: TrailerLimits | None = None,
+) -> Trailer:
+    """Read and check the trailer that starts at ``trailer_offset``.
+
+    Raises:
+        InvalidFileError: the file ends before the trailer offset, or the
+            trailer is malformed.
+        ResourceLimitError: the trailer exceeds ``limits``.
+    """
+    size = source.size() if size is None else size
+    if size < trailer_offset:
+        raise InvalidFileError(
+            f"the file is {size} bytes, but its frames end at {trailer_offset}",
+            field="file size",
+            rule="Every frame is present",
+            offset=size,
+        )
+    limits = limits or TrailerLimits()
+    # The trailer cannot be larger than 28 bytes + the texts + 8 bytes per coordinate.
+    longest = 28 + limits.max_band_text_bytes + 8 * min(limits.max_time_coordinates, 2 * time_count)
+    if size - trailer_offset > longest:
+        raise InvalidFileError(
+            f"{size - trailer_offset} bytes follow the last frame, more than any trailer of this file can hold",
+            field="trailer size",
+            rule="The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+            offset=trailer_offset,
+        )
+    data = _read_at(source, trailer_offset, size - trailer_offset)
+    return Trailer.from_bytes(data, samples_per_pixel=samples_per_pixel, time_count=time_count, offset=trailer_offset, limits=limits)
+
+
+def read_structure(source: ByteSource, *, limits: TrailerLimits | None = None) -> FileStructure:
+    """Read and check the head and trailer of a file.
+
+    Raises:
+        InvalidFileError: any structural MUST is broken.
+    """
+    head = decode_head(lambda offset, length: _read_at(source, offset, length))
+    size = source.size()
+    trailer = read_trailer(
+        source,
+        trailer_offset=head.trailer_offset,
+        samples_per_pixel=head.layout.samples_per_pixel,
+        time_count=head.layout.time_count,
+        size=size,
+        limits=limits,
+    )
+    return FileStructure(head, trailer, size)

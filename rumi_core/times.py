@@ -1,0 +1,290 @@
+"""Time coordinates: one instant or one interval per time step.
+
+Specification section *Trailer* / *Time coordinates*. Every time step of an
+Image or Cube carries a coordinate: an instant (``time_type = 2``, ``C = T``
+coordinates) or a half-open interval (``time_type = 1``, ``C = 2T``). rumi
+follows POSIX time in whole seconds, so coordinates are kept here as integer
+seconds from 1970-01-01T00:00:00Z, negative before that epoch.
+
+Accepted inputs, per time step: :class:`numpy.datetime64`, :class:`datetime.datetime`,
+:class:`datetime.date`, or an ISO 8601 string for an instant; a ``(start, end)``
+pair of those for an interval. A naive datetime or an ISO string without an
+offset is taken as UTC. A value with a fraction of a second is refused: the
+format stores whole seconds, and rounding would change the data.
+
+The trailer encoding (``time_scale``, ``time_epoch``, ``time_step``, zigzag
+residuals at the minimum ``time_bits``) lives in :meth:`TimeCoordinates.encode`
+and :meth:`TimeCoordinates.decode`.
+
+>>> tc = TimeCoordinates.from_values(["2020-01-01", "2020-01-11", "2020-01-21"])
+>>> tc.time_type, tc.seconds[1] - tc.seconds[0]
+(2, 864000)
+>>> TimeCoordinates.decode(tc.encode()[0], bytes(tc.encode()[1]), time_count=3)[0] == tc
+True
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rumi_core.bitpack import bit_length, pack, packed_size, unpack
+from rumi_core.errors import InvalidInputError, RumiError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+__all__ = [
+    "INTERVAL",
+    "INSTANT",
+    "TIME_FIELDS",
+    "TimeCoordinates",
+    "TimeFields",
+    "to_seconds",
+]
+
+INTERVAL = 1
+"""``time_type`` of an interval axis."""
+INSTANT = 2
+"""``time_type`` of an instant axis."""
+
+DAY = 86400
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+TIME_FIELDS = struct.Struct("<BBqqI")
+"""``time_type``, ``time_bits``, ``time_epoch``, ``time_step``, ``time_scale`` (22 bytes)."""
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _fits_int64(v: int) -> bool:
+    return INT64_MIN <= v <= INT64_MAX
+
+
+def _round_half_up(num: int, den: int) -> int:
+    """``round(num / den)`` with exact halves toward positive infinity (den > 0)."""
+    return (2 * num + den) // (2 * den)
+
+
+def _zigzag(x: int) -> int:
+    return 2 * x if x >= 0 else -2 * x - 1
+
+
+def _unzigzag(p: int) -> int:
+    return p >> 1 if p % 2 == 0 else -((p >> 1) + 1)
+
+
+def to_seconds(value: Any) -> int:
+    """Convert one instant to whole POSIX seconds.
+
+    Raises:
+        InvalidInputError: the value is not a time, or has a fraction of a second.
+    """
+    if isinstance(value, np.datetime64):
+        if np.isnat(value):
+            raise InvalidInputError("a time coordinate is NaT", field="times")
+        ns = value.astype("datetime64[ns]") if np.datetime_data(value.dtype)[0] in ("ns", "ps", "fs", "as") else None
+        if ns is not None and int(ns.astype(np.int64)) % 1_000_000_000:
+            raise InvalidInputError(f"{value} has a fraction of a second; rumi stores whole seconds", field="times")
+        value = value.astype("datetime64[us]").item()
+        if isinstance(value, int):  # outside datetime's range
+            raise InvalidInputError(f"time {value!r} is outside the supported range", field="times")
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as err:
+            raise InvalidInputError(f"{text!r} is not an ISO 8601 time", field="times") from err
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.UTC)
+        delta = value - _EPOCH
+        if delta.microseconds:
+            raise InvalidInputError(f"{value.isoformat()} has a fraction of a second; rumi stores whole seconds", field="times")
+        return int(delta.days * DAY + delta.seconds)
+    if isinstance(value, dt.date):
+        return (value - _EPOCH.date()).days * DAY
+    raise InvalidInputError(
+        f"a time coordinate is a datetime64, datetime, date or ISO string, got {type(value).__name__}",
+        field="times",
+    )
+
+
+@dataclass(frozen=True)
+class TimeFields:
+    """The five fixed time fields of the trailer."""
+
+    time_type: int
+    time_bits: int
+    time_epoch: int
+    time_step: int
+    time_scale: int
+
+    def to_bytes(self) -> bytes:
+        """Return the 22 packed bytes."""
+        return TIME_FIELDS.pack(self.time_type, self.time_bits, self.time_epoch, self.time_step, self.time_scale)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | memoryview) -> TimeFields:
+        """Unpack the 22 bytes that follow the band texts."""
+        return cls(*TIME_FIELDS.unpack(data))
+
+
+@dataclass(frozen=True)
+class TimeCoordinates:
+    """The time axis of a file: its type and ``C`` coordinates in POSIX seconds."""
+
+    time_type: int
+    """:data:`INSTANT` or :data:`INTERVAL`."""
+    seconds: tuple[int, ...]
+    """``C`` coordinates, whole seconds from 1970-01-01T00:00:00Z."""
+
+    def __post_init__(self) -> None:
+        if self.time_type not in (INSTANT, INTERVAL):
+            raise InvalidInputError(f"time_type must be 1 or 2, got {self.time_type}", field="time_type")
+        if not self.seconds or (self.time_type == INTERVAL and len(self.seconds) % 2):
+            raise InvalidInputError("an interval axis stores two coordinates per time step", field="times")
+        for s in self.seconds:
+            if not _fits_int64(s):
+                raise InvalidInputError(f"time coordinate {s} does not fit in int64", field="times")
+        _check_order(self.time_type, self.seconds)
+
+    @property
+    def time_count(self) -> int:
+        """``T``, the number of time steps."""
+        return len(self.seconds) // (2 if self.time_type == INTERVAL else 1)
+
+    @classmethod
+    def from_values(cls, values: Iterable[Any]) -> TimeCoordinates:
+        """Build the axis from one instant or one ``(start, end)`` pair per step.
+
+        Raises:
+            InvalidInputError: mixed instants and intervals, a value that is
+                not a time, unordered instants or overlapping intervals.
+        """
+        items = list(values)
+        if not items:
+            raise InvalidInputError("every time step needs a coordinate; times is empty", field="times")
+        pairs = [isinstance(v, (tuple, list)) for v in items]
+        if any(pairs) and not all(pairs):
+            raise InvalidInputError("times mixes instants and intervals; use one kind for the whole axis", field="times")
+        if all(pairs):
+            secs: list[int] = []
+            for i, v in enumerate(items):
+                if len(v) != 2:
+                    raise InvalidInputError(f"interval {i} must be a (start, end) pair, got {len(v)} values", field="times")
+                secs.extend((to_seconds(v[0]), to_seconds(v[1])))
+            return cls(INTERVAL, tuple(secs))
+        return cls(INSTANT, tuple(to_seconds(v) for v in items))
+
+    def to_datetime64(self) -> list[Any]:
+        """Return the coordinates as ``datetime64[s]`` instants or ``(start, end)`` pairs."""
+        values = [np.datetime64(s, "s") for s in self.seconds]
+        if self.time_type == INSTANT:
+            return values
+        return list(zip(values[::2], values[1::2], strict=True))
+
+    def to_json(self) -> list[str] | list[list[str]]:
+        """Return ISO 8601 strings (UTC, ``Z``) for instants or ``[start, end]`` pairs."""
+        text = [str(np.datetime64(s, "s")) + "Z" for s in self.seconds]
+        if self.time_type == INSTANT:
+            return text
+        return [[a, b] for a, b in zip(text[::2], text[1::2], strict=True)]
+
+    # -- trailer encoding ---------------------------------------------------------
+
+    def encode(self) -> tuple[TimeFields, bytes]:
+        """Return the trailer's time fields and packed residuals.
+
+        ``time_scale`` is 86400 when every coordinate is a whole day, else 1;
+        ``time_step`` rounds half up; ``time_bits`` is the minimum width.
+        """
+        scale = DAY if all(s % DAY == 0 for s in self.seconds) else 1
+        coords = [s // scale for s in self.seconds]
+        count = len(coords)
+        epoch = coords[0]
+        step = 0 if count < 2 else _round_half_up(coords[-1] - coords[0], count - 1)
+        if not _fits_int64(step):
+            raise InvalidInputError("time_step does not fit in int64", field="times")
+        packed = []
+        for i, c in enumerate(coords):
+            residual = c - (epoch + i * step)
+            if not _fits_int64(residual):
+                raise InvalidInputError(f"time residual {i} does not fit in int64", field="times")
+            packed.append(_zigzag(residual))
+        bits = bit_length(max(packed))
+        return TimeFields(self.time_type, bits, epoch, step, scale), pack(packed, bits)
+
+    @classmethod
+    def decode(cls, fields: TimeFields, residuals: bytes, *, time_count: int) -> tuple[TimeCoordinates, int]:
+        """Decode and check the time fields and residuals of a trailer.
+
+        Returns the coordinates and the number of residual bytes consumed.
+
+        Raises:
+            RumiError: any rule of *Time coordinates* is broken; the message
+                names the field.
+        """
+        if fields.time_type not in (INSTANT, INTERVAL):
+            raise RumiError(f"time_type is {fields.time_type}, expected 1 (interval) or 2 (instant)")
+        if fields.time_scale not in (1, DAY):
+            raise RumiError(f"time_scale is {fields.time_scale}, expected 1 or 86400")
+        if fields.time_bits > 64:
+            raise RumiError(f"time_bits is {fields.time_bits}, expected 0..64")
+        count = time_count * (2 if fields.time_type == INTERVAL else 1)
+        size = packed_size(count, fields.time_bits)
+        if len(residuals) < size:
+            raise RumiError(f"time residuals need {size} bytes, the trailer has {len(residuals)}")
+        values = unpack(residuals[:size], count, fields.time_bits)
+        coords = []
+        for i, p in enumerate(values.tolist()):
+            c = fields.time_epoch + i * fields.time_step + _unzigzag(int(p))
+            if not _fits_int64(c):
+                raise RumiError(f"decoded time coordinate {i} does not fit in int64")
+            coords.append(c)
+        if coords[0] != fields.time_epoch:
+            raise RumiError(f"time_epoch is {fields.time_epoch} but time(0) decodes to {coords[0]}")
+        secs = [c * fields.time_scale for c in coords]
+        if not all(_fits_int64(s) for s in secs):
+            raise RumiError("a decoded time in seconds does not fit in int64")
+        try:
+            axis = cls(fields.time_type, tuple(secs))
+        except InvalidInputError as err:
+            raise RumiError(str(err)) from err
+        expected, _ = axis.encode()
+        if expected.time_scale != fields.time_scale:
+            raise RumiError(f"time_scale is {fields.time_scale}, the coordinates require {expected.time_scale}")
+        if expected.time_step != fields.time_step:
+            raise RumiError(f"time_step is {fields.time_step}, the coordinates give {expected.time_step}")
+        if expected.time_bits != fields.time_bits:
+            raise RumiError(f"time_bits is {fields.time_bits}, the minimum is {expected.time_bits}")
+        return axis, size
+
+
+def _check_order(time_type: int, secs: Sequence[int]) -> None:
+    if time_type == INSTANT:
+        for i in range(1, len(secs)):
+            if secs[i] < secs[i - 1]:
+                raise InvalidInputError(
+                    f"instant {i} ({secs[i]} s) is before instant {i - 1} ({secs[i - 1]} s)",
+                    field="times",
+                    rule="Instant coordinates MUST be non-decreasing",
+                )
+        return
+    for i in range(0, len(secs), 2):
+        if not secs[i] < secs[i + 1]:
+            raise InvalidInputError(
+                f"interval {i // 2} does not end after it starts",
+                field="times",
+                rule="time(2i) < time(2i + 1)",
+            )
+        if i + 2 < len(secs) and secs[i + 1] > secs[i + 2]:
+            raise InvalidInputError(
+                f"interval {i // 2} overlaps interval {i // 2 + 1}",
+                field="times",
+                rule="Intervals MUST NOT overlap",
+            )

@@ -1,0 +1,114 @@
+"""Validation of a file, and of a header blob against it.
+
+Checks every MUST of the specification that concerns a file at rest:
+
+* *File header*, *Fixed IFD*, *Placement*, *Sample encodings*,
+  *Georeferencing*, *Validating frame_unit*, *Frame order* and *Trailer*,
+  through :func:`rumi_core.structure.read_structure`;
+* when a blob is given, every rule of *Header blob* and its agreement with the
+  IFD (*Creating the header blob*);
+* unless ``quick``, that every frame is a self-contained OpenZL frame whose
+  checksums hold and that decodes to exactly ``decoded_frame_bytes``, and that
+  boolean samples are 0 or 1.
+
+The first violation is raised as a :class:`~rumi_core.errors.RumiError`
+subclass whose message names the rule, e.g. ``TileOffsets[5] is 1234,
+reconstructed offset is 1200``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rumi_core.codecs import decode_frame
+from rumi_core.errors import FrameDecodeError, InvalidFileError
+from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.reader import _pool, default_threads
+from rumi_core.sources import ByteSource, open_source
+from rumi_core.structure import FileStructure, read_structure
+
+if TYPE_CHECKING:
+    import os
+
+__all__ = ["validate"]
+
+_BATCH_BYTES = 64 << 20
+
+
+def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int) -> None:
+    head = structure.head
+    layout = head.layout
+    offsets = head.offsets
+    is_bool = layout.encoding.name == "bool"
+
+    def check(index: int, frame: bytes) -> None:
+        try:
+            raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=True)
+        except FrameDecodeError as err:
+            raise FrameDecodeError(f"frame {index}: {err}", field=f"frame {index}", offset=int(offsets[index])) from err
+        if is_bool and raw.max(initial=0) > 1:
+            raise InvalidFileError(
+                f"frame {index} holds a boolean byte other than 0 or 1",
+                field=f"frame {index}",
+                rule="Boolean samples: every byte MUST be 0 or 1",
+                offset=int(offsets[index]),
+            )
+
+    index = 0
+    n = layout.frame_count
+    pool = _pool(threads) if threads > 1 else None
+    while index < n:
+        # Read a batch of contiguous frames in one request, then decode it.
+        stop = index + 1
+        while stop < n and int(offsets[stop + 1] - offsets[index]) <= _BATCH_BYTES:
+            stop += 1
+        start = int(offsets[index])
+        (data,) = source.read_ranges([(start, int(offsets[stop]) - start)])
+        view = memoryview(data)
+        jobs = [(i, view[int(offsets[i]) - start : int(offsets[i + 1]) - start]) for i in range(index, stop)]
+        if pool is None:
+            for i, frame in jobs:
+                check(i, bytes(frame))
+        else:
+            for future in [pool.submit(check, i, bytes(frame)) for i, frame in jobs]:
+                future.result()
+        index = stop
+
+
+def validate(
+    source: ByteSource | str | os.PathLike[str] | bytes,
+    header: HeaderBlob | bytes | bytearray | memoryview | None = None,
+    *,
+    quick: bool = False,
+    threads: int | None = None,
+) -> FileStructure:
+    """Check a file (and its blob, when given) against every MUST.
+
+    Args:
+        source: Path, bytes or :class:`ByteSource` of the ``.rumi`` file.
+        header: The blob that should describe the file, if any.
+        quick: Skip decoding the frames.
+        threads: Decoding threads; None uses every CPU available.
+
+    Returns:
+        The file's checked structure.
+
+    Raises:
+        InvalidFileError: the file breaks a MUST.
+        InvalidHeaderError: the blob breaks a MUST.
+        HeaderMismatchError: the blob disagrees with the file.
+        FrameDecodeError: a frame is not a valid OpenZL frame of the right size.
+        SourceError: the file cannot be read.
+    """
+    src, owned = open_source(source)
+    try:
+        structure = read_structure(src)
+        if header is not None:
+            blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+            check_against_head(blob, structure.head)
+        if not quick:
+            _check_frames(src, structure, threads=threads or default_threads())
+        return structure
+    finally:
+        if owned:
+            src.close()

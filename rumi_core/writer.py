@@ -1,0 +1,213 @@
+"""Writing an array as a canonical rumi file.
+
+Specification sections *Frames*, *Fixed IFD*, *Trailer* and *Creating the
+header blob*. :func:`write` takes an Image ``(B, Y, X)`` or a Cube
+``(T, B, Y, X)``, splits it into frames following ``frame_unit``, compresses
+each frame as one self-contained OpenZL frame and assembles the file with
+:class:`~rumi_core.assemble.FileAssembler`.
+
+Every input is checked before anything is written: dimensions against the
+field widths, the dtype against the 21 sample encodings, band texts, time
+order, the CRS and the transform. The file is written to a temporary name and
+renamed into place; it streams, so at most one frame's decoded samples are
+held at a time besides the caller's array.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rumi_core.assemble import FileAssembler
+from rumi_core.codecs import FrameCodec, parse_codec
+from rumi_core.encodings import SampleEncoding, encoding_for_dtype
+from rumi_core.errors import InvalidInputError
+from rumi_core.georef import Georeferencing
+from rumi_core.layout import Layout
+from rumi_core.times import TimeCoordinates
+from rumi_core.trailer import Trailer
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Iterator, Sequence
+
+    from numpy.typing import NDArray
+
+__all__ = ["frame_samples", "iter_frame_samples", "parse_tile_size", "plan_write", "write", "WritePlan"]
+
+
+def parse_tile_size(tile_size: int | tuple[int, int] | Sequence[int]) -> tuple[int, int]:
+    """Return ``(tile_length, tile_width)`` from an int or a ``(height, width)`` pair.
+
+    Raises:
+        InvalidInputError: not a positive integer or pair of them up to 65535.
+    """
+    try:
+        if isinstance(tile_size, (int, np.integer)) and not isinstance(tile_size, bool):
+            pair = (operator.index(tile_size), operator.index(tile_size))
+        else:
+            h, w = tile_size  # type: ignore[misc]
+            pair = (operator.index(h), operator.index(w))
+    except (TypeError, ValueError) as err:
+        raise InvalidInputError(f"tile_size is an int or a (height, width) pair, got {tile_size!r}", field="tile_size") from err
+    for v, tag in zip(pair, ("TileLength", "TileWidth"), strict=True):
+        if not 1 <= v <= 0xFFFF:
+            raise InvalidInputError(f"tile size {v} is outside 1..65535", field=tag)
+    return pair
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """Everything decided about a file before its first byte is written."""
+
+    layout: Layout
+    georef: Georeferencing
+    trailer: Trailer
+    codec: FrameCodec
+
+
+def plan_write(
+    shape: Sequence[int],
+    dtype: Any,
+    *,
+    bands: Sequence[str],
+    times: Sequence[Any],
+    crs: Any = None,
+    transform: Any = None,
+    tile_size: int | tuple[int, int] = 512,
+    frame_unit: int = 0,
+    compression: Any = None,
+    pixel_is_point: bool = False,
+) -> WritePlan:
+    """Check every input of :func:`write` and return the plan, writing nothing.
+
+    Raises:
+        InvalidInputError: any input cannot be stored in a compliant file.
+        CRSError: the CRS cannot be stored as an EPSG code.
+    """
+    dims = tuple(int(d) for d in shape)
+    if len(dims) == 3:
+        t, b, y, x = 1, *dims
+    elif len(dims) == 4:
+        t, b, y, x = dims
+    else:
+        raise InvalidInputError(f"data must be (B, Y, X) or (T, B, Y, X), got shape {dims}", field="data")
+    encoding: SampleEncoding = encoding_for_dtype(dtype)
+    tile_length, tile_width = parse_tile_size(tile_size)
+    if isinstance(bands, str):
+        raise InvalidInputError(f"bands is a list of one text per band; wrap a single text as [{bands!r}]", field="bands")
+    band_texts = tuple(bands)
+    if len(band_texts) != b:
+        raise InvalidInputError(f"{len(band_texts)} band texts for {b} bands; give one text per band", field="bands")
+    if times is None:
+        raise InvalidInputError("times is required: every time step has a coordinate", field="times")
+    axis = TimeCoordinates.from_values(times)
+    if axis.time_count != t:
+        raise InvalidInputError(f"{axis.time_count} time coordinates for {t} time steps", field="times")
+    layout = Layout(x, y, t, b, tile_width, tile_length, encoding, frame_unit)
+    georef = Georeferencing.from_crs(crs, transform, pixel_is_point=pixel_is_point)
+    return WritePlan(layout, georef, Trailer(band_texts, axis), parse_codec(compression))
+
+
+def frame_samples(data: Any, layout: Layout, index: int) -> NDArray[Any]:
+    """Return frame ``index`` of ``data`` as a C-contiguous little-endian array.
+
+    ``data`` is ``(T, B, Y, X)`` or, for an Image, ``(B, Y, X)``. The result
+    has the decoded shape and axis order of the frame (:attr:`Layout.frame_axes`).
+    """
+    row, col, band, time = layout.frame_location(index)
+    y0, y1, x0, x1 = layout.tile_bounds(row, col)
+    cube = data if len(data.shape) == 4 else None
+    if band is not None and time is not None:
+        block = np.asarray(cube[time, band, y0:y1, x0:x1] if cube is not None else data[band, y0:y1, x0:x1])
+        return np.ascontiguousarray(block, dtype=layout.encoding.dtype)
+    block4 = np.asarray(cube[:, :, y0:y1, x0:x1] if cube is not None else data[:, y0:y1, x0:x1][np.newaxis])
+    axes = layout.frame_axes
+    kept = [a for a in ("t", "b") if a in axes]
+    squeeze = tuple(i for i, a in enumerate(("t", "b")) if a not in axes)
+    block = block4.squeeze(axis=squeeze) if squeeze else block4
+    current = (*kept, "h", "w")
+    block = block.transpose([current.index(a) for a in axes])
+    return np.ascontiguousarray(block, dtype=layout.encoding.dtype)
+
+
+def iter_frame_samples(data: Any, layout: Layout) -> Iterator[NDArray[Any]]:
+    """Yield every frame's samples in frame-index order, one at a time."""
+    for index in range(layout.frame_count):
+        yield frame_samples(data, layout, index)
+
+
+def _check_boolean(samples: NDArray[Any], index: int) -> None:
+    if samples.view(np.uint8).max(initial=0) > 1:
+        raise InvalidInputError(f"frame {index} holds a boolean byte other than 0 or 1", field="data", rule="every byte MUST be 0 or 1")
+
+
+def write(
+    path: str | os.PathLike[str],
+    data: Any,
+    *,
+    bands: Sequence[str],
+    times: Sequence[Any],
+    crs: Any = None,
+    transform: Any = None,
+    tile_size: int | tuple[int, int] = 512,
+    frame_unit: int = 0,
+    compression: Any = None,
+    pixel_is_point: bool = False,
+) -> bytes:
+    """Write ``data`` as a rumi file at ``path`` and return its header blob.
+
+    Args:
+        path: Destination. Written to a temporary name beside it, then renamed.
+        data: ``(B, Y, X)`` Image or ``(T, B, Y, X)`` Cube; a NumPy array or any
+            array with ``shape``, ``dtype`` and slicing. Its dtype must be one of
+            the 21 sample encodings; nothing is cast.
+        bands: One unique, non-empty text per band, such as ``"B4, Red, 665nm"``.
+        times: One coordinate per time step: instants (``datetime64``,
+            ``datetime``, ISO string) or ``(start, end)`` intervals.
+        crs: EPSG int, ``"EPSG:n"``, or a rasterio/pyproj CRS; None for none.
+        transform: Six affine coefficients in rasterio order, or an ``Affine``.
+        tile_size: Nominal tile size, an int or ``(height, width)``.
+        frame_unit: The ``frame_unit`` value (0..9) valid for ``(B, T)``.
+        compression: A codec, codec name or codec dict; None for the default.
+        pixel_is_point: Record PixelIsPoint instead of PixelIsArea.
+
+    Returns:
+        The header blob, built from the finalized file.
+
+    Raises:
+        InvalidInputError: an input cannot be stored; nothing was written.
+        CRSError: the CRS has no EPSG code.
+
+    Example:
+        >>> import numpy as np, tempfile, os
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.rumi")
+        >>> blob = write(path, np.zeros((2, 3, 4), "uint8"), bands=["a", "b"], times=["2020-01-01"])
+        >>> len(blob)
+        32
+    """
+    plan = plan_write(
+        data.shape,
+        data.dtype,
+        bands=bands,
+        times=times,
+        crs=crs,
+        transform=transform,
+        tile_size=tile_size,
+        frame_unit=frame_unit,
+        compression=compression,
+        pixel_is_point=pixel_is_point,
+    )
+    layout = plan.layout
+    axes = layout.frame_axes
+    is_bool = layout.encoding.name == "bool"
+    with FileAssembler(path, layout, plan.georef, plan.trailer) as out:
+        for index, samples in enumerate(iter_frame_samples(data, layout)):
+            if is_bool:
+                _check_boolean(samples, index)
+            out.write_frame(plan.codec.encode(samples, axes=axes))
+    assert out.header is not None
+    return out.header
