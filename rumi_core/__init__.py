@@ -20,6 +20,7 @@ from rumi_core.codecs import decode_frame as decode_frame
 from rumi_core.codecs import parse_codec as parse_codec
 from rumi_core.dataset import Dataset as Dataset
 from rumi_core.dataset import open as open  # noqa: A004
+from rumi_core.dlpack import DLPackArray as DLPackArray
 from rumi_core.encodings import ENCODINGS as ENCODINGS
 from rumi_core.encodings import SampleEncoding as SampleEncoding
 from rumi_core.encodings import encoding_for_dtype as encoding_for_dtype
@@ -41,14 +42,19 @@ from rumi_core.header import build_header as build_header
 from rumi_core.info import Info as Info
 from rumi_core.info import info as info
 from rumi_core.layout import Layout as Layout
+from rumi_core.lossy import ErrorBound as ErrorBound
 from rumi_core.reader import Limits as Limits
 from rumi_core.reader import read as read
+from rumi_core.selection import CompressionChoice as CompressionChoice
+from rumi_core.selection import Selection as Selection
+from rumi_core.selection import select_codec as select_codec
 from rumi_core.sources import ByteSource as ByteSource
 from rumi_core.sources import BytesSource as BytesSource
 from rumi_core.sources import LocalFileSource as LocalFileSource
 from rumi_core.times import TimeCoordinates as TimeCoordinates
 from rumi_core.trailer import Trailer as Trailer
 from rumi_core.validate import validate as validate
+from rumi_core.writer import WriteResult as WriteResult
 from rumi_core.writer import write as write
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
@@ -60,7 +66,10 @@ __all__ = [
     "ByteSource",
     "BytesSource",
     "CRSError",
+    "CompressionChoice",
+    "DLPackArray",
     "Dataset",
+    "ErrorBound",
     "FileAssembler",
     "FrameCodec",
     "FrameDecodeError",
@@ -78,10 +87,12 @@ __all__ = [
     "ResourceLimitError",
     "RumiError",
     "SampleEncoding",
+    "Selection",
     "SelectionError",
     "SourceError",
     "TimeCoordinates",
     "Trailer",
+    "WriteResult",
     "assemble",
     "build_header",
     "decode_frame",
@@ -90,6 +101,7 @@ __all__ = [
     "open",
     "parse_codec",
     "read",
+    "select_codec",
     "validate",
     "write",
 ]

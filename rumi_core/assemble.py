@@ -68,8 +68,17 @@ class FileAssembler:
         """The header blob, available after a successful exit."""
         directory = os.path.dirname(os.path.abspath(self.path))
         fd, self._tmp = tempfile.mkstemp(prefix=".", suffix=".rumi.partial", dir=directory)
-        self._file = os.fdopen(fd, "w+b")
-        self._file.seek(self._base)
+        try:
+            self._file = os.fdopen(fd, "w+b")
+        except BaseException:
+            os.close(fd)
+            os.unlink(self._tmp)
+            raise
+        try:
+            self._file.seek(self._base)
+        except BaseException:
+            self.abort()
+            raise
 
     @property
     def frames_written(self) -> int:
@@ -103,6 +112,9 @@ class FileAssembler:
         self._file.seek(0)
         self._file.write(encode_head(self.layout, self.georef, self._counts))
         self._file.flush()
+        # mkstemp creates the file 0600; a published file is readable by all,
+        # as one written with open() under the usual umask would be.
+        os.fchmod(self._file.fileno(), 0o644)
         os.fsync(self._file.fileno())
         self._file.close()
         blob = build_header(self._tmp)

@@ -50,7 +50,10 @@ def pack(values: Sequence[int] | NDArray[np.uint64], bits: int) -> bytes:
     """
     if not 0 <= bits <= 64:
         raise RumiError(f"bit width must be between 0 and 64, got {bits}")
-    arr = np.asarray(values, dtype=np.uint64).reshape(-1)
+    try:
+        arr = np.asarray(values, dtype=np.uint64).reshape(-1)
+    except (OverflowError, TypeError, ValueError) as err:
+        raise RumiError(f"packed values are integers from 0 to 2**64 - 1: {err}") from err
     if bits == 0 or arr.size == 0:
         if arr.size and arr.any():
             raise RumiError("a value is non-zero but the bit width is 0")

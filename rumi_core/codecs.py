@@ -11,21 +11,29 @@ Every codec compresses the frame as **one** OpenZL numeric stream whose element
 width is the width of one sample component (*Sample encodings*): the decoded
 bytes for real types, half of them for complex types (``complex32`` is a
 stream of 2-byte elements, ``complex64`` of 4-byte and ``complex128`` of
-8-byte elements). Both checksums are written. The frame decodes to exactly the
-frame's ``decoded_frame_bytes``.
+8-byte elements). Both checksums are written (lossy frames keep the
+compressed one). The frame decodes to exactly the frame's ``decoded_frame_bytes``.
 
-Three codecs are registered:
+Four codecs are registered here:
 
 * ``"openzl"`` (:class:`OpenZLGraph`) runs one of OpenZL's built-in graphs. Any
   OpenZL decoder reads its frames, and it accepts all 21 sample encodings.
 * ``"geozl"`` (:class:`GeoZLGraph`) runs a geozl recipe such as
   ``"planar>zigzag>transpose>entropy"``: a 2-D predictor whose row width and
-  plane count come from the frame layout, then an entropy stage. It accepts
-  the eleven standard integer and IEEE encodings.
+  plane count come from the frame layout, then an entropy stage, optionally
+  behind geozl's nodata stage. It accepts the eleven standard integer and
+  IEEE encodings.
 * ``"raster"`` (:class:`RasterCodec`, the :data:`DEFAULT_CODEC`) sends 2, 4
   and 8-byte integers to a geozl recipe and everything else to an OpenZL graph.
+* ``"stack"`` (:class:`StackCodec`) gives every plane of the frame its own
+  :class:`Chain` of predictors and back end, optionally after an exact
+  difference from the previous plane (inter-band or inter-date prediction
+  inside one self-contained frame). It is what :mod:`rumi_core.selection`
+  assembles, and rumi-eo reads it.
 
-:func:`decode_frame` reads any of them, and any frame written by rumi-eo.
+:mod:`rumi_core.lossy` registers ``"bounded"``, geozl's error-bounded
+quantizers. :func:`decode_frame` reads any of them, and any frame written by
+rumi-eo.
 
 >>> codec = parse_codec({"name": "openzl", "configuration": {"graph": "zstd"}})
 >>> codec
@@ -39,7 +47,9 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import importlib
+import json
 import math
 import re
 import struct
@@ -63,13 +73,18 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CODEC",
     "FORMAT_VERSION",
+    "Chain",
     "FrameCodec",
     "GeoZLGraph",
     "OpenZLGraph",
+    "PlaneCoding",
     "RasterCodec",
+    "StackCodec",
     "codec_from_dict",
     "decode_frame",
+    "nodata_to_json",
     "parse_codec",
+    "parse_nodata",
     "register_codec",
     "registered_codecs",
 ]
@@ -350,6 +365,52 @@ def _prepare(samples: npt.NDArray[Any], axes: tuple[str, ...]) -> _Frame:
     return _Frame(arr, encoding, width, planes)
 
 
+_NODATA_WORDS: Final[dict[str, float]] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+"""JSON spellings of the non-finite nodata values, as Zarr writes fill values."""
+
+
+def parse_nodata(value: object) -> int | float | None:
+    """Normalise a nodata value: None, an integer, a float or ``"NaN"``.
+
+    Every NaN becomes :data:`math.nan` itself, so two codecs with a NaN
+    sentinel compare equal and hash alike.
+
+    Raises:
+        InvalidInputError: ``value`` is a boolean, a string other than
+            ``"NaN"``, ``"Infinity"`` and ``"-Infinity"``, or not a number.
+    """
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"nodata is a number or NaN, not a boolean ({value!r})", field="nodata")
+    if isinstance(value, str):
+        if value in _NODATA_WORDS:
+            return _NODATA_WORDS[value]
+        raise InvalidInputError(f"nodata is a number or one of {', '.join(_NODATA_WORDS)}, got {value!r}", field="nodata")
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        number = float(value)
+        return math.nan if math.isnan(number) else number
+    raise InvalidInputError(f"nodata is a number or NaN, got {type(value).__name__}", field="nodata")
+
+
+def nodata_to_json(value: int | float) -> int | float | str:
+    """Return the JSON form of a nodata value: non-finite floats become strings."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    return value
+
+
+def _nodata_key(value: int | float | None) -> str:
+    """A hashable spelling that tells NaN, -0.0 and 0.0 apart."""
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else float.hex(value)
+    return str(value)
+
+
 def _frame_format_version(frame: bytes) -> int:
     (magic,) = struct.unpack_from("<I", frame)
     return int(magic) - _FRAME_MAGIC_BASE
@@ -487,7 +548,7 @@ class _GeoZLGraphs(threading.local):
     """A small per-thread LRU of built graphs: a geozl.Graph is not thread-safe."""
 
     def __init__(self) -> None:
-        self.graphs: OrderedDict[tuple[str, int, int, str], geozl.Graph] = OrderedDict()
+        self.graphs: OrderedDict[tuple[str, int, int, str, str], geozl.Graph] = OrderedDict()
 
 
 _GEOZL_CTX = _GeoZLGraphs()
@@ -496,14 +557,14 @@ _GEOZL_ACCEPTS: dict[tuple[str, str], bool] = {}
 """Whether a recipe takes an encoding, keyed by ``(recipe, encoding name)``."""
 
 
-def _geozl_graph(recipe: str, width: int, planes: int, dtype: np.dtype[Any]) -> geozl.Graph:
-    # A lossless graph depends only on these four: geozl reads the raster it is
+def _geozl_graph(recipe: str, width: int, planes: int, dtype: np.dtype[Any], nodata: int | float | None = None) -> geozl.Graph:
+    # A lossless graph depends only on these: geozl reads the raster it is
     # built from only for lossy domains and NaN nodata, so zeros stand in.
-    key = (recipe, width, planes, dtype.str)
+    key = (recipe, width, planes, dtype.str, _nodata_key(nodata))
     cache = _GEOZL_CTX.graphs
     graph = cache.get(key)
     if graph is None:
-        graph = geozl.graph(np.zeros((planes, 1, width), dtype), recipe, width=width, planes=planes)
+        graph = geozl.graph(np.zeros((planes, 1, width), dtype), recipe, width=width, planes=planes, nodata=nodata)
         cache[key] = graph
         if len(cache) > _GEOZL_CACHE_SIZE:
             cache.popitem(last=False)
@@ -563,9 +624,20 @@ class GeoZLGraph(FrameCodec):
 
     recipe: str = "planar>zigzag>transpose>entropy"
     """geozl method string, for example ``"med>zigzag>transpose>entropy"``."""
+    nodata: int | float | None = None
+    """A sentinel (or NaN) that geozl's nodata stage splits off into a mask
+    before prediction, so the predictor sees a continuous surface; None for
+    no nodata stage. Lossless either way. Omitted from the JSON form when None."""
 
     def __post_init__(self) -> None:
         _check_recipe(self.recipe)
+        object.__setattr__(self, "nodata", parse_nodata(self.nodata))
+
+    def _configuration(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"recipe": self.recipe}
+        if self.nodata is not None:
+            config["nodata"] = nodata_to_json(self.nodata)
+        return config
 
     def accepts(self, encoding: SampleEncoding) -> bool:
         """Return whether geozl has a dtype code for ``encoding`` and the recipe takes its width.
@@ -605,9 +677,9 @@ class GeoZLGraph(FrameCodec):
                 field="codec.configuration.recipe",
             )
         try:
-            graph = _geozl_graph(self.recipe, frame.width, frame.planes, frame.samples.dtype)
+            graph = _geozl_graph(self.recipe, frame.width, frame.planes, frame.samples.dtype, self.nodata)
             out = geozl.compress(frame.samples, graph=graph)
-        except (RuntimeError, ValueError) as err:
+        except (RuntimeError, ValueError, OverflowError) as err:
             raise InvalidInputError(
                 f"geozl recipe {self.recipe!r} failed on {frame.encoding.name} samples of shape {frame.samples.shape}: {err}",
                 field="samples",
@@ -619,6 +691,456 @@ class GeoZLGraph(FrameCodec):
                 field="codec.configuration.recipe",
             )
         return out
+
+
+# --------------------------------------------------------------------------- #
+# Plane stacks
+# --------------------------------------------------------------------------- #
+
+_gl: Any = importlib.import_module("geozl.lossless")
+"""geozl's OpenZL nodes, typed as Any at this boundary like :data:`_zl`."""
+
+_STACK_PREDICTORS: Final = ("planar", "med", "average", "delta_w", "delta_n", "wp_static")
+"""geozl's 2-D predictors, usable one after another in a chain."""
+
+_STACK_TERMINALS: Final = ("entropy", "field_lz", "zstd", "transpose>entropy", "transpose>zstd", "compress")
+"""The OpenZL back ends a chain can end with."""
+
+_FUSED_ZIGZAG: Final = {"planar": "PlanarZigzag", "med": "MedZigzag"}
+"""Predictors geozl fuses with the zigzag that follows them (as its recipes do)."""
+
+_PLAIN_PREDICTOR: Final = {
+    "planar": "Planar",
+    "med": "Med",
+    "average": "Average",
+    "delta_w": "DeltaW",
+    "delta_n": "DeltaN",
+    "wp_static": "WpStatic",
+}
+
+_CHAIN_STAGE = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A parsed chain: predictors, then zigzag, then an OpenZL back end.
+
+    The grammar extends geozl's recipes with predictors applied one after
+    another (``"planar>med>zigzag>transpose>entropy"`` predicts the residual
+    of the planar predictor with MED)::
+
+        chain      = head ">" terminal
+        head       = "id" | "delta_1d" [">zigzag"] | predictor {">" predictor} ">zigzag"
+        predictor  = planar | med | average | delta_w | delta_n | wp_static
+        terminal   = entropy | field_lz | zstd | transpose>entropy | transpose>zstd | compress
+
+    Every single-predictor chain is also a geozl recipe. ``id`` and
+    ``delta_1d`` chains use OpenZL's built-in codecs only.
+
+    >>> str(Chain.parse("planar>med>zigzag>transpose>entropy"))
+    'planar>med>zigzag>transpose>entropy'
+    >>> Chain.parse("id>field_lz").portable
+    True
+    """
+
+    predictors: tuple[str, ...]
+    """geozl 2-D predictors, applied in order."""
+    delta_1d: bool
+    """OpenZL's built-in delta over the flat stream instead of a 2-D predictor."""
+    zigzag: bool
+    """Fold signed residuals to unsigned before the back end."""
+    terminal: str
+    """The OpenZL back end, one of ``_STACK_TERMINALS``."""
+
+    @classmethod
+    def parse(cls, text: object) -> Chain:
+        """Parse a chain; see the class docstring for the grammar.
+
+        Raises:
+            InvalidInputError: ``text`` does not follow the grammar.
+        """
+        if not isinstance(text, str) or not all(_CHAIN_STAGE.fullmatch(s) for s in text.split(">")):
+            raise InvalidInputError(
+                f"a chain is stages joined by '>', such as 'med>zigzag>transpose>entropy'; got {text!r}",
+                field="codec.configuration.planes.chains",
+            )
+        stages = text.split(">")
+        split = 2 if len(stages) >= 3 and stages[-2] == "transpose" else 1
+        terminal, head = ">".join(stages[-split:]), stages[:-split]
+        if terminal not in _STACK_TERMINALS or not head:
+            raise InvalidInputError(
+                f"chain {text!r} must end with one of {', '.join(_STACK_TERMINALS)} after a head such as 'id' or 'planar>zigzag'",
+                field="codec.configuration.planes.chains",
+            )
+        if head == ["id"]:
+            return cls((), False, False, terminal)
+        if head[0] == "delta_1d" and head[1:] in ([], ["zigzag"]):
+            return cls((), True, len(head) == 2, terminal)
+        predictors = tuple(head[:-1])
+        if head[-1] != "zigzag" or not predictors or not set(predictors) <= set(_STACK_PREDICTORS):
+            raise InvalidInputError(
+                f"chain {text!r}: predictors ({', '.join(_STACK_PREDICTORS)}) are followed by 'zigzag', "
+                "or the head is 'id' or 'delta_1d'",
+                field="codec.configuration.planes.chains",
+            )
+        return cls(predictors, False, True, terminal)
+
+    def __str__(self) -> str:
+        if self.predictors:
+            head = [*self.predictors, "zigzag"]
+        elif self.delta_1d:
+            head = ["delta_1d", "zigzag"] if self.zigzag else ["delta_1d"]
+        else:
+            head = ["id"]
+        return ">".join([*head, self.terminal])
+
+    @property
+    def portable(self) -> bool:
+        """Whether the chain uses OpenZL's built-in codecs only (no geozl decoder needed)."""
+        return not self.predictors
+
+    @property
+    def recipe(self) -> str | None:
+        """The equivalent geozl recipe, or None when geozl's grammar cannot spell it."""
+        if len(self.predictors) > 1 or self.terminal == "compress" or (self.delta_1d and self.zigzag):
+            return None
+        return str(self)
+
+    def accepts_width(self, width: int) -> bool:
+        """Whether the back end takes numeric elements of ``width`` bytes."""
+        if self.terminal == "entropy":
+            return width <= 2
+        if self.terminal.startswith("transpose>"):
+            return width >= 2
+        return True
+
+
+def _terminal_graph(c: Any, terminal: str) -> Any:
+    if terminal == "entropy":
+        return _zl.graphs.Entropy()(c)
+    if terminal == "field_lz":
+        return _zl.graphs.FieldLz()(c)
+    if terminal == "compress":
+        return _zl.graphs.Compress()(c)
+    back = _zl.graphs.Zstd()(c) if terminal.endswith("zstd") else _zl.graphs.Entropy()(c)
+    if terminal == "zstd":
+        return _zl.nodes.ConvertNumToSerialLE()(c, back)
+    return _zl.nodes.ConvertNumToStructLE()(c, _zl.nodes.TransposeSplit()(c, back))
+
+
+def _chain_graph(c: Any, chain: Chain, row: int, planes: int = 1) -> Any:
+    """Register ``chain`` on compressor ``c`` for ``planes`` planes of rows of ``row`` elements; return its GraphID."""
+    graph = _terminal_graph(c, chain.terminal)
+    predictors = list(chain.predictors)
+    if chain.zigzag:
+        last = predictors[-1] if predictors else None
+        if last in _FUSED_ZIGZAG:
+            graph = getattr(_gl, _FUSED_ZIGZAG[last])(row, planes)(c, graph)
+            predictors.pop()
+        else:
+            graph = _zl.nodes.Zigzag()(c, graph)
+    for name in reversed(predictors):
+        node = getattr(_gl, _PLAIN_PREDICTOR[name])
+        # delta_w reads only to its left, so it has no plane count to restart at.
+        graph = (node(row) if name == "delta_w" else node(row, planes))(c, graph)
+    if chain.delta_1d:
+        graph = _zl.nodes.DeltaInt()(c, graph)
+    return graph
+
+
+class _SplitGraph(_zl.FunctionGraph):  # type: ignore[misc]  # openzl.ext is untyped (Any)
+    """An OpenZL function graph: cut the stream into segments, each to its own graph.
+
+    It runs only while compressing; the frame records the built-in split codec.
+    """
+
+    def __init__(self, sizes: list[int], successors: list[Any], order: list[int]) -> None:
+        super().__init__()
+        self._sizes = sizes
+        self._successors = successors
+        self._order = order
+
+    def function_graph_description(self) -> Any:
+        return _zl.FunctionGraphDescription(
+            name="rumi.split", input_type_masks=[_zl.TypeMask.Numeric], custom_graphs=self._successors
+        )
+
+    def graph(self, state: Any) -> None:
+        graphs = state.custom_graphs
+        for edge, which in zip(_zl.nodes.SplitNumeric(segment_sizes=self._sizes).run(state.edges[0]), self._order, strict=True):
+            edge.set_destination(graphs[which])
+
+
+@dataclass(frozen=True)
+class PlaneCoding:
+    """How one plane of a frame is compressed: one or more chains, and its reference.
+
+    >>> PlaneCoding(("med>zigzag>transpose>entropy",), reference=True).to_dict()
+    {'chains': ['med>zigzag>transpose>entropy'], 'reference': True}
+    """
+
+    chains: tuple[str, ...] = ("planar>zigzag>transpose>entropy",)
+    """Chains (see :class:`Chain`). With several, OpenZL compresses the plane
+    with each on every frame and keeps the smallest (its brute-force graph)."""
+    reference: bool = False
+    """Subtract the previous plane, sample by sample and exactly (wrapping
+    integer arithmetic), before the chain runs: the inter-band or inter-date
+    difference of *Choosing a frame unit*. The first plane has no previous one."""
+
+    def __post_init__(self) -> None:
+        chains = (self.chains,) if isinstance(self.chains, str) else tuple(self.chains)
+        if not chains:
+            raise InvalidInputError("a plane coding needs at least one chain", field="codec.configuration.planes.chains")
+        canonical = tuple(str(Chain.parse(c)) for c in chains)
+        if len(set(canonical)) != len(canonical):
+            raise InvalidInputError(f"chains {list(canonical)} repeat a chain", field="codec.configuration.planes.chains")
+        if not isinstance(self.reference, (bool, np.bool_)):
+            raise InvalidInputError(f"reference is true or false, got {self.reference!r}", field="codec.configuration.planes.reference")
+        object.__setattr__(self, "chains", canonical)
+        object.__setattr__(self, "reference", bool(self.reference))
+
+    @property
+    def parsed(self) -> tuple[Chain, ...]:
+        """The chains, parsed."""
+        return tuple(Chain.parse(c) for c in self.chains)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form ``{"chains": [...], "reference": bool}``."""
+        return {"chains": list(self.chains), "reference": self.reference}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlaneCoding:
+        """Read the JSON form written by :meth:`to_dict`.
+
+        Raises:
+            InvalidInputError: ``data`` is not a mapping of those two members.
+        """
+        if not isinstance(data, Mapping) or not set(data) <= {"chains", "reference"}:
+            raise InvalidInputError(
+                f"a plane coding is a mapping with 'chains' and 'reference', got {data!r}",
+                field="codec.configuration.planes",
+            )
+        chains = data.get("chains", cls.chains)
+        if isinstance(chains, str) or not isinstance(chains, (list, tuple)):
+            raise InvalidInputError(f"'chains' is a list of chains, got {chains!r}", field="codec.configuration.planes.chains")
+        return cls(tuple(chains), data.get("reference", False))
+
+
+_STACK_CACHE_SIZE: Final = 32
+
+
+class _StackContexts(threading.local):
+    """Built compressors per thread, keyed by codec and frame geometry."""
+
+    def __init__(self) -> None:
+        self.built: OrderedDict[tuple[str, int, int, int, int, str], tuple[Any, Any, list[Any]]] = OrderedDict()
+
+
+_STACK_CTX = _StackContexts()
+
+
+@register_codec
+@dataclass(frozen=True)
+class StackCodec(FrameCodec):
+    """A coding per plane of the frame, with exact prediction between planes.
+
+    A frame's planes are the images stacked before ``h`` (one per band for
+    ``b h w``, one per band and date for ``t b h w``; a tile is one plane);
+    rows are ``w`` times the axes after ``w``. Each plane gets its own
+    :class:`PlaneCoding`: a plane with ``reference`` first has the previous
+    plane subtracted (geozl's ``delta_n`` with a row of one whole plane), then
+    runs its chain, and gets its own entropy tables. With one coding, every
+    plane uses it. The frame stays one self-contained OpenZL frame that rumi-eo
+    and geozl's decoders read; a stack whose chains all start with ``id`` or
+    ``delta_1d``, without references or nodata, needs no geozl decoder at all
+    (:attr:`portable`). Specification sections *Frames* and *Choosing a frame unit*.
+
+    ``nodata`` puts geozl's nodata stage in front (lossless, every NaN payload
+    kept): holes go to a mask and are filled from their neighbours, which
+    helps predictors across nodata edges.
+
+    >>> codec = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",)), PlaneCoding(("med>zigzag>entropy",), True)))
+    >>> frame = codec.encode(np.arange(24, dtype="<u2").reshape(2, 3, 4), axes=("b", "h", "w"))
+    >>> decode_frame(frame, decoded_bytes=48).view("<u2").tolist() == list(range(24))
+    True
+    """
+
+    name: ClassVar[str] = "stack"
+
+    planes: tuple[PlaneCoding, ...] = (PlaneCoding(),)
+    """One coding per plane, or a single coding for every plane."""
+    nodata: int | float | None = None
+    """Sentinel or NaN for geozl's nodata stage; None for none. Omitted from JSON when None."""
+
+    def __post_init__(self) -> None:
+        planes = tuple(self.planes)
+        if not planes or not all(isinstance(p, PlaneCoding) for p in planes):
+            raise InvalidInputError(
+                f"'planes' is a non-empty list of plane codings, got {self.planes!r}", field="codec.configuration.planes"
+            )
+        if len(planes) > 1 and planes[0].reference:
+            raise InvalidInputError(
+                "the first plane has no previous plane to reference", field="codec.configuration.planes.reference"
+            )
+        object.__setattr__(self, "planes", planes)
+        object.__setattr__(self, "nodata", parse_nodata(self.nodata))
+
+    def _configuration(self) -> dict[str, Any]:
+        config: dict[str, Any] = {"planes": [p.to_dict() for p in self.planes]}
+        if self.nodata is not None:
+            config["nodata"] = nodata_to_json(self.nodata)
+        return config
+
+    @classmethod
+    def from_configuration(cls, configuration: Mapping[str, Any]) -> FrameCodec:
+        """Build the codec from ``{"planes": [...], "nodata": ...}``.
+
+        Raises:
+            InvalidInputError: A member is unknown or has a bad value.
+        """
+        unknown = sorted(set(configuration) - {"planes", "nodata"})
+        if unknown:
+            raise InvalidInputError(
+                f"codec 'stack' has no configuration member {', '.join(map(repr, unknown))}; it takes nodata, planes",
+                field="codec.configuration",
+            )
+        planes = configuration.get("planes", [PlaneCoding().to_dict()])
+        if isinstance(planes, (str, Mapping)) or not isinstance(planes, (list, tuple)):
+            raise InvalidInputError(f"'planes' is a list of plane codings, got {planes!r}", field="codec.configuration.planes")
+        return cls(tuple(PlaneCoding.from_dict(p) for p in planes), configuration.get("nodata"))
+
+    @functools.cached_property
+    def _key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @property
+    def portable(self) -> bool:
+        """Whether any OpenZL decoder reads the frames, without geozl's decoders."""
+        return self.nodata is None and all(not p.reference and all(c.portable for c in p.parsed) for p in self.planes)
+
+    def accepts(self, encoding: SampleEncoding) -> bool:
+        """Return whether every chain takes ``encoding``'s component width (and nodata its dtype)."""
+        if self.nodata is not None and encoding.name not in _GEOZL_ENCODINGS:
+            return False
+        width = encoding.component_bytes
+        return all(c.accepts_width(width) for p in self.planes for c in p.parsed)
+
+    def codings(self, planes: int) -> tuple[PlaneCoding, ...]:
+        """Return the coding of each of ``planes`` planes.
+
+        Raises:
+            InvalidInputError: the codec names another number of planes.
+        """
+        if len(self.planes) == 1:
+            return self.planes * planes
+        if len(self.planes) != planes:
+            raise InvalidInputError(
+                f"stack codec has {len(self.planes)} plane codings, the frame has {planes} planes",
+                field="codec.configuration.planes",
+            )
+        return self.planes
+
+    def encode(self, samples: npt.NDArray[Any], *, axes: tuple[str, ...]) -> bytes:
+        """Compress one frame; see :meth:`FrameCodec.encode`."""
+        frame = _prepare(samples, axes)
+        if not self.accepts(frame.encoding):
+            raise InvalidInputError(
+                f"stack codec {self._key} does not take {frame.encoding.name} samples "
+                f"({frame.encoding.component_bytes}-byte components): 'entropy' takes at most 2 bytes, "
+                "'transpose' at least 2, nodata only geozl's eleven dtypes",
+                field="codec.configuration",
+            )
+        rows = frame.samples.shape[axes.index("h")]
+        row = frame.width * (frame.encoding.decoded_bytes // frame.encoding.component_bytes)
+        stream = frame.stream()
+        try:
+            cctx = self._cctx(frame.planes, rows, row, frame.encoding)
+            out = cctx.compress([_zl.Input(_zl.Type.Numeric, stream)])
+        except (RuntimeError, ValueError, OverflowError) as err:
+            raise InvalidInputError(
+                f"stack codec failed on {frame.encoding.name} samples of shape {frame.samples.shape}: {err}",
+                field="samples",
+            ) from err
+        del stream
+        return bytes(out)
+
+    def _cctx(self, planes: int, rows: int, row: int, encoding: SampleEncoding) -> Any:
+        key = (self._key, planes, rows, row, encoding.component_bytes, encoding.dtype.str)
+        cache = _STACK_CTX.built
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = self._build(planes, rows, row, encoding)
+            if len(cache) > _STACK_CACHE_SIZE:
+                cache.popitem(last=False)
+        else:
+            cache.move_to_end(key)
+        return found[0]
+
+    def _build(self, planes: int, rows: int, row: int, encoding: SampleEncoding) -> tuple[Any, Any, list[Any]]:
+        """Register the frame's graph; return ``(CCtx, Compressor, objects to keep alive)``."""
+        c = _zl.Compressor()
+        keep: list[Any] = []
+        size = rows * row
+        by_chains: dict[tuple[str, ...], Any] = {}
+
+        def plane_graph(chains: tuple[str, ...]) -> Any:
+            # Each plane is its own segment with its own entropy tables: on
+            # Sentinel-2, Landsat-8 and a Landsat time series that beat
+            # sharing one segment (and tables) between planes of equal coding.
+            if chains not in by_chains:
+                graphs = [_chain_graph(c, Chain.parse(chain), row) for chain in chains]
+                by_chains[chains] = graphs[0] if len(graphs) == 1 else _zl.graphs.BruteForce(graphs)(c)
+            return by_chains[chains]
+
+        def split(sizes: list[int], successors: list[Any]) -> Any:
+            if len(successors) == 1:
+                return successors[0]
+            unique = list({id(g): g for g in successors}.values())
+            graph = _SplitGraph(sizes, unique, [unique.index(g) for g in successors])
+            keep.append(graph)
+            return c.register_function_graph(graph)
+
+        def runs(chains: list[tuple[str, ...]]) -> Any:
+            return split([size] * len(chains), [plane_graph(item) for item in chains])
+
+        # Top level: plain planes, and groups that start at a plane and go on
+        # through the planes that reference their previous one.
+        items: list[tuple[bool, list[tuple[str, ...]]]] = []
+        for index, coding in enumerate(self.codings(planes)):
+            if coding.reference and index > 0:
+                items[-1] = (True, [*items[-1][1], coding.chains])
+            else:
+                items.append((False, [coding.chains]))
+        heads: list[Any] = []
+        sizes: list[int] = []
+        pending: list[tuple[str, ...]] = []
+        for is_group, members in items:
+            if not is_group:
+                pending.extend(members)
+                continue
+            if pending:
+                heads.append(runs(pending))
+                sizes.append(size * len(pending))
+                pending = []
+            heads.append(_gl.DeltaN(size)(c, runs(members)))
+            sizes.append(size * len(members))
+        if pending:
+            heads.append(runs(pending))
+            sizes.append(size * len(pending))
+        start = split(sizes, heads)
+        if self.nodata is not None:
+            nan = isinstance(self.nodata, float) and math.isnan(self.nodata)
+            mask = _terminal_graph(c, "zstd")
+            node = _gl.Nodata(row, radius=0) if nan else _gl.Nodata(row, value=self.nodata, dtype=encoding.dtype, radius=0)
+            start = node(c, start, mask)
+        c.select_starting_graph(start)
+        cctx = _zl.CCtx()
+        cctx.ref_compressor(c)
+        cctx.set_parameter(_zl.CParam.StickyParameters, _ON)
+        cctx.set_parameter(_zl.CParam.FormatVersion, FORMAT_VERSION)
+        cctx.set_parameter(_zl.CParam.ContentChecksum, _ON)
+        cctx.set_parameter(_zl.CParam.CompressedChecksum, _ON)
+        return cctx, c, keep
 
 
 # --------------------------------------------------------------------------- #
@@ -695,7 +1217,9 @@ class RasterCodec(FrameCodec):
 
 
 DEFAULT_CODEC: Final[FrameCodec] = RasterCodec()
-"""Codec used when a writer is given none."""
+"""The codec :func:`parse_codec` returns for None: a fixed choice that needs no
+measuring. :func:`rumi_core.write` measures instead (``compression="auto"``,
+:mod:`rumi_core.selection`)."""
 
 
 # --------------------------------------------------------------------------- #

@@ -16,8 +16,8 @@ Nothing in rumi_core casts, widens or reinterprets samples to fit a consumer:
 Each encoding also carries its DLPack ``(code, bits, lanes)`` from the
 specification's *DLPack representation* table.
 
->>> encoding_for_pair(1, 16).dtype
-dtype('uint16')
+>>> encoding_for_pair(1, 16).dtype.str
+'<u2'
 >>> encoding_for_dtype("bfloat16").sample_format
 102
 """
@@ -162,6 +162,8 @@ def encoding_for_dtype(dtype: DTypeLike | str) -> SampleEncoding:
     """
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
+    if dtype is None:  # numpy reads None as float64; nothing here is implied
+        raise InvalidInputError("dtype is None; give the dtype of the samples", field="dtype")
     try:
         dt = np.dtype(dtype)
     except TypeError as err:

@@ -48,6 +48,8 @@ class _LocatedError(RumiError):
         """The specification rule that was broken, if any."""
         self.offset = offset
         """Byte offset in the file or blob where the failure was detected."""
+        self.message = message
+        """The message alone, without offset and rule: what a wrapper quotes."""
         parts = [message]
         if offset is not None:
             parts.append(f"at byte {offset}")

@@ -24,6 +24,7 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +92,8 @@ def _epsg_of(crs: Any) -> int:
     """Return the EPSG code of an int, ``"EPSG:n"`` string or CRS object."""
     if isinstance(crs, bool):
         raise CRSError(f"crs must be an EPSG code or a CRS, got {crs!r}", field="crs")
-    if isinstance(crs, int):
-        return crs
+    if isinstance(crs, numbers.Integral):  # int, numpy integers
+        return int(crs)
     if isinstance(crs, str):
         text = crs.strip()
         if text.upper().startswith("EPSG:") and text[5:].isdigit():
@@ -274,7 +275,7 @@ class Georeferencing:
             try:
                 kind = epsg_kind(code)
             except CRSError as err:
-                raise fail(str(err), "GeoKeyDirectoryTag", err.rule or "EPSG registry") from err
+                raise fail(err.message, "GeoKeyDirectoryTag", err.rule or "EPSG registry") from err
             if kind != model:
                 raise fail(
                     f"EPSG:{code} is {'projected' if kind == 1 else 'geographic'} in the EPSG registry, the file says otherwise",
@@ -284,4 +285,15 @@ class Georeferencing:
         m = tuple(matrix)
         if m[2] != 0.0 or m[6] != 0.0 or m[8:12] != (0.0,) * 4 or m[12:16] != (0.0, 0.0, 0.0, 1.0):
             raise fail(f"ModelTransformationTag is not an affine matrix: {m}", "ModelTransformationTag", "The third row MUST be zero")
-        return cls(code, model, raster, (m[0], m[1], m[3], m[4], m[5], m[7]))
+        coefficients = (m[0], m[1], m[3], m[4], m[5], m[7])
+        # Strict reading: the specification sets no rule on the coefficient
+        # values, but a NaN or infinite one defines no affine transform and the
+        # only supported writer refuses it (_coefficients), so no compliant
+        # file carries one.
+        if not all(math.isfinite(v) for v in coefficients):
+            raise fail(
+                f"ModelTransformationTag has a non-finite affine coefficient: {coefficients}",
+                "ModelTransformationTag",
+                "ModelTransformationTag stores an affine matrix (strict reading: finite coefficients)",
+            )
+        return cls(code, model, raster, coefficients)

@@ -157,11 +157,11 @@ class HeaderBlob:
         try:
             encoding = encoding_for_pair(fmt, bps)
         except InvalidInputError as err:
-            raise fail(str(err), "sample_format", 24, "A reader MUST reject any pair not listed") from err
+            raise fail(err.message, "sample_format", 24, "A reader MUST reject any pair not listed") from err
         try:
             layout = Layout(width, length, times, spp, tile_w, tile_l, encoding, unit)
         except InvalidInputError as err:
-            raise fail(str(err), err.field or "frame_unit", 26, err.rule or "frame_unit") from err
+            raise fail(err.message, err.field or "frame_unit", 26, err.rule or "frame_unit") from err
         if bits > 32:
             raise fail(f"count_bits is {bits}, expected 0..32", "count_bits", 31, "count_bits MUST be between 0 and 32")
         if cmin == 0:

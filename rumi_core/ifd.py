@@ -194,12 +194,14 @@ def _fail(msg: str, *, field: str, rule: str, offset: int | None = None) -> Inva
     return InvalidFileError(msg, field=field, rule=rule, offset=offset)
 
 
-def decode_head(read_at: Callable[[int, int], bytes], *, check_registry: bool = True) -> ParsedHead:
+def decode_head(read_at: Callable[[int, int], bytes], *, size: int | None = None, check_registry: bool = True) -> ParsedHead:
     """Parse and check the head of a file.
 
     ``read_at(offset, length)`` returns file bytes; it is called twice: for the
     fixed 292 bytes and for the external values. It must return exactly
-    ``length`` bytes, or fewer at the end of the file.
+    ``length`` bytes, or fewer at the end of the file. ``size`` is the file
+    size, when known: the external values are then refused before they are
+    read if the file is too short to hold them (*Resource limits*).
 
     Raises:
         InvalidFileError: a MUST of *File header*, *Fixed IFD*, *Placement*,
@@ -290,7 +292,7 @@ def decode_head(read_at: Callable[[int, int], bytes], *, check_registry: bool = 
 
         unit = parse_frame_unit(unit_value, bands=spp, times=time_count)
     except InvalidInputError as err:
-        raise _fail(str(err), field="FrameUnit", rule=err.rule or "Validating frame_unit", offset=entries[11][5] + 12) from err
+        raise _fail(err.message, field="FrameUnit", rule=err.rule or "Validating frame_unit", offset=entries[11][5] + 12) from err
     tiles = -(-width // tile_w) * -(-length // tile_l)
     n_frames = tiles * spp * time_count if unit.holds == "tile" else tiles
     for idx in (6, 7):
@@ -306,6 +308,15 @@ def decode_head(read_at: Callable[[int, int], bytes], *, check_registry: bool = 
 
     # Values: inline ones must be zero-padded, external ones follow the IFD in tag order.
     base = base_frame_offset(samples_per_pixel=spp, frame_count=n_frames)
+    # Resource limits: base derives from counts the file declares (N can reach
+    # 2**64), so check it against the file before asking for that many bytes.
+    if size is not None and base > size:
+        raise _fail(
+            f"the file is {size} bytes, but its IFD's external values end at {base}",
+            field="file",
+            rule="Larger values MUST follow the IFD",
+            offset=size,
+        )
     external = read_at(HEAD_FIXED_SIZE, base - HEAD_FIXED_SIZE) if base > HEAD_FIXED_SIZE else b""
     if len(external) < base - HEAD_FIXED_SIZE:
         raise _fail(
@@ -362,7 +373,7 @@ def decode_head(read_at: Callable[[int, int], bytes], *, check_registry: bool = 
     try:
         layout = Layout(width, length, time_count, spp, tile_w, tile_l, encoding, unit_value)
     except InvalidInputError as err:
-        raise _fail(str(err), field=err.field or "IFD", rule=err.rule or "Fixed IFD") from err
+        raise _fail(err.message, field=err.field or "IFD", rule=err.rule or "Fixed IFD") from err
 
     georef = Georeferencing.from_tags(
         tuple(float(v) for v in values[34264]), tuple(int(v) for v in values[34735]), check_registry=check_registry

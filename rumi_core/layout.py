@@ -26,6 +26,7 @@ The module is pure arithmetic: no I/O and no compression.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidInputError
@@ -89,9 +90,9 @@ class Layout:
 
     # -- derived sizes ---------------------------------------------------------------
 
-    @property
+    @cached_property
     def unit(self) -> FrameUnit:
-        """The registered frame unit."""
+        """The registered frame unit (parsed once: the read path asks for it per frame)."""
         return parse_frame_unit(self.frame_unit, bands=self.samples_per_pixel, times=self.time_count)
 
     @property

@@ -8,9 +8,9 @@ Specification sections *Selective read model*, *Offset reconstruction* and
 3. reconstructs their offsets from the packed byte counts;
 4. fetches exactly those ranges, merging runs of adjacent frames into one
    request, and never reads the IFD or the trailer;
-5. decodes each frame as an independent OpenZL frame on a thread pool
-   (OpenZL releases the GIL; each thread keeps one decompression context) and
-   places the requested samples in the output.
+5. decodes each frame as an independent OpenZL frame, on the calling thread
+   and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
+   the GIL), and places the requested samples in the output.
 
 Every size is checked before allocation: the output against
 ``Limits.max_output_bytes``, each frame against its own
@@ -24,7 +24,7 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -34,13 +34,13 @@ from rumi_core.header import HeaderBlob, check_against_head, header_from_head
 from rumi_core.sources import ByteSource, open_source
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
 
     from rumi_core.layout import Layout
 
-__all__ = ["Limits", "Selection", "read", "resolve_header", "resolve_selection"]
+__all__ = ["FrameRequest", "Limits", "Selection", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ class Limits:
     """Largest ``N`` accepted from a header blob."""
     max_merged_request: int = 32 << 20
     """Adjacent frames are merged into one request up to this many bytes."""
+    max_frame_bytes: int = 4 << 30
+    """Largest ``decoded_frame_bytes`` of a frame the read must decode."""
 
 
 DEFAULT_LIMITS = Limits()
@@ -112,7 +114,11 @@ def resolve_selection(
         SelectionError: a position or the window lies outside the raster.
     """
     rows, cols = _window(window, layout)
-    return Selection(_positions(bands, layout.samples_per_pixel, "band"), _positions(times, layout.time_count, "time"), rows, cols)
+    time_positions = _positions(times, layout.time_count, "time")
+    if not layout.is_cube and len(time_positions) != 1:
+        # An Image reads as (B', h, w): there is no time axis to repeat along.
+        raise SelectionError(f"an Image has one time step; select it once, not {len(time_positions)} times")
+    return Selection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
 
 
 def resolve_header(
@@ -136,17 +142,39 @@ def resolve_header(
     return blob
 
 
-def _runs(frames: Sequence[int], offsets: NDArray[np.uint64], limit: int) -> list[tuple[int, int, list[int]]]:
-    """Group frames into requests of adjacent byte ranges: ``(offset, length, frames)``."""
-    runs: list[tuple[int, int, list[int]]] = []
+class FrameRequest(NamedTuple):
+    """One byte-range request of a read: a run of adjacent frames."""
+
+    offset: int
+    """First byte of the run."""
+    length: int
+    """Bytes in the run."""
+    frames: list[int]
+    """The frame indices the run holds, in file order."""
+
+
+def plan_requests(blob: HeaderBlob, sel: Selection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
+    """Return the requests a stateless read of ``sel`` makes, in file order.
+
+    The needed frames come from *Selective read model*; runs of frames that
+    are adjacent in the file are merged into one request of at most
+    ``limits.max_merged_request`` bytes. No request is ever made for metadata.
+    """
+    frames = blob.layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
+    return _merge(frames, blob.offsets, limits.max_merged_request)
+
+
+def _merge(frames: Sequence[int], offsets: NDArray[np.uint64], limit: int) -> list[FrameRequest]:
+    runs: list[FrameRequest] = []
     for f in frames:
         start, end = int(offsets[f]), int(offsets[f + 1])
         if runs:
-            o, n, members = runs[-1]
-            if o + n == start and n + (end - start) <= limit:
-                runs[-1] = (o, n + end - start, [*members, f])
+            last = runs[-1]
+            if last.offset + last.length == start and last.length + (end - start) <= limit:
+                last.frames.append(f)
+                runs[-1] = FrameRequest(last.offset, last.length + end - start, last.frames)
                 continue
-        runs.append((start, end - start, [f]))
+        runs.append(FrameRequest(start, end - start, [f]))
     return runs
 
 
@@ -207,6 +235,64 @@ def _place(
     out[:, :, dst_y, dst_x] = cell[:, :, src_y, src_x]
 
 
+def _decode_together(
+    frames: Sequence[int],
+    runs: Sequence[FrameRequest],
+    fetch: Callable[[FrameRequest], memoryview],
+    decode: Callable[[int, memoryview, int], None],
+    workers: int,
+) -> None:
+    """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` from the pool.
+
+    Every participant takes the next frame in frame order; the first one to
+    need a request fetches it while the others decode what is already there.
+    Frames, not requests, are the unit of work, because a read of adjacent
+    frames (a whole image, say) is often a single request. A request's bytes
+    are dropped once its last frame is decoded.
+    """
+    run_of = {f: k for k, run in enumerate(runs) for f in run[2]}
+    views: list[memoryview | None] = [None] * len(runs)
+    left = [len(run[2]) for run in runs]
+    run_locks = [threading.Lock() for _ in runs]
+    lock = threading.Lock()
+    queue = iter(frames)
+    failed = threading.Event()
+
+    def participate() -> None:
+        try:
+            while not failed.is_set():
+                with lock:
+                    f = next(queue, None)
+                if f is None:
+                    return
+                k = run_of[f]
+                with run_locks[k]:
+                    view = views[k]
+                    if view is None:
+                        view = views[k] = fetch(runs[k])
+                decode(f, view, runs[k][0])
+                with lock:
+                    left[k] -= 1
+                    if not left[k]:
+                        views[k] = None
+        except BaseException:
+            failed.set()
+            raise
+
+    pool = _pool(workers - 1)
+    helpers = [pool.submit(participate) for _ in range(workers - 1)]
+    try:
+        participate()
+    finally:
+        # Helpers still queued behind other reads have nothing left to do.
+        for helper in helpers:
+            helper.cancel()
+        errors = [h.exception() for h in helpers if not h.cancelled()]
+    for error in errors:
+        if error is not None:
+            raise error
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -225,8 +311,13 @@ def read_selection(
     if nbytes > limits.max_output_bytes:
         raise ResourceLimitError(f"the read needs {nbytes} bytes, above the limit of {limits.max_output_bytes}", field="max_output_bytes")
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
+    largest = max(layout.decoded_frame_bytes(f) for f in frames)
+    if largest > limits.max_frame_bytes:
+        raise ResourceLimitError(
+            f"a frame of the read decodes to {largest} bytes, above the limit of {limits.max_frame_bytes}", field="max_frame_bytes"
+        )
     offsets = blob.offsets
-    runs = _runs(frames, offsets, limits.max_merged_request)
+    runs = _merge(frames, offsets, limits.max_merged_request)
     out = np.empty(shape, dtype=dtype)
     band_pos: dict[int, list[int]] = {}
     for i, b in enumerate(sel.bands):
@@ -235,7 +326,7 @@ def read_selection(
     for i, t in enumerate(sel.times):
         time_pos.setdefault(t, []).append(i)
 
-    def fetch_and_decode(run: tuple[int, int, list[int]]) -> None:
+    def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
         (data,) = source.read_ranges([(start, length)])
         if len(data) != length:
@@ -245,21 +336,23 @@ def read_selection(
                 rule="Every frame is present",
                 offset=start + len(data),
             )
-        view = memoryview(data)
-        for f in members:
-            o = int(offsets[f]) - start
-            n = int(blob.byte_counts[f])
-            raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
-            frame = raw.view(dtype).reshape(layout.frame_shape(f))
-            _place(out, frame, f, layout, sel, band_pos, time_pos)
+        return memoryview(data)
 
-    workers = threads or default_threads()
-    if workers == 1 or len(runs) == 1:
+    def decode(f: int, view: memoryview, start: int) -> None:
+        o = int(offsets[f]) - start
+        n = int(blob.byte_counts[f])
+        raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        frame = raw.view(dtype).reshape(layout.frame_shape(f))
+        _place(out, frame, f, layout, sel, band_pos, time_pos)
+
+    workers = min(threads or default_threads(), len(frames))
+    if workers == 1:
         for run in runs:
-            fetch_and_decode(run)
+            view = fetch(run)
+            for f in run[2]:
+                decode(f, view, run[0])
     else:
-        for future in [_pool(workers).submit(fetch_and_decode, run) for run in runs]:
-            future.result()
+        _decode_together(frames, runs, fetch, decode, workers)
     return out if layout.is_cube else out[0]
 
 

@@ -97,8 +97,15 @@ class LocalFileSource(_SourceBase):
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Read each range with one positional read."""
         fd = self._fileno()
+        end = self.size()
         out = []
         for offset, length in ranges:
+            if offset < 0 or length < 0:
+                raise SourceError(f"cannot read {length} bytes at {offset} of {self._path}: negative range")
+            # os.pread allocates `length` bytes up front: a range derived from a
+            # corrupt IFD or blob must not turn into a huge allocation or an
+            # OverflowError, so never ask for more than the file holds.
+            length = min(length, max(0, end - offset))
             try:
                 chunks = []
                 got = 0

@@ -82,8 +82,8 @@ def read_structure(source: ByteSource, *, limits: TrailerLimits | None = None) -
     Raises:
         InvalidFileError: any structural MUST is broken.
     """
-    head = decode_head(lambda offset, length: _read_at(source, offset, length))
     size = source.size()
+    head = decode_head(lambda offset, length: _read_at(source, offset, length), size=size)
     trailer = read_trailer(
         source,
         trailer_offset=head.trailer_offset,

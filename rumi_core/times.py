@@ -26,6 +26,7 @@ True
 from __future__ import annotations
 
 import datetime as dt
+import re
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
-from rumi_core.errors import InvalidInputError, RumiError
+from rumi_core.errors import InvalidFileError, InvalidInputError, RumiError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -59,6 +60,9 @@ TIME_FIELDS = struct.Struct("<BBqqI")
 """``time_type``, ``time_bits``, ``time_epoch``, ``time_step``, ``time_scale`` (22 bytes)."""
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_TICKS_PER_SECOND = {"ms": 10**3, "us": 10**6, "ns": 10**9, "ps": 10**12, "fs": 10**15, "as": 10**18}
+_ISO_FRACTION = re.compile(r"\d[.,](\d+)")
+"""The decimal fraction of an ISO 8601 time (of its seconds, or of a coarser last field)."""
 
 
 def _fits_int64(v: int) -> bool:
@@ -87,14 +91,21 @@ def to_seconds(value: Any) -> int:
     if isinstance(value, np.datetime64):
         if np.isnat(value):
             raise InvalidInputError("a time coordinate is NaT", field="times")
-        ns = value.astype("datetime64[ns]") if np.datetime_data(value.dtype)[0] in ("ns", "ps", "fs", "as") else None
-        if ns is not None and int(ns.astype(np.int64)) % 1_000_000_000:
-            raise InvalidInputError(f"{value} has a fraction of a second; rumi stores whole seconds", field="times")
-        value = value.astype("datetime64[us]").item()
-        if isinstance(value, int):  # outside datetime's range
-            raise InvalidInputError(f"time {value!r} is outside the supported range", field="times")
+        unit, count = np.datetime_data(value.dtype)
+        if unit in _TICKS_PER_SECOND:
+            # Exact integer arithmetic: a cast to a coarser unit would truncate
+            # a fraction, and a cast to a finer one can overflow.
+            seconds, fraction = divmod(int(value.astype(np.int64)) * count, _TICKS_PER_SECOND[unit])
+            if fraction:
+                raise InvalidInputError(f"{value} has a fraction of a second; rumi stores whole seconds", field="times")
+            return seconds
+        return int(value.astype("datetime64[s]").astype(np.int64))
     if isinstance(value, str):
         text = value.strip()
+        digits = _ISO_FRACTION.search(text)
+        if digits and digits.group(1).strip("0"):
+            # datetime.fromisoformat keeps microseconds only and drops finer digits.
+            raise InvalidInputError(f"{text!r} has a fraction of a second; rumi stores whole seconds", field="times")
         try:
             value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError as err:
@@ -103,7 +114,7 @@ def to_seconds(value: Any) -> int:
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
         delta = value - _EPOCH
-        if delta.microseconds:
+        if delta.microseconds or getattr(value, "nanosecond", 0):  # pandas.Timestamp carries nanoseconds
             raise InvalidInputError(f"{value.isoformat()} has a fraction of a second; rumi stores whole seconds", field="times")
         return int(delta.days * DAY + delta.seconds)
     if isinstance(value, dt.date):
@@ -226,42 +237,78 @@ class TimeCoordinates:
         Returns the coordinates and the number of residual bytes consumed.
 
         Raises:
-            RumiError: any rule of *Time coordinates* is broken; the message
-                names the field.
+            InvalidFileError: any rule of *Time coordinates* is broken; the
+                error names the field and the rule.
         """
+
+        def fail(msg: str, fld: str, rule: str) -> InvalidFileError:
+            return InvalidFileError(msg, field=fld, rule=rule)
+
         if fields.time_type not in (INSTANT, INTERVAL):
-            raise RumiError(f"time_type is {fields.time_type}, expected 1 (interval) or 2 (instant)")
+            raise fail(
+                f"time_type is {fields.time_type}, expected 1 (interval) or 2 (instant)",
+                "time_type",
+                "A reader MUST reject any other value",
+            )
         if fields.time_scale not in (1, DAY):
-            raise RumiError(f"time_scale is {fields.time_scale}, expected 1 or 86400")
+            raise fail(f"time_scale is {fields.time_scale}, expected 1 or 86400", "time_scale", "A reader MUST reject any other value")
         if fields.time_bits > 64:
-            raise RumiError(f"time_bits is {fields.time_bits}, expected 0..64")
+            raise fail(f"time_bits is {fields.time_bits}, expected 0..64", "time_bits", "It MUST be between 0 and 64")
         count = time_count * (2 if fields.time_type == INTERVAL else 1)
         size = packed_size(count, fields.time_bits)
         if len(residuals) < size:
-            raise RumiError(f"time residuals need {size} bytes, the trailer has {len(residuals)}")
-        values = unpack(residuals[:size], count, fields.time_bits)
+            raise fail(
+                f"time residuals need {size} bytes, the trailer has {len(residuals)}",
+                "time_residuals",
+                "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+            )
+        try:
+            values = unpack(residuals[:size], count, fields.time_bits)
+        except RumiError as err:
+            raise fail(str(err), "time_residuals", "Unused bits in the final byte MUST be zero") from err
         coords = []
         for i, p in enumerate(values.tolist()):
             c = fields.time_epoch + i * fields.time_step + _unzigzag(int(p))
             if not _fits_int64(c):
-                raise RumiError(f"decoded time coordinate {i} does not fit in int64")
+                raise fail(
+                    f"decoded time coordinate {i} does not fit in int64",
+                    "times",
+                    "Every decoded coordinate MUST fit in int64",
+                )
             coords.append(c)
         if coords[0] != fields.time_epoch:
-            raise RumiError(f"time_epoch is {fields.time_epoch} but time(0) decodes to {coords[0]}")
+            raise fail(
+                f"time_epoch is {fields.time_epoch} but time(0) decodes to {coords[0]}", "time_epoch", "time_epoch MUST equal time(0)"
+            )
         secs = [c * fields.time_scale for c in coords]
         if not all(_fits_int64(s) for s in secs):
-            raise RumiError("a decoded time in seconds does not fit in int64")
+            raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
         try:
             axis = cls(fields.time_type, tuple(secs))
         except InvalidInputError as err:
-            raise RumiError(str(err)) from err
-        expected, _ = axis.encode()
+            raise fail(err.message, "times", err.rule or "the ordering required by time_type") from err
+        try:
+            expected, _ = axis.encode()
+        except InvalidInputError as err:
+            raise fail(err.message, "times", "A residual MUST fit in int64") from err
         if expected.time_scale != fields.time_scale:
-            raise RumiError(f"time_scale is {fields.time_scale}, the coordinates require {expected.time_scale}")
+            raise fail(
+                f"time_scale is {fields.time_scale}, the coordinates require {expected.time_scale}",
+                "time_scale",
+                "time_scale MUST be 86400 when every endpoint is a whole-day offset; otherwise it MUST be 1",
+            )
         if expected.time_step != fields.time_step:
-            raise RumiError(f"time_step is {fields.time_step}, the coordinates give {expected.time_step}")
+            raise fail(
+                f"time_step is {fields.time_step}, the coordinates give {expected.time_step}",
+                "time_step",
+                "time_step = round((time(C-1) - time(0)) / (C-1)), exact halves toward positive infinity",
+            )
         if expected.time_bits != fields.time_bits:
-            raise RumiError(f"time_bits is {fields.time_bits}, the minimum is {expected.time_bits}")
+            raise fail(
+                f"time_bits is {fields.time_bits}, the minimum is {expected.time_bits}",
+                "time_bits",
+                "A writer MUST use the minimum time_bits",
+            )
         return axis, size
 
 

@@ -21,7 +21,7 @@ import struct
 from dataclasses import dataclass, field
 
 from rumi_core.bitpack import packed_size
-from rumi_core.errors import InvalidFileError, InvalidInputError, ResourceLimitError, RumiError
+from rumi_core.errors import InvalidFileError, InvalidInputError, ResourceLimitError
 from rumi_core.times import INTERVAL, TIME_FIELDS, TimeCoordinates, TimeFields
 
 __all__ = [
@@ -174,7 +174,7 @@ class Trailer:
         try:
             check_band_texts(texts)
         except InvalidInputError as err:
-            raise fail(str(err), _HEAD.size, err.rule, "band_texts") from err
+            raise fail(err.message, _HEAD.size, err.rule, "band_texts") from err
         if pos + TIME_FIELDS.size > len(data):
             raise fail("the trailer ends inside its time fields", pos, fld="time fields")
         tf = TimeFields.from_bytes(data[pos : pos + TIME_FIELDS.size])
@@ -193,6 +193,6 @@ class Trailer:
             )
         try:
             times, _ = TimeCoordinates.decode(tf, bytes(data[pos + TIME_FIELDS.size :]), time_count=time_count)
-        except RumiError as err:
-            raise fail(str(err), pos, getattr(err, "rule", None) or "Time coordinates", "time fields") from err
+        except InvalidFileError as err:
+            raise fail(err.message, pos, err.rule or "Time coordinates", err.field or "time fields") from err
         return cls(tuple(t.decode("utf-8") for t in texts), times)

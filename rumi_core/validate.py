@@ -45,7 +45,9 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int)
         try:
             raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=True)
         except FrameDecodeError as err:
-            raise FrameDecodeError(f"frame {index}: {err}", field=f"frame {index}", offset=int(offsets[index])) from err
+            raise FrameDecodeError(
+                f"frame {index}: {err.message}", field=f"frame {index}", rule=err.rule, offset=int(offsets[index])
+            ) from err
         if is_bool and raw.max(initial=0) > 1:
             raise InvalidFileError(
                 f"frame {index} holds a boolean byte other than 0 or 1",

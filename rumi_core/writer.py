@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -26,7 +26,10 @@ from rumi_core.codecs import FrameCodec, parse_codec
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
+from rumi_core.ifd import base_frame_offset
 from rumi_core.layout import Layout
+from rumi_core.lossy import BoundedCodec
+from rumi_core.selection import MODES, CompressionChoice, choose_compression
 from rumi_core.times import TimeCoordinates
 from rumi_core.trailer import Trailer
 
@@ -36,7 +39,13 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-__all__ = ["frame_samples", "iter_frame_samples", "parse_tile_size", "plan_write", "write", "WritePlan"]
+    from rumi_core.lossy import ErrorBound
+
+__all__ = ["MAX_FILE_OFFSET", "WritePlan", "WriteResult", "frame_samples", "iter_frame_samples", "parse_tile_size", "plan_write", "write"]
+
+
+MAX_FILE_OFFSET = 2**63 - 1
+"""The largest byte offset a file can reach (POSIX ``off_t``), below the uint64 of TileOffsets."""
 
 
 def parse_tile_size(tile_size: int | tuple[int, int] | Sequence[int]) -> tuple[int, int]:
@@ -97,17 +106,33 @@ def plan_write(
         raise InvalidInputError(f"data must be (B, Y, X) or (T, B, Y, X), got shape {dims}", field="data")
     encoding: SampleEncoding = encoding_for_dtype(dtype)
     tile_length, tile_width = parse_tile_size(tile_size)
-    if isinstance(bands, str):
-        raise InvalidInputError(f"bands is a list of one text per band; wrap a single text as [{bands!r}]", field="bands")
-    band_texts = tuple(bands)
+    # The dimensions are checked against their field widths first, before any
+    # band text or time is looked at (a Cube too long for TimeCount is reported
+    # as such, not as a count mismatch).
+    layout = Layout(x, y, t, b, tile_width, tile_length, encoding, frame_unit)
+    smallest_file = base_frame_offset(samples_per_pixel=b, frame_count=layout.frame_count) + layout.frame_count
+    if smallest_file > MAX_FILE_OFFSET:
+        raise InvalidInputError(
+            f"{layout.frame_count} frames need a file of at least {smallest_file} bytes, beyond the largest file offset "
+            f"{MAX_FILE_OFFSET}; use a larger tile_size or a cell frame_unit",
+            field="TileOffsets",
+            rule="Every reconstructed offset MUST fit in uint64",
+        )
+    if bands is None or isinstance(bands, (str, bytes)):
+        raise InvalidInputError(f"bands is a list of one text per band, got {bands!r}", field="bands")
+    try:
+        band_texts = tuple(bands)
+    except TypeError as err:
+        raise InvalidInputError(f"bands is a list of one text per band, got {type(bands).__name__}", field="bands") from err
     if len(band_texts) != b:
         raise InvalidInputError(f"{len(band_texts)} band texts for {b} bands; give one text per band", field="bands")
     if times is None:
         raise InvalidInputError("times is required: every time step has a coordinate", field="times")
+    if isinstance(times, (str, bytes)):
+        raise InvalidInputError(f"times is a list of one coordinate per time step; wrap a single time as [{times!r}]", field="times")
     axis = TimeCoordinates.from_values(times)
     if axis.time_count != t:
         raise InvalidInputError(f"{axis.time_count} time coordinates for {t} time steps", field="times")
-    layout = Layout(x, y, t, b, tile_width, tile_length, encoding, frame_unit)
     georef = Georeferencing.from_crs(crs, transform, pixel_is_point=pixel_is_point)
     return WritePlan(layout, georef, Trailer(band_texts, axis), parse_codec(compression))
 
@@ -145,6 +170,55 @@ def _check_boolean(samples: NDArray[Any], index: int) -> None:
         raise InvalidInputError(f"frame {index} holds a boolean byte other than 0 or 1", field="data", rule="every byte MUST be 0 or 1")
 
 
+class WriteResult(bytes):
+    """The header blob :func:`write` returns, carrying the compression it chose.
+
+    It *is* the blob (a :class:`bytes`, equal to it and usable wherever the
+    blob is), so callers that only want the blob need not change. The choice
+    rides along for the run to report and the catalogue to record: the codec
+    (its JSON form is ``result.codec.to_dict()``), the frame unit, whether the
+    write was lossless or error-bounded, and the measurements behind the choice.
+    """
+
+    choice: CompressionChoice
+    """Codec, frame unit, selection mode, bound and measurements."""
+    lossless_frames: int
+    """Under an error bound, the frames stored losslessly because they broke it."""
+
+    def __new__(cls, blob: bytes, choice: CompressionChoice, lossless_frames: int = 0) -> WriteResult:
+        self = super().__new__(cls, blob)
+        self.choice = choice
+        self.lossless_frames = lossless_frames
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WriteResult, (bytes(self), self.choice, self.lossless_frames))
+
+    @property
+    def codec(self) -> FrameCodec:
+        """The codec every frame was written with."""
+        return self.choice.codec
+
+    @property
+    def frame_unit(self) -> int:
+        """The frame unit of the file."""
+        return self.choice.frame_unit
+
+    @property
+    def mode(self) -> str:
+        """``"lossless"`` or ``"lossy"`` (error-bounded)."""
+        return self.choice.mode
+
+    @property
+    def bound(self) -> ErrorBound | None:
+        """The error bound every sample honours, or None for lossless."""
+        return self.choice.bound
+
+    def report(self) -> dict[str, Any]:
+        """Return a JSON-ready record of the choice: codec, frame unit, mode, bound, selection."""
+        return {**self.choice.to_dict(), "lossless_frames": self.lossless_frames}
+
+
 def write(
     path: str | os.PathLike[str],
     data: Any,
@@ -154,10 +228,14 @@ def write(
     crs: Any = None,
     transform: Any = None,
     tile_size: int | tuple[int, int] = 512,
-    frame_unit: int = 0,
-    compression: Any = None,
+    frame_unit: int | Literal["auto"] = 0,
+    compression: Any = "auto",
     pixel_is_point: bool = False,
-) -> bytes:
+    access: Literal["tile", "cell"] | None = None,
+    max_abs_error: float | None = None,
+    max_rel_error: str | None = None,
+    nodata: int | float | None = None,
+) -> WriteResult:
     """Write ``data`` as a rumi file at ``path`` and return its header blob.
 
     Args:
@@ -171,15 +249,32 @@ def write(
         crs: EPSG int, ``"EPSG:n"``, or a rasterio/pyproj CRS; None for none.
         transform: Six affine coefficients in rasterio order, or an ``Affine``.
         tile_size: Nominal tile size, an int or ``(height, width)``.
-        frame_unit: The ``frame_unit`` value (0..9) valid for ``(B, T)``.
-        compression: A codec, codec name or codec dict; None for the default.
+        frame_unit: The ``frame_unit`` value (0..9) valid for ``(B, T)``, or
+            ``"auto"`` to measure the units that fit ``access`` and keep the
+            smallest (*Choosing a frame unit*).
+        compression: ``"auto"`` (the default; None means the same) measures
+            candidate codecs on a sample and keeps the smallest that decodes at
+            300 MB/s per core; ``"max"`` also lets each frame pick among each
+            plane's best chains; ``"portable"`` uses OpenZL's built-in codecs
+            only. A codec, codec name or codec dict is used as given. See
+            :mod:`rumi_core.selection`.
         pixel_is_point: Record PixelIsPoint instead of PixelIsArea.
+        access: With ``frame_unit="auto"``: ``"tile"`` keeps one band and time
+            per frame, ``"cell"`` whole cells, None measures both.
+        max_abs_error: Write lossy frames with ``|x - x̂| <= max_abs_error`` for
+            every sample (integer or float data); nodata and NaN stay exact.
+        max_rel_error: Write lossy frames with ``|x - x̂| <= P/100 * |x|``, given
+            as ``"P%"``. See :mod:`rumi_core.lossy`.
+        nodata: The nodata sentinel (or NaN): always kept exact, and handed to
+            geozl's nodata stage where that compresses better.
 
     Returns:
-        The header blob, built from the finalized file.
+        The header blob, built from the finalized file, as a :class:`WriteResult`
+        that also reports the codec, frame unit, mode and bound chosen.
 
     Raises:
-        InvalidInputError: an input cannot be stored; nothing was written.
+        InvalidInputError: an input cannot be stored, or the bound cannot be
+            honoured; nothing was written.
         CRSError: the CRS has no EPSG code.
 
     Example:
@@ -189,6 +284,30 @@ def write(
         >>> len(blob)
         32
     """
+    selecting = compression is None or (isinstance(compression, str) and compression in MODES)
+    # Every input is checked before the (measuring) choice of compression.
+    plan_write(
+        data.shape,
+        data.dtype,
+        bands=bands,
+        times=times,
+        crs=crs,
+        transform=transform,
+        tile_size=tile_size,
+        frame_unit=0 if frame_unit == "auto" else frame_unit,
+        compression=None if selecting else compression,
+        pixel_is_point=pixel_is_point,
+    )
+    choice = choose_compression(
+        data,
+        tile_size=parse_tile_size(tile_size),
+        frame_unit=frame_unit,
+        compression=compression,
+        access=access,
+        max_abs_error=max_abs_error,
+        max_rel_error=max_rel_error,
+        nodata=nodata,
+    )
     plan = plan_write(
         data.shape,
         data.dtype,
@@ -197,17 +316,28 @@ def write(
         crs=crs,
         transform=transform,
         tile_size=tile_size,
-        frame_unit=frame_unit,
-        compression=compression,
+        frame_unit=choice.frame_unit,
+        compression=choice.codec,
         pixel_is_point=pixel_is_point,
     )
     layout = plan.layout
     axes = layout.frame_axes
     is_bool = layout.encoding.name == "bool"
+    codec = plan.codec
+    lossless_frames = 0
     with FileAssembler(path, layout, plan.georef, plan.trailer) as out:
-        for index, samples in enumerate(iter_frame_samples(data, layout)):
+        for index in range(layout.frame_count):
+            samples = frame_samples(data, layout, index)
             if is_bool:
                 _check_boolean(samples, index)
-            out.write_frame(plan.codec.encode(samples, axes=axes))
+            if isinstance(codec, BoundedCodec):
+                encoded = codec.encode_frame(samples, axes=axes)
+                lossless_frames += not encoded.lossy
+                out.write_frame(encoded.data)
+            else:
+                out.write_frame(codec.encode(samples, axes=axes))
+            # Drop this frame before the next one is sliced: at most one
+            # frame's samples are alive at any time.
+            del samples
     assert out.header is not None
-    return out.header
+    return WriteResult(out.header, choice, lossless_frames)

@@ -19,13 +19,17 @@ from rumi_core import codecs
 from rumi_core.codecs import (
     DEFAULT_CODEC,
     FORMAT_VERSION,
+    Chain,
     FrameCodec,
     GeoZLGraph,
     OpenZLGraph,
+    PlaneCoding,
     RasterCodec,
+    StackCodec,
     codec_from_dict,
     decode_frame,
     parse_codec,
+    parse_nodata,
 )
 from rumi_core.encodings import ENCODINGS, SampleEncoding, encoding_for_dtype
 from rumi_core.errors import FrameDecodeError, InvalidInputError
@@ -35,6 +39,11 @@ CODECS: tuple[FrameCodec, ...] = (
     GeoZLGraph("planar>zigzag>transpose>entropy"),
     GeoZLGraph("delta_w>zigzag>field_lz"),
     RasterCodec(),
+    StackCodec(),
+    StackCodec((PlaneCoding(("med>zigzag>transpose>entropy", "planar>med>zigzag>transpose>zstd"), reference=True),)),
+    StackCodec((PlaneCoding(("average>zigzag>field_lz",), reference=True),)),
+    StackCodec((PlaneCoding(("wp_static>zigzag>entropy", "delta_n>zigzag>zstd")),)),
+    StackCodec((PlaneCoding(("id>field_lz", "delta_1d>zigzag>zstd", "id>compress")),)),
 )
 
 PAIRS = [
@@ -175,6 +184,31 @@ def test_frames_use_the_format_version_rumi_eo_reads(codec: FrameCodec) -> None:
                 },
             },
         ),
+        (GeoZLGraph(nodata=-9999), {"name": "geozl", "configuration": {"recipe": "planar>zigzag>transpose>entropy", "nodata": -9999}}),
+        (
+            GeoZLGraph(nodata=float("nan")),
+            {"name": "geozl", "configuration": {"recipe": "planar>zigzag>transpose>entropy", "nodata": "NaN"}},
+        ),
+        (
+            StackCodec(),
+            {"name": "stack", "configuration": {"planes": [{"chains": ["planar>zigzag>transpose>entropy"], "reference": False}]}},
+        ),
+        (
+            StackCodec(
+                (PlaneCoding(("med>zigzag>entropy",)), PlaneCoding(("planar>med>zigzag>transpose>entropy", "id>zstd"), reference=True)),
+                nodata=float("-inf"),
+            ),
+            {
+                "name": "stack",
+                "configuration": {
+                    "planes": [
+                        {"chains": ["med>zigzag>entropy"], "reference": False},
+                        {"chains": ["planar>med>zigzag>transpose>entropy", "id>zstd"], "reference": True},
+                    ],
+                    "nodata": "-Infinity",
+                },
+            },
+        ),
     ],
     ids=repr,
 )
@@ -198,11 +232,12 @@ def test_parse_codec_defaults() -> None:
     assert codec_from_dict({"name": "openzl"}) == OpenZLGraph()
     partial = {"name": "raster", "configuration": {"other": {"name": "openzl", "configuration": {"graph": "zstd"}}}}
     assert parse_codec(partial) == RasterCodec(other=OpenZLGraph("zstd"))
-    assert codecs.registered_codecs() == ("geozl", "openzl", "raster")
+    assert parse_codec("stack") == StackCodec()
+    assert codecs.registered_codecs() == ("bounded", "geozl", "openzl", "raster", "stack")
 
 
 def test_unknown_codec_name_lists_known_ones() -> None:
-    with pytest.raises(InvalidInputError, match=r"unknown codec name 'nope'; known codecs are geozl, openzl, raster"):
+    with pytest.raises(InvalidInputError, match=r"unknown codec name 'nope'; known codecs are bounded, geozl, openzl, raster, stack"):
         codec_from_dict({"name": "nope", "configuration": {}})
     with pytest.raises(InvalidInputError, match=r"unknown codec name 'nope'"):
         parse_codec("nope")
@@ -221,6 +256,23 @@ def test_unknown_codec_name_lists_known_ones() -> None:
         ({"name": "geozl", "configuration": {"recipe": "planar>zigzag>sparse"}}, r"writes OpenZL format 27"),
         ({"name": "raster", "configuration": {"integer": {"name": "openzl"}}}, r"'integer' must be a geozl codec"),
         ({"name": "raster", "configuration": {"fallback": {}}}, r"codec 'raster' has no configuration member"),
+        ({"name": "geozl", "configuration": {"recipe": "planar>zigzag>zstd", "nodata": "none"}}, r"nodata is a number or one of NaN"),
+        ({"name": "geozl", "configuration": {"recipe": "planar>zigzag>zstd", "nodata": True}}, r"nodata is a number or NaN, not a boolean"),
+        ({"name": "stack", "configuration": {"planes": []}}, r"'planes' is a non-empty list of plane codings"),
+        ({"name": "stack", "configuration": {"planes": {"chains": []}}}, r"'planes' is a list of plane codings"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": []}]}}, r"a plane coding needs at least one chain"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": "id>zstd"}]}}, r"'chains' is a list of chains"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["id>zstd", "id>zstd"]}]}}, r"repeat a chain"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["id>zstd"], "ref": 1}]}}, r"a plane coding is a mapping with 'chains'"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["id>zstd"], "reference": "yes"}]}}, r"reference is true or false"),
+        (
+            {"name": "stack", "configuration": {"planes": [{"chains": ["id>zstd"], "reference": True}, {"chains": ["id>zstd"]}]}},
+            r"the first plane has no previous plane",
+        ),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["planar>entropy"]}]}}, r"predictors .* are followed by 'zigzag'"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["planar>zigzag>lzma"]}]}}, r"must end with one of entropy"),
+        ({"name": "stack", "configuration": {"planes": [{"chains": ["Planar>zigzag"]}]}}, r"a chain is stages joined by '>'"),
+        ({"name": "stack", "configuration": {"level": 3}}, r"codec 'stack' has no configuration member 'level'"),
     ],
 )
 def test_bad_configurations_are_refused_at_construction(data: dict[str, Any], message: str) -> None:
@@ -439,3 +491,111 @@ def test_default_beats_portable_codec_on_sentinel2() -> None:
     default = len(DEFAULT_CODEC.encode(tile, axes=("h", "w")))
     portable = len(OpenZLGraph().encode(tile, axes=("h", "w")))
     assert default < portable * 0.95
+
+
+# --------------------------------------------------------------------------- plane stacks
+
+
+@pytest.mark.parametrize(
+    ("text", "predictors", "delta_1d", "zigzag", "terminal", "recipe"),
+    [
+        ("planar>zigzag>transpose>entropy", ("planar",), False, True, "transpose>entropy", "planar>zigzag>transpose>entropy"),
+        ("planar>med>zigzag>zstd", ("planar", "med"), False, True, "zstd", None),
+        ("id>compress", (), False, False, "compress", None),
+        ("delta_1d>field_lz", (), True, False, "field_lz", "delta_1d>field_lz"),
+        ("delta_1d>zigzag>transpose>zstd", (), True, True, "transpose>zstd", None),
+    ],
+)
+def test_chain_grammar(
+    text: str, predictors: tuple[str, ...], delta_1d: bool, zigzag: bool, terminal: str, recipe: str | None
+) -> None:
+    chain = Chain.parse(text)
+    assert (chain.predictors, chain.delta_1d, chain.zigzag, chain.terminal) == (predictors, delta_1d, zigzag, terminal)
+    assert str(chain) == text
+    assert chain.recipe == recipe
+    assert chain.portable == (not predictors)
+
+
+def test_chain_widths() -> None:
+    assert Chain.parse("id>entropy").accepts_width(2) and not Chain.parse("id>entropy").accepts_width(4)
+    assert not Chain.parse("id>transpose>zstd").accepts_width(1) and Chain.parse("id>transpose>zstd").accepts_width(8)
+    assert not StackCodec().accepts(encoding_for_dtype("uint8"))
+    with pytest.raises(InvalidInputError, match=r"does not take uint8 samples \(1-byte components\)"):
+        StackCodec().encode(np.zeros((4, 4), np.uint8), axes=("h", "w"))
+
+
+def test_stack_per_plane_codings_must_match_the_planes() -> None:
+    codec = StackCodec((PlaneCoding(("id>zstd",)), PlaneCoding(("id>zstd",), reference=True)))
+    with pytest.raises(InvalidInputError, match=r"stack codec has 2 plane codings, the frame has 3 planes"):
+        codec.encode(np.zeros((3, 4, 4), np.uint16), axes=("b", "h", "w"))
+    assert codec.codings(2)[1].reference
+
+
+@pytest.mark.parametrize(
+    ("axes", "shape"),
+    [(("b", "h", "w"), (5, 23, 19)), (("t", "b", "h", "w"), (2, 3, 17, 21)), (("h", "w", "b"), (17, 21, 3)), (("h", "w"), (31, 7))],
+)
+def test_stack_inter_plane_difference_is_exact(axes: tuple[str, ...], shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(5)
+    base = np.cumsum(rng.integers(-5, 6, shape), axis=-1)
+    samples = (base + rng.integers(0, 3, shape) + 60_000).astype(np.uint16)  # wraps: differences overflow
+    planes = int(np.prod(shape[: axes.index("h")]))
+    codings = [PlaneCoding(("med>zigzag>transpose>entropy",))] + [
+        PlaneCoding(("planar>zigzag>entropy", "planar>med>zigzag>transpose>zstd"), reference=bool(i % 3)) for i in range(1, planes)
+    ]
+    codec = StackCodec(tuple(codings))
+    frame = codec.encode(samples, axes=axes)
+    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+
+
+def test_inter_band_difference_pays_on_correlated_bands() -> None:
+    rng = np.random.default_rng(2)
+    y, x = np.mgrid[0:96, 0:96]
+    field = 3000 + 40 * np.sin(x / 7.0) * np.cos(y / 9.0) + rng.normal(0, 25, (96, 96))
+    bands = np.stack([field * (1 + 0.02 * b) + rng.normal(0, 2, (96, 96)) for b in range(4)]).astype(np.uint16)
+    alone = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",)),)).encode(bands, axes=("b", "h", "w"))
+    chained = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",), reference=True),)).encode(bands, axes=("b", "h", "w"))
+    assert len(chained) < len(alone) * 0.8
+
+
+@pytest.mark.parametrize("nodata", [-9999, float("nan")])
+def test_stack_nodata_stage_is_lossless(nodata: float) -> None:
+    rng = np.random.default_rng(9)
+    samples = np.cumsum(rng.normal(0, 1, (3, 40, 30)), axis=-1).astype(np.float32)
+    samples[:, 5:9, 3:20] = nodata
+    bits = samples.view(np.uint32)
+    bits[1, 0, 0] = 0x7FC00001  # NaN payloads other than the first one found stay exact
+    bits[2, 1, 1] = 0xFFC00000
+    samples[0, 30, 4] = -0.0
+    codec = StackCodec((PlaneCoding(("planar>zigzag>transpose>entropy",), reference=True),), nodata=nodata)
+    frame = codec.encode(samples, axes=("b", "h", "w"))
+    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+    assert not StackCodec(nodata=0).accepts(encoding_for_dtype("bfloat16"))
+    assert parse_nodata(np.float32("nan")) is parse_nodata("NaN")
+
+
+def test_geozl_nodata_round_trip() -> None:
+    samples = (np.arange(900, dtype=np.int32).reshape(30, 30) * 7) % 1000
+    samples[3:9, 4:12] = -9999
+    frame = GeoZLGraph("med>zigzag>transpose>entropy", nodata=-9999).encode(samples, axes=("h", "w"))
+    assert decode_frame(frame, decoded_bytes=samples.nbytes).view("<i4").reshape(30, 30).tolist() == samples.tolist()
+    with pytest.raises(InvalidInputError, match=r"failed on uint16 samples"):
+        GeoZLGraph(nodata=-9999).encode(np.zeros((4, 4), np.uint16), axes=("h", "w"))
+
+
+def test_portable_stacks_decode_without_geozl_decoders() -> None:
+    zl: Any = __import__("openzl.ext", fromlist=["DCtx"])
+    rng = np.random.default_rng(4)
+    samples = np.cumsum(rng.integers(-3, 4, (3, 20, 24)), axis=-1).astype(np.int32)
+    portable = StackCodec(
+        (PlaneCoding(("delta_1d>zigzag>transpose>entropy",)), PlaneCoding(("id>field_lz", "id>compress")), PlaneCoding(("delta_1d>zstd",)))
+    )
+    assert portable.portable
+    assert not StackCodec().portable and not StackCodec(nodata=0).portable
+    assert not StackCodec((PlaneCoding(("id>zstd",), reference=True),)).portable
+    frame = portable.encode(samples, axes=("b", "h", "w"))
+    dctx = zl.DCtx()  # no geozl decoders registered
+    (out,) = dctx.decompress(frame)
+    assert out.content.as_bytes() == samples.tobytes()
+    with pytest.raises(RuntimeError, match=r"(?i)custom|transform|unknown|not"):
+        zl.DCtx().decompress(StackCodec().encode(samples.astype(np.uint16), axes=("b", "h", "w")))

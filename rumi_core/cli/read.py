@@ -42,3 +42,8 @@ def read_command(
     np.save(buf, data, allow_pickle=False)
     write_atomic(output, buf.getvalue())
     click.echo(f"{output}: {data.dtype} {tuple(data.shape)}")
+    if data.dtype.kind == "V" and data.dtype.fields is None:
+        # .npy has no code for the ml_dtypes types: numpy stores their exact
+        # bits as opaque void items. Say how to get the type back.
+        click.echo(f"note: .npy stores {data.dtype} as raw {data.dtype.itemsize}-byte items; "
+                   f"load with np.load(...).view(ml_dtypes.{data.dtype})", err=True)

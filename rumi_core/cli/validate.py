@@ -1,6 +1,8 @@
 """``rumi validate``: check a file (and its blob) against every MUST.
 
-Exit status: 0 valid, 1 invalid (with a one-line reason), 2 usage or I/O error.
+Exit status: 0 valid, 1 invalid (with a one-line reason), 2 usage or I/O error, or a
+resource limit that stopped the check (which, per the specification, does not make a
+file invalid).
 """
 
 from __future__ import annotations
@@ -11,10 +13,15 @@ from pathlib import Path
 import click
 
 from rumi_core.cli.options import header_option, read_header_file
-from rumi_core.errors import RumiError, SourceError
+from rumi_core.errors import ResourceLimitError, RumiError, SourceError
 from rumi_core.validate import validate
 
 __all__ = ["validate_command"]
+
+
+def _one_line(err: BaseException) -> str:
+    """The error's message on one line: decoder messages can span several."""
+    return " ".join(str(err).split())
 
 
 @click.command("validate")
@@ -23,14 +30,25 @@ __all__ = ["validate_command"]
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
 def validate_command(file: Path, header_path: Path | None, quick: bool) -> None:
     """Check FILE against the rumi 0.1.0 specification."""
-    blob = read_header_file(header_path)
+    try:
+        blob = read_header_file(header_path)
+    except click.FileError as err:
+        # An unreadable blob is an I/O error (exit 2), not an invalid file;
+        # click's own FileError would exit with 1.
+        click.echo(f"{header_path}: cannot read: {_one_line(err)}", err=True)
+        sys.exit(2)
     try:
         structure = validate(file, blob, quick=quick)
     except SourceError as err:
-        click.echo(f"{file}: cannot read: {err}", err=True)
+        click.echo(f"{file}: cannot read: {_one_line(err)}", err=True)
+        sys.exit(2)
+    except ResourceLimitError as err:
+        # Resource limits: exceeding one "does not make the rumi file invalid",
+        # so this is not exit 1 but a failure to check (exit 2).
+        click.echo(f"{file}: cannot check: {_one_line(err)}", err=True)
         sys.exit(2)
     except RumiError as err:
-        click.echo(f"{file}: invalid: {err}", err=True)
+        click.echo(f"{file}: invalid: {_one_line(err)}", err=True)
         sys.exit(1)
     lay = structure.head.layout
     what = "structure" if quick else f"structure and {lay.frame_count} frames"

@@ -1,0 +1,156 @@
+"""Conversion benchmark (issue 4): ``rumi convert`` on 2 workers against GDAL's COG driver.
+
+Generates 20 dates x 4 bands of Sentinel-2-like 2048 x 2048 uint16 scenes (one
+DEFLATE GeoTIFF per date and band, 80 files), then in the same run
+
+* converts them with the pipeline on the FnApiRunner with two worker
+  processes, sampling the resident memory (RSS) of every worker process;
+* converts each scene to a Cloud Optimized GeoTIFF with rasterio/GDAL
+  (ZSTD, predictor 2, 512 px blocks) on a pool of two processes;
+
+and prints input MB/s (uncompressed pixels per second of wall time), output
+sizes and compression ratios as a Markdown table for ``benchmarks/README.md``.
+Not a timed test: run it by hand (``python benchmarks/convert.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import psutil
+import rasterio
+import rasterio.shutil
+
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+from pipelines.testing import write_series
+
+DATES = [f"2023-{m:02d}-{d:02d}" for m in range(3, 13) for d in (5, 20)]
+
+
+class PeakRSS(threading.Thread):
+    """Sample the RSS of this process and its children (the Beam workers) every ``interval`` seconds."""
+
+    def __init__(self, interval: float = 0.05) -> None:
+        super().__init__(daemon=True)
+        self.interval = interval
+        self.peaks: dict[int, int] = {}
+        self.launcher = 0
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        me = psutil.Process()
+        while not self._halt.wait(self.interval):
+            self.launcher = max(self.launcher, me.memory_info().rss)
+            for child in me.children(recursive=True):
+                try:
+                    rss = child.memory_info().rss
+                except psutil.Error:
+                    continue
+                self.peaks[child.pid] = max(self.peaks.get(child.pid, 0), rss)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join()
+
+
+def import_baseline() -> int:
+    """RSS of a fresh Python process that has imported what a worker imports, before any work."""
+    code = (
+        "import psutil, numpy, rasterio, apache_beam, rumi_core, pipelines.convert, pipelines.frames, pipelines.compression;"
+        "print(psutil.Process().memory_info().rss)"
+    )
+    import subprocess
+
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def to_cog(args: tuple[str, str]) -> int:
+    src, dst = args
+    with rasterio.Env(GDAL_NUM_THREADS=1):
+        rasterio.shutil.copy(src, dst, driver="COG", COMPRESS="ZSTD", PREDICTOR=2, BLOCKSIZE=512, LEVEL=9)
+    return os.path.getsize(dst)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=None, help="Where to generate scenes (default: a temporary directory).")
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--dates", type=int, default=20)
+    parser.add_argument("--tile-size", type=int, default=512)
+    args = parser.parse_args(argv)
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="rumi-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    scenes = work / "scenes"
+    try:
+        t0 = time.perf_counter()
+        if not scenes.exists():
+            write_series(str(scenes), dates=DATES[: args.dates], size=args.size, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
+        paths = sorted(str(p) for p in scenes.glob("*.tif"))
+        pixels = len(paths) * args.size * args.size * 2
+        files = sum(os.path.getsize(p) for p in paths)
+        scene_bytes = 4 * args.size * args.size * 2
+        print(
+            f"{len(paths)} scenes, {pixels / 1e6:.0f} MB of pixels, {files / 1e6:.0f} MB of DEFLATE GeoTIFF,"
+            f" ready in {time.perf_counter() - t0:.0f} s"
+        )
+
+        out = work / "rumi"
+        shutil.rmtree(out, ignore_errors=True)
+        monitor = PeakRSS()
+        monitor.start()
+        options = ConvertOptions(out=str(out), tile_size=args.tile_size)
+        summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+        monitor.stop()
+        rumi_s = summary.seconds
+        rumi_bytes = sum(e.file_bytes for e in summary.entries)
+        workers = sorted(monitor.peaks.items(), key=lambda kv: -kv[1])[:2]
+
+        cogs = work / "cog"
+        shutil.rmtree(cogs, ignore_errors=True)
+        cogs.mkdir()
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(2) as pool:
+            cog_bytes = sum(pool.map(to_cog, [(p, str(cogs / Path(p).name)) for p in paths]))
+        cog_s = time.perf_counter() - t0
+
+        print()
+        print(summary.table())
+        print()
+        print(f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | output MB | ratio |")
+        print("|---|---:|---:|---:|---:|")
+        print(
+            f"| rumi convert, 2 workers (FnApiRunner) | {rumi_s:.1f} s | {pixels / 1e6 / rumi_s:.1f} |"
+            f" {rumi_bytes / 1e6:.1f} | {pixels / rumi_bytes:.3f} |"
+        )
+        print(
+            f"| COG ZSTD+predictor 2, 2 processes | {cog_s:.1f} s | {pixels / 1e6 / cog_s:.1f} |"
+            f" {cog_bytes / 1e6:.1f} | {pixels / cog_bytes:.3f} |"
+        )
+        print(f"| input GeoTIFF (DEFLATE) | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
+        print()
+        baseline = import_baseline()
+        for pid, peak in workers:
+            growth = peak - baseline
+            print(
+                f"worker {pid}: peak RSS {peak / 2**20:.0f} MiB; a process with the same imports holds {baseline / 2**20:.0f} MiB, "
+                f"so conversion added {growth / 2**20:.0f} MiB = {growth / scene_bytes:.2f}x one 4-band scene"
+                f" ({scene_bytes / 2**20:.0f} MiB)"
+            )
+        print(f"launcher: peak RSS {monitor.launcher / 2**20:.0f} MiB")
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

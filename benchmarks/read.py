@@ -1,0 +1,287 @@
+"""Read throughput of rumi_core against rumi-eo 0.26.1 on the same files.
+
+A 4-band 2048 x 2048 uint16 Sentinel-2-like scene
+(:func:`rumi_core.testing.synthetic_scene`) is written twice with 512 x 512
+tiles and one frame per band and tile (``frame_unit`` 0): once by rumi-eo with
+geozl's ``planar>zigzag>zstd`` recipe, once by rumi_core with its default
+codec. Both readers then read both files, the whole image and 512 x 512
+windows, with 1 and 2 threads, with OpenZL checksum verification off
+(rumi-eo's default) and on (rumi_core's default).
+
+rumi-eo pins an older geozl and OpenZL than rumi_core, so it runs in its own
+virtual environment (``<repo>/.venv-peer``, created like the interoperability
+tests do, or ``RUMI_PEER_PYTHON``) through ``tests/peer/rumi_eo_bench.py``,
+which times its reads with the same loop as this script: a warm-up, then
+``reps`` timed calls of the public read function on a local path (the file
+sits in the page cache), each including opening the file. The two readers
+alternate for ``rounds`` rounds. Throughput is decoded bytes returned per
+second at the median time over all rounds. The ratio is also given at the
+best times and in CPU time per read (``time.process_time``, every thread of
+the process), which other processes on the machine disturb far less than
+wall time; the load average is printed, since load skews the wall-time
+numbers, the 2-thread ones most.
+
+Usage::
+
+    .venv/bin/python benchmarks/read.py [--reps N] [--rounds N] [--json OUT.json]
+
+No assertion is made on the numbers; the goals (rumi_core at least 0.8x
+rumi-eo single-threaded, at least 1.6x speed-up on 2 threads) are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import rumi_core
+from rumi_core.codecs import RasterCodec
+from rumi_core.encodings import encoding_for_dtype
+from rumi_core.testing import synthetic_scene
+
+REPO = Path(__file__).resolve().parents[1]
+PEER_SCRIPT = REPO / "tests" / "peer" / "rumi_eo_bench.py"
+PEER_VENV = REPO / ".venv-peer"
+RUMI_EO = "rumi-eo==0.26.1"
+RECIPE = "planar>zigzag>zstd"
+BANDS, SIZE, TILE = 4, 2048, 512
+
+
+def _peer_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "RUMI_NUM_THREADS", "RUMI_VERIFY")}
+    env["PYTHONNOUSERSITE"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def peer_python() -> Path:
+    """The interpreter of rumi-eo's virtual environment, created on first use."""
+    override = os.environ.get("RUMI_PEER_PYTHON")
+    python = Path(override) if override else PEER_VENV / "bin" / "python"
+    probe = [str(python), "-c", "import rumi, importlib.metadata as m; print(m.version('rumi-eo'))"]
+    if python.exists() and subprocess.run(probe, capture_output=True, text=True, env=_peer_env(), check=False).stdout.strip() == "0.26.1":
+        return python
+    if override:
+        raise SystemExit(f"RUMI_PEER_PYTHON={override} has no {RUMI_EO}")
+    print(f"creating {PEER_VENV} with {RUMI_EO} ...", file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True, env=_peer_env())
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", RUMI_EO], check=True, env=_peer_env())
+    return python
+
+
+def run_peer(python: Path, *args: str) -> dict[str, Any]:
+    proc = subprocess.run([str(python), str(PEER_SCRIPT), *args], capture_output=True, text=True, env=_peer_env(), check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"rumi-eo peer failed ({' '.join(args[:1])}):\n{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
+    """The same loop as the peer's, around :func:`rumi_core.read`."""
+    out: dict[str, Any] = {}
+    for scenario in scenarios:
+        window = None
+        if scenario["window"] is not None:
+            r, c, h, w = scenario["window"]
+            window = ((r, r + h), (c, c + w))
+        arr = rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
+        for _ in range(scenario["warmup"]):
+            rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
+        times, cpu = [], []
+        for _ in range(scenario["reps"]):
+            c0, t0 = time.process_time(), time.perf_counter()
+            rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
+            times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+        out[scenario["name"]] = {
+            "times": times,
+            "cpu": cpu,
+            "nbytes": int(arr.nbytes),
+            "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
+        }
+    return out
+
+
+def parallel_ceiling() -> float:
+    """The 2-thread speed-up of SHA-256 (which releases the GIL) on this machine right now.
+
+    A control: on a machine shared with other work, no reader can scale
+    better than this.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    blocks = [bytes(4 << 20) for _ in range(16)]
+    serial, parallel = [], []
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for block in blocks:
+                hashlib.sha256(block).digest()
+            serial.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            list(pool.map(lambda block: hashlib.sha256(block).digest(), blocks))
+            parallel.append(time.perf_counter() - t0)
+    return statistics.median(serial) / statistics.median(parallel)
+
+
+def expected_sha(scene: np.ndarray, window: list[int] | None) -> str:
+    if window is not None:
+        r, c, h, w = window
+        scene = scene[:, r : r + h, c : c + w]
+    return hashlib.sha256(np.ascontiguousarray(scene).tobytes()).hexdigest()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reps", type=int, default=10, help="timed reads of the whole image per round (windows: 8x as many)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds alternating the two readers")
+    parser.add_argument("--json", type=Path, help="also write every measurement here")
+    args = parser.parse_args()
+
+    scenarios = [
+        {"name": "whole image", "window": None, "reps": args.reps, "warmup": 2},
+        {"name": "512x512 window, 1 tile", "window": [512, 1024, 512, 512], "reps": 8 * args.reps, "warmup": 5},
+        {"name": "512x512 window, 4 tiles", "window": [768, 768, 512, 512], "reps": 8 * args.reps, "warmup": 5},
+    ]
+    python = peer_python()
+    scene = synthetic_scene(BANDS, SIZE, SIZE, seed=0)
+    raw_mb = scene.nbytes / 1e6
+    results: dict[str, Any] = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "affinity": len(os.sched_getaffinity(0)),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "load_before": os.getloadavg(),
+            "sha256_speedup_before": parallel_ceiling(),
+        },
+        "scenarios": scenarios,
+        "files": {},
+        "runs": [],
+    }
+    with tempfile.TemporaryDirectory(prefix="rumi-bench-") as tmp:
+        work = Path(tmp)
+        np.save(work / "scene.npy", scene)
+        theirs = run_peer(python, "write", str(work / "scene.npy"), str(work / "rumi-eo.rumi"), RECIPE, str(TILE))
+        files = {
+            f"rumi-eo, geozl {RECIPE}": (work / "rumi-eo.rumi", bytes.fromhex(theirs["header"])),
+        }
+        ours_path = work / "rumi-core.rumi"
+        ours_blob = rumi_core.write(ours_path, scene, bands=[f"band {b}" for b in range(BANDS)], times=["2024-06-01"], tile_size=TILE)
+        used = rumi_core.DEFAULT_CODEC
+        if isinstance(used, RasterCodec):
+            used = used.select(encoding_for_dtype(scene.dtype))
+        recipe = getattr(used, "recipe", None) or getattr(used, "graph", "?")
+        files[f"rumi_core default codec ({used.name} {recipe})"] = (ours_path, ours_blob)
+        for name, (path, blob) in files.items():
+            assert rumi_core.build_header(path) == blob
+            results["files"][name] = {"bytes": path.stat().st_size, "ratio": round(scene.nbytes / path.stat().st_size, 3)}
+        spec = work / "scenarios.json"
+        spec.write_text(json.dumps(scenarios))
+        for verify in (False, True):
+            for threads in (1, 2):
+                for name, (path, blob) in files.items():
+                    # Alternate the two readers, round after round, so that a
+                    # change in machine load hits both alike.
+                    ours_times: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
+                    peer_times: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
+                    ours_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
+                    peer_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
+                    for _ in range(args.rounds):
+                        peer = run_peer(python, "time", str(path), blob.hex(), str(threads), "1" if verify else "0", str(spec))
+                        ours = time_ours(path, blob, threads, verify, scenarios)
+                        for scenario in scenarios:
+                            sname = scenario["name"]
+                            want = expected_sha(scene, scenario["window"])
+                            for reader, got in (("rumi_core", ours[sname]), ("rumi-eo", peer["scenarios"][sname])):
+                                if got["sha256"] != want:
+                                    raise SystemExit(f"{reader} read other samples from {name} ({sname})")
+                            ours_times[sname] += ours[sname]["times"]
+                            peer_times[sname] += peer["scenarios"][sname]["times"]
+                            ours_cpu[sname] += ours[sname]["cpu"]
+                            peer_cpu[sname] += peer["scenarios"][sname]["cpu"]
+                    for scenario in scenarios:
+                        sname = scenario["name"]
+                        results["runs"].append(
+                            {
+                                "file": name,
+                                "verify": verify,
+                                "threads": threads,
+                                "scenario": sname,
+                                "nbytes": ours[sname]["nbytes"],
+                                "rumi_core": statistics.median(ours_times[sname]),
+                                "rumi-eo": statistics.median(peer_times[sname]),
+                                "rumi_core_min": min(ours_times[sname]),
+                                "rumi-eo_min": min(peer_times[sname]),
+                                "rumi_core_cpu": statistics.median(ours_cpu[sname]),
+                                "rumi-eo_cpu": statistics.median(peer_cpu[sname]),
+                            }
+                        )
+        results["machine"]["load_after"] = os.getloadavg()
+        results["machine"]["sha256_speedup_after"] = parallel_ceiling()
+    results["rumi_eo"] = {"version": theirs["rumi_eo"], "geozl": theirs["geozl"]}
+    report(results, raw_mb)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def report(results: dict[str, Any], raw_mb: float) -> None:
+    """Print the tables and the two ratios the goals are stated in."""
+    machine = results["machine"]
+    load = f"load average {machine['load_before'][0]:.2f} before, {machine['load_after'][0]:.2f} after"
+    print(f"scene: {BANDS} x {SIZE} x {SIZE} uint16 ({raw_mb:.1f} MB), tiles {TILE}, frame_unit 0")
+    print(f"machine: {machine['affinity']} CPUs, Python {machine['python']}, {machine['platform']}; {load}")
+    print(f"rumi-eo {results['rumi_eo']['version']} with geozl {results['rumi_eo']['geozl']}; rumi_core {rumi_core_version()}")
+    for name, f in results["files"].items():
+        print(f"  file {name}: {f['bytes']} bytes, ratio {f['ratio']}")
+    print()
+    print("| file | read | checksums | threads | rumi_core MB/s | rumi-eo MB/s | rumi_core / rumi-eo | at best times | in CPU time |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    runs = results["runs"]
+    for run in runs:
+        ours = run["nbytes"] / run["rumi_core"] / 1e6
+        theirs = run["nbytes"] / run["rumi-eo"] / 1e6
+        print(
+            f"| {run['file']} | {run['scenario']} | {'on' if run['verify'] else 'off'} | {run['threads']} "
+            f"| {ours:.0f} | {theirs:.0f} | {ours / theirs:.2f}x | {run['rumi-eo_min'] / run['rumi_core_min']:.2f}x "
+            f"| {run['rumi-eo_cpu'] / run['rumi_core_cpu']:.2f}x |"
+        )
+    print()
+    print("| file | read | checksums | rumi_core 2-thread speed-up | rumi-eo 2-thread speed-up | rumi_core at best | rumi-eo at best |")
+    print("|---|---|---|---:|---:|---:|---:|")
+    for run in runs:
+        if run["threads"] != 1:
+            continue
+        two = next(r for r in runs if r["threads"] == 2 and all(r[k] == run[k] for k in ("file", "scenario", "verify")))
+        print(
+            f"| {run['file']} | {run['scenario']} | {'on' if run['verify'] else 'off'} "
+            f"| {run['rumi_core'] / two['rumi_core']:.2f}x | {run['rumi-eo'] / two['rumi-eo']:.2f}x "
+            f"| {run['rumi_core_min'] / two['rumi_core_min']:.2f}x | {run['rumi-eo_min'] / two['rumi-eo_min']:.2f}x |"
+        )
+    ceiling = (machine["sha256_speedup_before"], machine["sha256_speedup_after"])
+    print(f"\ncontrol: SHA-256 ran {ceiling[0]:.2f}x / {ceiling[1]:.2f}x faster on 2 threads than on 1 (before / after the runs)")
+    print("goals: rumi_core / rumi-eo >= 0.8x on 1 thread; rumi_core 2-thread speed-up >= 1.6x (medians)")
+
+
+def rumi_core_version() -> str:
+    from importlib.metadata import version
+
+    return version("rumi-forge")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

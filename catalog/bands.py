@@ -1,0 +1,211 @@
+"""Band metadata: the STAC 1.1 ``bands`` object of one rumi band.
+
+Every rumi band carries a text in the trailer, recommended to read like
+``"B4, Red, 664.5nm (S2A) / 665nm (S2B)"``: a name, a short description and a
+wavelength. A :class:`Band` is what the catalogue publishes for it, as a STAC
+1.1 band object: ``name``, ``description``, ``data_type``, ``nodata``,
+``scale``, ``offset``, ``unit`` and, from the EO extension,
+``eo:common_name`` and ``eo:center_wavelength`` (micrometres).
+
+:func:`band_from_text` derives what it can from the text alone; the pipeline's
+extra metadata, when given, overrides it field by field
+(:meth:`Band.merged`).
+
+>>> b = band_from_text("B4, Red, 665nm", data_type="uint16")
+>>> b.name, b.common_name, b.center_wavelength
+('B4', 'red', 0.665)
+>>> Band.from_dict(b.to_dict()) == b
+True
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from catalog.errors import ItemError
+
+__all__ = ["COMMON_NAMES", "Band", "band_from_text", "stac_data_type"]
+
+COMMON_NAMES = (
+    "pan", "coastal", "blue", "green", "green05", "yellow", "red", "rededge", "rededge071", "rededge075",
+    "rededge078", "nir", "nir08", "nir09", "cirrus", "swir16", "swir22", "lwir", "lwir11", "lwir12",
+)  # fmt: skip
+"""The EO extension's band common names."""
+
+_ALIASES = {
+    "near infrared": "nir",
+    "near-infrared": "nir",
+    "nir": "nir",
+    "red edge": "rededge",
+    "red-edge": "rededge",
+    "swir1": "swir16",
+    "swir 1": "swir16",
+    "swir2": "swir22",
+    "swir 2": "swir22",
+    "coastal aerosol": "coastal",
+    "panchromatic": "pan",
+}
+
+_WAVELENGTH = re.compile(r"(\d+(?:\.\d+)?)\s*(nm|µm|um)\b", re.IGNORECASE)
+
+_DATA_TYPES = {
+    "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+    "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+    "float16": "float16", "float32": "float32", "float64": "float64",
+    "complex64": "cfloat32", "complex128": "cfloat64",
+}  # fmt: skip
+
+
+def stac_data_type(encoding_name: str) -> str:
+    """Map a rumi sample encoding name to a STAC ``data_type``.
+
+    Encodings STAC has no word for (boolean, complex with 16-bit parts,
+    bfloat16 and the float8 types) map to ``"other"``.
+
+    >>> stac_data_type("uint16"), stac_data_type("complex64"), stac_data_type("bfloat16")
+    ('uint16', 'cfloat32', 'other')
+    """
+    return _DATA_TYPES.get(encoding_name, "other")
+
+
+def _common_name(parts: list[str]) -> str | None:
+    for part in parts:
+        word = part.strip().lower()
+        if word in COMMON_NAMES:
+            return word
+        if word in _ALIASES:
+            return _ALIASES[word]
+    return None
+
+
+def _wavelength_um(text: str) -> float | None:
+    m = _WAVELENGTH.search(text)
+    if m is None:
+        return None
+    value = float(m.group(1))
+    return round(value / 1000.0, 6) if m.group(2).lower() == "nm" else value
+
+
+@dataclass(frozen=True)
+class Band:
+    """One band as STAC 1.1 describes it."""
+
+    name: str
+    """Short unique name, such as ``"B4"``."""
+    description: str | None = None
+    """The band text, or a longer description."""
+    data_type: str | None = None
+    """STAC ``data_type`` (``"uint16"``, ``"float32"``, ``"other"``...)."""
+    nodata: float | str | None = None
+    """The no-data value: a number, or ``"nan"``, ``"inf"``, ``"-inf"``."""
+    scale: float | None = None
+    """Multiply a stored value by this to get the physical value."""
+    offset: float | None = None
+    """Add this after scaling."""
+    unit: str | None = None
+    """Unit of the physical value."""
+    common_name: str | None = None
+    """EO common name (``"red"``, ``"nir"``...)."""
+    center_wavelength: float | None = None
+    """EO centre wavelength, in micrometres."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ItemError(f"a band needs a non-empty name, got {self.name!r}")
+        if isinstance(self.nodata, float) and not math.isfinite(self.nodata):
+            object.__setattr__(self, "nodata", "nan" if math.isnan(self.nodata) else ("inf" if self.nodata > 0 else "-inf"))
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        """Every text a user may select this band by: name, common name, description."""
+        return tuple(x for x in (self.name, self.common_name, self.description) if x)
+
+    def matches(self, selector: str) -> bool:
+        """Whether ``selector`` names this band (case-insensitive).
+
+        It matches the name, the common name, the description, or the first
+        comma-separated part of the description.
+        """
+        s = selector.strip().lower()
+        candidates = {x.lower() for x in self.labels}
+        if self.description:
+            candidates.update(p.strip().lower() for p in self.description.split(",") if p.strip())
+        return s in candidates
+
+    def merged(self, overrides: dict[str, Any]) -> Band:
+        """Return a copy with the fields given in ``overrides`` replaced.
+
+        Keys are the attribute names, or their STAC spellings
+        (``eo:common_name``, ``eo:center_wavelength``); unknown keys are refused.
+
+        Raises:
+            ItemError: a key is not a band field.
+        """
+        known = {f.name for f in fields(self)}
+        changes: dict[str, Any] = {}
+        for key, value in overrides.items():
+            attr = key.removeprefix("eo:")
+            if attr not in known:
+                raise ItemError(f"band metadata has no field {key!r}; expected one of {sorted(known)}")
+            changes[attr] = value
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the STAC 1.1 band object (absent fields omitted)."""
+        out: dict[str, Any] = {"name": self.name}
+        for key in ("description", "data_type", "nodata", "scale", "offset", "unit"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.common_name is not None:
+            out["eo:common_name"] = self.common_name
+        if self.center_wavelength is not None:
+            out["eo:center_wavelength"] = self.center_wavelength
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Band:
+        """Read a STAC band object.
+
+        Raises:
+            ItemError: the object has no name.
+        """
+        if "name" not in data:
+            raise ItemError(f"a STAC band object needs a name, got keys {sorted(data)}")
+        return cls(
+            name=data["name"],
+            description=data.get("description"),
+            data_type=data.get("data_type"),
+            nodata=data.get("nodata"),
+            scale=data.get("scale"),
+            offset=data.get("offset"),
+            unit=data.get("unit"),
+            common_name=data.get("eo:common_name"),
+            center_wavelength=data.get("eo:center_wavelength"),
+        )
+
+
+def band_from_text(text: str, *, data_type: str | None = None, nodata: float | str | None = None) -> Band:
+    """Derive a band from its trailer text.
+
+    The name is the first comma-separated part, the description the whole
+    text; a common name is taken from any part that is one (``"Red"``,
+    ``"NIR"``, ``"SWIR1"``...), and the first ``"665nm"`` or ``"1.61um"`` gives
+    the centre wavelength.
+
+    >>> band_from_text("elevation").to_dict()
+    {'name': 'elevation', 'description': 'elevation'}
+    """
+    parts = [p.strip() for p in text.split(",")]
+    name = parts[0] or text
+    return Band(
+        name=name,
+        description=text,
+        data_type=data_type,
+        nodata=nodata,
+        common_name=_common_name(parts),
+        center_wavelength=_wavelength_um(text),
+    )

@@ -1,0 +1,1 @@
+"""The catalogue's ``rumi`` subcommands: ``read``, ``search`` and ``export``."""

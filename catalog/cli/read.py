@@ -1,0 +1,103 @@
+"""``rumi read``: read bands, times and a window of a cube, local or remote, to ``.npy`` or ``.tif``.
+
+The first argument is a STAC item or a ``.rumi`` file, as a local path or an
+``http(s)://`` or ``gs://`` URL. Bands are positions or names, times are
+positions or an ``A/B`` range, and the window is a pixel window or a
+``--bbox`` in ``--bbox-crs`` (longitude/latitude by default). A ``.npy``
+holds ``(T, B, h, w)`` for a Cube and ``(B, h, w)`` for an Image; a ``.tif``
+holds one band per selected (time, band), described as ``"<band text> @ <time>"``
+when several time steps are read, with the CRS and the window's transform.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import click
+import numpy as np
+
+from catalog.cli.options import parse_bbox
+from catalog.cube import Cube
+from catalog.errors import SelectorError
+from catalog.geotiff import write_geotiff
+from catalog.selection import parse_band_selector, parse_time_selector
+from rumi_core.cli.header import write_atomic
+from rumi_core.cli.options import parse_window, read_header_file
+from rumi_core.errors import RumiError
+
+__all__ = ["read_command"]
+
+
+@click.command("read")
+@click.argument("target", metavar="ITEM_OR_FILE")
+@click.option(
+    "--header",
+    "header_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The file's header blob (.rumih). By default the item's, or <file>h, or one built from the file.",
+)
+@click.option("--bands", help="Band positions or names, e.g. 0,2 or red,nir.")
+@click.option("--times", help="Time positions (1,3) or an ISO 8601 range (2021-01-01/2021-03-31, open ends '..').")
+@click.option("--window", callback=parse_window, help="Pixel window y0:y1,x0:x1.")
+@click.option("--bbox", callback=parse_bbox, help="Bounding box minx,miny,maxx,maxy in --bbox-crs.")
+@click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
+@click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .npy or .tif file.")
+def read_command(
+    target: str,
+    header_path: Path | None,
+    bands: str | None,
+    times: str | None,
+    window: tuple[tuple[int, int], tuple[int, int]] | None,
+    bbox: tuple[float, float, float, float] | None,
+    bbox_crs: str,
+    threads: int | None,
+    output: Path,
+) -> None:
+    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif)."""
+    suffix = output.suffix.lower()
+    if suffix not in (".npy", ".tif", ".tiff"):
+        raise click.BadParameter("the output must end in .npy or .tif", param_hint="-o")
+    try:
+        band_sel = parse_band_selector(bands) if bands is not None else None
+        time_sel = parse_time_selector(times) if times is not None else None
+    except SelectorError as err:
+        raise click.BadParameter(str(err)) from err
+    if bbox is not None and window is not None:
+        raise click.BadParameter("give --bbox or --window, not both")
+    try:
+        with Cube.open(target, header=read_header_file(header_path)) as cube:
+            result = cube.read(
+                bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window, threads=threads, labels=suffix != ".npy"
+            )
+            if suffix == ".npy":
+                buf = io.BytesIO()
+                np.save(buf, result.data, allow_pickle=False)
+                write_atomic(output, buf.getvalue())
+            else:
+                stack = result.as_cube()
+                t, b, h, w = stack.shape
+                texts = [band.description or band.name for band in result.bands]
+                several = t > 1 and bool(result.times)
+                descriptions = [f"{text} @ {when}" for when in result.times for text in texts] if several else texts * t
+                band_tags = [{"TIME": when} for when in result.times for _ in texts] if result.times else None
+                write_geotiff(
+                    output,
+                    stack.reshape(t * b, h, w),
+                    crs=result.crs,
+                    transform=result.transform,
+                    descriptions=descriptions,
+                    band_tags=band_tags,
+                )
+    except RumiError as err:
+        raise click.ClickException(f"{target}: {err}") from err
+    data = result.data
+    click.echo(f"{output}: {data.dtype} {tuple(data.shape)}")
+    if suffix == ".npy" and data.dtype.kind == "V" and data.dtype.fields is None:
+        # .npy has no code for the ml_dtypes types: numpy stores their exact bits as opaque void items.
+        click.echo(
+            f"note: .npy stores {data.dtype} as raw {data.dtype.itemsize}-byte items; load with np.load(...).view(ml_dtypes.{data.dtype})",
+            err=True,
+        )

@@ -1,0 +1,42 @@
+"""``rumi search``: find cubes in a catalogue, its index or a STAC API."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from catalog.cli.options import parse_bbox
+from catalog.search import search
+from rumi_core.errors import RumiError
+
+__all__ = ["search_command"]
+
+
+@click.command("search")
+@click.argument("target", metavar="CATALOG_OR_API")
+@click.option("--bbox", callback=parse_bbox, help="Longitude/latitude box minx,miny,maxx,maxy.")
+@click.option("--datetime", "when", help="ISO 8601 range A/B (open ends '..'), or one date.")
+@click.option("--bands", help="Band names every hit must have, e.g. red,nir.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Most hits to print.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+def search_command(
+    target: str, bbox: tuple[float, float, float, float] | None, when: str | None, bands: str | None, limit: int | None, as_json: bool
+) -> None:
+    """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL)."""
+    wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
+    try:
+        hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit)
+    except RumiError as err:
+        raise click.ClickException(f"{target}: {err}") from err
+    if as_json:
+        click.echo(json.dumps([h.to_dict() for h in hits], indent=2))
+        return
+    if not hits:
+        click.echo("no cube matches", err=True)
+        return
+    rows = [(h.id, f"{h.start} .. {h.end}", ",".join(h.bands), h.data_href or "") for h in hits]
+    header = ("id", "time", "bands", "data")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    for r in [header, *rows]:
+        click.echo("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])

@@ -1,0 +1,156 @@
+"""The catalogue: a root catalog, a collection per dataset and grid, the items, and an index.
+
+:func:`build_catalog` takes the items of one run (from
+:func:`catalog.items.create_item`) and writes a self-contained STAC tree:
+
+    <root>/catalog.json                      root, links to every collection
+    <root>/items.parquet                     stac-geoparquet index of every item
+    <root>/<collection>/collection.json      one per dataset and grid
+    <root>/<collection>/<item>/<item>.json
+
+Every link and every local asset href is relative, so the tree can be copied
+or uploaded as it is (the data files keep their place relative to it). A
+collection groups the items of one dataset (``rumi:dataset``, or the
+catalogue id) that share a grid (``proj:code``, ``proj:transform`` and
+``proj:shape``); its extents are the union of its items'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+import pystac
+
+from catalog.errors import CatalogError
+from catalog.index import INDEX_NAME, write_index
+from catalog.storage import href_kind
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Iterable, Sequence
+
+__all__ = ["INDEX_MEDIA_TYPE", "build_catalog", "collection_key"]
+
+INDEX_MEDIA_TYPE = "application/vnd.apache.parquet"
+"""Media type of the index link."""
+
+
+def collection_key(item: pystac.Item, *, default_dataset: str) -> str:
+    """Return the id of the collection an item belongs to: ``<dataset>-<epsg>-<grid hash>``.
+
+    Items share a collection when they share a dataset, a CRS, a transform
+    and a shape.
+    """
+    props = item.properties
+    dataset = props.get("rumi:dataset") or default_dataset
+    code = props.get("proj:code")
+    grid = json.dumps([code, props.get("proj:transform"), props.get("proj:shape")], sort_keys=True)
+    digest = hashlib.sha1(grid.encode(), usedforsecurity=False).hexdigest()[:8]
+    epsg = code.split(":")[1] if isinstance(code, str) and ":" in code else "nocrs"
+    return f"{dataset}-{epsg}-{digest}"
+
+
+def _interval(item: pystac.Item) -> tuple[dt.datetime, dt.datetime]:
+    common = item.common_metadata
+    start = common.start_datetime or item.datetime
+    end = common.end_datetime or item.datetime
+    if start is None or end is None:
+        raise CatalogError(f"item {item.id} has neither datetime nor start_datetime/end_datetime")
+    return start, end
+
+
+def _extent(items: Sequence[pystac.Item]) -> pystac.Extent:
+    boxes = [it.bbox for it in items if it.bbox]
+    spatial = (
+        [[min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]]
+        if boxes
+        else [[-180.0, -90.0, 180.0, 90.0]]
+    )
+    spans = [_interval(it) for it in items]
+    temporal = [[min(s for s, _ in spans), max(e for _, e in spans)]]
+    return pystac.Extent(pystac.SpatialExtent(spatial), pystac.TemporalExtent(temporal))
+
+
+def _index_rows(catalog: pystac.Catalog, root_dir: str) -> list[dict[str, Any]]:
+    rows = []
+    for item in catalog.get_items(recursive=True):
+        row = item.to_dict(include_self_link=False, transform_hrefs=False)
+        for key, asset in item.assets.items():
+            href = asset.get_absolute_href() or asset.href
+            if href_kind(href) == "local":
+                href = os.path.relpath(href, root_dir)
+            row["assets"][key]["href"] = href
+        self_href = item.get_self_href()
+        links = [ln for ln in row.get("links", []) if ln.get("rel") not in ("self", "root", "parent", "collection")]
+        if self_href:
+            links.append({"rel": "self", "href": os.path.relpath(self_href, root_dir), "type": "application/geo+json"})
+        row["links"] = links
+        rows.append(row)
+    return rows
+
+
+def build_catalog(
+    items: Iterable[pystac.Item],
+    root_dir: str | os.PathLike[str],
+    *,
+    catalog_id: str = "rumi",
+    title: str | None = None,
+    description: str = "rumi cubes",
+    license: str = "other",  # noqa: A002 - the STAC field's name
+    index: bool = True,
+) -> pystac.Catalog:
+    """Write a self-contained STAC catalogue of rumi items under ``root_dir``.
+
+    Args:
+        items: Items from :func:`catalog.items.create_item`; they are cloned,
+            not changed.
+        root_dir: Local directory of the catalogue (created if needed).
+        catalog_id: Id of the root catalog, and the dataset of items that name none.
+        title: Title of the root catalog.
+        description: Description of the root catalog and its collections.
+        license: License of every collection (an SPDX id, or ``"other"``).
+        index: Also write the stac-geoparquet index ``items.parquet``.
+
+    Returns:
+        The root catalog, saved.
+
+    Raises:
+        CatalogError: no items, duplicate item ids, or an item without time.
+    """
+    root = os.path.abspath(os.fspath(root_dir))
+    clones = [it.clone() for it in items]
+    if not clones:
+        raise CatalogError("a catalogue needs at least one item")
+    seen: set[str] = set()
+    groups: dict[str, list[pystac.Item]] = defaultdict(list)
+    for it in clones:
+        if it.id in seen:
+            raise CatalogError(f"two items are called {it.id!r}; item ids must be unique in a catalogue")
+        seen.add(it.id)
+        groups[collection_key(it, default_dataset=catalog_id)].append(it)
+    catalog = pystac.Catalog(id=catalog_id, description=description, title=title)
+    for key in sorted(groups):
+        members = groups[key]
+        dataset = members[0].properties.get("rumi:dataset") or catalog_id
+        collection = pystac.Collection(
+            id=key,
+            description=f"{description}: dataset {dataset}, grid {members[0].properties.get('proj:code')}",
+            extent=_extent(members),
+            license=license,
+            title=f"{dataset} on {members[0].properties.get('proj:code')}",
+        )
+        collection.add_items(sorted(members, key=lambda it: it.id))
+        catalog.add_child(collection)
+    if index:
+        catalog.add_link(pystac.Link(rel="alternate", target=f"./{INDEX_NAME}", media_type=INDEX_MEDIA_TYPE, title="stac-geoparquet index"))
+    os.makedirs(root, exist_ok=True)
+    catalog.normalize_hrefs(root)
+    catalog.make_all_asset_hrefs_relative()
+    catalog.save(catalog_type=pystac.CatalogType.SELF_CONTAINED, dest_href=root)
+    if index:
+        write_index(_index_rows(catalog, root), os.path.join(root, INDEX_NAME))
+    return catalog

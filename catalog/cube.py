@@ -1,0 +1,463 @@
+"""A rumi file reached through its STAC item or its URL, ready for stateless reads.
+
+:meth:`Cube.open` accepts a STAC item (a path or URL of its JSON, a dict or a
+:class:`pystac.Item`) or a ``.rumi`` file (a local path, an ``http(s)://`` or a
+``gs://`` URL). It resolves what a read needs before touching the file:
+
+* the header blob: inline in the item (``rumi:header``), else one ``GET`` of
+  the item's ``header`` asset, else one ``GET`` of ``<file>h``;
+* the band metadata and time coordinates: from the item's ``bands`` and
+  ``cube:dimensions``; for a bare file, from its trailer, fetched with one
+  request only when a selection names bands or times;
+* the grid: from the item's projection fields; for a bare file, from its
+  head, fetched with one request only when a read uses ``bbox``.
+
+A read of an item therefore sends requests for frames only: one per frame,
+or per run of adjacent frames, which rumi_core's reader merges and fetches
+concurrently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from catalog.bands import Band, band_from_text, stac_data_type
+from catalog.errors import ItemError, SelectorError
+from catalog.extension import RumiFields
+from catalog.grid import Grid
+from catalog.items import DATA_MEDIA_TYPE, time_values
+from catalog.selection import TimeRange, band_positions, parse_band_selector, parse_time_selector, time_positions
+from catalog.storage import Storage, href_kind, join_href
+from rumi_core.errors import RumiError
+from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.ifd import decode_head
+from rumi_core.reader import read_selection, resolve_selection
+from rumi_core.structure import read_trailer
+from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
+from rumi_core.trailer import Trailer
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    import pystac
+    from affine import Affine
+    from numpy.typing import NDArray
+
+    from rumi_core.layout import Layout
+    from rumi_core.sources import ByteSource
+
+__all__ = ["Cube", "CubeRead", "is_rumi_href"]
+
+_UNSET: Any = object()
+
+
+def is_rumi_href(href: str | os.PathLike[str]) -> bool:
+    """Whether an href names a ``.rumi`` file rather than an item.
+
+    A URL is a file when its path ends in ``.rumi``; a local path when the
+    file starts with the ``RUMI`` magic (or, if it does not exist, ends in ``.rumi``).
+    """
+    text = os.fspath(href)
+    if href_kind(text) != "local":
+        return text.split("?", 1)[0].split("#", 1)[0].endswith(".rumi")
+    try:
+        with open(text, "rb") as f:
+            return f.read(4) == b"RUMI"
+    except OSError:
+        return text.endswith(".rumi")
+
+
+@dataclass(frozen=True)
+class CubeRead:
+    """The result of :meth:`Cube.read`: samples plus what locates and labels them."""
+
+    data: NDArray[Any]
+    """``(T', B', h, w)`` for a Cube, ``(B', h, w)`` for an Image."""
+    bands: tuple[Band, ...]
+    """The selected bands, in output order (positional names when unknown)."""
+    times: tuple[str, ...]
+    """The selected time steps' values (ISO instants, or ``start/end``), when known."""
+    window: tuple[tuple[int, int], tuple[int, int]]
+    """``((row0, row1), (col0, col1))`` in the file's pixel grid."""
+    crs: str | None
+    """``"EPSG:n"`` of the grid, when known."""
+    transform: Affine | None
+    """Transform of the window's top-left pixel, when known."""
+
+    def as_cube(self) -> NDArray[Any]:
+        """Return the data as ``(T', B', h, w)`` even for an Image."""
+        return self.data if self.data.ndim == 4 else self.data[np.newaxis]
+
+
+def _times_from_values(values: Sequence[str], time_type: str) -> TimeCoordinates:
+    try:
+        if time_type == "interval":
+            secs: list[int] = []
+            for v in values:
+                a, _, b = v.partition("/")
+                secs += [to_seconds(a), to_seconds(b)]
+            return TimeCoordinates(INTERVAL, tuple(secs))
+        return TimeCoordinates(INSTANT, tuple(to_seconds(v) for v in values))
+    except RumiError as err:
+        raise ItemError(f"the item's time values cannot be read: {err}") from err
+
+
+def _single_item(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    if doc.get("type") == "FeatureCollection":
+        features = doc.get("features") or []
+        if len(features) != 1:
+            raise ItemError(f"{where} is a FeatureCollection of {len(features)} items; give one item")
+        doc = features[0]
+    if doc.get("type") != "Feature":
+        raise ItemError(f"{where} is not a STAC item (type {doc.get('type')!r})")
+    return doc
+
+
+def _self_href(doc: dict[str, Any]) -> str | None:
+    for link in doc.get("links", []):
+        if link.get("rel") == "self" and link.get("href"):
+            return str(link["href"])
+    return None
+
+
+class Cube:
+    """A rumi file, its header blob and what its item says about it.
+
+    Use :meth:`open`; the constructor takes already-resolved parts.
+    """
+
+    def __init__(
+        self,
+        source: ByteSource,
+        blob: HeaderBlob,
+        *,
+        bands: Sequence[Band] | None = None,
+        times: TimeCoordinates | None = None,
+        grid: Grid | None = _UNSET,
+        item: dict[str, Any] | None = None,
+        owned: bool = True,
+    ) -> None:
+        self._source = source
+        self.header = blob
+        """The header blob used to locate frames."""
+        self._bands = tuple(bands) if bands is not None else None
+        self._times = times
+        self._grid = grid
+        self.item = item
+        """The item this cube was opened from, as a dict, or None."""
+        self._owned = owned
+
+    # -- opening ------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        target: str | os.PathLike[str] | dict[str, Any] | pystac.Item,
+        *,
+        storage: Storage | None = None,
+        header: bytes | HeaderBlob | None = None,
+    ) -> Cube:
+        """Open a cube from its item or its file.
+
+        Args:
+            target: An item (path or URL of its JSON, a dict, a
+                :class:`pystac.Item`) or a ``.rumi`` file (path or URL).
+            storage: Storage access; a default :class:`Storage` when None.
+            header: The header blob, when the caller has it (skips every
+                request for it).
+
+        Raises:
+            ItemError: the item does not describe a rumi file.
+            StorageError: the item, blob or file cannot be reached.
+            InvalidHeaderError: the blob is malformed.
+        """
+        storage = storage or Storage()
+        if isinstance(target, dict):
+            return cls._from_item(target, None, storage, header)
+        if not isinstance(target, (str, os.PathLike)):
+            to_dict = getattr(target, "to_dict", None)
+            if not callable(to_dict):
+                raise ItemError(f"cannot open a cube from a {type(target).__name__}")
+            return cls._from_item(to_dict(), target.get_self_href(), storage, header)
+        href = os.fspath(target)
+        if is_rumi_href(href):
+            return cls._from_file(href, storage, header)
+        try:
+            doc = json.loads(storage.read(href))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise ItemError(f"{href} is neither a rumi file nor STAC item JSON: {err}") from err
+        if not isinstance(doc, dict):
+            raise ItemError(f"{href} is not a STAC item")
+        return cls._from_item(_single_item(doc, href), href, storage, header)
+
+    @staticmethod
+    def _blob(header: bytes | HeaderBlob) -> HeaderBlob:
+        return header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+
+    @classmethod
+    def _from_file(cls, href: str, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
+        if header is None:
+            blob_href = href + "h"
+            if href_kind(href) == "local" and not os.path.isfile(blob_href):
+                source = storage.open(href)
+                try:
+                    return cls._from_head(source)
+                except BaseException:
+                    source.close()
+                    raise
+            header = storage.read(blob_href)
+        blob = cls._blob(header)
+        return cls(storage.open(href), blob)
+
+    @classmethod
+    def _from_head(cls, source: ByteSource) -> Cube:
+        from rumi_core.structure import read_structure
+
+        structure = read_structure(source)
+        head = structure.head
+        blob = HeaderBlob(head.layout, head.byte_counts)
+        lay = head.layout
+        cube = cls(source, blob, times=structure.trailer.times)
+        cube._bands = cube._bands_from_texts(structure.trailer.band_texts)
+        cube._grid = Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
+        return cube
+
+    @classmethod
+    def _from_item(cls, doc: dict[str, Any], where: str | None, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
+        assets = doc.get("assets") or {}
+        data = assets.get("data")
+        if data is None:
+            data = next((a for a in assets.values() if a.get("type") == DATA_MEDIA_TYPE), None)
+        if data is None or "href" not in data:
+            raise ItemError(f"item {doc.get('id')!r} has no 'data' asset of type {DATA_MEDIA_TYPE}")
+        base = where or _self_href(doc)
+
+        def resolve(h: str) -> str:
+            if base is None:
+                if href_kind(h) == "local" and not os.path.isabs(h):
+                    raise ItemError(f"item {doc.get('id')!r} has a relative href {h!r} but no location to resolve it against")
+                return h
+            return join_href(base, h)
+
+        data_href = resolve(data["href"])
+        props = doc.get("properties") or {}
+        if header is None:
+            fields = RumiFields.from_dict(props) if "rumi:frame_unit" in props else None
+            if fields is not None and fields.header is not None:
+                header = fields.header
+            elif "header" in assets:
+                header = storage.read(resolve(assets["header"]["href"]))
+            else:
+                header = storage.read(data_href + "h")
+        blob = cls._blob(header)
+        bands = [Band.from_dict(b) for b in data.get("bands") or props.get("bands") or []] or None
+        dims = props.get("cube:dimensions") or {}
+        if bands is None and "band" in dims:
+            bands = [Band(str(v)) for v in dims["band"].get("values", [])] or None
+        times = None
+        if "time" in dims and dims["time"].get("values"):
+            times = _times_from_values(dims["time"]["values"], props.get("rumi:time_type", "instant"))
+        grid = Grid.from_dict(props) if props.get("proj:transform") else None
+        lay = blob.layout
+        if bands is not None and len(bands) != lay.samples_per_pixel:
+            raise ItemError(f"item {doc.get('id')!r} describes {len(bands)} bands, its header blob {lay.samples_per_pixel}")
+        if times is not None and times.time_count != lay.time_count:
+            raise ItemError(f"item {doc.get('id')!r} lists {times.time_count} time steps, its header blob {lay.time_count}")
+        if grid is not None and (grid.height, grid.width) != (lay.image_length, lay.image_width):
+            raise ItemError(
+                f"item {doc.get('id')!r} has proj:shape {[grid.height, grid.width]}, its header blob {[lay.image_length, lay.image_width]}"
+            )
+        return cls(storage.open(data_href), blob, bands=bands, times=times, grid=grid, item=doc)
+
+    # -- lazily known metadata ----------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """Where the file is."""
+        return self._source.name
+
+    @property
+    def layout(self) -> Layout:
+        """Dimensions, tiling, encoding and frame unit, from the blob."""
+        return self.header.layout
+
+    def _bands_from_texts(self, texts: Sequence[str]) -> tuple[Band, ...]:
+        dtype = stac_data_type(self.layout.encoding.name)
+        bands = [band_from_text(t, data_type=dtype) for t in texts]
+        if len({b.name for b in bands}) != len(bands):
+            bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
+        return tuple(bands)
+
+    def _load_trailer(self) -> None:
+        lay = self.layout
+        offset = self.header.trailer_offset
+        guess = max(4096, 28 + lay.samples_per_pixel * 130 + 16 * lay.time_count)
+        (data,) = self._source.read_ranges([(offset, guess)])
+        if len(data) < guess:
+            trailer = Trailer.from_bytes(data, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count, offset=offset)
+        else:
+            trailer = read_trailer(self._source, trailer_offset=offset, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count)
+        self._bands = self._bands_from_texts(trailer.band_texts)
+        self._times = trailer.times
+
+    @property
+    def bands(self) -> tuple[Band, ...]:
+        """Band metadata: from the item, else from the trailer (one request)."""
+        if self._bands is None:
+            self._load_trailer()
+        assert self._bands is not None
+        return self._bands
+
+    @property
+    def times(self) -> TimeCoordinates:
+        """Time coordinates: from the item, else from the trailer (one request)."""
+        if self._times is None:
+            self._load_trailer()
+        assert self._times is not None
+        return self._times
+
+    @property
+    def grid(self) -> Grid | None:
+        """CRS, transform and shape: from the item, else from the file's head (one request).
+
+        None for an ungeoreferenced raster.
+        """
+        if self._grid is _UNSET:
+            size = self.header.base_frame_offset
+            (data,) = self._source.read_ranges([(0, size)])
+
+            def read_at(offset: int, length: int) -> bytes:
+                return data[offset : offset + length]
+
+            head = decode_head(read_at)
+            check_against_head(self.header, head)
+            lay = head.layout
+            self._grid = (
+                Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
+            )
+        grid: Grid | None = self._grid
+        return grid
+
+    # -- reading -------------------------------------------------------------------------
+
+    def resolve(
+        self,
+        *,
+        bands: str | Sequence[int | str] | None = None,
+        times: str | Sequence[int] | TimeRange | None = None,
+        bbox: Sequence[float] | None = None,
+        bbox_crs: str | None = "EPSG:4326",
+        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+    ) -> tuple[list[int] | None, list[int] | None, tuple[tuple[int, int], tuple[int, int]] | None]:
+        """Turn selectors into band positions, time positions and a pixel window.
+
+        Raises:
+            SelectorError: a selector matches nothing, or ``bbox`` and ``window`` are both given.
+        """
+        band_sel = parse_band_selector(bands) if isinstance(bands, str) else bands
+        if band_sel is None:
+            band_pos = None
+        elif all(isinstance(b, int) for b in band_sel):
+            band_pos = [int(b) for b in band_sel]
+            count = self.layout.samples_per_pixel
+            bad = [b for b in band_pos if not 0 <= b < count]
+            if bad:
+                raise SelectorError(f"band position {bad[0]} is outside 0..{count - 1}")
+        else:
+            band_pos = band_positions(band_sel, self.bands)
+        time_sel = parse_time_selector(times) if isinstance(times, str) else times
+        if time_sel is None:
+            time_pos = None
+        elif isinstance(time_sel, TimeRange):
+            time_pos = time_positions(time_sel, self.times)
+        else:
+            time_pos = list(time_sel)
+            count = self.layout.time_count
+            bad = [t for t in time_pos if not 0 <= t < count]
+            if bad:
+                raise SelectorError(f"time position {bad[0]} is outside 0..{count - 1}")
+        if bbox is not None:
+            if window is not None:
+                raise SelectorError("give a bbox or a window, not both")
+            grid = self.grid
+            if grid is None:
+                raise SelectorError("the raster has no CRS, so a bbox cannot be placed on it; use a pixel window")
+            window = grid.window_for_bbox(bbox, bbox_crs)
+        return band_pos, time_pos, window
+
+    def read(
+        self,
+        *,
+        bands: str | Sequence[int | str] | None = None,
+        times: str | Sequence[int] | TimeRange | None = None,
+        bbox: Sequence[float] | None = None,
+        bbox_crs: str | None = "EPSG:4326",
+        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+        threads: int | None = None,
+        labels: bool = True,
+    ) -> CubeRead:
+        """Read a selection.
+
+        Args:
+            bands: Positions or names (``"red,nir"``, ``[0, 3]``); None for all.
+            times: Positions, a :class:`TimeRange`, or its text (``"2021-01-01/2021-02-01"``, ``"0,2"``); None for all.
+            bbox: ``(minx, miny, maxx, maxy)`` in ``bbox_crs``.
+            bbox_crs: CRS of ``bbox``; longitude/latitude by default.
+            window: Pixel window ``((row0, row1), (col0, col1))`` instead of a bbox.
+            threads: Fetch-and-decode threads; every CPU when None.
+            labels: Also resolve band metadata, time values and the window
+                transform for the result (may cost one request each for a bare file).
+
+        Raises:
+            SelectorError: a selector matches nothing.
+            SelectionError: the window lies outside the raster.
+            StorageError: the storage failed.
+            FrameDecodeError: a frame is corrupt.
+        """
+        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
+        data = read_selection(self._source, self.header, sel, threads=threads)
+        window_out = (sel.rows, sel.cols)
+        if labels:
+            all_bands = self.bands
+            all_times = time_values(self.times)
+            grid = self.grid
+        else:
+            all_bands = tuple(Band(str(i)) for i in range(self.layout.samples_per_pixel))
+            all_times = []
+            grid = None
+        return CubeRead(
+            data=data,
+            bands=tuple(all_bands[b] for b in sel.bands),
+            times=tuple(all_times[t] for t in sel.times) if all_times else (),
+            window=window_out,
+            crs=grid.crs if grid is not None else None,
+            transform=grid.window_transform(window_out) if grid is not None else None,
+        )
+
+    # -- lifetime ------------------------------------------------------------------------
+
+    @property
+    def source(self) -> ByteSource:
+        """The byte source of the file."""
+        return self._source
+
+    def close(self) -> None:
+        """Close the byte source."""
+        if self._owned:
+            self._source.close()
+
+    def __enter__(self) -> Cube:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        lay = self.layout
+        return f"<catalog.Cube {lay.shape} {lay.encoding.name} {self.name!r}>"

@@ -1,0 +1,52 @@
+"""Errors raised by the catalog package.
+
+Every exception derives from :class:`CatalogError`, itself a
+:class:`rumi_core.errors.RumiError` (and so a :class:`ValueError`): a caller
+can catch everything rumi raises with one ``except RumiError``. Failures to
+fetch bytes are :class:`StorageError`, which is also rumi_core's
+:class:`~rumi_core.errors.SourceError` (an :class:`OSError`), so the stateless
+reader's callers handle a broken HTTP or GCS read exactly like a broken local
+one.
+"""
+
+from __future__ import annotations
+
+from rumi_core.errors import RumiError, SelectionError, SourceError
+
+__all__ = [
+    "CatalogError",
+    "ItemError",
+    "SearchError",
+    "SelectorError",
+    "StorageError",
+]
+
+
+class CatalogError(RumiError):
+    """Root of every error raised by the catalog package."""
+
+
+class StorageError(CatalogError, SourceError):
+    """A local path, HTTP(S) URL or ``gs://`` object could not deliver its bytes."""
+
+    def __init__(self, message: str, *, href: str, status: int | None = None) -> None:
+        self.href = href
+        """The location that failed."""
+        self.status = status
+        """The HTTP status code, when a server answered."""
+        text = f"{href}: {message}"
+        if status is not None:
+            text = f"{text} (HTTP {status})"
+        super().__init__(text)
+
+
+class ItemError(CatalogError):
+    """A STAC item does not describe a rumi file, or lacks a field a read needs."""
+
+
+class SearchError(CatalogError):
+    """A catalogue, index or STAC API could not be searched."""
+
+
+class SelectorError(CatalogError, SelectionError):
+    """A band, time or bounding-box selector matches nothing or is malformed."""

@@ -1,0 +1,185 @@
+"""Google Cloud Storage byte-range source: a ``.rumi`` object in a bucket.
+
+:class:`GCSSource` implements rumi_core's :class:`~rumi_core.sources.ByteSource`
+protocol with google-cloud-storage: each ``(offset, length)`` is one media
+download, ``blob.download_as_bytes(start=offset, end=offset + length - 1)``,
+with no metadata request before it. The size is asked for (one object
+metadata ``GET``) only when :meth:`GCSSource.size` is called.
+
+The client honours ``STORAGE_EMULATOR_HOST`` (as google-cloud-storage does):
+with it set, requests go to the emulator with anonymous credentials. A
+client is not shared between threads: unless one is given, each thread that
+reads creates its own, so the reader's fetch threads may call
+:meth:`~GCSSource.read_ranges` concurrently.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from catalog.errors import StorageError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+__all__ = ["GCSSource", "default_client", "split_gs_url"]
+
+
+def split_gs_url(url: str) -> tuple[str, str]:
+    """Split ``gs://bucket/path/to/object`` into ``("bucket", "path/to/object")``.
+
+    Raises:
+        StorageError: the URL is not of that form.
+
+    >>> split_gs_url("gs://my-bucket/cubes/a.rumi")
+    ('my-bucket', 'cubes/a.rumi')
+    """
+    if not url.startswith("gs://"):
+        raise StorageError("not a gs:// URL", href=url)
+    bucket, _, path = url[5:].partition("/")
+    if not bucket or not path:
+        raise StorageError("a gs:// URL names a bucket and an object: gs://BUCKET/OBJECT", href=url)
+    return bucket, path
+
+
+def default_client() -> Any:
+    """Create a storage client: anonymous against ``STORAGE_EMULATOR_HOST``, else default credentials.
+
+    Without an emulator and without default credentials, the client is
+    anonymous, which reads public buckets.
+    """
+    from google.auth.exceptions import DefaultCredentialsError
+    from google.cloud.storage import Client
+
+    if os.environ.get("STORAGE_EMULATOR_HOST"):
+        return Client.create_anonymous_client()
+    try:
+        return Client()
+    except DefaultCredentialsError:
+        # Public buckets are readable anonymously.
+        return Client.create_anonymous_client()
+
+
+class GCSSource:
+    """An object at a ``gs://`` URL, read with one ranged download per range.
+
+    Args:
+        url: ``gs://bucket/object``.
+        client: A ``google.cloud.storage.Client`` to use from every thread.
+            When None, each reading thread creates one with ``client_factory``.
+        client_factory: Creates a client; :func:`default_client` when None.
+        size: The object size, when already known.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        client: Any = None,
+        client_factory: Callable[[], Any] | None = None,
+        size: int | None = None,
+    ) -> None:
+        self._url = url
+        self._bucket_name, self._object_name = split_gs_url(url)
+        self._client = client
+        self._factory = client_factory or default_client
+        self._local = threading.local()
+        self._size = size
+
+    @property
+    def name(self) -> str:
+        """The ``gs://`` URL."""
+        return self._url
+
+    def _blob(self) -> Any:
+        client = self._client
+        if client is None:
+            client = getattr(self._local, "client", None)
+            if client is None:
+                client = self._local.client = self._factory()
+        return client.bucket(self._bucket_name).blob(self._object_name)
+
+    def _fail(self, what: str, err: Exception) -> StorageError:
+        code = getattr(err, "code", None)
+        return StorageError(f"{what} failed: {err}", href=self._url, status=code if isinstance(code, int) else None)
+
+    def size(self) -> int:
+        """Size of the object: one metadata request, unless already known.
+
+        Raises:
+            StorageError: the object does not exist or cannot be read.
+        """
+        if self._size is not None:
+            return self._size
+        from google.api_core import exceptions as api_exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        try:
+            blob = self._blob()
+            blob.reload()
+        except (api_exceptions.GoogleAPIError, GoogleAuthError, OSError) as err:
+            raise self._fail("reading the object's metadata", err) from err
+        if blob.size is None:
+            raise StorageError("the object has no size", href=self._url)
+        self._size = int(blob.size)
+        return self._size
+
+    def read_range(self, offset: int, length: int) -> bytes:
+        """Download one range.
+
+        Raises:
+            StorageError: the download failed.
+        """
+        if offset < 0 or length < 0:
+            raise StorageError(f"cannot read {length} bytes at {offset}: negative range", href=self._url)
+        if length == 0:
+            return b""
+        from google.api_core import exceptions as api_exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        try:
+            data: bytes = self._blob().download_as_bytes(start=offset, end=offset + length - 1, raw_download=True, checksum=None)
+        except api_exceptions.RequestRangeNotSatisfiable:
+            return b""
+        except (api_exceptions.GoogleAPIError, GoogleAuthError, OSError) as err:
+            raise self._fail(f"downloading bytes {offset}-{offset + length - 1}", err) from err
+        if len(data) > length:
+            raise StorageError(f"asked for {length} bytes at {offset}, got {len(data)}", href=self._url)
+        return data
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        """Download each ``(offset, length)`` with one request, in order.
+
+        Raises:
+            StorageError: a download failed.
+        """
+        return [self.read_range(offset, length) for offset, length in ranges]
+
+    def read_all(self) -> bytes:
+        """Download the whole object with one request.
+
+        Raises:
+            StorageError: the download failed.
+        """
+        from google.api_core import exceptions as api_exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        try:
+            data: bytes = self._blob().download_as_bytes(raw_download=True, checksum=None)
+        except (api_exceptions.GoogleAPIError, GoogleAuthError, OSError) as err:
+            raise self._fail("downloading the object", err) from err
+        return data
+
+    def close(self) -> None:
+        """Nothing to release: clients close with their threads."""
+
+    def __enter__(self) -> GCSSource:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"GCSSource({self._url!r})"

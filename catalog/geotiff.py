@@ -1,0 +1,177 @@
+"""GeoTIFF output: the way back out of rumi.
+
+:func:`write_geotiff` writes an ``(B, h, w)`` array as a tiled, compressed
+GeoTIFF that keeps the CRS, the transform of the window read and one
+description per band. :func:`export_geotiffs` writes a whole cube as one
+GeoTIFF per time step (``rumi export``), reading one time step at a time.
+Samples are written as they are; encodings GeoTIFF cannot hold (boolean,
+complex with 16-bit parts, bfloat16, float8) are refused rather than cast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from catalog.errors import CatalogError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from affine import Affine
+    from numpy.typing import NDArray
+
+    from catalog.cube import Cube
+
+__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "write_geotiff"]
+
+GEOTIFF_DTYPES = frozenset(
+    {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64", "complex64", "complex128"}
+)
+"""Sample encodings a GeoTIFF holds without conversion."""
+
+
+def write_geotiff(
+    path: str | os.PathLike[str],
+    data: NDArray[Any],
+    *,
+    crs: str | None,
+    transform: Affine | None,
+    descriptions: Sequence[str] | None = None,
+    nodata: float | None = None,
+    tags: dict[str, str] | None = None,
+    band_tags: Sequence[dict[str, str]] | None = None,
+) -> str:
+    """Write ``(B, h, w)`` samples as a GeoTIFF, atomically.
+
+    Args:
+        path: Output path.
+        data: ``(B, h, w)`` array (``(h, w)`` is one band).
+        crs: ``"EPSG:n"``, or None for no CRS.
+        transform: Transform of the top-left pixel, or None.
+        descriptions: One description per band.
+        nodata: The no-data value, if any.
+        tags: Dataset-level metadata tags.
+        band_tags: Metadata tags per band.
+
+    Returns:
+        The path written.
+
+    Raises:
+        CatalogError: the dtype has no GeoTIFF equivalent, or the description count is wrong.
+    """
+    import rasterio
+    from rasterio.errors import NotGeoreferencedWarning, RasterioError
+
+    array = data[np.newaxis] if data.ndim == 2 else data
+    if array.ndim != 3:
+        raise CatalogError(f"a GeoTIFF takes (bands, rows, cols) samples, got shape {data.shape}")
+    if array.dtype.name not in GEOTIFF_DTYPES:
+        raise CatalogError(f"GeoTIFF cannot hold {array.dtype.name} samples without conversion; read to .npy instead")
+    count, height, width = array.shape
+    if descriptions is not None and len(descriptions) != count:
+        raise CatalogError(f"{len(descriptions)} band descriptions for {count} bands")
+    target = os.fspath(path)
+    tmp = target + ".partial"
+    profile: dict[str, Any] = {
+        "driver": "GTiff",
+        "width": width,
+        "height": height,
+        "count": count,
+        "dtype": array.dtype.name,
+        "crs": crs,
+        "transform": transform,
+        "nodata": nodata,
+        "compress": "deflate",
+        "interleave": "band",
+    }
+    if height >= 256 and width >= 256:
+        profile.update(tiled=True, blockxsize=256, blockysize=256)
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            if transform is None:
+                warnings.simplefilter("ignore", NotGeoreferencedWarning)
+            with rasterio.open(tmp, "w", **profile) as dst:
+                dst.write(array)
+                for i in range(count):
+                    if descriptions is not None:
+                        dst.set_band_description(i + 1, descriptions[i])
+                    if band_tags is not None and band_tags[i]:
+                        dst.update_tags(i + 1, **band_tags[i])
+                if tags:
+                    dst.update_tags(**tags)
+    except RasterioError as err:
+        Path(tmp).unlink(missing_ok=True)
+        raise CatalogError(f"cannot write {target}: {err}") from err
+    os.replace(tmp, target)
+    return target
+
+
+def _stamp(value: str) -> str:
+    start = value.split("/", 1)[0]
+    return re.sub(r"[^0-9T]", "", start.replace("Z", ""))
+
+
+def _nodata(cube: Cube) -> float | None:
+    values = {b.nodata for b in cube.bands if b.nodata is not None}
+    if len(values) != 1:
+        return None
+    (value,) = values
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def export_geotiffs(cube: Cube, output: str | os.PathLike[str], *, threads: int | None = None) -> list[str]:
+    """Write every time step of a cube as its own GeoTIFF.
+
+    An Image (one time step) goes to ``output`` itself; a Cube's time step
+    ``t`` goes to ``<stem>_<YYYYMMDDTHHMMSS>.tif`` beside it (the start of the
+    step). Each file keeps the CRS and transform, has one description per
+    band (the band text) and a ``TIME`` tag.
+
+    Returns:
+        The paths written, in time order.
+
+    Raises:
+        CatalogError: the samples cannot be stored in a GeoTIFF.
+    """
+    out = Path(output)
+    lay = cube.layout
+    grid = cube.grid
+    bands = cube.bands
+    values = [v for v in _time_values(cube)]
+    descriptions = [b.description or b.name for b in bands]
+    written = []
+    stamps = [_stamp(v) for v in values]
+    if len(set(stamps)) != len(stamps):
+        stamps = [f"{i:04d}" for i in range(len(values))]
+    for t in range(lay.time_count):
+        target = out if lay.time_count == 1 else out.with_name(f"{out.stem}_{stamps[t]}{out.suffix or '.tif'}")
+        result = cube.read(times=[t], threads=threads, labels=False)
+        data = result.as_cube()[0]
+        written.append(
+            write_geotiff(
+                target,
+                data,
+                crs=grid.crs if grid is not None else None,
+                transform=grid.affine if grid is not None else None,
+                descriptions=descriptions,
+                nodata=_nodata(cube),
+                tags={"TIME": values[t]},
+            )
+        )
+    return written
+
+
+def _time_values(cube: Cube) -> list[str]:
+    from catalog.items import time_values
+
+    return time_values(cube.times)

@@ -1,0 +1,219 @@
+"""The raster grid of a cube: CRS, affine transform and shape, in STAC terms.
+
+A :class:`Grid` is the spatial part of a rumi file: its EPSG code, its affine
+transform (rasterio's coefficient order) and its ``height x width``. It is
+what the projection extension publishes (``proj:code``, ``proj:shape``,
+``proj:transform``, :meth:`Grid.to_dict`/:meth:`Grid.from_dict`), and it
+turns geography into pixels and back:
+
+* :meth:`Grid.footprint` gives the outline in longitude/latitude, densified
+  along each edge so that a projected square becomes the right curved shape;
+* :meth:`Grid.window_for_bbox` gives the smallest pixel window covering a
+  bounding box given in any CRS;
+* :meth:`Grid.window_transform` gives the transform of a window, for GeoTIFF
+  output.
+
+A PixelIsPoint raster's transform locates pixel centres; its footprint is
+shifted by half a pixel so that it covers whole pixels, as GDAL does.
+
+>>> g = Grid("EPSG:32633", (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), height=100, width=130)
+>>> g.window_for_bbox((500100, 3999500, 500200, 3999900), "EPSG:32633")
+((10, 50), (10, 20))
+>>> Grid.from_dict(g.to_dict()) == g
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from affine import Affine
+
+from catalog.errors import ItemError, SelectorError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rumi_core.georef import Georeferencing
+
+__all__ = ["Grid"]
+
+_WGS84 = "EPSG:4326"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """CRS, transform and shape of a raster."""
+
+    crs: str | None
+    """``"EPSG:n"``, or None for an ungeoreferenced raster."""
+    transform: tuple[float, float, float, float, float, float]
+    """Affine coefficients ``(a, b, c, d, e, f)``: ``x = a*col + b*row + c``, ``y = d*col + e*row + f``."""
+    height: int
+    """Rows (``Y``)."""
+    width: int
+    """Columns (``X``)."""
+    pixel_is_point: bool = False
+    """True when the transform locates pixel centres (GTRasterTypeGeoKey 2)."""
+
+    def __post_init__(self) -> None:
+        coeffs = tuple(float(v) for v in self.transform)
+        if len(coeffs) != 6 or not all(math.isfinite(v) for v in coeffs):
+            raise ItemError(f"a transform has six finite coefficients, got {self.transform!r}")
+        object.__setattr__(self, "transform", coeffs)
+        if self.height < 1 or self.width < 1:
+            raise ItemError(f"a grid has at least one row and column, got {self.height} x {self.width}")
+
+    @classmethod
+    def from_georef(cls, georef: Georeferencing, *, height: int, width: int) -> Grid:
+        """Build the grid of a file from its georeferencing block."""
+        a, b, c, d, e, f = georef.transform
+        return cls(georef.crs, (a, b, c, d, e, f), height, width, georef.raster_type == 2)
+
+    @property
+    def affine(self) -> Affine:
+        """The transform as an :class:`affine.Affine`."""
+        return Affine(*self.transform)
+
+    @property
+    def area_affine(self) -> Affine:
+        """The transform of pixel corners (half a pixel back for PixelIsPoint)."""
+        return self.affine @ Affine.translation(-0.5, -0.5) if self.pixel_is_point else self.affine
+
+    @property
+    def epsg(self) -> int | None:
+        """The EPSG code, or None."""
+        return int(self.crs.split(":")[1]) if self.crs else None
+
+    # -- STAC projection fields ------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``proj:code``, ``proj:shape`` and ``proj:transform`` (and ``rumi:pixel_is_point`` when set)."""
+        out: dict[str, Any] = {
+            "proj:code": self.crs,
+            "proj:shape": [self.height, self.width],
+            "proj:transform": list(self.transform),
+        }
+        if self.pixel_is_point:
+            out["rumi:pixel_is_point"] = True
+        return out
+
+    @classmethod
+    def from_dict(cls, properties: dict[str, Any]) -> Grid:
+        """Read the projection fields of item properties.
+
+        Raises:
+            ItemError: ``proj:shape`` or ``proj:transform`` is missing.
+        """
+        try:
+            height, width = (int(v) for v in properties["proj:shape"])
+            transform = tuple(float(v) for v in properties["proj:transform"][:6])
+        except (KeyError, TypeError, ValueError) as err:
+            raise ItemError(f"the item lacks a valid proj:shape and proj:transform ({err})") from err
+        code = properties.get("proj:code")
+        if code is None and properties.get("proj:epsg") is not None:
+            code = f"EPSG:{int(properties['proj:epsg'])}"
+        return cls(code, transform, height, width, bool(properties.get("rumi:pixel_is_point", False)))  # type: ignore[arg-type]
+
+    # -- geometry ------------------------------------------------------------------------
+
+    def corners(self) -> list[tuple[float, float]]:
+        """The four outer corners in the grid's CRS, clockwise from the origin."""
+        t = self.area_affine
+        return [t @ (0, 0), t @ (self.width, 0), t @ (self.width, self.height), t @ (0, self.height)]
+
+    def bounds(self) -> tuple[float, float, float, float]:
+        """``(minx, miny, maxx, maxy)`` in the grid's CRS."""
+        xs, ys = zip(*self.corners(), strict=True)
+        return min(xs), min(ys), max(xs), max(ys)
+
+    def outline(self, *, densify: int = 16) -> list[tuple[float, float]]:
+        """The outline in the grid's CRS, ``densify`` points per edge, closed."""
+        t = self.area_affine
+        pixels: list[tuple[float, float]] = []
+        edges = [((0, 0), (self.width, 0)), ((self.width, 0), (self.width, self.height)),
+                 ((self.width, self.height), (0, self.height)), ((0, self.height), (0, 0))]  # fmt: skip
+        for (c0, r0), (c1, r1) in edges:
+            for i in range(densify):
+                f = i / densify
+                pixels.append((c0 + (c1 - c0) * f, r0 + (r1 - r0) * f))
+        points = [t @ p for p in pixels]
+        return [*points, points[0]]
+
+    def footprint(self, *, densify: int = 16) -> list[tuple[float, float]]:
+        """The outline in longitude/latitude (EPSG:4326, x = longitude), closed.
+
+        Raises:
+            ItemError: the grid has no CRS.
+        """
+        if self.crs is None:
+            raise ItemError("an ungeoreferenced raster has no footprint")
+        from pyproj import Transformer
+
+        ring = self.outline(densify=densify)
+        if self.crs == _WGS84:
+            return ring
+        transformer = Transformer.from_crs(self.crs, _WGS84, always_xy=True)
+        xs, ys = transformer.transform([p[0] for p in ring], [p[1] for p in ring])
+        return list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+
+    # -- windows -------------------------------------------------------------------------
+
+    def window_for_bbox(self, bbox: Sequence[float], bbox_crs: str | None = _WGS84) -> tuple[tuple[int, int], tuple[int, int]]:
+        """Return the smallest pixel window ``((row0, row1), (col0, col1))`` covering ``bbox``.
+
+        The box is transformed to the grid's CRS with densified edges, then
+        to pixels through the inverse transform, rounded outwards and clipped
+        to the image.
+
+        Raises:
+            SelectorError: the box is malformed or does not overlap the raster.
+        """
+        if len(bbox) != 4:
+            raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
+        minx, miny, maxx, maxy = (float(v) for v in bbox)
+        if not (minx < maxx and miny < maxy):
+            raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
+        if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
+            from pyproj import CRS
+            from pyproj.exceptions import CRSError as ProjCRSError
+            from rasterio.warp import transform_bounds
+
+            try:
+                CRS.from_user_input(bbox_crs)
+            except ProjCRSError as err:
+                raise SelectorError(f"--bbox-crs {bbox_crs!r} is not a CRS") from err
+            minx, miny, maxx, maxy = transform_bounds(bbox_crs, self.crs, minx, miny, maxx, maxy, densify_pts=21)
+        inverse = ~self.area_affine
+        cols, rows = zip(*(inverse @ (x, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
+        eps = 1e-9
+        r0 = max(0, math.floor(min(rows) + eps))
+        r1 = min(self.height, math.ceil(max(rows) - eps))
+        c0 = max(0, math.floor(min(cols) + eps))
+        c1 = min(self.width, math.ceil(max(cols) - eps))
+        if r0 >= r1 or c0 >= c1:
+            raise SelectorError(
+                f"bbox {list(bbox)} ({bbox_crs}) does not overlap the raster, whose bounds are {list(self.bounds())} ({self.crs})"
+            )
+        return (r0, r1), (c0, c1)
+
+    def window_transform(self, window: tuple[tuple[int, int], tuple[int, int]]) -> Affine:
+        """The transform of a window's top-left pixel (same pixel convention as the grid)."""
+        (r0, _), (c0, _) = window
+        return self.affine @ Affine.translation(c0, r0)
+
+    def x_coords(self, cols: tuple[int, int] | None = None) -> list[float]:
+        """Pixel-centre x coordinates of columns ``cols`` (north-up grids)."""
+        c0, c1 = cols or (0, self.width)
+        t = self.affine
+        shift = 0.0 if self.pixel_is_point else 0.5
+        return [t.c + t.a * (c + shift) for c in range(c0, c1)]
+
+    def y_coords(self, rows: tuple[int, int] | None = None) -> list[float]:
+        """Pixel-centre y coordinates of rows ``rows`` (north-up grids)."""
+        r0, r1 = rows or (0, self.height)
+        t = self.affine
+        shift = 0.0 if self.pixel_is_point else 0.5
+        return [t.f + t.e * (r + shift) for r in range(r0, r1)]

@@ -1,0 +1,393 @@
+"""STAC items: one per rumi file, built from the finished file and its header blob.
+
+:func:`create_item` is the hand-off from the conversion pipeline: given a
+``.rumi`` file, its ``.rumih`` blob and optionally the extra metadata the
+pipeline knows (:class:`ExtraMetadata`), it returns a STAC 1.1
+:class:`pystac.Item` with
+
+* ``geometry`` and ``bbox`` in longitude/latitude, from the grid's densified
+  outline;
+* ``datetime`` for a single instant, otherwise ``start_datetime`` and
+  ``end_datetime`` (the end of the last interval, for interval axes);
+* projection v2: ``proj:code``, ``proj:shape``, ``proj:transform``;
+* datacube: dimensions ``x``, ``y``, ``time`` (with its values) and ``band``
+  (with its values), and one variable ``data``;
+* the ``rumi:`` fields of :mod:`catalog.extension`, including the header blob
+  inline when it is at most 4 KiB;
+* assets ``data`` (``application/vnd.rumi``, ``file:size``,
+  ``file:checksum``, STAC 1.1 ``bands``), ``header`` (roles ``metadata`` and
+  ``index``) and ``thumbnail`` (a PNG quicklook).
+
+Only the head and trailer of the file are read (and, for the thumbnail, one
+time step at reduced resolution); the checksum streams the file once unless
+the pipeline gives it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pystac
+
+import rumi_core
+from catalog.bands import Band, band_from_text, stac_data_type
+from catalog.errors import ItemError
+from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
+from catalog.grid import Grid
+from catalog.selection import format_time
+from rumi_core.header import HeaderBlob
+from rumi_core.sources import LocalFileSource
+from rumi_core.times import INTERVAL
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from rumi_core.info import Info
+    from rumi_core.times import TimeCoordinates
+
+__all__ = [
+    "DATA_MEDIA_TYPE",
+    "EXTENSIONS",
+    "HEADER_MEDIA_TYPE",
+    "ExtraMetadata",
+    "create_item",
+    "multihash_sha256",
+    "time_values",
+]
+
+DATA_MEDIA_TYPE = "application/vnd.rumi"
+"""Media type of a ``.rumi`` file."""
+HEADER_MEDIA_TYPE = "application/vnd.rumi.header"
+"""Media type of a ``.rumih`` header blob."""
+
+PROJECTION_URI = "https://stac-extensions.github.io/projection/v2.0.0/schema.json"
+DATACUBE_URI = "https://stac-extensions.github.io/datacube/v2.2.0/schema.json"
+FILE_URI = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
+EO_URI = "https://stac-extensions.github.io/eo/v2.0.0/schema.json"
+
+EXTENSIONS = (PROJECTION_URI, DATACUBE_URI, FILE_URI, EO_URI, SCHEMA_URI)
+"""Extension schemas an item declares (EO only when a band has EO fields)."""
+
+_CHUNK = 8 << 20
+
+
+def multihash_sha256(digest_hex: str) -> str:
+    """Return the multihash of a SHA2-256 digest: ``"1220" + hex``, as ``file:checksum`` wants.
+
+    >>> multihash_sha256("ab" * 32)[:6]
+    '1220ab'
+    """
+    if len(digest_hex) != 64:
+        raise ItemError(f"a sha256 digest is 64 hex characters, got {len(digest_hex)}")
+    return "1220" + digest_hex.lower()
+
+
+def _sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def time_values(times: TimeCoordinates) -> list[str]:
+    """The datacube ``time`` values: ISO instants, or ``start/end`` for intervals.
+
+    >>> from rumi_core.times import TimeCoordinates
+    >>> time_values(TimeCoordinates.from_values([("2020-01-01", "2021-01-01")]))
+    ['2020-01-01T00:00:00Z/2021-01-01T00:00:00Z']
+    """
+    secs = times.seconds
+    if times.time_type == INTERVAL:
+        return [f"{format_time(secs[i])}/{format_time(secs[i + 1])}" for i in range(0, len(secs), 2)]
+    return [format_time(s) for s in secs]
+
+
+def _to_datetime(seconds: int) -> dt.datetime:
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+
+
+@dataclass(frozen=True)
+class ExtraMetadata:
+    """What the pipeline knows about a cube beyond the file itself.
+
+    Every field is optional. :meth:`from_dict` accepts a run-manifest line
+    as it is: keys it does not know (``file``, ``blob``, ``shape``...) are
+    ignored, because the file is authoritative for them.
+    """
+
+    id: str | None = None
+    """Item id; the file's stem when None."""
+    dataset: str | None = None
+    """Dataset name; items of one dataset and grid share a collection."""
+    title: str | None = None
+    """Item title."""
+    bands: tuple[dict[str, Any], ...] = ()
+    """Per-band overrides, in band order: ``name``, ``description``,
+    ``data_type``, ``nodata``, ``scale``, ``offset``, ``unit``,
+    ``common_name``, ``center_wavelength`` (micrometres)."""
+    nodata: float | str | None = None
+    """No-data value of every band (a band's own value wins)."""
+    scale: float | None = None
+    """Scale of every band."""
+    offset: float | None = None
+    """Offset of every band."""
+    unit: str | None = None
+    """Unit of every band."""
+    codec: dict[str, Any] | None = None
+    """The compression graph (``{"name": ..., "configuration": {...}}``)."""
+    lossy_bound: float | dict[str, Any] | None = None
+    """The error bound of a lossy graph."""
+    sha256: str | None = None
+    """Hex SHA-256 of the file, when already computed."""
+    properties: dict[str, Any] = field(default_factory=dict)
+    """Further item properties, copied as they are."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ExtraMetadata:
+        """Read extra metadata from a mapping such as a run-manifest line.
+
+        Raises:
+            ItemError: ``bands`` is not a list.
+        """
+        raw_bands = data.get("bands") or []
+        if not isinstance(raw_bands, (list, tuple)):
+            raise ItemError(f"extra 'bands' is a list with one entry per band, got {type(raw_bands).__name__}")
+        bands = tuple(_normalise_band(b) if isinstance(b, dict) else {} for b in raw_bands)
+        codec = data.get("codec")
+        if isinstance(codec, str):
+            codec = {"name": codec}
+        return cls(
+            id=data.get("id"),
+            dataset=data.get("dataset"),
+            title=data.get("title"),
+            bands=bands,
+            nodata=data.get("nodata"),
+            scale=data.get("scale"),
+            offset=data.get("offset"),
+            unit=data.get("unit"),
+            codec=codec,
+            lossy_bound=data.get("lossy_bound", data.get("error_bound")),
+            sha256=data.get("sha256"),
+            properties=dict(data.get("properties") or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the fields that are set."""
+        out: dict[str, Any] = {}
+        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "sha256"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.bands:
+            out["bands"] = [dict(b) for b in self.bands]
+        if self.properties:
+            out["properties"] = dict(self.properties)
+        return out
+
+
+_BAND_KEYS = {
+    "centre_wavelength": "center_wavelength",
+    "eo:center_wavelength": "center_wavelength",
+    "eo:common_name": "common_name",
+}
+
+
+def _normalise_band(entry: dict[str, Any]) -> dict[str, Any]:
+    return {_BAND_KEYS.get(k, k): v for k, v in entry.items() if k not in ("text", "index")}
+
+
+def _bands(info: Info, extra: ExtraMetadata) -> list[Band]:
+    data_type = stac_data_type(info.layout.encoding.name)
+    bands = []
+    for i, text in enumerate(info.band_texts):
+        band = band_from_text(text, data_type=data_type, nodata=extra.nodata)
+        shared = {k: getattr(extra, k) for k in ("scale", "offset", "unit") if getattr(extra, k) is not None}
+        if shared:
+            band = band.merged(shared)
+        if i < len(extra.bands) and extra.bands[i]:
+            band = band.merged(extra.bands[i])
+        bands.append(band)
+    if len(extra.bands) > len(bands):
+        raise ItemError(f"extra metadata describes {len(extra.bands)} bands, the file has {len(bands)}")
+    names = [b.name for b in bands]
+    if len(set(names)) != len(names):
+        # Band texts are unique by the specification; short names may not be.
+        bands = [b.merged({"name": text}) for b, text in zip(bands, info.band_texts, strict=True)]
+    return bands
+
+
+def _datacube(grid: Grid | None, info: Info, bands: Sequence[Band]) -> dict[str, Any]:
+    lay = info.layout
+    if grid is not None:
+        minx, miny, maxx, maxy = grid.bounds()
+        t = grid.affine
+        x: dict[str, Any] = {"type": "spatial", "axis": "x", "extent": [minx, maxx], "step": t.a, "reference_system": grid.epsg}
+        y: dict[str, Any] = {"type": "spatial", "axis": "y", "extent": [miny, maxy], "step": t.e, "reference_system": grid.epsg}
+    else:
+        x = {"type": "spatial", "axis": "x", "extent": [0, lay.image_width], "step": 1, "description": "pixel columns, no CRS"}
+        y = {"type": "spatial", "axis": "y", "extent": [0, lay.image_length], "step": 1, "description": "pixel rows, no CRS"}
+    values = time_values(info.times)
+    secs = info.times.seconds
+    time = {"type": "temporal", "extent": [format_time(secs[0]), format_time(secs[-1])], "values": values}
+    band = {"type": "bands", "values": [b.name for b in bands]}
+    return {
+        "cube:dimensions": {"time": time, "band": band, "y": y, "x": x},
+        "cube:variables": {"data": {"dimensions": ["time", "band", "y", "x"], "type": "data"}},
+    }
+
+
+def _geometry(grid: Grid | None) -> tuple[dict[str, Any] | None, list[float] | None]:
+    if grid is None or grid.crs is None:
+        return None, None
+    ring = [(round(lon, 9), round(lat, 9)) for lon, lat in grid.footprint(densify=8)]
+    lons = [p[0] for p in ring]
+    lats = [p[1] for p in ring]
+    bbox = [min(lons), min(lats), max(lons), max(lats)]
+    return {"type": "Polygon", "coordinates": [[[lon, lat] for lon, lat in ring]]}, bbox
+
+
+def _read_blob(rumi_path: str, blob_path: str | os.PathLike[str] | None) -> tuple[bytes, str | None]:
+    if blob_path is None:
+        beside = rumi_path + "h"
+        if os.path.isfile(beside):
+            blob_path = beside
+        else:
+            return rumi_core.build_header(rumi_path), None
+    try:
+        return Path(blob_path).read_bytes(), os.fspath(blob_path)
+    except OSError as err:
+        raise ItemError(f"cannot read the header blob {os.fspath(blob_path)}: {err.strerror}") from err
+
+
+def create_item(
+    rumi_path: str | os.PathLike[str],
+    blob_path: str | os.PathLike[str] | None = None,
+    *,
+    extra: ExtraMetadata | Mapping[str, Any] | None = None,
+    data_href: str | None = None,
+    header_href: str | None = None,
+    thumbnail: bool = True,
+    thumbnail_path: str | os.PathLike[str] | None = None,
+    inline_header_limit: int = INLINE_HEADER_LIMIT,
+    threads: int | None = None,
+) -> pystac.Item:
+    """Build the STAC item of a finished rumi file.
+
+    Args:
+        rumi_path: The local ``.rumi`` file.
+        blob_path: Its header blob; ``<rumi_path>h`` when None and that file
+            exists, else a blob is built in memory (and no ``header`` asset is
+            written).
+        extra: Metadata the pipeline knows: an :class:`ExtraMetadata` or a
+            mapping such as a run-manifest line.
+        data_href: Href of the ``data`` asset; the absolute path when None.
+            :func:`catalog.collections.build_catalog` makes local hrefs relative.
+        header_href: Href of the ``header`` asset; the blob's absolute path when None.
+        thumbnail: Render a PNG quicklook of the first time step.
+        thumbnail_path: Where to write it; ``<rumi_path stem>.thumb.png`` beside the file when None.
+        inline_header_limit: Blobs up to this size are also inlined as ``rumi:header``.
+        threads: Decoding threads for the thumbnail.
+
+    Returns:
+        The item, not yet part of any catalogue.
+
+    Raises:
+        InvalidFileError: the file is not a compliant rumi file.
+        HeaderMismatchError: the blob does not belong to the file.
+        ItemError: the extra metadata does not fit the file.
+    """
+    path = os.path.abspath(os.fspath(rumi_path))
+    blob_bytes, blob_file = _read_blob(path, blob_path)
+    blob = HeaderBlob.from_bytes(blob_bytes)
+    info = rumi_core.info(path, blob)
+    meta = extra if isinstance(extra, ExtraMetadata) else ExtraMetadata.from_dict(extra or {})
+    lay = info.layout
+    grid = Grid.from_georef(info.georef, height=lay.image_length, width=lay.image_width) if info.georef.is_georeferenced else None
+    bands = _bands(info, meta)
+    geometry, bbox = _geometry(grid)
+
+    secs = info.times.seconds
+    start, end = secs[0], secs[-1]
+    single = info.times.time_type != INTERVAL and start == end
+    properties: dict[str, Any] = {}
+    if not single:
+        properties["start_datetime"] = format_time(start)
+        properties["end_datetime"] = format_time(end)
+    if meta.title:
+        properties["title"] = meta.title
+    if grid is not None:
+        properties.update(grid.to_dict())
+    else:
+        properties.update({"proj:code": None, "proj:shape": [lay.image_length, lay.image_width]})
+    properties.update(_datacube(grid, info, bands))
+    fields_ = RumiFields(
+        frame_unit=lay.frame_unit,
+        frame_axes="".join(lay.frame_axes),
+        tile_size=(lay.tile_length, lay.tile_width),
+        time_type="interval" if info.times.time_type == INTERVAL else "instant",
+        codec=meta.codec,
+        lossy_bound=meta.lossy_bound,
+        dataset=meta.dataset,
+        header=blob_bytes if len(blob_bytes) <= inline_header_limit else None,
+    )
+    properties.update(fields_.to_dict())
+    properties.update(meta.properties)
+
+    has_eo = any(b.common_name or b.center_wavelength is not None for b in bands)
+    extensions = [u for u in EXTENSIONS if u != EO_URI or has_eo]
+    item = pystac.Item(
+        id=meta.id or Path(path).stem,
+        geometry=geometry,
+        bbox=bbox,
+        datetime=_to_datetime(start) if single else None,
+        properties=properties,
+        stac_extensions=extensions,
+    )
+
+    checksum = multihash_sha256(meta.sha256 or _sha256_file(path))
+    data_asset = pystac.Asset(
+        href=data_href or path,
+        media_type=DATA_MEDIA_TYPE,
+        roles=["data"],
+        title="rumi " + ("Cube" if lay.is_cube else "Image"),
+        extra_fields={
+            "file:size": info.file_size,
+            "file:checksum": checksum,
+            "bands": [b.to_dict() for b in bands],
+        },
+    )
+    item.add_asset("data", data_asset)
+    if blob_file is not None:
+        item.add_asset(
+            "header",
+            pystac.Asset(
+                href=header_href or os.path.abspath(blob_file),
+                media_type=HEADER_MEDIA_TYPE,
+                roles=["metadata", "index"],
+                title="rumi header blob",
+                extra_fields={
+                    "file:size": len(blob_bytes),
+                    "file:checksum": multihash_sha256(hashlib.sha256(blob_bytes).hexdigest()),
+                },
+            ),
+        )
+    if thumbnail:
+        from catalog.thumbnails import render_thumbnail
+
+        png_path = os.fspath(thumbnail_path) if thumbnail_path is not None else str(Path(path).with_suffix(".thumb.png"))
+        with LocalFileSource(path) as source:
+            png = render_thumbnail(source, blob, bands, threads=threads)
+        tmp = png_path + ".partial"
+        Path(tmp).write_bytes(png)
+        os.replace(tmp, png_path)
+        item.add_asset(
+            "thumbnail",
+            pystac.Asset(href=os.path.abspath(png_path), media_type=pystac.MediaType.PNG, roles=["thumbnail"], title="quicklook"),
+        )
+    return item

@@ -1,0 +1,268 @@
+"""Finding cubes: ``rumi search`` over a catalogue, its index or a STAC API.
+
+:func:`search` takes where to look and what to look for (a lon/lat bounding
+box, a time range, band names) and returns one :class:`SearchHit` per
+matching cube: its id, time range, band names and the hrefs a read needs.
+
+Where to look:
+
+* a catalogue directory, its ``catalog.json``, or their URLs: the catalogue's
+  stac-geoparquet index (linked from the root as ``alternate``, or
+  ``items.parquet`` beside it) is queried with DuckDB (:mod:`catalog.index`);
+  a catalogue without an index is walked item by item;
+* an ``items.parquet`` index, local or remote, directly;
+* any other ``http(s)://`` URL: a STAC API, searched with pystac-client
+  (``/search`` with ``bbox`` and ``datetime``).
+
+Band names are matched like ``rumi read --bands`` matches them: name, EO
+common name or description, case-insensitively; a hit has every band asked.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from catalog.bands import Band
+from catalog.errors import SearchError, SelectorError
+from catalog.index import INDEX_NAME, query_index, read_index_table
+from catalog.selection import TimeRange, format_time, parse_datetime
+from catalog.storage import Storage, href_kind, join_href
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+__all__ = ["SearchHit", "search"]
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One cube found by a search."""
+
+    id: str
+    """Item id."""
+    collection: str | None
+    """Collection id."""
+    start: str | None
+    """First instant covered (ISO 8601)."""
+    end: str | None
+    """Last instant covered (ISO 8601)."""
+    bands: tuple[str, ...]
+    """Band names, in band order."""
+    data_href: str | None
+    """Absolute href of the ``.rumi`` file."""
+    header_href: str | None
+    """Absolute href of the ``.rumih`` blob, if the item has one."""
+    item_href: str | None
+    """Absolute href of the item JSON, if known."""
+    inline_header: bool = False
+    """Whether the item carries the blob inline (a read needs no request for it)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form printed by ``rumi search --json``."""
+        return {
+            "id": self.id,
+            "collection": self.collection,
+            "start": self.start,
+            "end": self.end,
+            "bands": list(self.bands),
+            "data": self.data_href,
+            "header": self.header_href,
+            "item": self.item_href,
+            "inline_header": self.inline_header,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchHit:
+        """Read the JSON form."""
+        return cls(
+            id=data["id"],
+            collection=data.get("collection"),
+            start=data.get("start"),
+            end=data.get("end"),
+            bands=tuple(data.get("bands") or ()),
+            data_href=data.get("data"),
+            header_href=data.get("header"),
+            item_href=data.get("item"),
+            inline_header=bool(data.get("inline_header", False)),
+        )
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any], *, base: str | None) -> SearchHit:
+        """Summarise an item dict; relative hrefs resolve against ``base``."""
+
+        def absolute(href: str | None) -> str | None:
+            if href is None or base is None:
+                return href
+            return join_href(base, href)
+
+        props = item.get("properties") or {}
+        assets = item.get("assets") or {}
+        self_href = next((ln.get("href") for ln in item.get("links", []) if ln.get("rel") == "self"), None)
+        start = props.get("start_datetime") or props.get("datetime")
+        end = props.get("end_datetime") or props.get("datetime")
+        return cls(
+            id=item["id"],
+            collection=item.get("collection"),
+            start=_iso(start),
+            end=_iso(end),
+            bands=tuple(b.name for b in _item_bands(item)),
+            data_href=absolute(assets.get("data", {}).get("href")),
+            header_href=absolute(assets.get("header", {}).get("href")),
+            item_href=absolute(self_href),
+            inline_header="rumi:header" in props,
+        )
+
+
+def _iso(value: Any) -> str | None:
+    """Normalise a datetime or ISO string to whole seconds, ``YYYY-MM-DDTHH:MM:SSZ``."""
+    if value is None:
+        return None
+    text = value.isoformat() if hasattr(value, "isoformat") else str(value)
+    try:
+        return format_time(parse_datetime(text))
+    except SelectorError:
+        return text
+
+
+def _item_bands(item: dict[str, Any]) -> list[Band]:
+    data = (item.get("assets") or {}).get("data") or {}
+    raw = data.get("bands") or (item.get("properties") or {}).get("bands")
+    if raw:
+        return [Band.from_dict(b) for b in raw]
+    values = ((item.get("properties") or {}).get("cube:dimensions") or {}).get("band", {}).get("values") or []
+    return [Band(str(v)) for v in values]
+
+
+def _has_bands(item: dict[str, Any], wanted: Sequence[str]) -> bool:
+    bands = _item_bands(item)
+    return all(any(b.matches(w) for b in bands) for w in wanted)
+
+
+def _in_time(item: dict[str, Any], time: TimeRange) -> bool:
+    props = item.get("properties") or {}
+    start = props.get("start_datetime") or props.get("datetime")
+    end = props.get("end_datetime") or props.get("datetime")
+    if start is None or end is None:
+        return False
+    return time.meets(parse_datetime(str(start)), parse_datetime(str(end)))
+
+
+def _in_bbox(item: dict[str, Any], bbox: Sequence[float]) -> bool:
+    import shapely
+
+    geometry = item.get("geometry")
+    if geometry is None:
+        return False
+    return bool(shapely.geometry.shape(geometry).intersects(shapely.box(*bbox)))
+
+
+def _index_href(catalog_href: str, doc: dict[str, Any]) -> str:
+    for link in doc.get("links", []):
+        if link.get("rel") == "alternate" and str(link.get("href", "")).endswith(".parquet"):
+            return join_href(catalog_href, link["href"])
+    return join_href(catalog_href, INDEX_NAME)
+
+
+def _walk_catalog(catalog_href: str, storage: Storage) -> Iterable[tuple[dict[str, Any], str]]:
+    """Yield every item under a static catalogue with its href."""
+    stack = [catalog_href]
+    seen: set[str] = set()
+    while stack:
+        href = stack.pop()
+        if href in seen:
+            continue
+        seen.add(href)
+        doc = json.loads(storage.read(href))
+        if doc.get("type") == "Feature":
+            yield doc, href
+            continue
+        for link in doc.get("links", []):
+            if link.get("rel") in ("child", "item"):
+                stack.append(join_href(href, link["href"]))
+
+
+def _is_api(href: str) -> bool:
+    path = href.split("?", 1)[0]
+    return href_kind(href) == "http" and not path.endswith((".json", ".parquet"))
+
+
+def search(
+    target: str | os.PathLike[str],
+    *,
+    bbox: Sequence[float] | None = None,
+    datetime: str | TimeRange | None = None,
+    bands: Sequence[str] | None = None,
+    limit: int | None = None,
+    storage: Storage | None = None,
+) -> list[SearchHit]:
+    """Search a catalogue, an index or a STAC API for cubes.
+
+    Args:
+        target: A catalogue directory or ``catalog.json``, an ``items.parquet``
+            index (local or URL), or a STAC API URL.
+        bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude.
+        datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`.
+        bands: Band names every hit must have.
+        limit: Most hits returned.
+        storage: Storage access for remote catalogues and indexes.
+
+    Returns:
+        The hits, in index (or API) order.
+
+    Raises:
+        SearchError: the target cannot be searched.
+        SelectorError: ``datetime`` is malformed.
+        StorageError: a remote catalogue or index cannot be fetched.
+    """
+    storage = storage or Storage()
+    time = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
+    if bbox is not None and len(bbox) != 4:
+        raise SearchError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
+    href = os.fspath(target)
+    wanted = list(bands or [])
+    if _is_api(href):
+        found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)
+        hits = [SearchHit.from_item(it, base=None) for it in found if _has_bands(it, wanted)]
+        return hits[:limit] if limit is not None else hits
+    if href_kind(href) == "local" and os.path.isdir(href):
+        href = os.path.join(href, "catalog.json")
+    if href.split("?", 1)[0].endswith(".parquet"):
+        index_href: str | None = href
+    else:
+        try:
+            doc = json.loads(storage.read(href))
+        except (UnicodeDecodeError, json.JSONDecodeError) as err:
+            raise SearchError(f"{href} is not a STAC catalogue: {err}") from err
+        index_href = _index_href(href, doc)
+        if href_kind(index_href) == "local" and not os.path.isfile(index_href):
+            index_href = None
+    if index_href is not None:
+        table = read_index_table(index_href if href_kind(index_href) == "local" else storage.read(index_href))
+        items = query_index(table, bbox=bbox, time=time)
+        hits = [SearchHit.from_item(it, base=index_href) for it in items if _has_bands(it, wanted)]
+    else:
+        hits = [
+            replace(SearchHit.from_item(it, base=where), item_href=where)
+            for it, where in _walk_catalog(href, storage)
+            if (bbox is None or _in_bbox(it, bbox)) and (time is None or _in_time(it, time)) and _has_bands(it, wanted)
+        ]
+    return hits[:limit] if limit is not None else hits
+
+
+def _search_api(url: str, *, bbox: Sequence[float] | None, time: TimeRange | None, limit: int | None) -> list[dict[str, Any]]:
+    from pystac_client import Client
+    from pystac_client.exceptions import APIError
+
+    try:
+        client = Client.open(url)
+        result = client.search(
+            bbox=list(bbox) if bbox is not None else None,
+            datetime=time.to_interval() if time is not None and (time.start is not None or time.end is not None) else None,
+            max_items=limit,
+        )
+        return [it.to_dict(transform_hrefs=False) for it in result.items()]
+    except (APIError, OSError, ValueError) as err:
+        raise SearchError(f"searching the STAC API at {url} failed: {err}") from err

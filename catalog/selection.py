@@ -1,0 +1,197 @@
+"""Selectors: which bands and time steps a user asks for, in words.
+
+Pure functions, no I/O. ``rumi read`` and the Python API accept
+
+* bands as positions (``0,3``) or as names (``red,nir``), matched against a
+  band's name, EO common name, description or any comma-separated part of its
+  text, case-insensitively (:func:`band_positions`);
+* times as positions (``0,2``) or as an ISO 8601 interval ``A/B`` where either
+  end may be open (``..`` or empty); a time step is selected when its
+  instant, or its interval, meets ``[A, B]``. An end given as a date alone
+  includes that whole day (:func:`time_positions`).
+
+>>> parse_time_selector("0,2")
+[0, 2]
+>>> parse_time_selector("2021-01-01/2021-01-11")
+TimeRange(start=1609459200, end=1610409599)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from catalog.errors import SelectorError
+from rumi_core.times import INTERVAL
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from catalog.bands import Band
+    from rumi_core.times import TimeCoordinates
+
+__all__ = [
+    "TimeRange",
+    "band_positions",
+    "format_time",
+    "parse_band_selector",
+    "parse_datetime",
+    "parse_time_selector",
+    "time_positions",
+]
+
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def parse_datetime(text: str, *, end: bool = False) -> int:
+    """Parse an ISO 8601 date or datetime into POSIX seconds (UTC when no offset).
+
+    With ``end=True`` a bare date means the last second of that day.
+
+    Raises:
+        SelectorError: the text is not an ISO 8601 date or datetime.
+
+    >>> parse_datetime("2021-01-01"), parse_datetime("2021-01-01", end=True)
+    (1609459200, 1609545599)
+    """
+    value = text.strip()
+    try:
+        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as err:
+        raise SelectorError(f"{text!r} is not an ISO 8601 date or datetime such as 2021-01-31 or 2021-01-31T10:00:00Z") from err
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    seconds = int((parsed - _EPOCH).total_seconds() // 1)
+    if end and _DATE_ONLY.match(value):
+        seconds += 86400 - 1
+    return seconds
+
+
+def format_time(seconds: int) -> str:
+    """Format POSIX seconds as ``YYYY-MM-DDTHH:MM:SSZ``.
+
+    >>> format_time(1609459200)
+    '2021-01-01T00:00:00Z'
+    """
+    return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """A closed time range ``[start, end]`` in POSIX seconds; None is open."""
+
+    start: int | None
+    end: int | None
+
+    def __post_init__(self) -> None:
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise SelectorError(f"time range starts at {format_time(self.start)}, after its end {format_time(self.end)}")
+
+    @classmethod
+    def parse(cls, text: str) -> TimeRange:
+        """Parse ``A/B``, ``A/..``, ``../B`` or a single ``A`` (that instant, or that whole day).
+
+        Raises:
+            SelectorError: the text is not such a range.
+        """
+        if "/" not in text:
+            return cls(parse_datetime(text), parse_datetime(text, end=True))
+        a, _, b = text.partition("/")
+        start = None if a.strip() in ("", "..") else parse_datetime(a)
+        end = None if b.strip() in ("", "..") else parse_datetime(b, end=True)
+        return cls(start, end)
+
+    def meets(self, start: int, end: int) -> bool:
+        """Whether ``[start, end]`` intersects this range."""
+        return (self.end is None or start <= self.end) and (self.start is None or end >= self.start)
+
+    def to_interval(self) -> str:
+        """Return the STAC API ``datetime`` parameter form, ``A/B`` with ``..`` for open ends."""
+        a = format_time(self.start) if self.start is not None else ".."
+        b = format_time(self.end) if self.end is not None else ".."
+        return f"{a}/{b}"
+
+
+def _int_list(text: str) -> list[int] | None:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    if parts and all(re.fullmatch(r"-?\d+", p) for p in parts):
+        return [int(p) for p in parts]
+    return None
+
+
+def parse_time_selector(text: str) -> list[int] | TimeRange:
+    """Parse ``--times``: comma-separated positions, or a time range.
+
+    Raises:
+        SelectorError: neither form.
+    """
+    positions = _int_list(text)
+    if positions is not None:
+        return positions
+    return TimeRange.parse(text)
+
+
+def parse_band_selector(text: str) -> list[int | str]:
+    """Parse ``--bands``: a comma-separated mix of positions and names.
+
+    >>> parse_band_selector("red, nir,0")
+    ['red', 'nir', 0]
+    """
+    out: list[int | str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        out.append(int(part) if re.fullmatch(r"\d+", part) else part)
+    if not out:
+        raise SelectorError(f"--bands {text!r} names no band")
+    return out
+
+
+def band_positions(selectors: Sequence[int | str], bands: Sequence[Band]) -> list[int]:
+    """Resolve band selectors to positions, in the order given.
+
+    Raises:
+        SelectorError: a name matches no band or several, or a position is outside the bands.
+    """
+    out: list[int] = []
+    for sel in selectors:
+        if isinstance(sel, int):
+            if not 0 <= sel < len(bands):
+                raise SelectorError(f"band position {sel} is outside 0..{len(bands) - 1}")
+            out.append(sel)
+            continue
+        exact = [i for i, b in enumerate(bands) if b.name.lower() == sel.strip().lower()]
+        found = exact or [i for i, b in enumerate(bands) if b.matches(sel)]
+        if not found:
+            names = ", ".join(f"{b.name}" + (f" ({b.common_name})" if b.common_name else "") for b in bands)
+            raise SelectorError(f"no band is called {sel!r}; the bands are {names}")
+        if len(found) > 1:
+            raise SelectorError(f"{sel!r} matches bands {found}; use a position or a longer name")
+        out.append(found[0])
+    return out
+
+
+def time_positions(selector: Sequence[int] | TimeRange, times: TimeCoordinates) -> list[int]:
+    """Resolve a time selector to positions.
+
+    Raises:
+        SelectorError: a position is outside the axis, or the range selects nothing.
+    """
+    count = times.time_count
+    if not isinstance(selector, TimeRange):
+        for p in selector:
+            if not 0 <= p < count:
+                raise SelectorError(f"time position {p} is outside 0..{count - 1}")
+        return list(selector)
+    secs = times.seconds
+    # Intervals are half-open [start, end): the last second they cover is end - 1.
+    interval = times.time_type == INTERVAL
+    spans = [(secs[2 * i], secs[2 * i + 1] - 1) for i in range(count)] if interval else [(s, s) for s in secs]
+    found = [i for i, (a, b) in enumerate(spans) if selector.meets(a, b)]
+    if not found:
+        first, last = spans[0][0], spans[-1][1]
+        raise SelectorError(f"no time step falls in {selector.to_interval()}; the cube covers {format_time(first)} to {format_time(last)}")
+    return found

@@ -1,0 +1,142 @@
+"""Storage access: local paths, ``http(s)://`` URLs and ``gs://`` objects behind one object.
+
+A :class:`Storage` is what every catalogue and read function takes (as
+``storage=``) to reach bytes, in the way pystac passes a ``StacIO``: it opens
+byte-range sources for the stateless reader (:meth:`Storage.open`), fetches
+small whole objects such as item JSON and header blobs (:meth:`Storage.read`)
+and resolves relative hrefs (:func:`join_href`). One instance keeps one
+HTTP connection pool and one GCS client factory, shared by every source it
+opens. When a function is given no storage it uses a fresh default one.
+
+>>> join_href("https://example.org/stac/a/item.json", "../../cube.rumi")
+'https://example.org/cube.rumi'
+>>> join_href("gs://bucket/stac/item.json", "cube.rumih")
+'gs://bucket/stac/cube.rumih'
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from catalog.errors import StorageError
+from catalog.gcs import GCSSource, default_client
+from catalog.http import HTTPRangeSource, default_pool, read_url
+from rumi_core.sources import LocalFileSource
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    import urllib3
+
+    from rumi_core.sources import ByteSource
+
+__all__ = ["Storage", "href_kind", "join_href"]
+
+
+def href_kind(href: str | os.PathLike[str]) -> str:
+    """Return ``"http"``, ``"gs"`` or ``"local"`` for an href.
+
+    >>> href_kind("gs://b/o"), href_kind("https://h/x"), href_kind("/tmp/x")
+    ('gs', 'http', 'local')
+    """
+    text = os.fspath(href)
+    if text.startswith(("http://", "https://")):
+        return "http"
+    if text.startswith("gs://"):
+        return "gs"
+    return "local"
+
+
+def join_href(base: str | os.PathLike[str], href: str) -> str:
+    """Resolve ``href`` against the location of the document at ``base``.
+
+    An absolute href (a URL or an absolute path) is returned unchanged.
+    """
+    base_text = os.fspath(base)
+    if href_kind(href) != "local" or urlsplit(href).scheme or os.path.isabs(href):
+        return href
+    kind = href_kind(base_text)
+    if kind == "http":
+        return urljoin(base_text, href)
+    if kind == "gs":
+        bucket_and_path = base_text[5:]
+        return "gs://" + posixpath.normpath(posixpath.join(posixpath.dirname(bucket_and_path), href))
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base_text)), href))
+
+
+class Storage:
+    """Reach local files, HTTP(S) URLs and GCS objects.
+
+    Args:
+        http_pool: Connection pool for HTTP(S); the shared default when None.
+        http_headers: Headers sent with every HTTP request.
+        gcs_client: A ``google.cloud.storage.Client`` shared by every thread;
+            when None each reading thread creates its own.
+        gcs_client_factory: Creates GCS clients; honours
+            ``STORAGE_EMULATOR_HOST`` by default.
+    """
+
+    def __init__(
+        self,
+        *,
+        http_pool: urllib3.PoolManager | None = None,
+        http_headers: Mapping[str, str] | None = None,
+        gcs_client: Any = None,
+        gcs_client_factory: Callable[[], Any] | None = None,
+    ) -> None:
+        self._http_pool = http_pool
+        self._http_headers = dict(http_headers or {})
+        self._gcs_client = gcs_client
+        self._gcs_factory = gcs_client_factory or default_client
+
+    @property
+    def http_pool(self) -> urllib3.PoolManager:
+        """The HTTP connection pool."""
+        if self._http_pool is None:
+            self._http_pool = default_pool()
+        return self._http_pool
+
+    def open(self, href: str | os.PathLike[str], *, size: int | None = None) -> ByteSource:
+        """Open a byte-range source for the stateless reader.
+
+        Args:
+            href: A local path, ``http(s)://`` URL or ``gs://`` URL.
+            size: The file size, when known (saves a request if a caller asks).
+
+        Raises:
+            StorageError: a local file cannot be opened, or the URL is malformed.
+        """
+        text = os.fspath(href)
+        kind = href_kind(text)
+        if kind == "http":
+            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size)
+        if kind == "gs":
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size)
+        try:
+            return LocalFileSource(text)
+        except OSError as err:
+            raise StorageError(f"cannot open: {err}", href=text) from err
+
+    def read(self, href: str | os.PathLike[str]) -> bytes:
+        """Fetch a whole (small) object: an item, a header blob, an index.
+
+        Raises:
+            StorageError: the object cannot be read.
+        """
+        text = os.fspath(href)
+        kind = href_kind(text)
+        if kind == "http":
+            return read_url(text, pool=self.http_pool, headers=self._http_headers)
+        if kind == "gs":
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory).read_all()
+        try:
+            return Path(text).read_bytes()
+        except OSError as err:
+            raise StorageError(f"cannot read: {err.strerror}", href=text) from err
+
+    def __repr__(self) -> str:
+        return "Storage()"

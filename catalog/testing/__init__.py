@@ -1,0 +1,14 @@
+"""Test helpers shipped with catalog, for its tests, the pipeline's and the benchmarks.
+
+* :class:`RangeRequestServer` serves a directory over HTTP on 127.0.0.1 with
+  ``Range`` support and counts every request and byte it sends.
+* :class:`GCSEmulator` runs gcp-storage-emulator in-process on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+from catalog.testing._gcs_emulator import GCSEmulator as GCSEmulator
+from catalog.testing._http_server import RangeRequestServer as RangeRequestServer
+from catalog.testing._http_server import ServedRequest as ServedRequest
+
+__all__ = ["GCSEmulator", "RangeRequestServer", "ServedRequest"]

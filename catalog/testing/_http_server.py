@@ -1,0 +1,189 @@
+"""A local HTTP server with range requests that counts what it serves."""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
+
+if TYPE_CHECKING:
+    import os
+    from types import TracebackType
+
+__all__ = ["RangeRequestServer", "ServedRequest"]
+
+_RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
+
+
+@dataclass(frozen=True)
+class ServedRequest:
+    """One request the server answered."""
+
+    method: str
+    path: str
+    """URL path, without the query."""
+    range: str | None
+    """The ``Range`` header, if any."""
+    status: int
+    body_bytes: int
+    """Bytes of body sent."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
+        """Stay quiet."""
+
+    def _file(self) -> Path | None:
+        rel = unquote(urlsplit(self.path).path).lstrip("/")
+        root = self.server.root
+        path = (root / rel).resolve()
+        if root not in path.parents and path != root:
+            return None
+        return path if path.is_file() else None
+
+    def _send(self, status: int, headers: dict[str, str], body: bytes, *, head: bool = False) -> None:
+        # Recorded before anything is sent, so a client never sees an answer the count misses.
+        self.server.record(
+            ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), status, 0 if head else len(body))
+        )
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)) if not head else headers.get("X-Length", str(len(body))))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def do_HEAD(self) -> None:
+        path = self._file()
+        if path is None:
+            self._send(404, {}, b"", head=True)
+            return
+        size = path.stat().st_size
+        self._send(200, {"Accept-Ranges": "bytes", "X-Length": str(size)}, b"", head=True)
+
+    def do_GET(self) -> None:
+        path = self._file()
+        if path is None:
+            self._send(404, {"Content-Type": "text/plain"}, b"not found")
+            return
+        size = path.stat().st_size
+        header = self.headers.get("Range")
+        if header is None:
+            self._send(200, {"Accept-Ranges": "bytes"}, path.read_bytes())
+            return
+        m = _RANGE.match(header.strip())
+        if m is None or (not m.group(1) and not m.group(2)):
+            self._send(416, {"Content-Range": f"bytes */{size}"}, b"")
+            return
+        if m.group(1):
+            start = int(m.group(1))
+            end = min(int(m.group(2)), size - 1) if m.group(2) else size - 1
+        else:  # suffix range: the last n bytes
+            start = max(0, size - int(m.group(2)))
+            end = size - 1
+        if start >= size or end < start:
+            self._send(416, {"Content-Range": f"bytes */{size}"}, b"")
+            return
+        with open(path, "rb") as f:
+            f.seek(start)
+            body = f.read(end - start + 1)
+        self._send(206, {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{end}/{size}"}, body)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.root = root
+        self.served: list[ServedRequest] = []
+        self._lock = threading.Lock()
+
+    def record(self, request: ServedRequest) -> None:
+        with self._lock:
+            self.served.append(request)
+
+
+class RangeRequestServer:
+    """Serve a directory over HTTP/1.1 on 127.0.0.1 with ``Range`` support, counting requests and bytes.
+
+    Use as a context manager; :meth:`url` gives the URL of a file under the
+    root, :attr:`served` every request answered.
+
+    Example:
+        >>> import tempfile, pathlib, urllib.request
+        >>> root = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (root / "a.bin").write_bytes(b"0123456789")
+        >>> with RangeRequestServer(root) as server:
+        ...     req = urllib.request.Request(server.url("a.bin"), headers={"Range": "bytes=2-4"})
+        ...     urllib.request.urlopen(req).read(), server.requests("a.bin"), server.bytes_sent("a.bin")
+        (b'234', 1, 3)
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self._server = _Server(Path(root).resolve())
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/``."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/"
+
+    def url(self, relpath: str) -> str:
+        """URL of a file under the root."""
+        return self.base_url + relpath.lstrip("/")
+
+    @property
+    def served(self) -> list[ServedRequest]:
+        """Every request answered so far, in order."""
+        with self._server._lock:
+            return list(self._server.served)
+
+    def _matching(self, relpath: str | None) -> list[ServedRequest]:
+        if relpath is None:
+            return self.served
+        want = "/" + relpath.lstrip("/")
+        return [r for r in self.served if r.path == want]
+
+    def requests(self, relpath: str | None = None) -> int:
+        """Requests answered, for one file or in all."""
+        return len(self._matching(relpath))
+
+    def bytes_sent(self, relpath: str | None = None) -> int:
+        """Body bytes sent, for one file or in all."""
+        return sum(r.body_bytes for r in self._matching(relpath))
+
+    def reset(self) -> None:
+        """Forget the requests answered so far."""
+        with self._server._lock:
+            self._server.served.clear()
+
+    def start(self) -> RangeRequestServer:
+        """Start serving on a background thread."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="rumi-range-server", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> RangeRequestServer:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,130 @@
+"""Quicklooks: a small PNG of one time step, so people look before they download.
+
+:func:`render_thumbnail` reads one time step of a cube through the stateless
+reader, one tile row at a time, keeping every ``k``-th pixel so that the
+longer side is at most ``max_size`` pixels; memory stays at one tile row.
+Bands whose common names are ``red``, ``green`` and ``blue`` become an RGB
+image; otherwise the first band is a grey image. Each channel is stretched
+linearly between its 2nd and 98th percentiles, ignoring no-data and
+non-finite values, which are drawn black.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rumi_core.reader import read_selection, resolve_selection
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+    from catalog.bands import Band
+    from rumi_core.header import HeaderBlob
+    from rumi_core.sources import ByteSource
+
+__all__ = ["render_thumbnail", "thumbnail_bands"]
+
+
+def thumbnail_bands(bands: Sequence[Band]) -> list[int]:
+    """Return the band positions drawn: red, green, blue when all exist, else the first band.
+
+    >>> from catalog.bands import band_from_text
+    >>> thumbnail_bands([band_from_text(t) for t in ("B2, Blue", "B3, Green", "B4, Red", "B8, NIR")])
+    [2, 1, 0]
+    >>> thumbnail_bands([band_from_text("elevation")])
+    [0]
+    """
+    by_name = {b.common_name: i for i, b in enumerate(bands) if b.common_name}
+    if all(c in by_name for c in ("red", "green", "blue")):
+        return [by_name["red"], by_name["green"], by_name["blue"]]
+    return [0]
+
+
+def _as_float(data: NDArray[Any]) -> NDArray[np.float64]:
+    if data.dtype.names is not None:  # complex with binary16 parts
+        real: NDArray[np.float64] = data["real"].astype(np.float64)
+        imag: NDArray[np.float64] = data["imag"].astype(np.float64)
+        return np.hypot(real, imag)
+    if np.iscomplexobj(data):
+        magnitude: NDArray[np.float64] = np.abs(data).astype(np.float64)
+        return magnitude
+    return data.astype(np.float64)
+
+
+def _stretch(channel: NDArray[np.float64], nodata: float | None) -> NDArray[np.uint8]:
+    valid = np.isfinite(channel)
+    if nodata is not None:
+        valid &= channel != nodata
+    out = np.zeros(channel.shape, dtype=np.uint8)
+    if not valid.any():
+        return out
+    lo, hi = np.percentile(channel[valid], [2.0, 98.0])
+    scale = 255.0 / (hi - lo) if hi > lo else 0.0
+    stretched = np.clip((channel - lo) * scale, 0, 255) if scale else np.full(channel.shape, 128.0)
+    out[valid] = np.rint(stretched[valid]).astype(np.uint8)
+    return out
+
+
+def _nodata_value(value: float | str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def render_thumbnail(
+    source: ByteSource,
+    blob: HeaderBlob,
+    bands: Sequence[Band],
+    *,
+    time: int = 0,
+    max_size: int = 256,
+    threads: int | None = None,
+) -> bytes:
+    """Return PNG bytes of time step ``time``.
+
+    Args:
+        source: The file's bytes.
+        blob: Its header blob.
+        bands: Its band metadata (for common names and no-data values).
+        time: Time position to draw.
+        max_size: Longest side of the image, in pixels.
+        threads: Decoding threads.
+
+    Raises:
+        SelectionError: ``time`` is outside the cube.
+        FrameDecodeError: a frame is corrupt.
+    """
+    from PIL import Image
+
+    layout = blob.layout
+    positions = thumbnail_bands(bands)
+    height, width = layout.image_length, layout.image_width
+    step = max(1, -(-max(height, width) // max_size))
+    rows_kept = np.arange(0, height, step)
+    cols = slice(0, width, step)
+    parts: list[NDArray[np.float64]] = []
+    for r0 in range(0, height, layout.tile_length):
+        r1 = min(r0 + layout.tile_length, height)
+        wanted = rows_kept[(rows_kept >= r0) & (rows_kept < r1)]
+        if wanted.size == 0:
+            continue
+        sel = resolve_selection(layout, bands=positions, times=[time], window=((r0, r1), (0, width)))
+        data = read_selection(source, blob, sel, threads=threads)
+        strip = data[0] if layout.is_cube else data
+        parts.append(_as_float(strip[:, wanted - r0, cols]))
+    image = np.concatenate(parts, axis=1)
+    channels = [_stretch(image[i], _nodata_value(bands[p].nodata)) for i, p in enumerate(positions)]
+    buf = io.BytesIO()
+    if len(channels) == 3:
+        Image.fromarray(np.stack(channels, axis=-1)).save(buf, format="PNG", optimize=True)
+    else:
+        Image.fromarray(channels[0]).save(buf, format="PNG", optimize=True)
+    return buf.getvalue()

@@ -1,0 +1,437 @@
+"""Assembling, verifying and publishing files from compressed frames.
+
+Issue 4, transforms 6 and 7. Workers write each compressed frame to a part
+file ``OUT/.parts/<cube_id>/<frame_index>`` (written to a temporary name and
+renamed, so a retried bundle overwrites it with the same bytes and never
+leaves half a frame). Only the frame sizes travel through the pipeline to the
+one step per cube that
+
+1. checks every frame index is present;
+2. writes ``head ‖ frames ‖ trailer`` with :class:`rumi_core.FileAssembler`
+   into ``OUT/.staging`` (the head comes from the sizes; the header blob is
+   built from the finalized file with the specification's cross-checks);
+3. verifies the staged file: structure and blob (:func:`rumi_core.validate`),
+   then a deterministic sample of windows read back through the blob
+   (:func:`rumi_core.read`) and compared byte for byte with the source pixels;
+4. publishes the blob as ``OUT/<name>.rumih`` and the file as
+   ``OUT/<name>.rumi``, each by an atomic rename;
+5. removes the cube's part files.
+
+A retry of this step after publication finds the published file with the same
+frame sizes and leaves it as it is. A cube whose outputs already exist and
+validate against its plan is skipped (:func:`existing_entry`) unless
+``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.pvalue import AsDict, PCollection
+
+from pipelines.counters import inc
+from pipelines.deadletter import DeadLetter
+from pipelines.errors import AssemblyError, SceneError, VerificationError
+from pipelines.frames import FrameFailure, LazyCube
+from pipelines.manifest import ManifestEntry, manifest_entry
+from pipelines.plan import sample_indices
+from pipelines.sources import RasterCache
+from rumi_core.assemble import FileAssembler
+from rumi_core.errors import RumiError
+from rumi_core.header import HeaderBlob
+from rumi_core.reader import read
+from rumi_core.validate import validate
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+
+    from pipelines.keys import FrameKey
+    from pipelines.options import ConvertOptions
+    from pipelines.plan import CubePlan
+
+__all__ = [
+    "FRAME_COUNT_FILE",
+    "AssembleFiles",
+    "FramePart",
+    "PrepareParts",
+    "SkipExisting",
+    "WriteParts",
+    "assemble_cube",
+    "existing_entry",
+    "file_sha256",
+    "part_path",
+    "prepare_parts",
+    "verify_file",
+    "write_atomic",
+    "write_part",
+]
+
+FRAME_COUNT_FILE: Final = ".frames"
+"""In a cube's part directory: its frame count, for the progress display."""
+
+
+@dataclass(frozen=True, order=True)
+class FramePart:
+    """A compressed frame written to its part file."""
+
+    index: int
+    """Frame index."""
+    size: int
+    """Bytes of the compressed frame."""
+
+
+def part_path(parts_dir: str, cube_id: str, index: int) -> str:
+    """``<parts_dir>/<cube_id>/<index>``, the index zero-padded to 10 digits."""
+    return os.path.join(parts_dir, cube_id, f"{index:010d}")
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to a unique temporary name beside ``path``, then rename it into place."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_part(parts_dir: str, key: FrameKey, frame: bytes) -> FramePart:
+    """Write one compressed frame to its part file (idempotent); return its size."""
+    path = part_path(parts_dir, key.cube_id, key.index)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_atomic(path, frame)
+    return FramePart(key.index, len(frame))
+
+
+def prepare_parts(parts_dir: str, plan: CubePlan) -> CubePlan:
+    """Create a cube's part directory and record its frame count; safe to repeat.
+
+    Nothing is deleted here: a runner may run this step again while frames
+    are being written (the Dask runner recomputes side inputs). Parts left by
+    an earlier run cannot reach a file either, because every frame of this
+    run is rewritten before assembly and each part's size is checked against
+    the size this run reported.
+    """
+    directory = os.path.join(parts_dir, plan.cube_id)
+    os.makedirs(directory, exist_ok=True)
+    write_atomic(os.path.join(directory, FRAME_COUNT_FILE), str(plan.layout.frame_count).encode())
+    return plan
+
+
+def file_sha256(path: str) -> str:
+    """SHA-256 of a file, hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _check_against_plan(path: str, blob: bytes, plan: CubePlan) -> None:
+    """Validate structure and blob, and compare layout, georeferencing and trailer with the plan."""
+    structure = validate(path, blob, quick=True)
+    expected = plan.write_plan
+    if structure.head.layout != expected.layout:
+        raise VerificationError(f"{path}: layout {structure.head.layout} differs from the plan's {expected.layout}")
+    if structure.head.georef != expected.georef:
+        raise VerificationError(f"{path}: georeferencing {structure.head.georef} differs from the plan's {expected.georef}")
+    if structure.trailer != expected.trailer:
+        raise VerificationError(f"{path}: band texts or times differ from the plan's")
+
+
+def verify_file(path: str, blob: bytes, plan: CubePlan, rasters: RasterCache, *, frames: int) -> None:
+    """Check a file against its plan and compare a sample of its frames with the source pixels.
+
+    Each sampled frame's window is read back through the blob with
+    :func:`rumi_core.read` (for its band and time, or every band and time of a
+    cell) and compared byte for byte with the same window read from the sources.
+
+    Raises:
+        VerificationError: the file, its blob or a frame disagrees with the plan or the sources.
+        SceneError: a source cannot be read.
+    """
+    try:
+        _check_against_plan(path, blob, plan)
+    except RumiError as err:
+        if isinstance(err, VerificationError):
+            raise
+        raise VerificationError(f"{path}: {err}") from err
+    layout = plan.layout
+    source = LazyCube(plan, rasters)
+    for index in sample_indices(layout.frame_count, frames):
+        row, col, band, t = layout.frame_location(index)
+        y0, y1, x0, x1 = layout.tile_bounds(row, col)
+        bands = None if band is None else [band]
+        times = None if t is None else [t]
+        decoded = read(path, blob, bands=bands, times=times, window=((y0, y1), (x0, x1)), threads=1)
+        expected = source[slice(None) if t is None else t, slice(None) if band is None else band, y0:y1, x0:x1]
+        if layout.time_count == 1 and t is None:
+            expected = expected[0]
+        if decoded.tobytes() != np.ascontiguousarray(expected).tobytes():
+            raise VerificationError(f"{path}: frame {index} (tile {row},{col}, band {band}, time {t}) does not decode to the source pixels")
+
+
+def _published(options: ConvertOptions, plan: CubePlan) -> tuple[str, str]:
+    return os.path.join(options.out, f"{plan.cube_id}.rumi"), os.path.join(options.out, f"{plan.cube_id}.rumih")
+
+
+def _previous_codec(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any]:
+    """The codec an earlier run's manifest recorded for this exact file, if any."""
+    with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
+        for line in f:
+            entry = json.loads(line)
+            if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
+                return dict(entry["codec"])
+    return {}
+
+
+def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
+    """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None."""
+    path, blob_path = _published(options, plan)
+    if not (os.path.isfile(path) and os.path.isfile(blob_path)):
+        return None
+    with open(blob_path, "rb") as f:
+        blob = f.read()
+    try:
+        _check_against_plan(path, blob, plan)
+    except RumiError:
+        return None
+    sha = file_sha256(path)
+    return manifest_entry(
+        plan,
+        status="skipped",
+        codec=_previous_codec(options, plan.cube_id, sha),
+        file_bytes=os.path.getsize(path),
+        blob_bytes=len(blob),
+        sha256=sha,
+    )
+
+
+def _already_published(path: str, blob_path: str, counts: list[int]) -> bool:
+    try:
+        blob = HeaderBlob.from_file(blob_path)
+    except (OSError, RumiError):
+        return False
+    return os.path.isfile(path) and [int(c) for c in blob.byte_counts] == counts
+
+
+def assemble_cube(
+    plan: CubePlan, parts: Iterable[FramePart], *, codec: dict[str, Any], options: ConvertOptions, rasters: RasterCache
+) -> ManifestEntry:
+    """Assemble, verify and publish one cube from its part files; return its manifest entry.
+
+    Raises:
+        AssemblyError: a frame is missing.
+        VerificationError: the staged file disagrees with its sources; nothing is published.
+        SceneError: a source cannot be read during verification.
+    """
+    layout = plan.layout
+    sizes = {p.index: p.size for p in parts}
+    missing = [i for i in range(layout.frame_count) if i not in sizes]
+    if missing:
+        raise AssemblyError(f"cube {plan.cube_id}: {len(missing)} of {layout.frame_count} frames are missing, first {missing[0]}")
+    counts = [sizes[i] for i in range(layout.frame_count)]
+    path, blob_path = _published(options, plan)
+    if not _already_published(path, blob_path, counts):
+        with contextlib.suppress(_PublishedMeanwhile):
+            _assemble_and_publish(plan, counts, options, rasters, path, blob_path)
+    shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
+    return manifest_entry(
+        plan,
+        status="written",
+        codec=codec,
+        file_bytes=os.path.getsize(path),
+        blob_bytes=os.path.getsize(blob_path),
+        sha256=file_sha256(path),
+    )
+
+
+class _PublishedMeanwhile(Exception):
+    """Another attempt at the same cube published the same file while this one was reading parts."""
+
+
+def _assemble_and_publish(
+    plan: CubePlan, counts: list[int], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
+) -> None:
+    os.makedirs(options.staging_dir, exist_ok=True)
+    staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
+    write = plan.write_plan
+    try:
+        with FileAssembler(staged, write.layout, write.georef, write.trailer) as out:
+            for index, count in enumerate(counts):
+                try:
+                    with open(part_path(options.parts_dir, plan.cube_id, index), "rb") as f:
+                        frame = f.read()
+                except FileNotFoundError:
+                    if _already_published(path, blob_path, counts):
+                        raise _PublishedMeanwhile from None
+                    raise AssemblyError(f"cube {plan.cube_id}: the part file of frame {index} is missing") from None
+                if len(frame) != count:
+                    raise AssemblyError(f"cube {plan.cube_id}: part {index} holds {len(frame)} bytes, the frame stage wrote {count}")
+                out.write_frame(frame)
+        assert out.header is not None
+        verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
+        write_atomic(blob_path, out.header)
+        os.replace(staged, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+
+
+def _prepare(plan: CubePlan, parts_dir: str) -> CubePlan:
+    return prepare_parts(parts_dir, plan)
+
+
+@dataclass
+class PrepareParts(beam.PTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
+    """Create each cube's part directory before its frames are written; pass the plans on."""
+
+    parts_dir: str
+    """``OUT/.parts``."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[CubePlan]:
+        """One Map."""
+        out: PCollection[CubePlan] = plans | "Prepare" >> beam.Map(_prepare, parts_dir=self.parts_dir)
+        return out
+
+
+def _write_part(element: tuple[FrameKey, bytes | FrameFailure], parts_dir: str) -> tuple[str, FramePart | FrameFailure]:
+    key, frame = element
+    if isinstance(frame, FrameFailure):
+        return key.cube_id, frame
+    part = write_part(parts_dir, key, frame)
+    inc(WriteParts, "frames")
+    inc(WriteParts, "bytes", part.size)
+    return key.cube_id, part
+
+
+@dataclass
+class WriteParts(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple[str, Any]]]):
+    """Write each compressed frame to its part file; emit ``(cube_id, FramePart)`` (issue 4, transform 6)."""
+
+    parts_dir: str
+    """``OUT/.parts``."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, frames: PCollection[tuple[FrameKey, Any]]) -> PCollection[tuple[str, Any]]:
+        """One Map."""
+        out: PCollection[tuple[str, Any]] = frames | "Write" >> beam.Map(_write_part, parts_dir=self.parts_dir)
+        return out
+
+
+class _AssembleFn(beam.DoFn):
+    def __init__(self, options: ConvertOptions) -> None:
+        beam.DoFn.__init__(self)
+        self.options = options
+
+    def setup(self) -> None:
+        self.rasters = RasterCache()
+
+    def process(
+        self,
+        element: tuple[str, Iterable[FramePart | FrameFailure]],
+        plans: Mapping[str, CubePlan],
+        codecs: Mapping[str, dict[str, Any]],
+    ) -> Iterator[ManifestEntry | DeadLetter]:
+        cube_id, items = element
+        plan = plans[cube_id]
+        values = list(items)
+        failures = sorted({(f.href, f.message) for f in values if isinstance(f, FrameFailure)})
+        if failures:
+            shutil.rmtree(os.path.join(self.options.parts_dir, cube_id), ignore_errors=True)
+            for href, message in failures:
+                inc(AssembleFiles, "dead_letter.read-failed")
+                yield DeadLetter(href, "read-failed", f"cube {cube_id} was not written: {message}", "ReadFrames")
+            return
+        start = time.perf_counter()
+        try:
+            entry = assemble_cube(
+                plan, [p for p in values if isinstance(p, FramePart)], codec=codecs[cube_id], options=self.options, rasters=self.rasters
+            )
+        except (VerificationError, SceneError) as err:
+            shutil.rmtree(os.path.join(self.options.parts_dir, cube_id), ignore_errors=True)
+            inc(AssembleFiles, "dead_letter.verification-failed")
+            for href in plan.inputs:
+                yield DeadLetter(href, "verification-failed", f"cube {cube_id} was not published: {err}", "AssembleFiles")
+            return
+        inc(AssembleFiles, "cubes")
+        inc(AssembleFiles, "file_bytes", entry.file_bytes)
+        inc(AssembleFiles, "msec", round(1000 * (time.perf_counter() - start)))
+        yield entry
+
+    def teardown(self) -> None:
+        self.rasters.close()
+
+
+@dataclass
+class AssembleFiles(beam.PTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
+    """Group frame sizes per cube, then assemble, verify and publish each file (issue 4, transforms 6-7).
+
+    Output: one :class:`~pipelines.manifest.ManifestEntry` per published
+    cube, or :class:`~pipelines.deadletter.DeadLetter` records for a cube that
+    could not be read or verified.
+    """
+
+    options: ConvertOptions
+    """The run's options (output paths, verification sample size)."""
+    plans: PCollection[CubePlan]
+    """Planned cubes, a dict side input."""
+    codecs: PCollection[tuple[str, dict[str, Any]]]
+    """Each cube's codec JSON, a dict side input (recorded in the manifest)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, parts: PCollection[tuple[str, Any]]) -> PCollection[Any]:
+        """GroupByKey, then one ParDo per cube."""
+        by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
+        out: PCollection[Any] = (
+            parts
+            | "Group" >> beam.GroupByKey()
+            | "Assemble" >> beam.ParDo(_AssembleFn(self.options), plans=AsDict(by_id), codecs=AsDict(self.codecs))
+        )
+        return out
+
+
+def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> CubePlan | ManifestEntry:
+    if options.overwrite:
+        return plan
+    entry = existing_entry(plan, options)
+    if entry is None:
+        return plan
+    inc(SkipExisting, "cubes_skipped")
+    return entry
+
+
+@dataclass
+class SkipExisting(beam.PTransform[PCollection["CubePlan"], PCollection[Any]]):
+    """Replace each plan whose outputs exist and validate by its ``skipped`` manifest entry (unless ``--overwrite``)."""
+
+    options: ConvertOptions
+    """The run's options."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[Any]:
+        """One Map."""
+        out: PCollection[Any] = plans | "Check" >> beam.Map(_skip_or_convert, options=self.options)
+        return out

@@ -1,0 +1,102 @@
+"""Band names: where each band text of a cube comes from.
+
+Issue 4, *Reading scene metadata*. A rumi file stores one unique text per band
+(specification section *Trailer*, band descriptions). The pipeline takes it,
+in this order, from
+
+1. the GeoTIFF band description;
+2. the STAC asset (its ``eo:bands`` name, else its key);
+3. the band token of a single-band file's name (``T33UUU_20170216_B04.tif``
+   gives ``B04``);
+4. ``band N``, N counting from 1 within the file.
+
+Single-band files that differ only by their band token are the bands of one
+acquisition: :func:`stack_id` names that acquisition, and :func:`natural_key`
+orders its bands (``B8`` before ``B8A`` before ``B10``). The module is pure:
+no I/O.
+
+>>> band_token("s3://b/LE70350322008118EDC00_b3.tif")
+'b3'
+>>> stack_id("/data/T33UUU_20170216T102101_B8A.jp2")
+'/data/T33UUU_20170216T102101'
+>>> sorted(["B10", "B8A", "B08", "B1"], key=natural_key)
+['B1', 'B08', 'B8A', 'B10']
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "unique_band_texts"]
+
+BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))$")
+"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``."""
+
+_DIGITS: Final = re.compile(r"(\d+)")
+
+
+def _stem(href: str) -> str:
+    base = posixpath.basename(href.replace("\\", "/").split("?", 1)[0])
+    return base.rsplit(".", 1)[0] if "." in base else base
+
+
+def band_token(href: str) -> str | None:
+    """Return the band token at the end of a file name, or None."""
+    match = BAND_TOKEN.search(_stem(href))
+    return match.group("token") if match else None
+
+
+def stack_id(href: str) -> str:
+    """Return the acquisition a file belongs to: its path without extension and band token.
+
+    Files without a band token are an acquisition of their own.
+    """
+    path = href.split("?", 1)[0]
+    directory, _, _ = path.replace("\\", "/").rpartition("/")
+    stem = _stem(path)
+    match = BAND_TOKEN.search(stem)
+    if match:
+        stem = stem[: match.start()]
+    return f"{directory}/{stem}" if directory else stem
+
+
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key that orders digit runs by value and the rest case-insensitively."""
+    parts = _DIGITS.split(text)
+    return tuple((1, int(p)) if i % 2 else (0, p.lower()) for i, p in enumerate(parts) if p)
+
+
+def band_name(*, description: str | None, hint: str | None, token: str | None, index: int) -> str:
+    """Return the text of band ``index`` (1-based) of a file, by the precedence above.
+
+    >>> band_name(description=None, hint=None, token=None, index=2)
+    'band 2'
+    """
+    for candidate in (description, hint, token):
+        if candidate and candidate.strip():
+            return candidate.strip()
+    return f"band {index}"
+
+
+def unique_band_texts(texts: Sequence[str]) -> tuple[str, ...]:
+    """Make band texts unique by suffixing repeats with their position.
+
+    A file's band texts MUST differ (specification, *Band descriptions*). A
+    repeated text keeps its first occurrence; each later one becomes
+    ``"<text> (band N)"`` with N its 1-based position.
+
+    >>> unique_band_texts(["Red", "NIR", "Red"])
+    ('Red', 'NIR', 'Red (band 3)')
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for i, text in enumerate(texts, start=1):
+        candidate = text if text not in seen else f"{text} (band {i})"
+        seen.add(candidate)
+        out.append(candidate)
+    return tuple(out)

@@ -1,0 +1,47 @@
+"""Collecting a PCollection into one list, on every runner.
+
+Planning, the manifest and the dead-letter output each need all their elements
+in one place. Beam's ``combiners.ToList`` does that through a side input (to
+emit a default for an empty input), and the Dask runner computes a side input
+by recomputing its whole lineage, which would run the steps before it (frame
+writes, file assembly) a second time. :class:`Collect` uses a GroupByKey on a
+constant key instead, seeded with one marker so that an empty input still
+gives one (empty) list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
+
+__all__ = ["Collect"]
+
+
+class _Seed:
+    """Marks the element that makes an empty input produce an empty list."""
+
+
+def _key(item: Any) -> tuple[int, Any]:
+    return 0, item
+
+
+def _unseed(kv: tuple[int, Any]) -> list[Any]:
+    return [v for v in kv[1] if not isinstance(v, _Seed)]
+
+
+@dataclass
+class Collect(beam.PTransform[PCollection[Any], PCollection[list[Any]]]):
+    """Every element of the input as one list (one element, also for an empty input)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, items: PCollection[Any]) -> PCollection[list[Any]]:
+        """Key by a constant, add the seed, group, drop the seed."""
+        keyed = items | "Key" >> beam.Map(_key)
+        seed = items.pipeline | "Seed" >> beam.Create([(0, _Seed())])
+        out: PCollection[list[Any]] = (keyed, seed) | "Join" >> beam.Flatten() | "Group" >> beam.GroupByKey() | "List" >> beam.Map(_unseed)
+        return out

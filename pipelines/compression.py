@@ -1,0 +1,144 @@
+"""Compressing frames in parallel, with one codec chosen per cube.
+
+Issue 4, transform 5. :class:`ChooseCodecs` reads a deterministic sample of
+each cube's frames (:func:`pipelines.plan.sample_indices`) and asks
+:func:`pipelines.selection.choose_codec` once per cube; the answer, a codec's
+JSON form, reaches every worker of :class:`CompressFrames` as a side input.
+Each frame then becomes one self-contained OpenZL frame
+(:meth:`rumi_core.FrameCodec.encode`), so frames compress independently and in
+any order.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.pvalue import AsDict, PCollection
+
+from pipelines.counters import inc
+from pipelines.errors import SceneError
+from pipelines.frames import FrameFailure, read_frame
+from pipelines.plan import sample_indices
+from pipelines.selection import choose_codec
+from pipelines.sources import RasterCache
+from rumi_core.codecs import FrameCodec, codec_from_dict
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from numpy.typing import NDArray
+
+    from pipelines.keys import FrameKey
+    from pipelines.plan import CubePlan
+
+__all__ = ["CODEC_SAMPLE_FRAMES", "ChooseCodecs", "CompressFrames", "compress_frame", "select_codec"]
+
+CODEC_SAMPLE_FRAMES: Final = 4
+"""How many frames of a cube the codec choice sees."""
+
+
+def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_FRAMES) -> FrameCodec:
+    """Read a deterministic sample of a cube's frames and choose its codec.
+
+    A sample frame that cannot be read is left out; the frame stage reports it.
+    """
+    samples: list[NDArray[Any]] = []
+    for index in sample_indices(plan.layout.frame_count, k):
+        try:
+            samples.append(read_frame(plan, index, rasters))
+        except SceneError:
+            continue
+    return choose_codec(plan, samples)
+
+
+def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ...]) -> bytes:
+    """Compress one frame's samples (in its decoded layout) into one OpenZL frame."""
+    return codec.encode(np.ascontiguousarray(samples), axes=axes)
+
+
+class _ChooseFn(beam.DoFn):
+    def __init__(self) -> None:
+        beam.DoFn.__init__(self)
+
+    def setup(self) -> None:
+        self.rasters = RasterCache()
+
+    def process(self, plan: CubePlan) -> Iterator[tuple[str, dict[str, Any]]]:
+        codec = select_codec(plan, self.rasters)
+        inc(ChooseCodecs, "cubes")
+        yield plan.cube_id, codec.to_dict()
+
+    def teardown(self) -> None:
+        self.rasters.close()
+
+
+@dataclass
+class ChooseCodecs(beam.PTransform[PCollection["CubePlan"], PCollection[tuple[str, dict[str, Any]]]]):
+    """``(cube_id, codec JSON)`` for every planned cube, chosen once per cube on a sample."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[str, dict[str, Any]]]:
+        """One ParDo."""
+        codecs: PCollection[tuple[str, dict[str, Any]]] = plans | "Choose" >> beam.ParDo(_ChooseFn())
+        return codecs
+
+
+class _CompressFn(beam.DoFn):
+    def __init__(self) -> None:
+        beam.DoFn.__init__(self)
+
+    def setup(self) -> None:
+        self.codecs: dict[str, FrameCodec] = {}
+        self.axes: dict[str, tuple[str, ...]] = {}
+
+    def process(
+        self,
+        element: tuple[FrameKey, NDArray[Any] | FrameFailure],
+        codecs: Mapping[str, dict[str, Any]],
+        plans: Mapping[str, CubePlan],
+    ) -> Iterator[tuple[FrameKey, bytes | FrameFailure]]:
+        key, samples = element
+        if isinstance(samples, FrameFailure):
+            yield key, samples
+            return
+        codec = self.codecs.get(key.cube_id)
+        if codec is None:
+            codec = self.codecs[key.cube_id] = codec_from_dict(codecs[key.cube_id])
+            self.axes[key.cube_id] = plans[key.cube_id].layout.frame_axes
+        start = time.perf_counter()
+        frame = compress_frame(samples, codec, self.axes[key.cube_id])
+        inc(CompressFrames, "frames")
+        inc(CompressFrames, "input_bytes", samples.nbytes)
+        inc(CompressFrames, "output_bytes", len(frame))
+        inc(CompressFrames, "msec", round(1000 * (time.perf_counter() - start)))
+        yield key, frame
+
+
+@dataclass
+class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
+    """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` (issue 4, transform 5).
+
+    :class:`~pipelines.frames.FrameFailure` values pass through.
+    """
+
+    codecs: PCollection[tuple[str, dict[str, Any]]]
+    """Output of :class:`ChooseCodecs`, a dict side input."""
+    plans: PCollection[CubePlan]
+    """The planned cubes (for each frame's axes), a dict side input."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, frames: PCollection[tuple[FrameKey, Any]]) -> PCollection[tuple[FrameKey, Any]]:
+        """One ParDo with the codecs as a side input."""
+        by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
+        out: PCollection[tuple[FrameKey, Any]] = frames | "Compress" >> beam.ParDo(
+            _CompressFn(), codecs=AsDict(self.codecs), plans=AsDict(by_id)
+        )
+        return out

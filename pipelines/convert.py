@@ -1,0 +1,231 @@
+"""The conversion pipeline: GeoTIFF scenes to verified rumi files and header blobs.
+
+Issue 4. :class:`Convert` composes the transforms of the issue's list:
+
+==========================  ==================================================
+``DiscoverScenes``          paths, globs, URLs, STAC ItemCollections
+``ReadSceneMetadata``       rasterio metadata and acquisition times
+``PlanCubes``               grouping into cubes (:mod:`pipelines.grouping`)
+``SkipExisting``            cubes whose outputs exist and validate
+``PrepareParts``            one empty part directory per cube
+``ChooseCodecs``            one codec per cube, on a sample (side input)
+``SplitFrames``             ``(cube_id, frame_index)`` elements, windowed reads
+``CompressFrames``          one OpenZL frame per element
+``WriteParts``              one part file per frame; only sizes travel on
+``AssembleFiles``           head ‖ frames ‖ trailer, verify, publish
+``publish`` (``WriteManifest``)  the run manifest, replaceable (issue 5)
+``WriteDeadLetters``        rejected inputs with their reasons
+==========================  ==================================================
+
+Elements that fail carry a :class:`~pipelines.deadletter.DeadLetter` down
+their branch instead of raising, so one bad scene never stops the other
+cubes, and every step is a plain ParDo, Flatten, GroupByKey or side input
+(no multi-output ParDo), which every runner supports. The pipeline ends in
+one step that depends on every output, because the Dask runner computes only
+what its last step needs.
+
+:func:`run` launches it on any Beam runner (FnApiRunner by default, which
+starts no Prism download), draws progress, and returns a
+:class:`~pipelines.summary.Summary`; :func:`main` is ``rumi convert``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.pvalue import PCollection
+
+from pipelines.assembly import AssembleFiles, PrepareParts, SkipExisting, WriteParts
+from pipelines.compression import ChooseCodecs, CompressFrames
+from pipelines.cubes import PlanCubes
+from pipelines.deadletter import DeadLetter
+from pipelines.discovery import DiscoverScenes
+from pipelines.frames import SplitFrames
+from pipelines.manifest import ManifestEntry
+from pipelines.metadata import ReadSceneMetadata
+from pipelines.plan import CubePlan
+from pipelines.progress import ProgressMonitor
+from pipelines.sinks import WriteDeadLetters, WriteManifest
+from pipelines.summary import Summary
+
+if TYPE_CHECKING:
+    from typing import TextIO
+
+    from pipelines.options import ConvertOptions
+
+__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "keep", "main", "manifest_publisher", "run"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_RUNNER = "FnApiRunner"
+"""Runner used when none is given: Beam's portable in-process runner, without the Prism download."""
+
+Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]"]
+"""Builds a transform that publishes the run's manifest entries (the manifest file, a STAC catalogue...)."""
+
+
+def manifest_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]:
+    """The default publisher: :class:`~pipelines.sinks.WriteManifest` to ``OUT/manifest.jsonl``."""
+    return WriteManifest(options.manifest_path)
+
+
+def keep(item: object, kind: type | tuple[type, ...]) -> list[Any]:
+    """``[item]`` when it is a ``kind``, else ``[]``: a one-type branch of a mixed PCollection."""
+    return [item] if isinstance(item, kind) else []
+
+
+@dataclass
+class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
+    """Convert input paths, globs, URLs and STAC files into rumi files (issue 4).
+
+    Input: the input texts. Output: one count per sink (published entries
+    and dead letters), the pipeline's final step.
+    """
+
+    options: ConvertOptions
+    """The conversion's options."""
+    publish: tuple[Publisher, ...] = (manifest_publisher,)
+    """Transforms applied to the manifest entries; the catalogue (issue 5) adds or replaces them."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, inputs: PCollection[str]) -> PCollection[int]:
+        """Wire the stages; see the module docstring."""
+        o = self.options
+        planned = (
+            inputs
+            | "DiscoverScenes" >> DiscoverScenes()
+            | "ReadSceneMetadata" >> ReadSceneMetadata(o.time_pattern, o.time)
+            | "PlanCubes" >> PlanCubes(o)
+        )
+        rejected = planned | "Rejected" >> beam.FlatMap(keep, kind=DeadLetter)
+        # The side inputs (plans, codecs) depend on the inputs alone, never on which outputs exist yet,
+        # so a runner that recomputes a side input mid-run (the Dask runner) gets the same answer.
+        plans = planned | "Plans" >> beam.FlatMap(keep, kind=CubePlan)
+        codecs = plans | "ChooseCodecs" >> ChooseCodecs()
+        checked = plans | "SkipExisting" >> SkipExisting(o)
+        skipped = checked | "Skipped" >> beam.FlatMap(keep, kind=ManifestEntry)
+        todo = checked | "ToConvert" >> beam.FlatMap(keep, kind=CubePlan) | "PrepareParts" >> PrepareParts(o.parts_dir)
+        assembled = (
+            todo
+            | "SplitFrames" >> SplitFrames(o.shards, lookup=plans)
+            | "CompressFrames" >> CompressFrames(codecs, plans)
+            | "WriteParts" >> WriteParts(o.parts_dir)
+            | "AssembleFiles" >> AssembleFiles(o, plans, codecs)
+        )
+        written = assembled | "Written" >> beam.FlatMap(keep, kind=ManifestEntry)
+        failed = assembled | "Failed" >> beam.FlatMap(keep, kind=DeadLetter)
+        entries = (written, skipped) | "Entries" >> beam.Flatten()
+        counts = [entries | f"Publish{i}" >> make(o) for i, make in enumerate(self.publish)]
+        letters = (rejected, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> WriteDeadLetters(o.dead_letter_path)
+        done: PCollection[int] = (*counts, letters) | "Done" >> beam.Flatten()
+        return done
+
+
+def _counters(result: Any) -> dict[str, int]:
+    try:
+        query = result.metrics().query()
+    except (NotImplementedError, AttributeError):
+        return {}
+    out: dict[str, int] = {}
+    for counter in query.get("counters", []):
+        name = f"{counter.key.metric.namespace}/{counter.key.metric.name}"
+        out[name] = out.get(name, 0) + int(counter.committed or counter.attempted or 0)
+    return out
+
+
+def _close(result: Any) -> None:
+    """Release what a runner left open (the Dask runner's client)."""
+    client = getattr(result, "client", None)
+    if client is not None and hasattr(client, "close"):
+        client.close()
+
+
+def _remove_if_empty(path: str) -> None:
+    if os.path.isdir(path):
+        leftovers = [n for n in os.listdir(path) if not n.startswith(".")]
+        if not leftovers:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def run(
+    inputs: Sequence[str],
+    options: ConvertOptions,
+    beam_args: Sequence[str] = (),
+    *,
+    runner: str | None = None,
+    progress: TextIO | None = None,
+    publish: tuple[Publisher, ...] = (manifest_publisher,),
+) -> Summary:
+    """Run a conversion to completion and summarise it.
+
+    Args:
+        inputs: Paths, globs, URLs and STAC files.
+        options: The conversion's options.
+        beam_args: Any Beam pipeline options, ``--name=value``.
+        runner: Beam runner name; overrides ``--runner`` in ``beam_args``;
+            None keeps that, or :data:`DEFAULT_RUNNER`.
+        progress: Where to draw a progress bar; None draws none.
+        publish: Publishers of the manifest entries (see :class:`Convert`).
+
+    Returns:
+        The summary of the run, read from its manifest and dead-letter files.
+    """
+    os.makedirs(options.out, exist_ok=True)
+    args = list(beam_args)
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+        args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
+    pipeline_options = PipelineOptions(args)
+    standard = pipeline_options.view_as(StandardOptions)
+    standard.runner = runner or standard.runner or DEFAULT_RUNNER
+    logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
+    start = time.monotonic()
+    pipeline = beam.Pipeline(options=pipeline_options)
+    _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
+    monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None else None
+    if monitor is not None:
+        monitor.__enter__()
+    try:
+        result = pipeline.run()
+        try:
+            result.wait_until_finish()
+        finally:
+            _close(result)
+    finally:
+        if monitor is not None:
+            monitor.__exit__(*sys.exc_info())
+    seconds = time.monotonic() - start
+    _remove_if_empty(options.parts_dir)
+    _remove_if_empty(options.staging_dir)
+    return Summary.from_files(options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``rumi convert`` with ``argv`` (without the program name); return the exit status.
+
+    0: every input converted (or skipped as already valid); 1: nothing was
+    produced, or ``--strict`` and some input went to the dead-letter output;
+    2: bad usage.
+    """
+    import click
+
+    from pipelines.cli import convert_command
+
+    try:
+        convert_command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="rumi convert", standalone_mode=False)
+    except click.exceptions.Exit as stop:
+        return int(stop.exit_code)
+    except click.ClickException as err:
+        err.show()
+        return int(err.exit_code)
+    return 0

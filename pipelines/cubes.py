@@ -1,0 +1,56 @@
+"""Grouping scenes into cubes, as a Beam transform.
+
+Issue 4, transform 3. Planning needs every scene's metadata at once (which
+scenes share a grid, a band set, a time), and that metadata is small, so
+:class:`PlanCubes` collects it in one place and runs the pure
+:func:`pipelines.grouping.plan_cubes`. It emits the plans and the dead
+letters of the scenes that cannot join a cube, and counts both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
+
+from pipelines.collect import Collect
+from pipelines.counters import inc
+from pipelines.deadletter import DeadLetter
+from pipelines.grouping import plan_cubes
+
+if TYPE_CHECKING:
+    from pipelines.options import ConvertOptions
+    from pipelines.plan import CubePlan
+    from pipelines.scene import Scene
+
+__all__ = ["PlanCubes", "plan_all"]
+
+
+def plan_all(items: list[Scene | DeadLetter], options: ConvertOptions) -> list[CubePlan | DeadLetter]:
+    """Plan the cubes of every scene; dead letters already in ``items`` pass through."""
+    passed = [i for i in items if isinstance(i, DeadLetter)]
+    plans, rejects = plan_cubes([i for i in items if not isinstance(i, DeadLetter)], options)
+    inc(PlanCubes, "cubes", len(plans))
+    for letter in rejects:
+        inc(PlanCubes, f"dead_letter.{letter.reason}")
+    return [*plans, *rejects, *passed]
+
+
+@dataclass
+class PlanCubes(beam.PTransform[PCollection[Any], PCollection[Any]]):
+    """``Scene | DeadLetter`` elements in, ``CubePlan | DeadLetter`` elements out (issue 4, transform 3)."""
+
+    options: ConvertOptions
+    """Grouping, tiling and compression options."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, scenes: PCollection[Scene | DeadLetter]) -> PCollection[CubePlan | DeadLetter]:
+        """Collect, plan, spread the plans out again."""
+        out: PCollection[CubePlan | DeadLetter] = (
+            scenes | "Collect" >> Collect() | "Plan" >> beam.FlatMap(plan_all, options=self.options) | "Spread" >> beam.Reshuffle()
+        )
+        return out

@@ -1,0 +1,72 @@
+"""Dead letters: inputs that could not be converted, and why.
+
+Issue 4, *Bad input*. An unreadable or corrupt GeoTIFF, a missing CRS, a dtype
+or band-count mismatch inside a group, an off-grid scene or an unknown time
+does not stop the run: the input becomes a :class:`DeadLetter`, written as
+one JSON line to ``OUT/dead-letter.jsonl``, and counted by a Beam counter of
+the transform that rejected it. Every other cube still completes.
+
+>>> DeadLetter("a.tif", "missing-crs", "the file has no CRS", "ReadSceneMetadata").to_dict()["reason"]
+'missing-crs'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pipelines.errors import PipelineError, SceneError
+
+__all__ = ["REASONS", "DeadLetter"]
+
+REASONS: Final = {
+    "no-match": "an input path or glob matches no file",
+    "bad-stac": "a STAC ItemCollection cannot be read",
+    "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
+    "missing-crs": "the file has no CRS",
+    "crs-not-epsg": "the CRS has no EPSG code",
+    "unsupported-dtype": "the sample type is not a rumi sample encoding, or bands differ in type",
+    "rotated": "the transform is rotated, sheared or not north-up",
+    "unknown-time": "no acquisition time was found and --time gives none",
+    "bad-time": "a time source holds an invalid time",
+    "dtype-mismatch": "the dtype or nodata differs from the other scenes of its group",
+    "band-count-mismatch": "the band set differs from the other scenes of its group",
+    "off-grid": "the grid alignment differs from its group's (see --align reproject)",
+    "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
+    "invalid-cube": "the cube cannot be stored as a rumi file",
+    "read-failed": "reading pixels failed during conversion; the cube was not written",
+    "verification-failed": "the written file does not decode to the source pixels; it was not published",
+}
+"""Every reason code, with what it means."""
+
+
+@dataclass(frozen=True, order=True)
+class DeadLetter:
+    """One rejected input."""
+
+    href: str
+    """The input path, URL or pattern."""
+    reason: str
+    """A key of :data:`REASONS`."""
+    message: str
+    """What was expected, what was found, and the fix when one is known."""
+    stage: str
+    """The transform that rejected it."""
+
+    def __post_init__(self) -> None:
+        if self.reason not in REASONS:
+            raise PipelineError(f"unknown dead-letter reason {self.reason!r}; known reasons are {', '.join(sorted(REASONS))}")
+
+    @classmethod
+    def from_error(cls, err: SceneError, stage: str) -> DeadLetter:
+        """The dead letter of a :class:`~pipelines.errors.SceneError`."""
+        return cls(err.href, err.reason, err.detail, stage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, one line of the dead-letter output."""
+        return {"href": self.href, "reason": self.reason, "message": self.message, "stage": self.stage}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DeadLetter:
+        """Inverse of :meth:`to_dict`."""
+        return cls(data["href"], data["reason"], data["message"], data["stage"])

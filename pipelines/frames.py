@@ -1,0 +1,254 @@
+"""Splitting cubes into frames: one element per frame, read through a window.
+
+Issue 4, transform 4. Every frame of every planned cube becomes one element
+keyed :class:`~pipelines.keys.FrameKey`. Its samples come from windowed
+rasterio reads of exactly the tile the frame covers, so no worker ever holds
+a whole cube or a whole scene: a tile frame (units 0 and 9) is one window of
+one band of one file; a cell frame is that window for every band and time.
+
+:class:`LazyCube` presents a plan as a ``(T, B, Y, X)`` array whose slices
+are read on demand, and :func:`read_frame` hands it to
+:func:`rumi_core.writer.frame_samples`, so the samples are laid out exactly as
+rumi_core's own writer lays them out. Pixels no source covers (unioned
+extents, warped edges) hold the nodata value; where several sources fill one
+band at one time (``--duplicates mosaic``) the first valid pixel wins.
+
+Keys are generated in ``shards`` shards on the workers and reshuffled (style
+guide, *Beam transforms*), so the frame stage spreads over every worker on
+every runner.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.pvalue import AsDict, AsList, PCollection
+from rasterio.errors import RasterioError
+from rasterio.windows import Window
+
+from pipelines.counters import inc
+from pipelines.errors import SceneError
+from pipelines.keys import FrameKey
+from pipelines.sources import RasterCache
+from rumi_core.writer import frame_samples
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
+
+    from numpy.typing import NDArray
+
+    from pipelines.plan import CubePlan, Source
+
+__all__ = [
+    "FrameFailure",
+    "FrameKeys",
+    "LazyCube",
+    "ReadFrames",
+    "SplitFrames",
+    "fill_value",
+    "read_band_window",
+    "read_frame",
+    "shard_frame_keys",
+]
+
+
+@dataclass(frozen=True)
+class FrameFailure:
+    """A frame that could not be read: the input that failed and why."""
+
+    href: str
+    """The input file."""
+    message: str
+    """What went wrong."""
+
+
+def fill_value(dtype: str, nodata: float | None) -> Any:
+    """The value of pixels no source covers: nodata when the dtype holds it exactly, else 0."""
+    if nodata is None:
+        return np.zeros((), dtype)[()]
+    if math.isnan(nodata):
+        return np.array(nodata, dtype)[()] if np.dtype(dtype).kind in "fc" else np.zeros((), dtype)[()]
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = np.array(nodata).astype(dtype)
+    return cast[()] if float(cast.real if np.iscomplexobj(cast) else cast) == nodata else np.zeros((), dtype)[()]
+
+
+def _valid(data: NDArray[Any], nodata: float | None) -> NDArray[np.bool_]:
+    if nodata is None:
+        return np.ones(data.shape, bool)
+    valid: NDArray[np.bool_] = ~np.isnan(data) if math.isnan(nodata) else np.asarray(data != nodata)
+    return valid
+
+
+def _read_source(rasters: RasterCache, source: Source, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
+    window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
+    try:
+        data: NDArray[Any] = rasters.get(source.href, source.warp).read(source.band, window=window)
+    except RasterioError as err:
+        raise SceneError(f"reading band {source.band} window {window} failed: {err}", href=source.href, reason="read-failed") from err
+    return data
+
+
+def read_band_window(plan: CubePlan, rasters: RasterCache, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
+    """Read rows ``[r0, r1)`` and columns ``[c0, c1)`` of band ``b`` at time ``t`` of a cube.
+
+    Raises:
+        SceneError: a source file cannot be read (reason ``read-failed``).
+    """
+    out = np.full((rows[1] - rows[0], cols[1] - cols[0]), fill_value(plan.dtype, plan.nodata), dtype=plan.dtype)
+    sources = plan.sources[t][b]
+    covered: NDArray[np.bool_] | None = None if len(sources) == 1 else np.zeros(out.shape, bool)
+    for source in sources:
+        part = source.window(rows, cols)
+        if part is None:
+            continue
+        (r0, r1), (c0, c1) = part
+        data = _read_source(rasters, source, (r0, r1), (c0, c1))
+        region = (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0]))
+        if covered is None:
+            out[region] = data
+            continue
+        valid = _valid(data, plan.nodata)
+        take = valid & ~covered[region]
+        out[region][take] = data[take]
+        covered[region] |= valid
+    return out
+
+
+class LazyCube:
+    """A cube plan as a read-on-demand ``(T, B, Y, X)`` array.
+
+    Supports the indexing :func:`rumi_core.writer.frame_samples` uses: an
+    integer or ``:`` for time and band, and a slice of rows and of columns.
+    """
+
+    def __init__(self, plan: CubePlan, rasters: RasterCache) -> None:
+        self.plan = plan
+        self.rasters = rasters
+        self.shape = plan.shape
+        self.dtype = np.dtype(plan.dtype)
+
+    def __getitem__(self, key: tuple[Any, Any, slice, slice]) -> NDArray[Any]:
+        t, b, ys, xs = key
+        rows = ys.indices(self.shape[2])[:2]
+        cols = xs.indices(self.shape[3])[:2]
+        times = range(self.shape[0]) if isinstance(t, slice) else [int(t)]
+        bands = range(self.shape[1]) if isinstance(b, slice) else [int(b)]
+        out = np.empty((len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0]), self.dtype)
+        for i, ti in enumerate(times):
+            for j, bj in enumerate(bands):
+                out[i, j] = read_band_window(self.plan, self.rasters, ti, bj, rows, cols)
+        picked: NDArray[Any] = out[(0 if not isinstance(t, slice) else slice(None), 0 if not isinstance(b, slice) else slice(None))]
+        return picked
+
+
+def read_frame(plan: CubePlan, index: int, rasters: RasterCache) -> NDArray[Any]:
+    """The samples of frame ``index`` of a cube, in the frame's decoded layout.
+
+    Raises:
+        SceneError: a source file cannot be read (reason ``read-failed``).
+    """
+    return frame_samples(LazyCube(plan, rasters), plan.layout, index)
+
+
+def shard_frame_keys(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[FrameKey]:
+    """The frame keys of shard ``shard``: every ``shards``-th frame of the plans in id order.
+
+    >>> from types import SimpleNamespace as NS
+    >>> plans = [NS(cube_id="b", layout=NS(frame_count=3)), NS(cube_id="a", layout=NS(frame_count=2))]
+    >>> [(k.cube_id, k.index) for k in shard_frame_keys(1, plans, 2)]
+    [('a', 1), ('b', 1)]
+    """
+    ordinal = 0
+    for plan in sorted(plans, key=lambda p: p.cube_id):
+        count = plan.layout.frame_count
+        first = (shard - ordinal) % shards
+        for index in range(first, count, shards):
+            yield FrameKey(plan.cube_id, index)
+        ordinal += count
+
+
+@dataclass
+class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
+    """Every frame key of the planned cubes, generated in shards and reshuffled."""
+
+    shards: int = 64
+    """Number of key-generating shards (the frame stage's maximum parallelism on the Dask runner)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[FrameKey]:
+        """Create shards, generate their keys with the plans as a side input, reshuffle."""
+        keys: PCollection[FrameKey] = (
+            plans.pipeline
+            | "Shards" >> beam.Create(list(range(self.shards)))
+            | "Keys" >> beam.FlatMap(shard_frame_keys, plans=AsList(plans), shards=self.shards).with_output_types(FrameKey)
+            | "Spread" >> beam.Reshuffle()
+        )
+        return keys
+
+
+class _ReadFrameFn(beam.DoFn):
+    def __init__(self) -> None:
+        beam.DoFn.__init__(self)
+
+    def setup(self) -> None:
+        self.rasters = RasterCache()
+
+    def process(self, key: FrameKey, plans: Mapping[str, CubePlan]) -> Iterator[tuple[FrameKey, NDArray[Any] | FrameFailure]]:
+        start = time.perf_counter()
+        try:
+            samples = read_frame(plans[key.cube_id], key.index, self.rasters)
+        except SceneError as err:
+            inc(ReadFrames, "dead_letter.read-failed")
+            yield key, FrameFailure(err.href, err.detail)
+            return
+        inc(ReadFrames, "frames")
+        inc(ReadFrames, "bytes", samples.nbytes)
+        inc(ReadFrames, "msec", round(1000 * (time.perf_counter() - start)))
+        yield key, samples
+
+    def teardown(self) -> None:
+        self.rasters.close()
+
+
+@dataclass
+class ReadFrames(beam.PTransform[PCollection[FrameKey], PCollection[tuple[FrameKey, Any]]]):
+    """Read each frame's samples with windowed reads; a failed read becomes a :class:`FrameFailure`."""
+
+    plans: PCollection[CubePlan]
+    """The planned cubes, passed to the workers as a side input."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, keys: PCollection[FrameKey]) -> PCollection[tuple[FrameKey, Any]]:
+        """One ParDo with the plans as a dict side input."""
+        by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
+        frames: PCollection[tuple[FrameKey, Any]] = keys | "Read" >> beam.ParDo(_ReadFrameFn(), plans=AsDict(by_id))
+        return frames
+
+
+@dataclass
+class SplitFrames(beam.PTransform[PCollection["CubePlan"], PCollection[tuple[FrameKey, Any]]]):
+    """Split planned cubes into ``(FrameKey, samples)`` elements (issue 4, transform 4)."""
+
+    shards: int = 64
+    """See :class:`FrameKeys`."""
+    lookup: PCollection[CubePlan] | None = None
+    """Plans the readers look frames up in (a superset of the input); None for the input itself."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[FrameKey, Any]]:
+        """Generate keys, then read."""
+        lookup = plans if self.lookup is None else self.lookup
+        frames: PCollection[tuple[FrameKey, Any]] = plans | "Keys" >> FrameKeys(self.shards) | "Read" >> ReadFrames(lookup)
+        return frames

@@ -1,0 +1,126 @@
+"""Pixel grids: which scenes share one, and where each sits on it.
+
+Issue 4, *Grouping scenes into cubes*. Two north-up rasters in one CRS with
+the same pixel size share a grid when their origins differ by a whole number
+of pixels, that is, when ``origin mod pixel size`` (the *alignment*) is equal.
+On a shared grid a raster's footprint is an integer :class:`Extent` (first
+column, first row, width, height), extents can be unioned, and every raster's
+pixels map one-to-one onto the union's.
+
+A raster whose alignment differs is *off grid*; :func:`snap_extent` gives the
+extent its warped copy covers on a grid. The module is pure arithmetic.
+
+>>> g = Grid.from_transform(32633, (10.0, 0.0, 500005.0, 0.0, -10.0, 4000000.0))
+>>> g.alignment
+(0.5, 0.0)
+>>> g.extent((10.0, 0.0, 500005.0, 0.0, -10.0, 4000000.0), 3, 2)
+Extent(col=50000, row=-400000, width=2, height=3)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+__all__ = ["Extent", "Grid", "is_north_up", "snap_extent"]
+
+_DIGITS: Final = 6
+"""Alignment and pixel size are compared after rounding to this many decimals (of a pixel, of a unit)."""
+
+
+def is_north_up(transform: Sequence[float]) -> bool:
+    """Return whether a transform has no rotation, positive x and negative y pixel size."""
+    a, b, _, d, e, _ = transform[:6]
+    return b == 0.0 and d == 0.0 and a > 0.0 and e < 0.0
+
+
+def _fraction(value: float) -> float:
+    frac = round(value % 1.0, _DIGITS)
+    return 0.0 if frac >= 1.0 else frac
+
+
+@dataclass(frozen=True, order=True)
+class Extent:
+    """An integer footprint on a grid: first column and row, width and height in pixels."""
+
+    col: int
+    row: int
+    width: int
+    height: int
+
+    def union(self, other: Extent) -> Extent:
+        """The smallest extent covering both."""
+        col, row = min(self.col, other.col), min(self.row, other.row)
+        right = max(self.col + self.width, other.col + other.width)
+        bottom = max(self.row + self.height, other.row + other.height)
+        return Extent(col, row, right - col, bottom - row)
+
+    @staticmethod
+    def union_all(extents: Iterable[Extent]) -> Extent:
+        """The smallest extent covering all of ``extents`` (at least one)."""
+        items = list(extents)
+        out = items[0]
+        for e in items[1:]:
+            out = out.union(e)
+        return out
+
+
+@dataclass(frozen=True, order=True)
+class Grid:
+    """A north-up pixel grid: CRS, pixel size and alignment."""
+
+    epsg: int
+    """EPSG code of the CRS."""
+    res_x: float
+    """Pixel width, positive."""
+    res_y: float
+    """Pixel height, positive (the transform's y step is ``-res_y``)."""
+    alignment: tuple[float, float]
+    """``(x_origin / res_x mod 1, y_origin / res_y mod 1)``, rounded to 6 decimals."""
+
+    @classmethod
+    def from_transform(cls, epsg: int, transform: Sequence[float]) -> Grid:
+        """The grid of a north-up transform (check :func:`is_north_up` first)."""
+        a, _, c, _, e, f = transform[:6]
+        res_x, res_y = round(a, 9), round(-e, 9)
+        return cls(epsg, res_x, res_y, (_fraction(c / a), _fraction(f / -e)))
+
+    def extent(self, transform: Sequence[float], height: int, width: int) -> Extent:
+        """The extent of a raster on this grid; its origin must be aligned with the grid."""
+        a, _, c, _, e, f = transform[:6]
+        col = round(c / a - self.alignment[0])
+        row = round(f / e + self.alignment[1])
+        return Extent(col, row, width, height)
+
+    def transform(self, extent: Extent) -> tuple[float, float, float, float, float, float]:
+        """The affine transform of an extent's first pixel."""
+        x0 = (extent.col + self.alignment[0]) * self.res_x
+        y0 = -(extent.row - self.alignment[1]) * self.res_y
+        return (self.res_x, 0.0, x0, 0.0, -self.res_y, y0)
+
+    def slug(self) -> str:
+        """A file-name-safe text of the CRS and pixel size, e.g. ``EPSG32633_r10``."""
+        res = f"{self.res_x:g}" if self.res_x == self.res_y else f"{self.res_x:g}x{self.res_y:g}"
+        return f"EPSG{self.epsg}_r{res.replace('.', 'p')}"
+
+
+def snap_extent(grid: Grid, transform: Sequence[float], height: int, width: int) -> Extent:
+    """The extent on ``grid`` that covers a raster of another alignment, snapped outwards.
+
+    >>> g = Grid(32633, 10.0, 10.0, (0.0, 0.0))
+    >>> snap_extent(g, (10.0, 0.0, 500003.0, 0.0, -10.0, 4000000.0), 2, 2)
+    Extent(col=50000, row=-400000, width=3, height=2)
+    """
+    a, _, c, _, e, f = transform[:6]
+    left, right = c, c + a * width
+    top, bottom = f, f + e * height
+    eps = 1e-6
+    col0 = math.floor(left / grid.res_x - grid.alignment[0] + eps)
+    col1 = math.ceil(right / grid.res_x - grid.alignment[0] - eps)
+    row0 = math.floor(-top / grid.res_y + grid.alignment[1] + eps)
+    row1 = math.ceil(-bottom / grid.res_y + grid.alignment[1] - eps)
+    return Extent(col0, row0, col1 - col0, row1 - row0)

@@ -1,0 +1,361 @@
+"""Grouping scenes into cubes: the pure planning algorithm of ``rumi convert``.
+
+Issue 4, *Grouping scenes into cubes*. :func:`plan_cubes` turns the metadata
+of every input scene into :class:`~pipelines.plan.CubePlan` objects and
+:class:`~pipelines.deadletter.DeadLetter` records, in five steps:
+
+1. **Stacking.** Single-band files of one acquisition (same
+   :func:`~pipelines.bands.stack_id`, time and raster) become the bands of one
+   :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
+   differs from the rest of its stack is a *dtype mismatch*.
+2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
+   set, dtype, nodata and ``--cube-period``. Where two series on one grid hold
+   the same bands with another dtype, or nested band sets (one a strict
+   subset of the other), the smaller is a *dtype* or *band-count mismatch*.
+3. **Alignment.** Within a series, the alignment (origin modulo pixel size)
+   held by most acquisitions is the group grid. The others are *off grid*:
+   dead letters, or with ``--align reproject`` warped onto the group grid.
+4. **Extent.** With ``--extent separate`` each extent is its own cube; with
+   ``union`` (and a nodata value to fill with) a series becomes one cube over
+   the union of its extents.
+5. **Time.** Acquisitions are sorted by time. Two at one instant are an error
+   unless ``--duplicates`` keeps the first or last (in input path order) or
+   mosaics them (first valid pixel wins).
+
+Every decision is deterministic: ties are broken by sorted paths and values,
+never by arrival order. The module is pure: no I/O, no Beam.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter, defaultdict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from pipelines.bands import band_token, natural_key, unique_band_texts
+from pipelines.deadletter import DeadLetter
+from pipelines.grids import Extent, Grid, is_north_up, snap_extent
+from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
+from pipelines.selection import choose_frame_unit
+from pipelines.times import iso, period_label
+from rumi_core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from pipelines.options import ConvertOptions
+    from pipelines.scene import BandInfo, Scene
+
+__all__ = ["Acquisition", "plan_cubes", "stack_scenes"]
+
+STAGE = "PlanCubes"
+
+
+@dataclass(frozen=True)
+class Acquisition:
+    """The bands of one raster at one time, possibly from several single-band files."""
+
+    time: int
+    """POSIX seconds."""
+    epsg: int
+    """EPSG code."""
+    transform: tuple[float, float, float, float, float, float]
+    """Transform of its files."""
+    height: int
+    """Rows of its files."""
+    width: int
+    """Columns of its files."""
+    dtype: str
+    """Shared dtype."""
+    nodata: float | None
+    """Shared nodata."""
+    nodata_key: str
+    """:func:`pipelines.scene.nodata_key` of :attr:`nodata`."""
+    pixel_is_point: bool
+    """Raster type of its files."""
+    bands: tuple[tuple[str, BandInfo], ...]
+    """``(href, band)`` of every band, in cube band order."""
+    names: tuple[str, ...]
+    """Unique band texts, in band order."""
+    size: int
+    """Total bytes of its files (0 where unknown)."""
+    warp: Warp | None = None
+    """Set once an off-grid acquisition is planned to be warped."""
+
+    @property
+    def hrefs(self) -> tuple[str, ...]:
+        """Its files, sorted."""
+        return tuple(sorted({href for href, _ in self.bands}))
+
+    @property
+    def grid(self) -> Grid:
+        """The grid of its files."""
+        return Grid.from_transform(self.epsg, self.transform)
+
+
+def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
+    return [DeadLetter(href, reason, message, STAGE) for href in acq.hrefs]
+
+
+def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
+    token = band_token(scene.href)
+    return natural_key(token or scene.bands[0].name), scene.href
+
+
+def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadLetter]]:
+    """Stack scenes into acquisitions (step 1); return them and the dtype mismatches.
+
+    Scenes with a rotated or south-up transform are rejected here too.
+    """
+    rejects: list[DeadLetter] = []
+    stacks: dict[tuple[object, ...], list[Scene]] = defaultdict(list)
+    for scene in scenes:
+        if not is_north_up(scene.transform):
+            rejects.append(
+                DeadLetter(scene.href, "rotated", f"transform {scene.transform} is not north-up; warp it to a north-up grid first", STAGE)
+            )
+            continue
+        key: tuple[object, ...] = (scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point)
+        stacks[key].append(scene)
+    out: list[Acquisition] = []
+    for key in sorted(stacks, key=repr):
+        members = sorted(stacks[key], key=_band_order)
+        kinds = Counter((m.dtype, m.nodata_key) for m in members)
+        first = (members[0].dtype, members[0].nodata_key)
+        top = max(kinds.values())
+        keep = first if kinds[first] == top else min(k for k, n in kinds.items() if n == top)
+        kept = [m for m in members if (m.dtype, m.nodata_key) == keep]
+        for m in members:
+            if (m.dtype, m.nodata_key) != keep:
+                rejects.append(
+                    DeadLetter(
+                        m.href,
+                        "dtype-mismatch",
+                        f"dtype {m.dtype} with nodata {m.nodata_key}, while the other bands of {m.stack} at {iso(m.time)} "
+                        f"are {keep[0]} with nodata {keep[1]}",
+                        STAGE,
+                    )
+                )
+        bands = tuple((m.href, b) for m in kept for b in m.bands)
+        head = kept[0]
+        out.append(
+            Acquisition(
+                time=head.time,
+                epsg=head.epsg,
+                transform=head.transform,
+                height=head.height,
+                width=head.width,
+                dtype=head.dtype,
+                nodata=head.nodata,
+                nodata_key=head.nodata_key,
+                pixel_is_point=head.pixel_is_point,
+                bands=bands,
+                names=unique_band_texts([b.name for _, b in bands]),
+                size=sum(m.size or 0 for m in kept),
+            )
+        )
+    return out, rejects
+
+
+def _series_key(acq: Acquisition, options: ConvertOptions) -> tuple[object, ...]:
+    grid = acq.grid
+    return (
+        acq.epsg,
+        grid.res_x,
+        grid.res_y,
+        acq.pixel_is_point,
+        period_label(acq.time, options.cube_period),
+        acq.names,
+        acq.dtype,
+        acq.nodata_key,
+    )
+
+
+def _mismatches(series: dict[tuple[object, ...], list[Acquisition]]) -> tuple[set[tuple[object, ...]], list[DeadLetter]]:
+    """Step 2: the series that lose a dtype or band-count comparison, and their dead letters."""
+    rejects: list[DeadLetter] = []
+    losers: set[tuple[object, ...]] = set()
+    by_slot: dict[tuple[object, ...], list[tuple[object, ...]]] = defaultdict(list)
+    for key in series:
+        by_slot[key[:5]].append(key)  # CRS, pixel size, raster type and period
+
+    def count(key: tuple[object, ...]) -> int:
+        return len(series[key])
+
+    for slot in sorted(by_slot, key=repr):
+        keys = sorted(by_slot[slot], key=repr)
+        grid = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
+        # Same bands, another dtype or nodata: the series with most acquisitions wins.
+        for _, group in itertools.groupby(sorted(keys, key=lambda k: repr(k[5])), key=lambda k: k[5]):
+            variants = sorted(group, key=lambda k: (-count(k), str(k[6]), str(k[7])))
+            winner = variants[0]
+            for loser in variants[1:]:
+                losers.add(loser)
+                for acq in series[loser]:
+                    rejects += _reject(
+                        acq,
+                        "dtype-mismatch",
+                        f"dtype {acq.dtype} with nodata {acq.nodata_key}, while {count(winner)} other acquisitions with the same bands "
+                        f"on {grid} are {winner[6]} with nodata {winner[7]}",
+                    )
+        # Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one.
+        alive = [k for k in keys if k not in losers]
+        for a, b in itertools.permutations(alive, 2):
+            names_a, names_b = set(a[5]), set(b[5])  # type: ignore[call-overload]
+            if not names_a < names_b or (a[6], a[7]) != (b[6], b[7]):
+                continue
+            loser, winner = (a, b) if count(a) <= count(b) else (b, a)
+            if loser in losers:
+                continue
+            losers.add(loser)
+            for acq in series[loser]:
+                rejects += _reject(
+                    acq,
+                    "band-count-mismatch",
+                    f"{len(acq.names)} bands ({', '.join(acq.names)}), while {count(winner)} other acquisitions on {grid} "
+                    f"have {len(winner[5])} ({', '.join(winner[5])})",  # type: ignore[arg-type]
+                )
+    return losers, rejects
+
+
+def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Grid, list[tuple[Acquisition, Extent]], list[DeadLetter]]:
+    """Step 3: the series' grid, each kept acquisition with its extent on it, and the off-grid rejects."""
+    counts = Counter(acq.grid for acq in acqs)
+    top = max(counts.values())
+    grid = min(g for g, n in counts.items() if n == top)
+    placed: list[tuple[Acquisition, Extent]] = []
+    rejects: list[DeadLetter] = []
+    for acq in acqs:
+        if acq.grid == grid:
+            placed.append((acq, grid.extent(acq.transform, acq.height, acq.width)))
+            continue
+        if options.align == "reproject":
+            extent = snap_extent(grid, acq.transform, acq.height, acq.width)
+            warp = Warp(grid.transform(extent), extent.height, extent.width, options.resampling)
+            placed.append((replace(acq, warp=warp), extent))
+            continue
+        rejects += _reject(
+            acq,
+            "off-grid",
+            f"grid alignment {acq.grid.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
+            f"{top} acquisitions with the same bands on EPSG:{grid.epsg}; pass --align reproject to warp it onto that grid",
+        )
+    return grid, placed, rejects
+
+
+def _resolve_duplicates(
+    placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Grid
+) -> tuple[list[list[tuple[Acquisition, Extent]]], list[str], list[DeadLetter]]:
+    """Step 5: one list of acquisitions per time step (several only for mosaics), dropped hrefs, rejects."""
+    by_time: dict[int, list[tuple[Acquisition, Extent]]] = defaultdict(list)
+    for item in placed:
+        by_time[item[0].time].append(item)
+    steps: list[list[tuple[Acquisition, Extent]]] = []
+    dropped: list[str] = []
+    rejects: list[DeadLetter] = []
+    for time in sorted(by_time):
+        items = sorted(by_time[time], key=lambda item: item[0].hrefs)
+        if len(items) == 1 or options.duplicates == "mosaic":
+            steps.append(items)
+            continue
+        if options.duplicates == "error":
+            hrefs = [h for acq, _ in items for h in acq.hrefs]
+            for acq, _ in items:
+                others = [h for h in hrefs if h not in acq.hrefs]
+                rejects += _reject(
+                    acq,
+                    "duplicate-time",
+                    f"{iso(time)} on {grid.slug()} is also the time of {', '.join(others)}; pass --duplicates first, last or mosaic",
+                )
+            continue
+        keep = items[0] if options.duplicates == "first" else items[-1]
+        steps.append([keep])
+        dropped += [h for acq, _ in items if acq is not keep[0] for h in acq.hrefs]
+    return steps, dropped, rejects
+
+
+def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: Sequence[str], options: ConvertOptions) -> CubePlan:
+    extent = Extent.union_all(e for step in steps for _, e in step)
+    ref, ref_extent = steps[0][0]
+    a, _, c, _, e, f = ref.warp.transform if ref.warp else ref.transform
+    transform = (a, 0.0, c + (extent.col - ref_extent.col) * a, 0.0, e, f + (extent.row - ref_extent.row) * e)
+    sources = tuple(
+        tuple(
+            tuple(
+                Source(acq.bands[b][0], acq.bands[b][1].index, ext.row - extent.row, ext.col - extent.col, ext.height, ext.width, acq.warp)
+                for acq, ext in step
+            )
+            for b in range(len(ref.names))
+        )
+        for step in steps
+    )
+    acqs = [acq for step in steps for acq, _ in step]
+    inputs = tuple(sorted({h for acq in acqs for h in acq.hrefs}))
+    times = tuple(step[0][0].time for step in steps)
+    bands = tuple(
+        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(ref.names, ref.bands, strict=True)
+    )
+    return CubePlan(
+        cube_id=cube_name(grid_slug=grid.slug(), transform=transform, times=times, hrefs=inputs),
+        epsg=ref.epsg,
+        transform=transform,
+        height=extent.height,
+        width=extent.width,
+        dtype=ref.dtype,
+        nodata=ref.nodata,
+        bands=bands,
+        times=times,
+        sources=sources,
+        tile_size=options.tile_size,
+        frame_unit=choose_frame_unit(options.frame_unit, bands=len(bands), times=len(times)),
+        compression=options.compression,
+        pixel_is_point=ref.pixel_is_point,
+        inputs=inputs,
+        input_bytes=sum(acq.size for acq in acqs),
+        dropped=tuple(sorted(dropped)),
+    )
+
+
+def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[CubePlan], list[DeadLetter]]:
+    """Plan every cube of a run from its scenes' metadata.
+
+    Args:
+        scenes: Every readable scene of the run, in any order; repeated hrefs
+            count once.
+        options: The run's options (period, alignment, extent, duplicates,
+            tiling, frame unit, compression).
+
+    Returns:
+        The cube plans sorted by id, and the dead letters sorted by href.
+    """
+    unique = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
+    acquisitions, rejects = stack_scenes(unique[h] for h in sorted(unique))
+    series: dict[tuple[object, ...], list[Acquisition]] = defaultdict(list)
+    for acq in acquisitions:
+        series[_series_key(acq, options)].append(acq)
+    losers, more = _mismatches(series)
+    rejects += more
+    plans: list[CubePlan] = []
+    for key in sorted(series, key=repr):
+        if key in losers:
+            continue
+        grid, placed, more = _align(series[key], options)
+        rejects += more
+        groups: dict[object, list[tuple[Acquisition, Extent]]] = defaultdict(list)
+        for acq, extent in placed:
+            union = options.extent == "union" and acq.nodata is not None
+            groups[None if union else extent].append((acq, extent))
+        for group_key in sorted(groups, key=repr):
+            steps, dropped, more = _resolve_duplicates(groups[group_key], options, grid)
+            rejects += more
+            if not steps:
+                continue
+            plan = _build(steps, grid, dropped, options)
+            try:
+                plan.write_plan  # noqa: B018 - checks every value against the format
+            except InvalidInputError as err:
+                rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
+                continue
+            plans.append(plan)
+    return sorted(plans, key=lambda p: p.cube_id), sorted(rejects)

@@ -1,0 +1,133 @@
+"""The run manifest: one JSON line per cube of a conversion.
+
+Issue 4, transform 8, and the hand-off to the catalogue (issue 5). A
+:class:`ManifestEntry` records what a cube's file holds and where: file and
+header blob names (relative to the output directory), shape, dtype, bands with
+their metadata, times and time range, CRS, transform, nodata, tiling, frame
+unit, codec, sizes, SHA-256 and inputs. :class:`~pipelines.sinks.WriteManifest`
+writes the entries of a run as ``OUT/manifest.jsonl``; the catalogue replaces
+or follows that transform to turn the same entries into STAC items.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipelines.times import iso
+
+if TYPE_CHECKING:
+    from pipelines.plan import CubePlan
+
+__all__ = ["ManifestEntry", "manifest_entry"]
+
+
+@dataclass(frozen=True)
+class ManifestEntry:
+    """One cube of a run."""
+
+    cube_id: str
+    """Output name without suffix."""
+    status: str
+    """``"written"`` by this run, or ``"skipped"`` because valid outputs already existed."""
+    file: str
+    """The ``.rumi`` file, relative to the output directory."""
+    blob: str
+    """The ``.rumih`` header blob, relative to the output directory."""
+    shape: tuple[int, ...]
+    """``(T, B, Y, X)``."""
+    dtype: str
+    """Sample encoding name."""
+    bands: tuple[dict[str, Any], ...]
+    """Per band: name (the stored band text), description, scale, offset, unit."""
+    times: tuple[str, ...]
+    """Acquisition times, ISO 8601 UTC."""
+    crs: str
+    """``EPSG:n``."""
+    transform: tuple[float, ...]
+    """Affine transform of the first pixel's corner, rasterio order."""
+    nodata: float | str | None
+    """Nodata value, ``"nan"``, or None."""
+    tile_size: int
+    """Nominal tile size."""
+    frame_unit: int
+    """``frame_unit`` of the file."""
+    codec: dict[str, Any]
+    """JSON form of the codec every frame was compressed with."""
+    frames: int
+    """Frame count ``N``."""
+    file_bytes: int
+    """Size of the ``.rumi`` file."""
+    blob_bytes: int
+    """Size of the header blob."""
+    pixel_bytes: int
+    """Size of the samples, uncompressed."""
+    input_bytes: int
+    """Size of the input files, where known."""
+    sha256: str
+    """SHA-256 of the ``.rumi`` file, hex."""
+    pixel_is_point: bool = False
+    """Whether the file records PixelIsPoint."""
+    inputs: tuple[str, ...] = ()
+    """Input files, sorted."""
+    dropped: tuple[str, ...] = ()
+    """Inputs left out by ``--duplicates first|last``."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Room for later stages (issue 3's lossy bound, issue 5's hrefs)."""
+
+    @property
+    def time_range(self) -> tuple[str, str]:
+        """First and last time."""
+        return self.times[0], self.times[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form, one line of the manifest."""
+        data = dataclasses.asdict(self)
+        for name in ("shape", "bands", "times", "transform", "inputs", "dropped"):
+            data[name] = list(data[name])
+        data["time_range"] = list(self.time_range)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ManifestEntry:
+        """Inverse of :meth:`to_dict`."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in data.items() if k in names}
+        for name in ("shape", "bands", "times", "transform", "inputs", "dropped"):
+            if name in values:
+                values[name] = tuple(values[name])
+        return cls(**values)
+
+
+def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str) -> ManifestEntry:
+    """The manifest entry of a planned cube whose file exists."""
+    nodata: float | str | None = plan.nodata
+    if plan.nodata is not None and math.isnan(plan.nodata):
+        nodata = "nan"
+    return ManifestEntry(
+        cube_id=plan.cube_id,
+        status=status,
+        file=f"{plan.cube_id}.rumi",
+        blob=f"{plan.cube_id}.rumih",
+        shape=plan.shape,
+        dtype=plan.layout.encoding.name,
+        bands=tuple(b.to_dict() for b in plan.bands),
+        times=tuple(iso(t) for t in plan.times),
+        crs=f"EPSG:{plan.epsg}",
+        transform=plan.transform,
+        nodata=nodata,
+        tile_size=plan.tile_size,
+        frame_unit=plan.frame_unit,
+        codec=codec,
+        frames=plan.layout.frame_count,
+        file_bytes=file_bytes,
+        blob_bytes=blob_bytes,
+        pixel_bytes=plan.pixel_bytes,
+        input_bytes=plan.input_bytes,
+        sha256=sha256,
+        pixel_is_point=plan.pixel_is_point,
+        inputs=plan.inputs,
+        dropped=plan.dropped,
+    )

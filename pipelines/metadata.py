@@ -1,0 +1,159 @@
+"""Reading scene metadata with rasterio.
+
+Issue 4, transform 2. :func:`read_scene` opens one scene and returns its
+:class:`~pipelines.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
+nodata, raster type, band descriptions, scale, offset and unit, and the
+acquisition time (:mod:`pipelines.times`). It also reads the file's last
+block, so a truncated or corrupt GeoTIFF is caught here rather than halfway
+through a cube.
+
+A scene that cannot be used raises :class:`~pipelines.errors.SceneError`
+with a reason code; :class:`ReadSceneMetadata` turns that into a dead letter
+and counts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apache_beam as beam
+import rasterio
+from apache_beam.pvalue import PCollection
+from rasterio.errors import RasterioError
+from rasterio.windows import Window
+
+from pipelines.bands import band_name, band_token, stack_id
+from pipelines.counters import inc
+from pipelines.deadletter import DeadLetter
+from pipelines.errors import SceneError
+from pipelines.scene import BandInfo, Scene, SceneRef
+from pipelines.sources import file_size, gdal_env
+from pipelines.times import resolve_time
+from rumi_core.encodings import encoding_for_dtype
+from rumi_core.errors import InvalidInputError
+
+__all__ = ["ReadSceneMetadata", "read_or_reject", "read_scene"]
+
+
+def _check_last_block(ds: rasterio.io.DatasetReader) -> None:
+    block_h, block_w = ds.block_shapes[-1]
+    row = (ds.height - 1) // block_h * block_h
+    col = (ds.width - 1) // block_w * block_w
+    ds.read(ds.count, window=Window(col, row, min(block_w, ds.width - col), min(block_h, ds.height - row)))
+
+
+def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
+    """Read the metadata of one scene.
+
+    Args:
+        ref: The scene, with what STAC said about it.
+        time_pattern: ``--time-pattern``, searched in the href.
+        time: ``--time``, the time of a scene nothing else dates.
+
+    Raises:
+        SceneError: the file is unreadable (``unreadable``), has no CRS
+            (``missing-crs``) or none with an EPSG code (``crs-not-epsg``),
+            holds samples rumi cannot store (``unsupported-dtype``), or has
+            no valid time (``unknown-time``, ``bad-time``).
+    """
+    href = ref.href
+    try:
+        with gdal_env(href), rasterio.open(href) as ds:
+            if ds.crs is None:
+                raise SceneError(
+                    "the file has no CRS; assign one (e.g. gdal_edit.py -a_srs EPSG:n) and convert again", href=href, reason="missing-crs"
+                )
+            epsg = ds.crs.to_epsg()
+            if not epsg:
+                raise SceneError(
+                    f"the CRS {ds.crs.to_string()[:80]} has no EPSG code; rumi stores EPSG codes only", href=href, reason="crs-not-epsg"
+                )
+            if len(set(ds.dtypes)) != 1:
+                raise SceneError(f"bands differ in sample type {sorted(set(ds.dtypes))}", href=href, reason="unsupported-dtype")
+            dtype = ds.dtypes[0]
+            try:
+                encoding_for_dtype(dtype)
+            except InvalidInputError as err:
+                raise SceneError(
+                    f"sample type {dtype} is not a rumi sample encoding: {err}", href=href, reason="unsupported-dtype"
+                ) from err
+            tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
+            token = band_token(href) if ds.count == 1 else None
+            hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
+            bands = tuple(
+                BandInfo(
+                    index=i,
+                    name=band_name(description=ds.descriptions[i - 1], hint=hints[i - 1] if hints else None, token=token, index=i),
+                    description=ds.descriptions[i - 1],
+                    scale=float(ds.scales[i - 1]),
+                    offset=float(ds.offsets[i - 1]),
+                    unit=ds.units[i - 1] or None,
+                )
+                for i in range(1, ds.count + 1)
+            )
+            _check_last_block(ds)
+            transform = tuple(float(v) for v in ds.transform[:6])
+            nodata = None if ds.nodata is None else float(ds.nodata)
+            point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
+            height, width = ds.height, ds.width
+    except RasterioError as err:
+        raise SceneError(f"cannot read the raster: {err}", href=href, reason="unreadable") from err
+    try:
+        seconds = resolve_time(href=href, stac=ref.time, tags=tags, pattern=time_pattern, fallback=time)
+    except ValueError as err:
+        raise SceneError(f"invalid acquisition time: {err}", href=href, reason="bad-time") from err
+    if seconds is None:
+        raise SceneError(
+            "no acquisition time: no STAC datetime, --time-pattern match or TIFFTAG_DATETIME; pass --time or --time-pattern",
+            href=href,
+            reason="unknown-time",
+        )
+    return Scene(
+        href=href,
+        epsg=int(epsg),
+        transform=transform,  # type: ignore[arg-type]
+        height=height,
+        width=width,
+        dtype=dtype,
+        nodata=nodata,
+        bands=bands,
+        time=seconds,
+        stack=ref.stack or stack_id(href),
+        pixel_is_point=point,
+        size=file_size(href),
+    )
+
+
+@dataclass
+class ReadSceneMetadata(beam.PTransform[PCollection[SceneRef | DeadLetter], PCollection[Scene | DeadLetter]]):
+    """Read each scene's metadata; unusable scenes become dead letters (issue 4, transform 2).
+
+    Dead letters already in the input pass through unchanged.
+    """
+
+    time_pattern: str | None = None
+    """``--time-pattern``."""
+    time: str | None = None
+    """``--time``."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, refs: PCollection[SceneRef | DeadLetter]) -> PCollection[Scene | DeadLetter]:
+        """One Map step."""
+        out: PCollection[Scene | DeadLetter] = refs | "Read" >> beam.Map(read_or_reject, time_pattern=self.time_pattern, time=self.time)
+        return out
+
+
+def read_or_reject(ref: SceneRef | DeadLetter, *, time_pattern: str | None = None, time: str | None = None) -> Scene | DeadLetter:
+    """Read one scene, or return its dead letter; dead letters pass through."""
+    if isinstance(ref, DeadLetter):
+        return ref
+    try:
+        scene = read_scene(ref, time_pattern=time_pattern, time=time)
+    except SceneError as err:
+        inc(ReadSceneMetadata, f"dead_letter.{err.reason}")
+        return DeadLetter.from_error(err, "ReadSceneMetadata")
+    inc(ReadSceneMetadata, "scenes")
+    inc(ReadSceneMetadata, "file_bytes", scene.size or 0)
+    return scene

@@ -1,0 +1,189 @@
+"""Conversion options: everything ``rumi convert`` decides before reading a pixel.
+
+Issue 4, *The command*. :class:`ConvertOptions` is an immutable value object
+whose fields are the whole configuration of a conversion apart from the Beam
+runner; the transforms take it as a field, so it travels to the workers by
+pickling. Each field is checked when the object is built, and a bad value
+raises :class:`~pipelines.errors.OptionError` naming the command-line option.
+
+>>> ConvertOptions(out="/tmp/out", frame_unit="auto", cube_period="P1M").cube_period
+'P1M'
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from pipelines.errors import OptionError
+from rumi_core.codecs import parse_codec
+from rumi_core.errors import InvalidInputError
+from rumi_core.times import to_seconds
+
+__all__ = [
+    "ALIGN_MODES",
+    "AUTO",
+    "CUBE_PERIODS",
+    "DUPLICATE_MODES",
+    "EXTENT_MODES",
+    "RESAMPLING_METHODS",
+    "ConvertOptions",
+    "parse_compression",
+    "parse_frame_unit_option",
+]
+
+AUTO: Final = "auto"
+"""Let the pipeline choose (issue 3 measures; until then the defaults of :mod:`pipelines.selection`)."""
+
+CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
+"""``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
+
+ALIGN_MODES: Final = ("fail", "reproject")
+"""``--align``: off-grid scenes go to the dead-letter output, or are warped onto the group grid."""
+
+DUPLICATE_MODES: Final = ("error", "first", "last", "mosaic")
+"""``--duplicates``: what to do with two scenes of one grid at one instant."""
+
+EXTENT_MODES: Final = ("separate", "union")
+"""``--extent``: one cube per extent, or one cube over the union of the extents with nodata fill."""
+
+RESAMPLING_METHODS: Final = ("nearest", "bilinear", "cubic", "cubic_spline", "lanczos", "average", "mode", "min", "max", "med", "q1", "q3")
+"""``--resampling`` values, the names of :class:`rasterio.enums.Resampling` members usable for warping."""
+
+
+def parse_frame_unit_option(value: object) -> int | Literal["auto"]:
+    """Return ``"auto"`` or the frame unit number 0..9 from an option value.
+
+    Raises:
+        OptionError: neither ``auto`` nor an integer from 0 to 9.
+    """
+    if value == AUTO:
+        return AUTO
+    try:
+        unit = int(str(value))
+    except ValueError:
+        unit = -1
+    if not 0 <= unit <= 9:
+        raise OptionError(f"expected auto or a frame unit from 0 to 9, got {value!r}", option="--frame-unit")
+    return unit
+
+
+def parse_compression(value: object) -> str:
+    """Return a canonical compression option: ``"auto"`` or a codec's JSON text.
+
+    ``value`` is ``auto``, a registered codec name (``raster``, ``openzl``,
+    ``geozl``) or a codec's JSON form ``{"name": ..., "configuration": ...}``.
+    The JSON text is canonical (sorted keys), so equal codecs give equal options.
+
+    Raises:
+        OptionError: the value names no codec or has a bad configuration.
+    """
+    if value == AUTO:
+        return AUTO
+    text = str(value).strip()
+    spec: Any = text
+    if text.startswith("{"):
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise OptionError(f"not valid JSON: {err}", option="--compression") from err
+    try:
+        codec = parse_codec(spec)
+    except InvalidInputError as err:
+        raise OptionError(str(err), option="--compression") from err
+    return json.dumps(codec.to_dict(), sort_keys=True)
+
+
+def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
+    if value not in allowed:
+        raise OptionError(f"expected one of {', '.join(allowed)}, got {value!r}", option=option)
+    return value
+
+
+@dataclass(frozen=True)
+class ConvertOptions:
+    """The configuration of one conversion (issue 4, *The command*)."""
+
+    out: str
+    """Output directory: files, header blobs, manifest and dead-letter output go here."""
+    tile_size: int = 512
+    """Nominal tile size in pixels (``--tile-size``)."""
+    frame_unit: int | Literal["auto"] = AUTO
+    """``frame_unit`` of every file, or ``"auto"`` (``--frame-unit``)."""
+    compression: str = AUTO
+    """``"auto"`` or a codec's canonical JSON text (``--compression``), see :func:`parse_compression`."""
+    cube_period: str = "none"
+    """How a grid's time series is split into cubes (``--cube-period``)."""
+    align: str = "fail"
+    """What happens to off-grid scenes (``--align``)."""
+    resampling: str = "nearest"
+    """Resampling of ``--align reproject``."""
+    duplicates: str = "error"
+    """What happens to two scenes of one grid at one instant (``--duplicates``)."""
+    extent: str = "separate"
+    """Whether differing extents on one grid become one cube (``--extent union``)."""
+    time: str | None = None
+    """Acquisition time of scenes that carry none (``--time``), ISO 8601."""
+    time_pattern: str | None = None
+    """Regular expression with named groups that finds a time in the input path (``--time-pattern``)."""
+    overwrite: bool = False
+    """Convert cubes whose outputs already exist and validate (``--overwrite``)."""
+    shards: int = 64
+    """How many shards frame keys are generated in; bounds the parallelism of the frame stage."""
+    verify_frames: int = 8
+    """How many frames of each file are decoded and compared with the source before publishing."""
+
+    def __post_init__(self) -> None:
+        if not self.out:
+            raise OptionError("an output directory is required", option="--out")
+        object.__setattr__(self, "out", os.fspath(self.out))
+        if isinstance(self.tile_size, bool) or not isinstance(self.tile_size, int) or not 1 <= self.tile_size <= 0xFFFF:
+            raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
+        object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))
+        object.__setattr__(self, "compression", parse_compression(self.compression))
+        _choice(self.cube_period, CUBE_PERIODS, "--cube-period")
+        _choice(self.align, ALIGN_MODES, "--align")
+        _choice(self.resampling, RESAMPLING_METHODS, "--resampling")
+        _choice(self.duplicates, DUPLICATE_MODES, "--duplicates")
+        _choice(self.extent, EXTENT_MODES, "--extent")
+        if self.time is not None:
+            try:
+                to_seconds(self.time)
+            except InvalidInputError as err:
+                raise OptionError(f"expected an ISO 8601 time such as 2021-06-01T10:30:00Z, got {self.time!r}", option="--time") from err
+        if self.time_pattern is not None:
+            try:
+                compiled = re.compile(self.time_pattern)
+            except re.error as err:
+                raise OptionError(f"not a regular expression: {err}", option="--time-pattern") from err
+            if not compiled.groupindex:
+                raise OptionError(
+                    "the pattern needs named groups, e.g. (?P<year>\\d{4})(?P<doy>\\d{3}) or (?P<date>\\d{8})", option="--time-pattern"
+                )
+        if not 1 <= self.shards <= 1 << 16:
+            raise OptionError(f"expected 1 to 65536 shards, got {self.shards}", option="--shards")
+        if self.verify_frames < 0:
+            raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
+
+    @property
+    def manifest_path(self) -> str:
+        """Where the run manifest is written: ``OUT/manifest.jsonl``."""
+        return os.path.join(self.out, "manifest.jsonl")
+
+    @property
+    def dead_letter_path(self) -> str:
+        """Where rejected inputs are listed: ``OUT/dead-letter.jsonl``."""
+        return os.path.join(self.out, "dead-letter.jsonl")
+
+    @property
+    def parts_dir(self) -> str:
+        """Where workers leave compressed frames until a file is assembled: ``OUT/.parts``."""
+        return os.path.join(self.out, ".parts")
+
+    @property
+    def staging_dir(self) -> str:
+        """Where files are assembled and verified before publishing: ``OUT/.staging``."""
+        return os.path.join(self.out, ".staging")

@@ -1,0 +1,228 @@
+"""Cube plans: everything decided about one output file before a frame is read.
+
+Issue 4, *Grouping scenes into cubes* and *Splitting into frames*. A
+:class:`CubePlan` is the unit of work of the frame stage. It names the file
+(:func:`cube_name`), fixes its shape, bands, times, grid, tiling and frame
+unit, and maps every ``(time, band)`` of the cube to the file bands that fill
+it (:class:`Source`), each at an integer offset on the cube's grid or through a
+warp (:class:`Warp`). Workers derive each frame's window from the plan's
+:class:`~rumi_core.Layout`, so a plan is all a worker needs to read and
+compress any frame.
+
+The module is pure: no I/O, no Beam.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pipelines.times import compact
+from rumi_core.writer import WritePlan, plan_write
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from rumi_core.layout import Layout
+
+__all__ = ["BandMeta", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
+
+
+@dataclass(frozen=True)
+class Warp:
+    """How an off-grid file is resampled onto the cube's grid (``--align reproject``)."""
+
+    transform: tuple[float, float, float, float, float, float]
+    """Transform of the warped raster, aligned with the cube's grid."""
+    height: int
+    """Rows of the warped raster."""
+    width: int
+    """Columns of the warped raster."""
+    resampling: str
+    """A :class:`rasterio.enums.Resampling` member name."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One band of one file, placed on the cube's grid."""
+
+    href: str
+    """The file."""
+    band: int
+    """1-based band index in the file."""
+    row: int
+    """Cube row of the file's (or the warped raster's) first row; may be outside the cube."""
+    col: int
+    """Cube column of its first column."""
+    height: int
+    """Rows of the file or warped raster."""
+    width: int
+    """Columns of the file or warped raster."""
+    warp: Warp | None = None
+    """Set when the file is off grid and is warped onto it."""
+
+    def window(self, rows: tuple[int, int], cols: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """The part of a cube window this source covers, in cube pixels, or None."""
+        r0, r1 = max(rows[0], self.row), min(rows[1], self.row + self.height)
+        c0, c1 = max(cols[0], self.col), min(cols[1], self.col + self.width)
+        if r0 >= r1 or c0 >= c1:
+            return None
+        return (r0, r1), (c0, c1)
+
+
+@dataclass(frozen=True)
+class BandMeta:
+    """What the manifest records about one band of a cube."""
+
+    name: str
+    """The band text stored in the file's trailer."""
+    description: str | None = None
+    """GeoTIFF description of the band in its first source."""
+    scale: float = 1.0
+    """Scale to physical values."""
+    offset: float = 0.0
+    """Offset to physical values."""
+    unit: str | None = None
+    """Unit of the physical values."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"name": self.name, "description": self.description, "scale": self.scale, "offset": self.offset, "unit": self.unit}
+
+
+def inputs_hash(hrefs: Sequence[str]) -> str:
+    """The first 10 hex digits of the SHA-256 of the sorted input list, one href per line."""
+    return hashlib.sha256("\n".join(sorted(hrefs)).encode("utf-8")).hexdigest()[:10]
+
+
+def _coordinate(value: float) -> str:
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text.replace(".", "p")
+
+
+def cube_name(*, grid_slug: str, transform: Sequence[float], times: Sequence[int], hrefs: Sequence[str]) -> str:
+    """The deterministic output name of a cube: grid, origin, time range and inputs hash.
+
+    >>> cube_name(grid_slug="EPSG32613_r30", transform=(30, 0, 336375, 0, -30, 4462425), times=[1209600000, 1369612800], hrefs=["b", "a"])
+    'EPSG32613_r30_x336375_y4462425_20080501_20130527_7e18f73731'
+    """
+    start, end = compact(min(times)), compact(max(times))
+    span = start if start == end else f"{start}_{end}"
+    return f"{grid_slug}_x{_coordinate(transform[2])}_y{_coordinate(transform[5])}_{span}_{inputs_hash(hrefs)}"
+
+
+def sample_indices(count: int, k: int) -> tuple[int, ...]:
+    """``min(k, count)`` frame indices spread evenly from the first to the last frame.
+
+    >>> sample_indices(100, 4)
+    (0, 33, 66, 99)
+    >>> sample_indices(2, 8)
+    (0, 1)
+    """
+    if count <= 0 or k <= 0:
+        return ()
+    if k >= count:
+        return tuple(range(count))
+    if k == 1:
+        return (0,)
+    return tuple(sorted({round(i * (count - 1) / (k - 1)) for i in range(k)}))
+
+
+@dataclass(frozen=True)
+class CubePlan:
+    """One output file: its name, layout, georeferencing, bands, times and sources."""
+
+    cube_id: str
+    """Output name without suffix (:func:`cube_name`)."""
+    epsg: int
+    """EPSG code of the CRS."""
+    transform: tuple[float, float, float, float, float, float]
+    """Transform of the first pixel's corner, rasterio order."""
+    height: int
+    """Rows (``Y``)."""
+    width: int
+    """Columns (``X``)."""
+    dtype: str
+    """Sample dtype."""
+    nodata: float | None
+    """Nodata value, also the fill of pixels no source covers."""
+    bands: tuple[BandMeta, ...]
+    """One entry per band (``B``)."""
+    times: tuple[int, ...]
+    """Acquisition times, POSIX seconds, strictly increasing (``T`` entries)."""
+    sources: tuple[tuple[tuple[Source, ...], ...], ...]
+    """``sources[t][b]``: the file bands that fill band ``b`` at time ``t``, first valid pixel wins."""
+    tile_size: int
+    """Nominal tile size."""
+    frame_unit: int
+    """``frame_unit`` of the file."""
+    compression: str
+    """``"auto"`` or a codec's JSON text, as in :class:`~pipelines.options.ConvertOptions`."""
+    pixel_is_point: bool = False
+    """Record PixelIsPoint (the stored transform then points at the first pixel's centre)."""
+    inputs: tuple[str, ...] = ()
+    """Every input file, sorted."""
+    input_bytes: int = 0
+    """Total size of the input files, where known."""
+    dropped: tuple[str, ...] = ()
+    """Inputs left out by ``--duplicates first|last``."""
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """``(T, B, Y, X)``."""
+        return (len(self.times), len(self.bands), self.height, self.width)
+
+    @property
+    def pixel_bytes(self) -> int:
+        """Size of the cube's samples, uncompressed."""
+        t, b, y, x = self.shape
+        return t * b * y * x * np.dtype(self.dtype).itemsize
+
+    @property
+    def stored_transform(self) -> tuple[float, ...]:
+        """The transform written to the file: the corner's, or the first pixel centre's for PixelIsPoint."""
+        a, b, c, d, e, f = self.transform
+        if not self.pixel_is_point:
+            return self.transform
+        return (a, b, c + a / 2 + b / 2, d, e, f + d / 2 + e / 2)
+
+    @functools.cached_property
+    def write_plan(self) -> WritePlan:
+        """The checked rumi_core plan (layout, georeferencing, trailer) of the file.
+
+        Raises:
+            rumi_core.InvalidInputError: the cube cannot be stored as a rumi file.
+        """
+        return plan_write(
+            self.shape,
+            self.dtype,
+            bands=[b.name for b in self.bands],
+            times=[np.datetime64(s, "s") for s in self.times],
+            crs=self.epsg,
+            transform=self.stored_transform,
+            tile_size=self.tile_size,
+            frame_unit=self.frame_unit,
+            pixel_is_point=self.pixel_is_point,
+        )
+
+    @property
+    def layout(self) -> Layout:
+        """The file's layout."""
+        return self.write_plan.layout
+
+    def compression_spec(self) -> dict[str, Any] | None:
+        """The requested codec's JSON form, or None for ``auto``."""
+        return None if self.compression == "auto" else dict(json.loads(self.compression))
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("write_plan", None)  # rebuilt on demand; keeps pickles small and runner-independent
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)

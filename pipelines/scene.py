@@ -1,0 +1,152 @@
+"""Scenes: one input raster file and what the pipeline knows about it.
+
+Issue 4, *Discovering scenes* and *Reading scene metadata*. A :class:`SceneRef`
+is what discovery finds: a path or URL, plus what a STAC item says about it. A
+:class:`Scene` is what reading its metadata adds: grid, shape, dtype, nodata,
+bands and acquisition time. Both are immutable and picklable, and both have a
+symmetric ``to_dict``/``from_dict`` pair so a run can record them as JSON.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["BandInfo", "Scene", "SceneRef", "nodata_key"]
+
+
+def nodata_key(nodata: float | None) -> str:
+    """A text that compares nodata values exactly, NaN included (``"none"``, ``"nan"``, ``"-9999.0"``)."""
+    if nodata is None:
+        return "none"
+    return "nan" if math.isnan(nodata) else repr(float(nodata))
+
+
+@dataclass(frozen=True)
+class SceneRef:
+    """An input raster found by discovery."""
+
+    href: str
+    """Local path (absolute) or URL (``https://``, ``gs://``) that rasterio opens."""
+    time: str | None = None
+    """Acquisition time from a STAC item, ISO 8601."""
+    stack: str | None = None
+    """Acquisition id from a STAC item: assets of one item are bands of one acquisition."""
+    band_names: tuple[str, ...] | None = None
+    """Band names from the STAC asset (``eo:bands`` names, else the asset key)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {"href": self.href, "time": self.time, "stack": self.stack, "band_names": list(self.band_names) if self.band_names else None}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SceneRef:
+        """Inverse of :meth:`to_dict`."""
+        names = data.get("band_names")
+        return cls(data["href"], data.get("time"), data.get("stack"), tuple(names) if names else None)
+
+
+@dataclass(frozen=True)
+class BandInfo:
+    """One band of a scene."""
+
+    index: int
+    """1-based band index in the file."""
+    name: str
+    """Band text (see :mod:`pipelines.bands`)."""
+    description: str | None = None
+    """The GeoTIFF band description, if any."""
+    scale: float = 1.0
+    """Scale to physical values: ``value * scale + offset``."""
+    offset: float = 0.0
+    """Offset to physical values."""
+    unit: str | None = None
+    """Unit of the physical values, if the file names one."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "description": self.description,
+            "scale": self.scale,
+            "offset": self.offset,
+            "unit": self.unit,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> BandInfo:
+        """Inverse of :meth:`to_dict`."""
+        return cls(data["index"], data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"))
+
+
+@dataclass(frozen=True)
+class Scene:
+    """The metadata of one readable, georeferenced, dated input raster."""
+
+    href: str
+    """Path or URL, as discovered."""
+    epsg: int
+    """EPSG code of the CRS."""
+    transform: tuple[float, float, float, float, float, float]
+    """Affine transform of the first pixel's corner, rasterio order."""
+    height: int
+    """Rows."""
+    width: int
+    """Columns."""
+    dtype: str
+    """NumPy dtype name shared by every band."""
+    nodata: float | None
+    """Nodata value, or None."""
+    bands: tuple[BandInfo, ...]
+    """Bands, in file order."""
+    time: int
+    """Acquisition time, POSIX seconds."""
+    stack: str
+    """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.bands.stack_id`)."""
+    pixel_is_point: bool = False
+    """True when the file declares ``AREA_OR_POINT=Point``."""
+    size: int | None = None
+    """File size in bytes, when known."""
+
+    @property
+    def nodata_key(self) -> str:
+        """:func:`nodata_key` of :attr:`nodata`."""
+        return nodata_key(self.nodata)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "href": self.href,
+            "epsg": self.epsg,
+            "transform": list(self.transform),
+            "height": self.height,
+            "width": self.width,
+            "dtype": self.dtype,
+            "nodata": None if self.nodata is None else (self.nodata if not math.isnan(self.nodata) else "nan"),
+            "bands": [b.to_dict() for b in self.bands],
+            "time": self.time,
+            "stack": self.stack,
+            "pixel_is_point": self.pixel_is_point,
+            "size": self.size,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Scene:
+        """Inverse of :meth:`to_dict`."""
+        nodata = data.get("nodata")
+        return cls(
+            href=data["href"],
+            epsg=int(data["epsg"]),
+            transform=tuple(float(v) for v in data["transform"]),  # type: ignore[arg-type]
+            height=int(data["height"]),
+            width=int(data["width"]),
+            dtype=data["dtype"],
+            nodata=None if nodata is None else float(nodata),
+            bands=tuple(BandInfo.from_dict(b) for b in data["bands"]),
+            time=int(data["time"]),
+            stack=data["stack"],
+            pixel_is_point=bool(data.get("pixel_is_point", False)),
+            size=data.get("size"),
+        )

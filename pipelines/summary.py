@@ -1,0 +1,134 @@
+"""The run summary: what a conversion produced, as a table.
+
+Issue 4, *The command*: ``rumi convert`` ends with a table of cubes, frames,
+input bytes, output bytes, ratio and throughput. :class:`Summary` is built
+from the run's manifest and dead-letter files (so it is the same on every
+runner, including those that report no metrics) plus the wall time and any
+Beam counters the runner returned. Formatting is pure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipelines.deadletter import DeadLetter
+from pipelines.manifest import ManifestEntry
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+__all__ = ["Summary", "format_bytes", "load_jsonl"]
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in decimal units: ``'1.5 MB'``."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def load_jsonl(path: str) -> list[dict[str, Any]]:
+    """The JSON objects of a JSON-lines file; an absent file has none."""
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What one run produced."""
+
+    entries: tuple[ManifestEntry, ...]
+    """Manifest entries, written and skipped."""
+    dead_letters: tuple[DeadLetter, ...]
+    """Rejected inputs."""
+    seconds: float
+    """Wall time of the pipeline."""
+    counters: Mapping[str, int] = field(default_factory=dict)
+    """Beam counters ``"Namespace/name"`` the runner reported (empty where it reports none)."""
+    manifest_path: str = "manifest.jsonl"
+    """Where the manifest is."""
+    dead_letter_path: str = "dead-letter.jsonl"
+    """Where the dead letters are."""
+
+    @classmethod
+    def from_files(cls, manifest_path: str, dead_letter_path: str, *, seconds: float, counters: Mapping[str, int] | None = None) -> Summary:
+        """Load a run's manifest and dead letters."""
+        entries = tuple(ManifestEntry.from_dict(d) for d in load_jsonl(manifest_path))
+        letters = tuple(DeadLetter.from_dict(d) for d in load_jsonl(dead_letter_path))
+        return cls(entries, letters, seconds, dict(counters or {}), manifest_path, dead_letter_path)
+
+    @property
+    def written(self) -> tuple[ManifestEntry, ...]:
+        """Cubes this run wrote."""
+        return tuple(e for e in self.entries if e.status == "written")
+
+    @property
+    def produced(self) -> bool:
+        """Whether the run has any cube to show, written now or already valid."""
+        return bool(self.entries)
+
+    def throughput(self) -> float:
+        """Uncompressed bytes of the written cubes per second of wall time."""
+        return sum(e.pixel_bytes for e in self.written) / self.seconds if self.seconds > 0 else 0.0
+
+    def table(self) -> str:
+        """The summary table, one row per cube and a total row, then the dead letters."""
+        header = ("cube", "status", "shape (T,B,Y,X)", "frames", "input", "pixels", "output", "ratio")
+        rows: list[Sequence[str]] = []
+        for e in self.entries:
+            ratio = e.pixel_bytes / e.file_bytes if e.file_bytes else 0.0
+            rows.append(
+                (
+                    e.cube_id,
+                    e.status,
+                    "x".join(str(d) for d in e.shape),
+                    str(e.frames),
+                    format_bytes(e.input_bytes),
+                    format_bytes(e.pixel_bytes),
+                    format_bytes(e.file_bytes),
+                    f"{ratio:.3f}",
+                )
+            )
+        frames = sum(e.frames for e in self.entries)
+        inputs = sum(e.input_bytes for e in self.entries)
+        pixels = sum(e.pixel_bytes for e in self.entries)
+        output = sum(e.file_bytes for e in self.entries)
+        ratio = pixels / output if output else 0.0
+        rows.append(
+            (
+                f"total: {len(self.entries)} cubes",
+                f"{len(self.written)} written",
+                "",
+                str(frames),
+                format_bytes(inputs),
+                format_bytes(pixels),
+                format_bytes(output),
+                f"{ratio:.3f}",
+            )
+        )
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = [
+            "  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))) for r in [header, *rows]
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        lines.insert(len(lines) - 1, "  ".join("-" * w for w in widths))
+        written_input = sum(e.input_bytes for e in self.written)
+        lines.append(
+            f"{self.seconds:.1f} s; throughput {format_bytes(self.throughput())}/s of pixels, "
+            f"{format_bytes(written_input / self.seconds if self.seconds > 0 else 0)}/s of input files"
+        )
+        if self.dead_letters:
+            reasons = Counter(d.reason for d in self.dead_letters)
+            detail = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items()))
+            lines.append(f"dead letters: {len(self.dead_letters)} ({detail}), listed in {self.dead_letter_path}")
+        else:
+            lines.append("dead letters: none")
+        return "\n".join(lines)

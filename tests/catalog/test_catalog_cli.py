@@ -1,0 +1,136 @@
+"""``rumi read`` (items, URLs, names, ranges, bbox, GeoTIFF) and ``rumi export``, through CliRunner."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+import rasterio
+from click.testing import CliRunner
+
+from catalog.items import create_item
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from catalog.testing import RangeRequestServer
+
+
+def test_commands_are_registered() -> None:
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0
+    for name in ("read", "search", "export"):
+        assert name in result.output
+    assert "--bbox-crs" in CliRunner().invoke(cli, ["read", "--help"]).output
+
+
+def test_read_item_over_http_by_names_to_npy(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    out = tmp_path / "out.npy"
+    args = [
+        "read",
+        server.url("item.json"),
+        "--bands",
+        "nir,red",
+        "--times",
+        "2021-01-10/2021-01-31",
+        "--window",
+        "0:64,48:96",
+        "-o",
+        str(out),
+    ]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(out), cube.data[1:3][:, [3, 2], 0:64, 48:96])
+    assert server.requests("cube.rumi") == 2  # one tile location, two bands x two times in one run each
+
+
+def test_read_bbox_to_geotiff_keeps_crs_transform_and_descriptions(cube: Any, tmp_path: Path) -> None:
+    out = tmp_path / "out.tif"
+    args = ["read", str(cube.path), "--bands", "red", "--times", "0,2", "--bbox", "500100,3999500,500200,3999900",
+            "--bbox-crs", "EPSG:32633", "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    with rasterio.open(out) as ds:
+        assert ds.crs.to_epsg() == 32633
+        assert tuple(ds.transform)[:6] == (10.0, 0.0, 500100.0, 0.0, -10.0, 3999900.0)
+        assert ds.descriptions == ("B4, Red, 665nm @ 2021-01-01T00:00:00Z", "B4, Red, 665nm @ 2021-01-21T10:30:00Z")
+        np.testing.assert_array_equal(ds.read(), cube.data[[0, 2], 2, 10:50, 10:20])
+        assert ds.tags(1)["TIME"] == "2021-01-01T00:00:00Z"
+
+
+def test_read_gs_url(cube: Any, gcs_upload: Callable[[Path, str], str], tmp_path: Path) -> None:
+    url = gcs_upload(cube.path, f"{tmp_path.name}/cli.rumi")
+    gcs_upload(cube.blob_path, f"{tmp_path.name}/cli.rumih")
+    out = tmp_path / "g.npy"
+    result = CliRunner().invoke(cli, ["read", url, "--bands", "0,3", "--times", "1", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(out), cube.data[[1]][:, [0, 3]])
+
+
+def test_read_errors_are_clean(cube: Any, tmp_path: Path) -> None:
+    runner = CliRunner()
+    bad = runner.invoke(cli, ["read", str(cube.path), "--bands", "swir", "-o", str(tmp_path / "x.npy")])
+    assert bad.exit_code == 1 and "no band is called 'swir'" in bad.output and "Traceback" not in bad.output
+    both = runner.invoke(cli, ["read", str(cube.path), "--bbox", "1,2,3,4", "--window", "0:1,0:1", "-o", str(tmp_path / "x.npy")])
+    assert both.exit_code == 2 and "not both" in both.output
+    suffix = runner.invoke(cli, ["read", str(cube.path), "-o", str(tmp_path / "x.png")])
+    assert suffix.exit_code == 2 and ".npy or .tif" in suffix.output
+    missing = runner.invoke(cli, ["read", "http://127.0.0.1:9/none.rumi", "-o", str(tmp_path / "x.npy")])
+    assert missing.exit_code == 1 and "none.rumih" in missing.output
+
+
+def test_export_one_geotiff_per_time_step(cube: Any, tmp_path: Path) -> None:
+    out = tmp_path / "exp.tif"
+    result = CliRunner().invoke(cli, ["export", str(cube.path), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    written = sorted(tmp_path.glob("exp_*.tif"))
+    assert [p.name for p in written] == ["exp_20210101T000000.tif", "exp_20210111T000000.tif", "exp_20210121T103000.tif"]
+    for t, path in enumerate(written):
+        with rasterio.open(path) as ds:
+            assert ds.count == 4 and ds.crs.to_epsg() == 32633
+            assert ds.descriptions[2] == "B4, Red, 665nm"
+            assert ds.tags()["TIME"].startswith("2021-01-")
+            np.testing.assert_array_equal(ds.read(), cube.data[t])
+
+
+def test_export_image_writes_the_named_file(tmp_path: Path) -> None:
+    import rumi_core
+
+    path = tmp_path / "img.rumi"
+    data = np.arange(3 * 20 * 30, dtype="float32").reshape(3, 20, 30)
+    rumi_core.write(path, data, bands=["a", "b", "c"], times=["2020-01-01"], crs=4326, transform=(0.1, 0, 5, 0, -0.1, 45))
+    result = CliRunner().invoke(cli, ["export", str(path), "-o", str(tmp_path / "img.tif")])
+    assert result.exit_code == 0, result.output
+    with rasterio.open(tmp_path / "img.tif") as ds:
+        np.testing.assert_array_equal(ds.read(), data)
+        assert ds.descriptions == ("a", "b", "c")
+
+
+def test_export_refuses_what_geotiff_cannot_hold(tmp_path: Path) -> None:
+    import rumi_core
+
+    path = tmp_path / "bf.rumi"
+    rumi_core.write(path, np.zeros((1, 4, 4), dtype="bfloat16"), bands=["x"], times=["2020-01-01"])
+    result = CliRunner().invoke(cli, ["export", str(path), "-o", str(tmp_path / "bf.tif")])
+    assert result.exit_code == 1 and "GeoTIFF cannot hold bfloat16" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".npy", ".tif"])
+def test_legacy_options_still_work(cube: Any, tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"legacy{suffix}"
+    args = ["read", str(cube.path), "--header", str(cube.blob_path), "--bands", "0,2", "--times", "1,2", "--window", "10:90,5:120",
+            "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    expected = cube.data[[1, 2]][:, [0, 2], 10:90, 5:120]
+    if suffix == ".npy":
+        np.testing.assert_array_equal(np.load(out), expected)
+    else:
+        with rasterio.open(out) as ds:
+            np.testing.assert_array_equal(ds.read(), expected.reshape(4, 80, 115))

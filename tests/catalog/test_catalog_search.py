@@ -1,0 +1,219 @@
+"""The catalogue tree, its stac-geoparquet index, and searching it (index, walk, STAC API)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from catalog.collections import build_catalog
+from catalog.cube import Cube
+from catalog.errors import CatalogError, SearchError
+from catalog.index import INDEX_NAME
+from catalog.items import create_item
+from catalog.search import SearchHit, search
+from catalog.selection import TimeRange
+from catalog.validation import validate_stac
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+
+LATE_TIMES = ["2021-06-01", "2021-06-11", "2021-06-21"]
+
+
+@pytest.fixture
+def catalogue(tmp_path: Path, make_cube: Callable[..., Any]) -> Path:
+    """Three cubes: two on one grid (January, June) of dataset s2, one of dataset other; catalogue in data/stac."""
+    data = tmp_path / "data"
+    data.mkdir()
+    jan = make_cube(data, "s2_jan")
+    jun = make_cube(data, "s2_jun", times=LATE_TIMES, seed=3)
+    oth = make_cube(data, "other_jan", seed=5)
+    items = [
+        create_item(jan.path, jan.blob_path, extra={"dataset": "s2"}),
+        create_item(jun.path, jun.blob_path, extra={"dataset": "s2"}),
+        create_item(oth.path, oth.blob_path, extra={"dataset": "other", "bands": [{"common_name": "coastal"}]}),
+    ]
+    build_catalog(items, data / "stac", catalog_id="demo", title="demo cubes")
+    return data / "stac"
+
+
+def test_tree_layout_and_relative_links(catalogue: Path) -> None:
+    root = json.loads((catalogue / "catalog.json").read_text())
+    children = [ln["href"] for ln in root["links"] if ln["rel"] == "child"]
+    assert len(children) == 2 and all(h.startswith("./") for h in children)
+    assert any(ln["rel"] == "alternate" and ln["href"] == f"./{INDEX_NAME}" for ln in root["links"])
+    for path in catalogue.rglob("*.json"):
+        doc = json.loads(path.read_text())
+        for link in doc.get("links", []):
+            assert not os.path.isabs(link["href"]) and "://" not in link["href"], (path, link)
+        for asset in doc.get("assets", {}).values():
+            assert not os.path.isabs(asset["href"]), (path, asset)
+        validate_stac(doc)
+
+
+def test_collections_group_by_dataset_and_grid(catalogue: Path) -> None:
+    cols = sorted(p.parent.name for p in catalogue.glob("*/collection.json"))
+    assert cols[0].startswith("other-32633-") and cols[1].startswith("s2-32633-")
+    s2 = json.loads((catalogue / cols[1] / "collection.json").read_text())
+    assert s2["extent"]["temporal"]["interval"] == [["2021-01-01T00:00:00Z", "2021-06-21T00:00:00Z"]]
+    assert len([ln for ln in s2["links"] if ln["rel"] == "item"]) == 2
+    assert s2["license"] == "other"
+
+
+def test_copied_tree_still_reads(catalogue: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(catalogue.parent, copy)
+    shutil.rmtree(catalogue.parent)
+    hits = search(copy / "stac", datetime="2021-06-01/2021-06-30")
+    assert [h.id for h in hits] == ["s2_jun"]
+    assert hits[0].data_href == str(copy / "s2_jun.rumi")
+    with Cube.open(hits[0].item_href) as c:  # type: ignore[arg-type]
+        assert c.read(bands="red", times=[0], window=((0, 5), (0, 5))).data.shape == (1, 1, 5, 5)
+
+
+def test_index_search_on_bbox_datetime_and_bands(catalogue: Path) -> None:
+    inside = (14.99, 36.13, 15.02, 36.15)
+    assert {h.id for h in search(catalogue, bbox=inside)} == {"s2_jan", "s2_jun", "other_jan"}
+    assert search(catalogue, bbox=(0.0, 0.0, 1.0, 1.0)) == []
+    assert {h.id for h in search(catalogue, bbox=inside, datetime="2021-01-01/2021-01-31")} == {"s2_jan", "other_jan"}
+    assert {h.id for h in search(catalogue, datetime="2021-01-21")} == {"s2_jan", "other_jan"}
+    assert [h.id for h in search(catalogue, bands=["coastal"])] == ["other_jan"]
+    assert {h.id for h in search(catalogue, bands=["red", "nir"])} == {"s2_jan", "s2_jun", "other_jan"}
+    assert len(search(catalogue / INDEX_NAME, limit=2)) == 2
+
+
+def test_bbox_inside_the_item_bbox_but_outside_its_geometry_is_refined_away(tmp_path: Path) -> None:
+    from catalog.index import query_index, read_index_table, write_index
+
+    triangle = {"type": "Polygon", "coordinates": [[[0.0, 0.0], [10.0, 0.0], [0.0, 10.0], [0.0, 0.0]]]}
+    item = {
+        "type": "Feature",
+        "stac_version": "1.1.0",
+        "id": "triangle",
+        "geometry": triangle,
+        "bbox": [0.0, 0.0, 10.0, 10.0],
+        "properties": {"datetime": "2021-01-01T00:00:00Z"},
+        "links": [],
+        "assets": {},
+    }
+    table = read_index_table(write_index([item], tmp_path / INDEX_NAME))
+    assert [it["id"] for it in query_index(table, bbox=(1.0, 1.0, 2.0, 2.0))] == ["triangle"]
+    assert query_index(table, bbox=(8.0, 8.0, 9.0, 9.0)) == []  # in the bbox, not in the triangle
+    assert query_index(table, time=TimeRange.parse("2021-01-02/..")) == []
+
+
+def test_walk_without_index(catalogue: Path) -> None:
+    (catalogue / INDEX_NAME).unlink()
+    hits = search(catalogue / "catalog.json", datetime="2021-06-01/..")
+    assert [h.id for h in hits] == ["s2_jun"]
+    assert hits[0].item_href is not None and hits[0].item_href.endswith("s2_jun.json")
+
+
+def test_remote_index_over_http(catalogue: Path, tmp_path: Path) -> None:
+    from catalog.testing import RangeRequestServer
+
+    with RangeRequestServer(tmp_path / "data") as srv:
+        hits = search(srv.url("stac/catalog.json"), datetime="2021-06-01/..")
+        assert [h.id for h in hits] == ["s2_jun"]
+        assert hits[0].data_href == srv.url("s2_jun.rumi")
+        assert hits[0].inline_header
+        assert [r.path for r in srv.served] == ["/stac/catalog.json", f"/stac/{INDEX_NAME}"]
+
+
+def test_hit_round_trip(catalogue: Path) -> None:
+    hit = search(catalogue)[0]
+    assert SearchHit.from_dict(hit.to_dict()) == hit
+
+
+def test_search_command_json_and_table(catalogue: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["search", str(catalogue), "--bbox", "14.99,36.13,15.02,36.15", "--datetime", "2021-06-01/..", "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.output)
+    assert [h["id"] for h in got] == ["s2_jun"]
+    assert got[0]["bands"] == ["B2", "B3", "B4", "B8"] and got[0]["start"] == "2021-06-01T00:00:00Z"
+    table = runner.invoke(cli, ["search", str(catalogue), "--bands", "coastal"])
+    assert table.exit_code == 0
+    assert "other_jan" in table.output and "s2_jan" not in table.output
+
+
+def test_search_errors(catalogue: Path, tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("not json")
+    with pytest.raises(SearchError, match="not a STAC catalogue"):
+        search(tmp_path / "x.json")
+    result = CliRunner().invoke(cli, ["search", str(catalogue), "--bbox", "1,2,3"])
+    assert result.exit_code == 2 and "four numbers" in result.output
+
+
+def test_build_catalog_refuses_duplicates(cube: Any, tmp_path: Path) -> None:
+    item = create_item(cube.path, cube.blob_path, thumbnail=False)
+    with pytest.raises(CatalogError, match="two items are called 'cube'"):
+        build_catalog([item, item], tmp_path / "stac")
+
+
+# -- a real STAC API over the catalogue ----------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def stac_api(catalogue: Path) -> Iterator[str]:
+    """stac-fastapi-static serving the catalogue on 127.0.0.1, in a subprocess."""
+    pytest.importorskip("stac_fastapi.static", reason="stac-fastapi-static is not installed (pip install -e '.[test]')")
+    port = _free_port()
+    env = {
+        **os.environ,
+        "CATALOG_HREF": str(catalogue / "catalog.json"),
+        "APP_HOST": "127.0.0.1",
+        "APP_PORT": str(port),
+        "RELOAD": "false",
+        "LOG_LEVEL": "error",
+    }
+    proc = subprocess.Popen([sys.executable, "-m", "stac_fastapi.static.app"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/", timeout=1) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode() if proc.stderr else ""
+                    pytest.fail(f"the STAC API did not start: {err[-2000:]}")
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_search_a_stac_api_with_pystac_client(stac_api: str) -> None:
+    # stac-fastapi-static 1.0.1 answers nothing when bbox and datetime are combined, so each is tested alone.
+    assert {h.id for h in search(stac_api, bbox=(14.99, 36.13, 15.02, 36.15))} == {"s2_jan", "s2_jun", "other_jan"}
+    assert search(stac_api, bbox=(0.0, 0.0, 1.0, 1.0)) == []
+    hits = search(stac_api, datetime="2021-06-01T00:00:00Z/2021-12-31T00:00:00Z")
+    assert [h.id for h in hits] == ["s2_jun"]
+    assert hits[0].data_href is not None and hits[0].data_href.endswith("s2_jun.rumi")
+    assert hits[0].inline_header and hits[0].bands == ("B2", "B3", "B4", "B8")
+    assert [h.id for h in search(stac_api, bands=["coastal"])] == ["other_jan"]

@@ -1,0 +1,144 @@
+"""Reads over HTTP and GCS: exactly one request per frame run, none for metadata."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from catalog.cube import Cube
+from catalog.errors import SelectorError
+from catalog.items import create_item
+from rumi_core.reader import plan_requests, resolve_selection
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from catalog.testing import RangeRequestServer
+
+
+def expected_runs(
+    blob_bytes: bytes, *, bands: list[int], times: list[int], rows: tuple[int, int], cols: tuple[int, int]
+) -> list[tuple[int, int]]:
+    """The ``(offset, length)`` requests a stateless read must make, from the layout alone."""
+    from rumi_core.header import HeaderBlob
+
+    blob = HeaderBlob.from_bytes(blob_bytes)
+    sel = resolve_selection(blob.layout, bands=bands, times=times, window=(rows, cols))
+    return [(r.offset, r.length) for r in plan_requests(blob, sel)]
+
+
+def write_item(cube: Any, *, inline: bool = True) -> Path:
+    item = create_item(
+        cube.path,
+        cube.blob_path,
+        data_href="cube.rumi",
+        header_href="cube.rumih",
+        thumbnail=False,
+        inline_header_limit=4096 if inline else 0,
+    )
+    path: Path = cube.dir / "item.json"
+    path.write_text(json.dumps(item.to_dict(include_self_link=False)))
+    return path
+
+
+@pytest.mark.parametrize("frame_unit", [0, 9, 4])
+def test_window_read_of_an_item_requests_only_frames(
+    tmp_path: Path, server: RangeRequestServer, make_cube: Callable[..., Any], frame_unit: int
+) -> None:
+    cube = make_cube(tmp_path, frame_unit=frame_unit)
+    write_item(cube, inline=True)
+    with Cube.open(server.url("item.json")) as c:
+        server.reset()  # the item itself is not metadata of the file
+        result = c.read(bands="red,nir", times="2021-01-05/2021-01-31", window=((10, 90), (5, 120)), threads=4)
+    np.testing.assert_array_equal(result.data, cube.data[1:3][:, [2, 3], 10:90, 5:120])
+    runs = expected_runs(cube.blob, bands=[2, 3], times=[1, 2], rows=(10, 90), cols=(5, 120))
+    asked = sorted(r.range or "" for r in server.served)
+    assert asked == sorted(f"bytes={o}-{o + n - 1}" for o, n in runs)
+    assert server.requests("cube.rumi") == len(runs)
+    assert server.requests() == len(runs)  # nothing for the blob, head or trailer
+    assert server.bytes_sent("cube.rumi") == sum(n for _, n in runs)
+    assert result.crs == "EPSG:32633"
+    assert result.transform is not None and (result.transform.c, result.transform.f) == (500050.0, 3999900.0)
+    assert [b.name for b in result.bands] == ["B4", "B8"]
+    assert result.times == ("2021-01-11T00:00:00Z", "2021-01-21T10:30:00Z")
+
+
+def test_blob_is_fetched_once_when_not_inline(cube: Any, server: RangeRequestServer) -> None:
+    write_item(cube, inline=False)
+    with Cube.open(server.url("item.json")) as c:
+        server.reset()
+        c.read(bands=[0], times=[0], window=((0, 10), (0, 10)))
+    assert server.requests("item.json") == 0
+    # The blob was fetched while opening, before the reset; reading needed one frame.
+    assert server.requests() == 1
+    server.reset()
+    with Cube.open(server.url("item.json")) as c:
+        pass
+    assert [r.path for r in server.served] == ["/item.json", "/cube.rumih"]
+
+
+def test_bare_file_url_fetches_blob_then_frames(cube: Any, server: RangeRequestServer) -> None:
+    with Cube.open(server.url("cube.rumi")) as c:
+        result = c.read(bands=[1], times=[0, 2], window=((64, 100), (96, 130)), labels=False)
+    np.testing.assert_array_equal(result.data, cube.data[[0, 2]][:, [1], 64:100, 96:130])
+    runs = expected_runs(cube.blob, bands=[1], times=[0, 2], rows=(64, 100), cols=(96, 130))
+    assert server.requests("cube.rumih") == 1
+    assert server.requests("cube.rumi") == len(runs)
+
+
+def test_bare_file_names_and_bbox_cost_one_request_each(cube: Any, server: RangeRequestServer) -> None:
+    with Cube.open(server.url("cube.rumi")) as c:
+        server.reset()
+        result = c.read(bands="nir", times="2021-01-21/..", bbox=(500100, 3999500, 500200, 3999900), bbox_crs="EPSG:32633")
+    np.testing.assert_array_equal(result.data, cube.data[[2]][:, [3], 10:50, 10:20])
+    runs = expected_runs(cube.blob, bands=[3], times=[2], rows=(10, 50), cols=(10, 20))
+    assert server.requests("cube.rumi") == len(runs) + 2  # + trailer + head
+
+
+def test_lonlat_bbox_selects_the_covering_window(cube: Any, server: RangeRequestServer) -> None:
+    from pyproj import Transformer
+
+    to_lonlat = Transformer.from_crs("EPSG:32633", "EPSG:4326", always_xy=True)
+    (x0, x1), (y0, y1) = to_lonlat.transform([500105, 500195], [3999505, 3999895])
+    write_item(cube)
+    with Cube.open(server.url("item.json")) as c:
+        result = c.read(bbox=(x0, y0, x1, y1), times=[0])
+    (r0, r1), (c0, c1) = result.window
+    assert r0 <= 10 and r1 >= 50 and c0 <= 10 and c1 >= 20
+    assert r1 - r0 <= 42 and c1 - c0 <= 12
+
+
+def test_gcs_read_of_an_item(cube: Any, gcs_upload: Callable[[Path, str], str], tmp_path: Path) -> None:
+    prefix = f"{tmp_path.name}"
+    gcs_upload(cube.path, f"{prefix}/cube.rumi")
+    gcs_upload(cube.blob_path, f"{prefix}/cube.rumih")
+    write_item(cube, inline=False)
+    gcs_upload(cube.dir / "item.json", f"{prefix}/item.json")
+    with Cube.open(f"gs://rumi/{prefix}/item.json") as c:
+        result = c.read(bands="blue,green", times=[1], window=((5, 99), (0, 130)), threads=4)
+    np.testing.assert_array_equal(result.data, cube.data[[1]][:, [0, 1], 5:99, :])
+
+
+def test_unknown_band_name_says_what_exists(cube: Any) -> None:
+    with Cube.open(cube.path) as c, pytest.raises(SelectorError, match="no band is called 'swir'; the bands are B2"):
+        c.read(bands="swir")
+
+
+def test_time_range_outside_the_cube(cube: Any) -> None:
+    with Cube.open(cube.path) as c, pytest.raises(SelectorError, match="no time step falls in"):
+        c.read(times="2030-01-01/2030-02-01")
+
+
+def test_bbox_outside_the_raster(cube: Any) -> None:
+    with Cube.open(cube.path) as c, pytest.raises(SelectorError, match="does not overlap"):
+        c.read(bbox=(0.0, 0.0, 1.0, 1.0))
+
+
+def test_local_file_without_blob_builds_one(cube: Any) -> None:
+    cube.blob_path.unlink()
+    with Cube.open(cube.path) as c:
+        np.testing.assert_array_equal(c.read(bands="B8", times=[0]).data, cube.data[[0]][:, [3]])

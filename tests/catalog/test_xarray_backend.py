@@ -1,0 +1,84 @@
+"""``xarray.open_dataset(..., engine="rumi")``: lazy, frame-aligned, georeferenced."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from catalog.items import create_item
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from catalog.testing import RangeRequestServer
+
+
+def test_engine_is_registered() -> None:
+    assert "rumi" in xr.backends.list_engines()
+
+
+def test_open_local_file(cube: Any) -> None:
+    with xr.open_dataset(cube.path, engine="rumi") as ds:
+        assert ds["data"].dims == ("time", "band", "y", "x")
+        assert ds["data"].shape == (3, 4, 100, 130)
+        assert list(ds.band.values) == ["B2", "B3", "B4", "B8"]
+        assert str(ds.time.values[2])[:19] == "2021-01-21T10:30:00"
+        assert ds.x.values[0] == 500005.0 and ds.y.values[0] == 3999995.0
+        np.testing.assert_array_equal(ds["data"].values, cube.data)
+        sub = ds["data"].isel(time=1, band=[0, 2], y=slice(10, 90, 3), x=[5, 7, 100]).values
+        np.testing.assert_array_equal(sub, cube.data[1][[0, 2]][:, 10:90:3][:, :, [5, 7, 100]])
+        assert ds["data"].sel(band="B8").isel(time=0, y=0, x=0).item() == cube.data[0, 3, 0, 0]
+
+
+def test_chunks_align_to_frames(cube: Any, make_cube: Callable[..., Any], tmp_path: Path) -> None:
+    with xr.open_dataset(cube.path, engine="rumi", chunks={}) as ds:
+        assert ds["data"].chunks == ((1, 1, 1), (1, 1, 1, 1), (64, 36), (48, 48, 34))
+        np.testing.assert_array_equal(ds["data"].mean(dim="time").compute().values, cube.data.mean(axis=0))
+    (tmp_path / "cells").mkdir()
+    cells = make_cube(tmp_path / "cells", frame_unit=4)
+    with xr.open_dataset(cells.path, engine="rumi", chunks={}) as ds:
+        assert ds["data"].chunks == ((3,), (4,), (64, 36), (48, 48, 34))
+
+
+def test_lazy_over_http(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    with xr.open_dataset(server.url("item.json"), engine="rumi", chunks={}) as ds:
+        assert server.requests("cube.rumi") == 0
+        window = ds["data"].isel(time=2, band=3, y=slice(0, 64), x=slice(0, 48)).values
+        assert server.requests("cube.rumi") == 1
+    np.testing.assert_array_equal(window, cube.data[2, 3, :64, :48])
+
+
+def test_crs_the_way_rioxarray_expects(cube: Any) -> None:
+    pytest.importorskip("rioxarray", reason="rioxarray is not installed (pip install -e '.[test]')")
+    with xr.open_dataset(cube.path, engine="rumi") as ds:
+        assert ds["data"].attrs["grid_mapping"] == "spatial_ref"
+        assert ds.spatial_ref.attrs["GeoTransform"] == "500000.0 10.0 0.0 4000000.0 0.0 -10.0"
+        assert ds["data"].rio.crs.to_epsg() == 32633
+        with warnings.catch_warnings():
+            # rioxarray 0.19 composes affines with '*', which affine 3 deprecates.
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            assert tuple(ds["data"].rio.transform())[:6] == (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+
+
+def test_open_an_item_dict(cube: Any) -> None:
+    item = create_item(cube.path, cube.blob_path, thumbnail=False).to_dict()
+    with xr.open_dataset(cast("Any", item), engine="rumi") as ds:
+        np.testing.assert_array_equal(ds["data"].isel(time=0).values, cube.data[0])
+
+
+def test_interval_axis_has_time_end(tmp_path: Path) -> None:
+    import rumi_core
+
+    path = tmp_path / "iv.rumi"
+    rumi_core.write(path, np.ones((2, 1, 8, 8), "uint8"), bands=["x"], times=[("2020-01-01", "2020-02-01"), ("2020-02-01", "2020-03-01")])
+    with xr.open_dataset(path, engine="rumi") as ds:
+        assert str(ds.time_end.values[0])[:10] == "2020-02-01"
+        assert ds.x.values.tolist() == list(range(8))

@@ -1,0 +1,44 @@
+"""Fixtures of the pipeline tests: generated scene archives and a ready TestPipeline factory.
+
+Scenes are written with :mod:`pipelines.testing` into ``tmp_path``; nothing is
+downloaded. :func:`pipelines.testing.make_scene` builds scene metadata in memory for
+the pure grouping tests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from apache_beam.testing.test_pipeline import TestPipeline
+
+from pipelines.options import ConvertOptions
+from pipelines.testing import write_series
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    import numpy as np
+
+DATES = ("2023-01-05", "2023-02-04", "2023-04-10")
+
+
+@pytest.fixture
+def pipeline() -> Callable[[], TestPipeline]:
+    """A factory of TestPipelines on the in-process FnApiRunner (no Prism download)."""
+    return lambda: TestPipeline(runner="FnApiRunner")
+
+
+@pytest.fixture
+def series(tmp_path: Path) -> tuple[Path, list[str], np.ndarray[Any, Any]]:
+    """Three dates x four bands of 96 x 80 uint16 scenes: directory, paths and the (T, B, Y, X) data."""
+    directory = tmp_path / "scenes"
+    paths, cube = write_series(str(directory), dates=DATES, size=(96, 80), seed=3)
+    return directory, paths, cube
+
+
+@pytest.fixture
+def options(tmp_path: Path) -> ConvertOptions:
+    """Options writing to ``tmp_path/out`` with 32-pixel tiles."""
+    return ConvertOptions(out=str(tmp_path / "out"), tile_size=32)

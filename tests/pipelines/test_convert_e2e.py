@@ -1,0 +1,189 @@
+"""End to end on generated archives: several grids, periods and broken files; outputs equal the sources."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import rumi_core
+from pipelines.convert import main, run
+from pipelines.options import ConvertOptions
+from pipelines.summary import load_jsonl
+from pipelines.testing import write_geotiff, write_series
+from rumi_core.cli.main import cli
+
+
+def _read(out: Path, entry: dict[str, Any]) -> np.ndarray[Any, Any]:
+    path = out / entry["file"]
+    blob = (out / entry["blob"]).read_bytes()
+    rumi_core.validate(path, blob)
+    return rumi_core.read(path, blob)
+
+
+@pytest.fixture
+def archive(tmp_path: Path) -> tuple[Path, dict[str, np.ndarray[Any, Any]]]:
+    """Two grids (10 m in 32632, 20 m in 32633) over five months, plus broken and off-grid files."""
+    root = tmp_path / "archive"
+    _, a = write_series(
+        str(root / "a"), dates=["2023-01-05", "2023-01-25", "2023-02-14", "2023-04-10", "2023-05-30"], size=(70, 90), seed=1
+    )
+    _, b = write_series(
+        str(root / "b"),
+        dates=["2023-01-07", "2023-03-08"],
+        size=(50, 40),
+        bands=("B05", "B06"),
+        epsg=32633,
+        resolution=20.0,
+        prefix="S2_T33",
+        seed=2,
+    )
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "S2_X_20230101T000000_B02.tif").write_bytes(b"II*\x00 this is no tiff")
+    write_geotiff(
+        str(broken / "nocrs.tif"), a[0, :1], epsg=None, transform=(10, 0, 0, 0, -10, 0), tags={"TIFFTAG_DATETIME": "2023:01:01 00:00:00"}
+    )
+    write_geotiff(str(broken / "undated.tif"), a[0, :1], epsg=32632, transform=(10, 0, 600000, 0, -10, 5300040))
+    off = (10.0, 0.0, 600005.0, 0.0, -10.0, 5300040.0)
+    for token in ("B02", "B03", "B04", "B08"):
+        write_geotiff(
+            str(broken / f"S2_T32UPU_20230301T103021_{token}.tif"),
+            a[0, :1],
+            epsg=32632,
+            transform=off,
+            nodata=0,
+            tags={"TIFFTAG_DATETIME": "2023:03:01 10:30:21"},
+        )
+    return root, {"a": a, "b": b}
+
+
+def test_archive_by_quarter(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, data = archive
+    out = tmp_path / "out"
+    options = ConvertOptions(out=str(out), tile_size=32, cube_period="P3M")
+    summary = run([str(root)], options)
+    entries = {e["cube_id"]: e for e in load_jsonl(str(out / "manifest.jsonl"))}
+    assert len(entries) == 3  # grid a: Q1 and Q2; grid b: Q1 (January and March)
+    by_shape = {tuple(e["shape"]): e for e in entries.values()}
+    assert np.array_equal(_read(out, by_shape[(3, 4, 70, 90)]), data["a"][:3])
+    assert np.array_equal(_read(out, by_shape[(2, 4, 70, 90)]), data["a"][3:])
+    assert np.array_equal(_read(out, by_shape[(2, 2, 50, 40)]), data["b"])
+    letters = {(Path(d["href"]).name, d["reason"]) for d in load_jsonl(str(out / "dead-letter.jsonl"))}
+    assert letters == {
+        ("S2_X_20230101T000000_B02.tif", "unreadable"),
+        ("nocrs.tif", "missing-crs"),
+        ("undated.tif", "unknown-time"),
+        *((f"S2_T32UPU_20230301T103021_{t}.tif", "off-grid") for t in ("B02", "B03", "B04", "B08")),
+    }
+    assert summary.produced and len(summary.dead_letters) == 7
+    assert summary.counters.get("ReadSceneMetadata/dead_letter.unreadable") == 1
+    assert summary.counters.get("PlanCubes/dead_letter.off-grid") == 4
+    assert "dead letters: 7" in summary.table()
+    assert not (out / ".parts").exists() and not (out / ".staging").exists()
+    entry = by_shape[(3, 4, 70, 90)]
+    assert entry["bands"][0]["name"] == "B02" and entry["crs"] == "EPSG:32632" and entry["nodata"] == 0
+    assert entry["times"][0] == "2023-01-05T10:30:21Z" and entry["time_range"] == ["2023-01-05T10:30:21Z", "2023-02-14T10:30:21Z"]
+    assert entry["codec"]["name"] == "raster" and entry["frame_unit"] == 0 and len(entry["sha256"]) == 64
+    assert entry["file_bytes"] == os.path.getsize(out / entry["file"])
+
+
+def test_one_cube_per_grid_and_reproject(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, data = archive
+    out = tmp_path / "out"
+    run(
+        [str(root / "a"), str(root / "b"), str(root / "broken" / "S2_T32UPU_*")],
+        ConvertOptions(out=str(out), tile_size=64, align="reproject", extent="union"),
+    )
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    shapes = sorted(tuple(e["shape"]) for e in entries)
+    assert shapes == [(2, 2, 50, 40), (6, 4, 70, 91)]
+    big = next(e for e in entries if e["shape"][0] == 6)
+    cube = _read(out, big)
+    assert np.array_equal(cube[[0, 1, 2, 4, 5], :, :, :90], data["a"])
+    assert not load_jsonl(str(out / "dead-letter.jsonl"))
+
+
+def test_frame_units_and_codecs(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, data = archive
+    for unit, compression in (
+        (4, "openzl"),
+        (9, "auto"),
+        (7, '{"name": "geozl", "configuration": {"recipe": "planar>zigzag>transpose>entropy"}}'),
+    ):
+        out = tmp_path / f"out{unit}"
+        run([str(root / "a")], ConvertOptions(out=str(out), tile_size=48, frame_unit=unit, compression=compression))
+        (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+        assert entry["frame_unit"] == unit
+        assert np.array_equal(_read(out, entry), data["a"])
+        if compression == "openzl":
+            assert entry["codec"] == {"name": "openzl", "configuration": {"graph": "compress"}}
+
+
+def test_rerun_skips_and_overwrite_rewrites(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, _ = archive
+    out = tmp_path / "out"
+    options = ConvertOptions(out=str(out), tile_size=64)
+    first = run([str(root / "a")], options)
+    (entry,) = first.entries
+    mtime = os.stat(out / entry.file).st_mtime_ns
+    second = run([str(root / "a")], options)
+    assert [e.status for e in second.entries] == ["skipped"]
+    assert second.entries[0].sha256 == entry.sha256 and second.entries[0].codec == entry.codec
+    assert os.stat(out / entry.file).st_mtime_ns == mtime
+    (out / entry.blob).write_bytes(b"corrupt")
+    third = run([str(root / "a")], options)
+    assert [e.status for e in third.entries] == ["written"] and third.entries[0].sha256 == entry.sha256
+    fourth = run([str(root / "a")], ConvertOptions(out=str(out), tile_size=64, overwrite=True))
+    assert [e.status for e in fourth.entries] == ["written"] and fourth.entries[0].sha256 == entry.sha256
+
+
+def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, _ = archive
+    runner = CliRunner()
+    out = tmp_path / "cli"
+    ok = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--tile-size", "64", "--no-progress"])
+    assert ok.exit_code == 0, ok.output
+    assert "total: 1 cubes" in ok.output and "dead letters: none" in ok.output
+    strict = runner.invoke(cli, ["convert", str(root / "a"), str(root / "broken" / "nocrs.tif"), "--out", str(out), "--strict"])
+    assert strict.exit_code == 1 and "--strict: 1 inputs" in strict.output
+    nothing = runner.invoke(cli, ["convert", str(root / "broken" / "nocrs.tif"), "--out", str(tmp_path / "none")])
+    assert nothing.exit_code == 1 and "nothing was produced" in nothing.output
+    bad = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--cube-period", "P2W"])
+    assert bad.exit_code == 2 and "Invalid value for '--cube-period'" in bad.output
+    beam_value = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--direct_num_workers", "2"])
+    assert beam_value.exit_code == 2 and "--direct_num_workers=2" in beam_value.output
+    assert main([str(root / "a"), "--out", str(out), "--frame-unit", "12"]) == 2
+
+
+def test_progress_monitor(tmp_path: Path) -> None:
+    import io
+
+    from pipelines.progress import ProgressMonitor
+
+    parts = tmp_path / ".parts"
+    (parts / "c1").mkdir(parents=True)
+    (parts / "c1" / ".frames").write_text("4")
+    for i in range(3):
+        (parts / "c1" / f"{i:010d}").write_bytes(b"x")
+    stream = io.StringIO()
+    monitor = ProgressMonitor(str(parts), stream, interval=0.01)
+    assert monitor.poll() == (3, 4)
+    with monitor:
+        (parts / "c1" / "0000000003").write_bytes(b"x")
+    assert stream.getvalue().splitlines()[-1].endswith("100%  4/4 frames")
+    (parts / "c1").rename(tmp_path / "gone")
+    assert monitor.poll() == (4, 4)  # an assembled cube's parts are gone: it counts as complete
+
+
+def test_manifest_is_json_lines(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:
+    root, _ = archive
+    out = tmp_path / "out"
+    run([str(root / "b")], ConvertOptions(out=str(out)))
+    text = (out / "manifest.jsonl").read_text()
+    assert text.count("\n") == 1 and json.loads(text)["dtype"] == "uint16"

@@ -1,0 +1,159 @@
+"""The pure planning algorithm: stacking, series, alignment, extents, periods, duplicates (no Beam, no files)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from pipelines.grouping import plan_cubes, stack_scenes
+from pipelines.options import ConvertOptions
+from pipelines.testing import make_scene
+from pipelines.times import iso
+
+T = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
+
+
+def opts(**kwargs: Any) -> ConvertOptions:
+    return ConvertOptions(out="out", tile_size=32, **kwargs)
+
+
+def bands_of(day: str, *, stack: str = "/s/x", tokens: tuple[str, ...] = ("B04", "B02", "B03"), **kw: Any) -> list[Any]:
+    return [make_scene(f"{stack}_{day}_{t}.tif", day, bands=(t,), stack=f"{stack}_{day}", **kw) for t in tokens]
+
+
+def test_single_band_files_stack_into_one_acquisition_in_band_order() -> None:
+    acqs, rejects = stack_scenes(bands_of("2023-01-05"))
+    assert not rejects
+    assert [a.names for a in acqs] == [("B02", "B03", "B04")]
+
+
+def test_one_cube_sorted_by_time() -> None:
+    scenes = bands_of("2023-03-01") + bands_of("2023-01-01") + bands_of("2023-02-01")
+    plans, rejects = plan_cubes(scenes, opts())
+    assert not rejects
+    (plan,) = plans
+    assert plan.shape == (3, 3, 64, 64)
+    assert [iso(t)[:10] for t in plan.times] == ["2023-01-01", "2023-02-01", "2023-03-01"]
+    assert [b.name for b in plan.bands] == ["B02", "B03", "B04"]
+    assert plan.sources[1][2][0].href.endswith("2023-02-01_B04.tif")
+    assert plan.cube_id.startswith("EPSG32632_r10_x600000_y5300000_20230101_20230301_")
+    assert plan.layout.frame_count == 3 * 3 * 4
+
+
+def test_planning_is_order_independent() -> None:
+    scenes = bands_of("2023-03-01") + bands_of("2023-01-01")
+    assert plan_cubes(scenes, opts()) == plan_cubes(list(reversed(scenes)), opts())
+
+
+@pytest.mark.parametrize(("period", "count"), [("none", 1), ("P1Y", 2), ("P3M", 3), ("P1M", 4)])
+def test_periods(period: str, count: int) -> None:
+    days = ["2022-12-30", "2023-01-05", "2023-01-20", "2023-02-10", "2023-05-01"]
+    scenes = [s for d in days for s in bands_of(d)]
+    plans, _ = plan_cubes(scenes, opts(cube_period=period))
+    assert len(plans) == count
+    assert sum(len(p.times) for p in plans) == len(days)
+
+
+def test_grids_crs_and_resolution_make_separate_cubes() -> None:
+    scenes = [
+        make_scene("/a.tif", "2023-01-01"),
+        make_scene("/b.tif", "2023-01-01", epsg=32633),
+        make_scene("/c.tif", "2023-01-01", transform=(20.0, 0, 600000.0, 0, -20.0, 5300000.0)),
+    ]
+    plans, rejects = plan_cubes(scenes, opts())
+    assert len(plans) == 3 and not rejects
+
+
+def test_dtype_mismatch_inside_a_stack() -> None:
+    scenes = bands_of("2023-01-01", tokens=("B02", "B03"))
+    scenes.append(make_scene("/s/x_2023-01-01_B04.tif", "2023-01-01", bands=("B04",), stack="/s/x_2023-01-01", dtype="int16"))
+    plans, rejects = plan_cubes(scenes, opts())
+    assert [r.reason for r in rejects] == ["dtype-mismatch"]
+    assert rejects[0].href.endswith("B04.tif")
+    assert [b.name for b in plans[0].bands] == ["B02", "B03"]
+
+
+def test_dtype_mismatch_between_acquisitions_of_one_series() -> None:
+    scenes = [make_scene(f"/d{i}.tif", f"2023-01-0{i}") for i in range(1, 5)]
+    scenes.append(make_scene("/odd.tif", "2023-01-09", dtype="int16"))
+    plans, rejects = plan_cubes(scenes, opts())
+    assert [(r.href, r.reason) for r in rejects] == [("/odd.tif", "dtype-mismatch")]
+    assert plans[0].shape[0] == 4
+
+
+def test_band_count_mismatch() -> None:
+    scenes = [s for d in ("2023-01-01", "2023-01-02", "2023-01-03") for s in bands_of(d)]
+    scenes += bands_of("2023-01-04", tokens=("B02", "B03"))
+    plans, rejects = plan_cubes(scenes, opts())
+    assert {r.reason for r in rejects} == {"band-count-mismatch"}
+    assert len(rejects) == 2
+    assert "2 bands (B02, B03)" in rejects[0].message
+    assert plans[0].shape[:2] == (3, 3)
+
+
+def test_disjoint_band_sets_are_separate_cubes() -> None:
+    scenes = [make_scene("/a.tif", bands=("B1",)), make_scene("/m.tif", bands=("fmask",), dtype="uint8")]
+    plans, rejects = plan_cubes(scenes, opts())
+    assert len(plans) == 2 and not rejects
+
+
+def test_off_grid_is_a_dead_letter_unless_reprojected() -> None:
+    scenes = [make_scene(f"/g{i}.tif", f"2023-01-0{i}") for i in range(1, 4)]
+    scenes.append(make_scene("/off.tif", "2023-01-05", transform=(10.0, 0, 600003.0, 0, -10.0, 5300000.0)))
+    plans, rejects = plan_cubes(scenes, opts())
+    assert [(r.href, r.reason) for r in rejects] == [("/off.tif", "off-grid")]
+    assert "--align reproject" in rejects[0].message
+    plans, rejects = plan_cubes(scenes, opts(align="reproject", extent="union"))
+    assert not rejects
+    (plan,) = plans
+    assert plan.width == 65  # the warped scene covers one more column on the group grid
+    warped = plan.sources[3][0][0]
+    assert warped.warp is not None and warped.warp.resampling == "nearest"
+    assert warped.warp.transform[2] == 600000.0
+
+
+def test_rotated_scene() -> None:
+    plans, rejects = plan_cubes([make_scene("/r.tif", transform=(10.0, 1.0, 0, 0, -10.0, 0))], opts())
+    assert not plans and rejects[0].reason == "rotated"
+
+
+def test_extents_separate_or_unioned() -> None:
+    a = make_scene("/a.tif", "2023-01-01")
+    b = make_scene("/b.tif", "2023-01-02", transform=(10.0, 0, 600320.0, 0, -10.0, 5299680.0))
+    plans, _ = plan_cubes([a, b], opts())
+    assert len(plans) == 2
+    (plan,), _ = plan_cubes([a, b], opts(extent="union"))
+    assert (plan.height, plan.width) == (96, 96)
+    assert plan.transform == T
+    assert (plan.sources[1][0][0].row, plan.sources[1][0][0].col) == (32, 32)
+    no_nodata = [replace(s, nodata=None) for s in (a, b)]
+    plans, _ = plan_cubes(no_nodata, opts(extent="union"))
+    assert len(plans) == 2  # nothing to fill with, so extents stay separate
+
+
+def test_duplicates() -> None:
+    scenes = [make_scene("/a.tif", "2023-01-01"), make_scene("/b.tif", "2023-01-01"), make_scene("/c.tif", "2023-01-02")]
+    plans, rejects = plan_cubes(scenes, opts())
+    assert sorted(r.href for r in rejects) == ["/a.tif", "/b.tif"] and {r.reason for r in rejects} == {"duplicate-time"}
+    assert "--duplicates" in rejects[0].message and plans[0].inputs == ("/c.tif",)
+    (first,), _ = plan_cubes(scenes, opts(duplicates="first"))
+    assert first.sources[0][0][0].href == "/a.tif" and first.dropped == ("/b.tif",)
+    (last,), _ = plan_cubes(scenes, opts(duplicates="last"))
+    assert last.sources[0][0][0].href == "/b.tif"
+    (mosaic,), _ = plan_cubes(scenes, opts(duplicates="mosaic"))
+    assert [s.href for s in mosaic.sources[0][0]] == ["/a.tif", "/b.tif"]
+    assert mosaic.inputs == ("/a.tif", "/b.tif", "/c.tif")
+
+
+def test_repeated_href_counts_once() -> None:
+    plans, rejects = plan_cubes([make_scene("/a.tif"), make_scene("/a.tif")], opts())
+    assert len(plans) == 1 and not rejects
+
+
+def test_invalid_cube_is_a_dead_letter() -> None:
+    plans, rejects = plan_cubes([make_scene("/a.tif")], opts(frame_unit=9))
+    assert not plans
+    assert rejects[0].reason == "invalid-cube"
+    assert "frame_unit 9" in rejects[0].message

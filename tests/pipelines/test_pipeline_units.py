@@ -1,0 +1,221 @@
+"""Plain-function tests of the pure modules: bands, times, grids, plan helpers, options, keys."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pipelines.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
+from pipelines.errors import OptionError
+from pipelines.grids import Extent, Grid, is_north_up, snap_extent
+from pipelines.keys import FrameKey, FrameKeyCoder
+from pipelines.options import ConvertOptions, parse_compression
+from pipelines.plan import cube_name, inputs_hash, sample_indices
+from pipelines.times import compact, iso, parse_time, period_label, resolve_time, time_from_pattern, time_from_tags
+
+
+class TestBands:
+    @pytest.mark.parametrize(
+        ("href", "token"),
+        [
+            ("/a/T33UUU_20170216T102101_B04.jp2", "B04"),
+            ("LE70350322008118EDC00_b3.tif", "b3"),
+            ("l8_B8A.tif", "B8A"),
+            ("l8_BQA.tif", "BQA"),
+            ("https://h/x/scene-B11.tif?sig=1", "B11"),
+            ("LE70350322008118EDC00_fmask.tif", None),
+            ("plain.tif", None),
+        ],
+    )
+    def test_band_token(self, href: str, token: str | None) -> None:
+        assert band_token(href) == token
+
+    def test_stack_id_drops_token_and_keeps_directory(self) -> None:
+        assert stack_id("/d/2020/x_B02.tif") == stack_id("/d/2020/x_B03.tif") == "/d/2020/x"
+        assert stack_id("/d/2021/x_B02.tif") != stack_id("/d/2020/x_B02.tif")
+        assert stack_id("/d/y.tif") == "/d/y"
+
+    def test_natural_order(self) -> None:
+        assert sorted(["B11", "B8A", "B02", "B8", "BQA", "B1"], key=natural_key) == ["B1", "B02", "B8", "B8A", "B11", "BQA"]
+
+    def test_band_name_precedence(self) -> None:
+        assert band_name(description="Red", hint="red", token="B04", index=1) == "Red"
+        assert band_name(description=" ", hint="red", token="B04", index=1) == "red"
+        assert band_name(description=None, hint=None, token="B04", index=1) == "B04"
+        assert band_name(description=None, hint=None, token=None, index=3) == "band 3"
+
+    def test_unique_band_texts(self) -> None:
+        assert unique_band_texts(["a", "a", "b", "a"]) == ("a", "a (band 2)", "b", "a (band 4)")
+
+
+class TestTimes:
+    def test_parse_formats(self) -> None:
+        assert iso(parse_time("2021-06-01")) == "2021-06-01T00:00:00Z"
+        assert iso(parse_time("20210601T103021")) == "2021-06-01T10:30:21Z"
+        assert iso(parse_time("2021:06:01 10:30:21")) == "2021-06-01T10:30:21Z"
+        assert iso(parse_time("2021-06-01T10:30:21.999Z")) == "2021-06-01T10:30:21Z"
+        assert iso(parse_time("2021-06-01T12:30:21+02:00")) == "2021-06-01T10:30:21Z"
+
+    def test_parse_rejects_garbage(self) -> None:
+        with pytest.raises(ValueError, match="Invalid isoformat"):
+            parse_time("yesterday")
+
+    def test_pattern_year_doy(self) -> None:
+        pattern = r"L[ETC]\d{7}(?P<year>\d{4})(?P<doy>\d{3})"
+        assert iso(time_from_pattern(pattern, "/x/LE70350322008118EDC00/LE70350322008118EDC00_b3.tif") or 0) == "2008-04-27T00:00:00Z"
+        assert time_from_pattern(pattern, "/x/other.tif") is None
+        with pytest.raises(ValueError, match="day of year 400"):
+            time_from_pattern(pattern, "LE70350322008400EDC00")
+
+    def test_pattern_date_group_and_missing_year(self) -> None:
+        assert iso(time_from_pattern(r"_(?P<date>\d{8}T\d{6})_", "S2_20230105T103021_B02.tif") or 0) == "2023-01-05T10:30:21Z"
+        with pytest.raises(ValueError, match="has no group year"):
+            time_from_pattern(r"(?P<month>\d\d)", "x_05.tif")
+
+    def test_tags_skip_gdal_placeholder(self) -> None:
+        assert time_from_tags({"ACQUISITIONDATETIME": "1970-01-01 00:00:00"}) is None
+        assert iso(time_from_tags({"TIFFTAG_DATETIME": "2015:08:04 16:19:21"}) or 0) == "2015-08-04T16:19:21Z"
+
+    def test_precedence(self) -> None:
+        tags = {"TIFFTAG_DATETIME": "2001:01:01 00:00:00"}
+        kw = {"href": "x_20020202.tif", "tags": tags, "fallback": "2003-03-03"}
+        assert iso(resolve_time(stac="2000-01-01T00:00:00Z", pattern=r"_(?P<date>\d{8})", **kw) or 0).startswith("2000")  # type: ignore[arg-type]
+        assert iso(resolve_time(stac=None, pattern=r"_(?P<date>\d{8})", **kw) or 0).startswith("2002")  # type: ignore[arg-type]
+        assert iso(resolve_time(stac=None, pattern=None, **kw) or 0).startswith("2001")  # type: ignore[arg-type]
+        assert iso(resolve_time(stac=None, pattern=None, href="x", tags={}, fallback="2003-03-03") or 0).startswith("2003")
+        assert resolve_time(stac=None, pattern=None, href="x", tags={}, fallback=None) is None
+
+    @pytest.mark.parametrize(("period", "label"), [("none", ""), ("P1M", "2021-05"), ("P3M", "2021-Q2"), ("P1Y", "2021")])
+    def test_period_label(self, period: str, label: str) -> None:
+        assert period_label(parse_time("2021-05-17T10:00:00Z"), period) == label
+
+    def test_period_label_rejects_unknown(self) -> None:
+        with pytest.raises(ValueError, match="unknown cube period 'P2W'"):
+            period_label(0, "P2W")
+
+    def test_compact(self) -> None:
+        assert compact(parse_time("2021-05-17")) == "20210517"
+        assert compact(parse_time("2021-05-17T10:00:01")) == "20210517T100001"
+
+
+class TestGrids:
+    def test_alignment_and_extent(self) -> None:
+        t = (30.0, 0.0, 336375.0, 0.0, -30.0, 4462425.0)
+        grid = Grid.from_transform(32613, t)
+        assert grid.alignment == (0.5, 0.5)
+        extent = grid.extent(t, 61, 61)
+        assert grid.transform(extent) == t
+
+    def test_north_up(self) -> None:
+        assert is_north_up((10, 0, 0, 0, -10, 0))
+        assert not is_north_up((10, 1, 0, 0, -10, 0))
+        assert not is_north_up((10, 0, 0, 0, 10, 0))
+
+    @given(
+        col=st.integers(-10_000, 10_000),
+        row=st.integers(-10_000, 10_000),
+        width=st.integers(1, 500),
+        height=st.integers(1, 500),
+        fx=st.sampled_from([0.0, 0.25, 0.5]),
+    )
+    def test_extent_round_trip(self, col: int, row: int, width: int, height: int, fx: float) -> None:
+        grid = Grid(32633, 10.0, 10.0, (fx, 0.0))
+        extent = Extent(col, row, width, height)
+        assert grid.extent(grid.transform(extent), height, width) == extent
+
+    @given(shift=st.floats(0.01, 0.99), width=st.integers(1, 300), height=st.integers(1, 300))
+    def test_snap_covers_the_raster(self, shift: float, width: int, height: int) -> None:
+        grid = Grid(32633, 10.0, 10.0, (0.0, 0.0))
+        t = (10.0, 0.0, 500000.0 + 10 * shift, 0.0, -10.0, 4000000.0 - 10 * shift)
+        e = snap_extent(grid, t, height, width)
+        left, top = grid.transform(e)[2], grid.transform(e)[5]
+        assert left <= t[2] and top >= t[5]
+        assert left + 10 * e.width >= t[2] + 10 * width
+        assert top - 10 * e.height <= t[5] - 10 * height
+        assert e.width == width + 1 and e.height == height + 1
+
+    def test_union(self) -> None:
+        assert Extent(0, 0, 2, 2).union(Extent(1, -1, 3, 1)) == Extent(0, -1, 4, 3)
+        assert Extent.union_all([Extent(5, 5, 1, 1), Extent(0, 0, 1, 1)]) == Extent(0, 0, 6, 6)
+
+    def test_slug(self) -> None:
+        assert Grid(4326, 0.25, 0.25, (0.0, 0.0)).slug() == "EPSG4326_r0p25"
+        assert Grid(32633, 10.0, 20.0, (0.0, 0.0)).slug() == "EPSG32633_r10x20"
+
+
+class TestPlanHelpers:
+    @given(count=st.integers(0, 5000), k=st.integers(0, 20))
+    def test_sample_indices(self, count: int, k: int) -> None:
+        found = sample_indices(count, k)
+        assert len(found) == min(count, k)
+        assert list(found) == sorted(set(found))
+        assert all(0 <= i < count for i in found)
+        if count and k >= 2:
+            assert found[0] == 0 and found[-1] == count - 1
+
+    def test_inputs_hash_ignores_order(self) -> None:
+        assert inputs_hash(["a", "b"]) == inputs_hash(["b", "a"]) != inputs_hash(["a"])
+
+    def test_cube_name_single_time(self) -> None:
+        name = cube_name(grid_slug="EPSG4326_r0p5", transform=(0.5, 0, -10.25, 0, -0.5, 50), times=[86400], hrefs=["x"])
+        assert name.startswith("EPSG4326_r0p5_x-10p25_y50_19700102_")
+
+
+class TestOptions:
+    def test_defaults(self, tmp_path: object) -> None:
+        o = ConvertOptions(out="out")
+        assert (o.frame_unit, o.compression, o.cube_period, o.align, o.duplicates, o.extent) == (
+            "auto",
+            "auto",
+            "none",
+            "fail",
+            "error",
+            "separate",
+        )
+
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"tile_size": 0}, "--tile-size: expected an integer"),
+            ({"frame_unit": "10"}, "--frame-unit: expected auto or a frame unit"),
+            ({"cube_period": "P2W"}, "--cube-period: expected one of none, P1M"),
+            ({"align": "warp"}, "--align: expected one of fail, reproject"),
+            ({"duplicates": "any"}, "--duplicates: expected one of error"),
+            ({"time": "soon"}, "--time: expected an ISO 8601 time"),
+            ({"time_pattern": "("}, "--time-pattern: not a regular expression"),
+            ({"time_pattern": r"\d+"}, "--time-pattern: the pattern needs named groups"),
+            ({"compression": "lzma"}, "--compression: unknown codec name 'lzma'"),
+            ({"compression": "{bad"}, "--compression: not valid JSON"),
+            ({"out": ""}, "--out: an output directory is required"),
+        ],
+    )
+    def test_bad_values(self, kwargs: dict[str, object], message: str) -> None:
+        with pytest.raises(OptionError, match=message.replace("(", r"\(")):
+            ConvertOptions(**{"out": "out", **kwargs})  # type: ignore[arg-type]
+
+    def test_compression_is_canonical(self) -> None:
+        assert parse_compression("openzl") == parse_compression('{"configuration": {"graph": "compress"}, "name": "openzl"}')
+        assert ConvertOptions(out="o", frame_unit="4").frame_unit == 4
+
+
+class TestFrameKeyCoder:
+    @given(cube_id=st.text(min_size=1, max_size=40), index=st.integers(0, 2**40))
+    def test_round_trip_and_determinism(self, cube_id: str, index: int) -> None:
+        coder = FrameKeyCoder()
+        key = FrameKey(cube_id, index)
+        assert coder.decode(coder.encode(key)) == key
+        assert coder.encode(FrameKey(cube_id, index)) == coder.encode(key)
+        assert coder.is_deterministic()
+
+    def test_registered_and_picklable(self) -> None:
+        from apache_beam.coders.typecoders import registry
+
+        assert isinstance(registry.get_coder(FrameKey), FrameKeyCoder)
+        assert pickle.loads(pickle.dumps(FrameKey("c", 1))) == FrameKey("c", 1)
+
+    def test_negative_index(self) -> None:
+        with pytest.raises(ValueError, match="non-negative"):
+            FrameKey("c", -1)

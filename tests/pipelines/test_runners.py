@@ -1,0 +1,114 @@
+"""One end-to-end conversion on each Beam runner; every runner writes the same bytes.
+
+Runners (issue 4, *Runners*): the FnApiRunner in memory and with two worker
+processes, the portable runner against a local job service with an external
+worker pool (how Flink runs Python; both started here as subprocesses on free
+127.0.0.1 ports and stopped after), and the Dask runner on a two-process
+``LocalCluster``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+from pipelines.testing import write_series
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"service exited with status {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+@contextlib.contextmanager
+def _service(args: list[str], port: int, log: Path) -> Iterator[None]:
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), env.get("PATH", "")])  # the worker pool runs `python`
+    with open(log, "wb") as out:
+        process = subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        _wait_for_port(port, process)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory: pytest.TempPathFactory) -> str:
+    directory = tmp_path_factory.mktemp("runner-scenes")
+    write_series(str(directory), dates=["2023-01-05", "2023-02-04", "2023-03-06"], size=(150, 130), seed=5)
+    return str(directory)
+
+
+@pytest.fixture(scope="module")
+def reference(scenes: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """sha256 of every output of the in-memory FnApiRunner."""
+    return _convert(scenes, tmp_path_factory.mktemp("fnapi"), [])
+
+
+def _convert(scenes: str, out: Path, beam_args: list[str], runner: str | None = None) -> dict[str, str]:
+    summary = run([scenes], ConvertOptions(out=str(out), tile_size=64), beam_args, runner=runner)
+    assert summary.produced and not summary.dead_letters
+    return {e.file: e.sha256 for e in summary.entries} | {"frames": str(sum(e.frames for e in summary.entries))}
+
+
+def test_fnapi_in_memory(reference: dict[str, str]) -> None:
+    assert reference["frames"] == str(3 * 4 * 3 * 3)
+
+
+def test_fnapi_multi_processing(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+    args = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    assert _convert(scenes, tmp_path, args, runner="FnApiRunner") == reference
+
+
+def test_portable_runner_with_external_worker_pool(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+    job_port, pool_port = _free_port(), _free_port()
+    job = ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)]
+    pool = ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)]
+    with _service(job, job_port, tmp_path / "job.log"), _service(pool, pool_port, tmp_path / "pool.log"):
+        args = [f"--job_endpoint=localhost:{job_port}", "--environment_type=EXTERNAL", f"--environment_config=localhost:{pool_port}"]
+        assert _convert(scenes, tmp_path / "out", args, runner="PortableRunner") == reference
+
+
+def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+    from dask.distributed import LocalCluster
+
+    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
+        assert _convert(scenes, tmp_path, args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == reference
+    finally:
+        cluster.close()

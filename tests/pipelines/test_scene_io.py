@@ -1,0 +1,267 @@
+"""Discovery, scene metadata and windowed frame reads on real files written per test (no Beam)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+from pipelines.deadletter import DeadLetter
+from pipelines.discovery import discover, stac_scene_refs
+from pipelines.errors import SceneError
+from pipelines.frames import LazyCube, fill_value, read_frame
+from pipelines.grouping import plan_cubes
+from pipelines.metadata import read_scene
+from pipelines.options import ConvertOptions
+from pipelines.scene import SceneRef
+from pipelines.sources import RasterCache
+from pipelines.testing import write_geotiff
+from pipelines.times import iso
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+T = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
+
+
+def _data(shape: tuple[int, int, int] = (1, 40, 50), dtype: str = "uint16", seed: int = 0) -> np.ndarray[Any, Any]:
+    return np.random.default_rng(seed).integers(1, 9000, shape).astype(dtype)
+
+
+class _RangeHandler(SimpleHTTPRequestHandler):
+    """Serves files with HTTP Range support, as GDAL's /vsicurl/ needs."""
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+        del format, args
+
+    def send_head(self) -> Any:
+        path = self.translate_path(self.path)
+        if not os.path.isfile(path) or "Range" not in self.headers:
+            return super().send_head()
+        size = os.path.getsize(path)
+        start, _, end = self.headers["Range"].removeprefix("bytes=").partition("-")
+        first, last = int(start), min(int(end) if end else size - 1, size - 1)
+        f = open(path, "rb")  # noqa: SIM115 - closed by copyfile's caller
+        f.seek(first)
+        self.send_response(206)
+        self.send_header("Content-Type", "image/tiff")
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(last - first + 1))
+        self.send_header("Accept-Ranges", "bytes")
+        self.end_headers()
+        self._remaining = last - first + 1
+        return f
+
+    def copyfile(self, source: Any, outputfile: Any) -> None:
+        remaining = getattr(self, "_remaining", None)
+        outputfile.write(source.read() if remaining is None else source.read(remaining))
+
+
+@pytest.fixture
+def http_root(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A local HTTP server on 127.0.0.1 serving ``tmp_path/www``."""
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = lambda *a, **k: _RangeHandler(*a, directory=str(root), **k)  # noqa: E731
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", root
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class TestDiscover:
+    def test_glob_directory_and_file(self, series: tuple[Path, list[str], Any]) -> None:
+        directory, paths, _ = series
+        by_glob = discover(str(directory / "*_B0[23].tif"))
+        assert len(by_glob) == 6 and all(isinstance(r, SceneRef) for r in by_glob)
+        assert [r.href for r in discover(str(directory))] == sorted(paths)  # type: ignore[union-attr]
+        assert discover(paths[0]) == [SceneRef(paths[0])]
+
+    def test_nothing_found(self, tmp_path: Path) -> None:
+        (found,) = discover(str(tmp_path / "none*.tif"))
+        assert isinstance(found, DeadLetter) and found.reason == "no-match"
+
+    def test_urls_pass_through(self) -> None:
+        assert discover("gs://bucket/a.tif") == [SceneRef("gs://bucket/a.tif")]
+
+    def test_stac_item_collection(self, tmp_path: Path) -> None:
+        doc = {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "id": "S2A_1",
+                    "properties": {"datetime": "2023-01-05T10:30:21.024Z"},
+                    "assets": {
+                        "red": {"href": "data/r.tif", "type": "image/tiff; application=geotiff", "eo:bands": [{"name": "B04"}]},
+                        "nir": {"href": "https://h/n.tif", "type": "image/tiff"},
+                        "thumbnail": {"href": "t.tif", "type": "image/tiff", "roles": ["thumbnail"]},
+                        "meta": {"href": "m.xml", "type": "application/xml"},
+                    },
+                }
+            ],
+        }
+        path = tmp_path / "items.json"
+        path.write_text(json.dumps(doc))
+        refs = discover(str(path))
+        assert refs == [
+            SceneRef("https://h/n.tif", "2023-01-05T10:30:21.024Z", "S2A_1", ("nir",)),
+            SceneRef(str(tmp_path / "data" / "r.tif"), "2023-01-05T10:30:21.024Z", "S2A_1", ("B04",)),
+        ]
+        assert SceneRef.from_dict(refs[0].to_dict()) == refs[0]
+
+    def test_bad_stac(self, tmp_path: Path) -> None:
+        path = tmp_path / "bad.json"
+        path.write_text('{"type": "Catalog"}')
+        (found,) = discover(str(path))
+        assert isinstance(found, DeadLetter) and found.reason == "bad-stac"
+        with pytest.raises(ValueError, match="expected a STAC ItemCollection"):
+            stac_scene_refs({"type": "Catalog"}, "x.json")
+
+
+class TestReadScene:
+    def test_series_scene(self, series: tuple[Path, list[str], Any]) -> None:
+        _, paths, _ = series
+        scene = read_scene(SceneRef(paths[0]))
+        assert (scene.epsg, scene.height, scene.width, scene.dtype, scene.nodata) == (32632, 96, 80, "uint16", 0.0)
+        assert iso(scene.time) == "2023-01-05T10:30:21Z"
+        assert [b.name for b in scene.bands] == ["B02"]
+        assert scene.stack.endswith("S2_T32UPU_20230105T103021")
+        assert scene.size == os.path.getsize(paths[0])
+
+    def test_descriptions_scale_point_and_stac_hints(self, tmp_path: Path) -> None:
+        path = write_geotiff(str(tmp_path / "m.tif"), _data((2, 40, 50)), epsg=32632, transform=T, descriptions=["Red", None])
+        import rasterio
+
+        with rasterio.open(path, "r+") as ds:
+            ds.scales = (0.0001, 0.0001)
+            ds.offsets = (-0.1, -0.1)
+            ds.update_tags(AREA_OR_POINT="Point")
+        scene = read_scene(SceneRef(path, "2020-01-01", "item", ("red", "green")))
+        assert [b.name for b in scene.bands] == ["Red", "green"]
+        assert scene.bands[0].scale == 0.0001 and scene.bands[1].offset == -0.1
+        assert scene.pixel_is_point and scene.stack == "item"
+
+    @pytest.mark.parametrize(
+        ("make", "reason", "message"),
+        [
+            (
+                lambda p: write_geotiff(p, _data(), epsg=None, transform=T, tags={"TIFFTAG_DATETIME": "2020:01:01 00:00:00"}),
+                "missing-crs",
+                "no CRS",
+            ),
+            (lambda p: write_geotiff(p, _data(), epsg=32632, transform=T), "unknown-time", "no acquisition time"),
+            (
+                lambda p: write_geotiff(p, _data(), epsg=32632, transform=T, tags={"TIFFTAG_DATETIME": "soon"}),
+                "bad-time",
+                "invalid acquisition",
+            ),
+            (
+                lambda p: write_geotiff(p, _data(dtype="int8"), epsg=32632, transform=T, tags={"TIFFTAG_DATETIME": "2020:01:01 00:00:00"}),
+                None,
+                None,
+            ),
+            (lambda p: Path(p).write_bytes(b"II*\x00garbage"), "unreadable", "cannot read the raster"),
+        ],
+    )
+    def test_bad_scenes(self, tmp_path: Path, make: Any, reason: str | None, message: str | None) -> None:
+        path = str(tmp_path / "bad.tif")
+        make(path)
+        if reason is None:
+            assert read_scene(SceneRef(path)).dtype == "int8"
+            return
+        with pytest.raises(SceneError, match=message) as info:
+            read_scene(SceneRef(path))
+        assert info.value.reason == reason and info.value.href == path
+
+    def test_truncated_file_is_unreadable(self, series: tuple[Path, list[str], Any], tmp_path: Path) -> None:
+        _, paths, _ = series
+        data = Path(paths[0]).read_bytes()
+        path = tmp_path / "cut_B02.tif"
+        path.write_bytes(data[: len(data) // 2])
+        with pytest.raises(SceneError, match="cannot read the raster") as info:
+            read_scene(SceneRef(str(path)))
+        assert info.value.reason == "unreadable"
+
+    def test_fallback_time_and_pattern(self, tmp_path: Path) -> None:
+        path = write_geotiff(str(tmp_path / "x_20200202.tif"), _data(), epsg=32632, transform=T)
+        assert iso(read_scene(SceneRef(path), time="2021-01-01").time).startswith("2021-01-01")
+        assert iso(read_scene(SceneRef(path), time_pattern=r"_(?P<date>\d{8})").time).startswith("2020-02-02")
+
+    def test_http_url(self, http_root: tuple[str, Path], series: tuple[Path, list[str], Any]) -> None:
+        url, root = http_root
+        _, paths, _ = series
+        (root / "a_B02.tif").write_bytes(Path(paths[0]).read_bytes())
+        scene = read_scene(SceneRef(f"{url}/a_B02.tif"))
+        assert scene.href.startswith("http://") and scene.size is None and scene.bands[0].name == "B02"
+
+
+class TestFrames:
+    def test_frames_match_the_source_array(self, series: tuple[Path, list[str], np.ndarray[Any, Any]]) -> None:
+        _, paths, cube = series
+        scenes = [read_scene(SceneRef(p)) for p in paths]
+        for unit in (0, 4, 7, 9):
+            (plan,), _ = plan_cubes(scenes, ConvertOptions(out="o", tile_size=32, frame_unit=unit))
+            from rumi_core.writer import frame_samples
+
+            rasters = RasterCache(max_open=3)
+            try:
+                for index in range(plan.layout.frame_count):
+                    assert np.array_equal(read_frame(plan, index, rasters), frame_samples(cube, plan.layout, index))
+            finally:
+                rasters.close()
+
+    def test_lazy_cube_indexing(self, series: tuple[Path, list[str], np.ndarray[Any, Any]]) -> None:
+        _, paths, cube = series
+        (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o"))
+        lazy = LazyCube(plan, RasterCache())
+        assert np.array_equal(lazy[1, 2, 5:20, 7:9], cube[1, 2, 5:20, 7:9])
+        assert np.array_equal(lazy[:, 3, 0:4, 0:4], cube[:, 3, 0:4, 0:4])
+        assert np.array_equal(lazy[2, :, 90:96, 70:80], cube[2, :, 90:96, 70:80])
+
+    def test_union_mosaic_and_warp(self, tmp_path: Path) -> None:
+        a = _data((1, 40, 50), seed=1)
+        a[0, :5, :5] = 0  # a nodata hole the second scene fills
+        b = _data((1, 40, 50), seed=2)
+        tags = {"TIFFTAG_DATETIME": "2020:01:01 00:00:00"}
+        pa = write_geotiff(str(tmp_path / "a.tif"), a, epsg=32632, transform=T, nodata=0, tags=tags)
+        tb = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
+        pb = write_geotiff(str(tmp_path / "b.tif"), b, epsg=32632, transform=tb, nodata=0, tags=tags)
+        shifted = (10.0, 0.0, 600200.0, 0.0, -10.0, 5300000.0)
+        pc = write_geotiff(str(tmp_path / "c.tif"), b, epsg=32632, transform=shifted, nodata=0, tags=tags)
+        scenes = [read_scene(SceneRef(p)) for p in (pa, pb, pc)]
+        (plan,), rejects = plan_cubes(scenes, ConvertOptions(out="o", extent="union", duplicates="mosaic"))
+        assert not rejects and plan.shape == (1, 1, 40, 70)
+        got = LazyCube(plan, RasterCache())[0, 0, 0:40, 0:70]
+        expected = np.zeros((40, 70), "uint16")
+        expected[:, :50] = a[0]
+        expected[:5, :5] = b[0, :5, :5]
+        expected[:, 50:] = b[0, :, 30:]
+        assert np.array_equal(got, expected)
+        off = (10.0, 0.0, 600004.0, 0.0, -10.0, 5300000.0)
+        pd = write_geotiff(
+            str(tmp_path / "d.tif"), b, epsg=32632, transform=off, nodata=0, tags={"TIFFTAG_DATETIME": "2020:01:02 00:00:00"}
+        )
+        more = [*scenes[:1], read_scene(SceneRef(pd))]
+        plans, rejects = plan_cubes(more, ConvertOptions(out="o", align="reproject", extent="union"))
+        assert not rejects
+        warped = LazyCube(plans[0], RasterCache())[1, 0, 0:40, 0:51]
+        # Nearest: grid pixel i's centre (i + 0.5) falls in source pixel i of a scene shifted 0.4 px east.
+        assert np.array_equal(warped[:, :50], b[0]) and not warped[:, 50].any()
+
+    def test_fill_value(self) -> None:
+        assert fill_value("uint16", None) == 0
+        assert fill_value("uint16", -9999.0) == 0  # not representable: fall back to 0
+        assert fill_value("int16", -9999.0) == -9999
+        assert np.isnan(fill_value("float32", float("nan")))

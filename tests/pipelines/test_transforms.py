@@ -1,0 +1,198 @@
+"""Each Beam transform on its own, with TestPipeline and assert_that on the FnApiRunner."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+import numpy as np
+from apache_beam.testing.util import assert_that, equal_to, is_not_empty
+
+from pipelines.assembly import AssembleFiles, FramePart, PrepareParts, SkipExisting, WriteParts, part_path
+from pipelines.compression import ChooseCodecs, CompressFrames
+from pipelines.cubes import PlanCubes
+from pipelines.deadletter import DeadLetter
+from pipelines.discovery import DiscoverScenes
+from pipelines.frames import FrameKeys, SplitFrames
+from pipelines.grouping import plan_cubes
+from pipelines.keys import FrameKey
+from pipelines.manifest import ManifestEntry
+from pipelines.metadata import ReadSceneMetadata, read_scene
+from pipelines.scene import Scene, SceneRef
+from pipelines.sinks import WriteDeadLetters, WriteManifest
+from pipelines.summary import load_jsonl
+from rumi_core import DEFAULT_CODEC, decode_frame
+from rumi_core.writer import frame_samples
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from apache_beam.testing.test_pipeline import TestPipeline
+
+    from pipelines.options import ConvertOptions
+    from pipelines.plan import CubePlan
+
+Series = tuple["Path", list[str], np.ndarray[Any, Any]]
+
+
+def _plan(series: Series, options: ConvertOptions) -> CubePlan:
+    _, paths, _ = series
+    (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], options)
+    return plan
+
+
+def test_discover_scenes(pipeline: Callable[[], TestPipeline], series: Series, tmp_path: Path) -> None:
+    directory, paths, _ = series
+    missing = str(tmp_path / "nothing*.tif")
+    with pipeline() as p:
+        found = p | beam.Create([str(directory), missing]) | DiscoverScenes()
+        expected = [SceneRef(path) for path in paths] + [
+            DeadLetter(missing, "no-match", "no file matches this path or pattern", "DiscoverScenes")
+        ]
+        assert_that(found, equal_to(expected))
+
+
+def test_read_scene_metadata(pipeline: Callable[[], TestPipeline], series: Series, tmp_path: Path) -> None:
+    _, paths, _ = series
+    junk = tmp_path / "junk.tif"
+    junk.write_bytes(b"not a tiff")
+    letter = DeadLetter("x", "no-match", "m", "DiscoverScenes")
+    with pipeline() as p:
+        out = p | beam.Create([SceneRef(paths[0]), SceneRef(str(junk)), letter]) | ReadSceneMetadata()
+        kinds = out | beam.Map(lambda x: (type(x).__name__, getattr(x, "reason", None)))
+        assert_that(kinds, equal_to([("Scene", None), ("DeadLetter", "unreadable"), ("DeadLetter", "no-match")]))
+
+
+def test_plan_cubes(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    _, paths, _ = series
+    scenes: list[Scene | DeadLetter] = [read_scene(SceneRef(p)) for p in paths]
+    letter = DeadLetter("x", "no-match", "m", "DiscoverScenes")
+    expected = _plan(series, options)
+    with pipeline() as p:
+        out = p | beam.Create([*scenes, letter]) | PlanCubes(options)
+        assert_that(out, equal_to([expected, letter]))
+
+
+def test_frame_keys_and_split_frames(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    plan = _plan(series, options)
+    _, _, cube = series
+    n = plan.layout.frame_count
+    with pipeline() as p:
+        plans = p | "Plans" >> beam.Create([plan])
+        keys = plans | "Keys" >> FrameKeys(shards=5)
+        assert_that(keys, equal_to([FrameKey(plan.cube_id, i) for i in range(n)]), label="AllKeys")
+        frames = plans | "Split" >> SplitFrames(shards=3)
+        checked = frames | beam.Map(lambda kv: (kv[0].index, bool(np.array_equal(kv[1], frame_samples(cube, plan.layout, kv[0].index)))))
+        assert_that(checked, equal_to([(i, True) for i in range(n)]), label="Samples")
+
+
+def test_choose_and_compress(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    plan = _plan(series, options)
+    _, _, cube = series
+    layout = plan.layout
+    with pipeline() as p:
+        plans = p | "Plans" >> beam.Create([plan])
+        codecs = plans | ChooseCodecs()
+        assert_that(codecs, equal_to([(plan.cube_id, DEFAULT_CODEC.to_dict())]), label="Codec")
+        frames = p | "Frames" >> beam.Create([(FrameKey(plan.cube_id, i), frame_samples(cube, layout, i)) for i in (0, 5)])
+        compressed = frames | CompressFrames(codecs, plans)
+        decoded = compressed | beam.Map(
+            lambda kv: (kv[0].index, decode_frame(kv[1], decoded_bytes=layout.decoded_frame_bytes(kv[0].index)).tobytes())
+        )
+        assert_that(decoded, equal_to([(i, frame_samples(cube, layout, i).tobytes()) for i in (0, 5)]), label="RoundTrip")
+
+
+def test_prepare_write_parts_and_assemble(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    plan = _plan(series, options)
+    _, _, cube = series
+    layout = plan.layout
+    os.makedirs(os.path.join(options.parts_dir, plan.cube_id), exist_ok=True)
+    stale = part_path(options.parts_dir, plan.cube_id, 999)
+    Path(stale).touch()
+    frames = [
+        (FrameKey(plan.cube_id, i), DEFAULT_CODEC.encode(frame_samples(cube, layout, i), axes=layout.frame_axes))
+        for i in range(layout.frame_count)
+    ]
+    with pipeline() as p:
+        plans = p | "Plans" >> beam.Create([plan]) | PrepareParts(options.parts_dir)
+        codecs = plans | beam.Map(lambda plan: (plan.cube_id, {"name": "raster"}))
+        parts = (
+            p
+            | "Frames" >> beam.Create(frames)
+            | "Wait" >> beam.Map(lambda kv, ready: kv, ready=beam.pvalue.AsList(plans))
+            | WriteParts(options.parts_dir)
+        )
+        assert_that(parts, equal_to([(plan.cube_id, FramePart(k.index, len(f))) for k, f in frames]), label="Parts")
+        entries = parts | AssembleFiles(options, plans, codecs)
+        assert_that(
+            entries | beam.Map(lambda e: (e.cube_id, e.status, e.frames)),
+            equal_to([(plan.cube_id, "written", layout.frame_count)]),
+            label="Entry",
+        )
+    assert not os.path.exists(stale) and not os.path.exists(os.path.join(options.parts_dir, plan.cube_id))
+    import rumi_core
+
+    path = os.path.join(options.out, f"{plan.cube_id}.rumi")
+    assert np.array_equal(rumi_core.read(path, Path(path + "h").read_bytes()), cube)
+
+
+def test_assemble_reports_read_failures(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    from pipelines.frames import FrameFailure
+
+    plan = _plan(series, options)
+    with pipeline() as p:
+        plans = p | "Plans" >> beam.Create([plan])
+        codecs = p | "Codecs" >> beam.Create([(plan.cube_id, {})])
+        parts = p | "Parts" >> beam.Create([(plan.cube_id, FrameFailure("/x_B02.tif", "boom")), (plan.cube_id, FramePart(0, 10))])
+        out = parts | AssembleFiles(options, plans, codecs)
+        assert_that(out | beam.Map(lambda d: (d.href, d.reason)), equal_to([("/x_B02.tif", "read-failed")]))
+
+
+def test_skip_existing(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+    from pipelines.convert import run
+
+    directory, _, _ = series
+    run([str(directory)], options)
+    plan = _plan(series, options)
+    other = _plan(series, type(options)(out=options.out, tile_size=64))  # same name, other layout: not skipped
+    with pipeline() as p:
+        out = p | beam.Create([plan, other]) | SkipExisting(options)
+        assert_that(
+            out | beam.Map(lambda x: (type(x).__name__, getattr(x, "status", None))),
+            equal_to([("ManifestEntry", "skipped"), ("CubePlan", None)]),
+        )
+
+
+def test_sinks(pipeline: Callable[[], TestPipeline], tmp_path: Path) -> None:
+    entry = ManifestEntry(
+        "c",
+        "written",
+        "c.rumi",
+        "c.rumih",
+        (1, 1, 2, 2),
+        "uint8",
+        ({"name": "a"},),
+        ("2020-01-01T00:00:00Z",),
+        "EPSG:4326",
+        (1, 0, 0, 0, -1, 0),
+        None,
+        512,
+        0,
+        {},
+        1,
+        10,
+        33,
+        4,
+        4,
+        "0" * 64,
+    )
+    letters = [DeadLetter("b", "no-match", "m", "S"), DeadLetter("a", "unreadable", "m", "S"), DeadLetter("a", "unreadable", "m", "S")]
+    with pipeline() as p:
+        counts = p | "E" >> beam.Create([entry]) | WriteManifest(str(tmp_path / "m.jsonl"))
+        assert_that(counts, equal_to([1]), label="Manifest")
+        dead = p | "D" >> beam.Create(letters) | WriteDeadLetters(str(tmp_path / "d.jsonl"))
+        assert_that(dead, is_not_empty(), label="Dead")
+    assert [ManifestEntry.from_dict(d) for d in load_jsonl(str(tmp_path / "m.jsonl"))] == [entry]
+    assert [d["href"] for d in load_jsonl(str(tmp_path / "d.jsonl"))] == ["a", "b"]

@@ -1,0 +1,253 @@
+"""Tests for rumi_core.dlpack: every sample encoding exported with the spec's (code, bits, lanes), never cast.
+
+PyTorch tests skip where torch is not installed (``pip install torch``; the
+CPU wheel is enough).
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+from typing import TYPE_CHECKING, Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import rumi_core
+from rumi_core import dlpack
+from rumi_core.dlpack import DLPackArray, DLPackError, from_dlpack, to_dlpack
+from rumi_core.encodings import ENCODINGS, SampleEncoding
+from rumi_core.errors import InvalidInputError
+from rumi_core.testing import random_samples
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+SPEC_TABLE = {
+    "bool": (6, 8, 1),
+    "uint8": (1, 8, 1),
+    "uint16": (1, 16, 1),
+    "uint32": (1, 32, 1),
+    "uint64": (1, 64, 1),
+    "int8": (0, 8, 1),
+    "int16": (0, 16, 1),
+    "int32": (0, 32, 1),
+    "int64": (0, 64, 1),
+    "float16": (2, 16, 1),
+    "float32": (2, 32, 1),
+    "float64": (2, 64, 1),
+    "complex32": (5, 32, 1),
+    "complex64": (5, 64, 1),
+    "complex128": (5, 128, 1),
+    "bfloat16": (4, 16, 1),
+    "float8_e4m3fn": (10, 8, 1),
+    "float8_e4m3fnuz": (11, 8, 1),
+    "float8_e5m2": (12, 8, 1),
+    "float8_e5m2fnuz": (13, 8, 1),
+    "float8_e8m0fnu": (14, 8, 1),
+}
+"""The specification's DLPack representation table, written out independently."""
+
+NUMPY_HAS = {
+    *("bool", "uint8", "uint16", "uint32", "uint64", "int8", "int16", "int32", "int64"),
+    *("float16", "float32", "float64", "complex64", "complex128"),
+}
+
+ENCODING_IDS = [e.name for e in ENCODINGS]
+
+
+def bits_of(array: np.ndarray) -> bytes:
+    return np.ascontiguousarray(array).tobytes()
+
+
+@pytest.mark.parametrize("enc", ENCODINGS, ids=ENCODING_IDS)
+def test_dtype_codes_follow_the_spec(enc: SampleEncoding) -> None:
+    samples = random_samples((2, 3, 5), enc.dtype, seed=1)
+    exported = DLPackArray(samples)
+    assert exported.dlpack_dtype == SPEC_TABLE[enc.name]
+    assert exported.__dlpack_device__() == (1, 0)
+    assert exported.shape == (2, 3, 5)
+    assert enc.name in repr(exported)
+
+
+@pytest.mark.parametrize("enc", ENCODINGS, ids=ENCODING_IDS)
+@pytest.mark.parametrize("max_version", [None, (1, 0), (1, 1), (1, 3)])
+def test_own_importer_round_trips_every_encoding(enc: SampleEncoding, max_version: tuple[int, int] | None) -> None:
+    samples = random_samples((3, 4, 7), enc.dtype, seed=2)
+
+    class Producer:
+        def __dlpack_device__(self) -> tuple[int, int]:
+            return (1, 0)
+
+        def __dlpack__(self, **kwargs: Any) -> Any:
+            return to_dlpack(samples, max_version=max_version)
+
+    back = from_dlpack(Producer())
+    assert back.dtype == enc.dtype and back.shape == samples.shape
+    assert bits_of(back) == bits_of(samples)
+
+
+@pytest.mark.parametrize("enc", [e for e in ENCODINGS if e.name in NUMPY_HAS], ids=lambda e: e.name)
+def test_numpy_from_dlpack_round_trips_its_types(enc: SampleEncoding) -> None:
+    samples = random_samples((4, 6), enc.dtype, seed=3)
+    back = np.from_dlpack(DLPackArray(samples))
+    assert back.dtype == samples.dtype and bits_of(back) == bits_of(samples)
+    assert back.ctypes.data == samples.ctypes.data  # shared, not copied
+    copied = np.from_dlpack(DLPackArray(samples), copy=True)
+    assert bits_of(copied) == bits_of(samples) and copied.ctypes.data != samples.ctypes.data
+
+
+def test_numpy_refuses_what_it_lacks_cleanly() -> None:
+    with pytest.raises((RuntimeError, BufferError, TypeError), match=r"(?i)dtype"):
+        np.from_dlpack(DLPackArray(np.zeros(3, ml_dtypes.bfloat16)))
+
+
+def test_strided_and_reversed_views() -> None:
+    base = np.arange(2 * 6 * 8, dtype=np.uint16).reshape(2, 6, 8)
+    view = base[:, ::2, 1::3]
+    assert bits_of(from_dlpack(DLPackArray(view))) == bits_of(view)
+    reversed_view = base[:, ::-1, ::-2]
+    assert bits_of(from_dlpack(DLPackArray(reversed_view))) == bits_of(reversed_view)
+    scalar = np.array(7, np.int32)
+    assert from_dlpack(DLPackArray(scalar)).tolist() == 7
+    empty = np.zeros((0, 3), np.float32)
+    assert from_dlpack(DLPackArray(empty)).shape == (0, 3)
+
+
+def test_big_endian_samples_are_byte_swapped_not_cast() -> None:
+    samples = np.arange(6, dtype=">u2").reshape(2, 3)
+    back = from_dlpack(DLPackArray(samples))
+    assert back.tolist() == samples.tolist()
+    with pytest.raises(DLPackError, match=r"not native-endian; exporting it needs a copy, and copy=False refuses one"):
+        DLPackArray(samples).__dlpack__(max_version=(1, 0), copy=False)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"dl_device": (2, 0)}, r"rumi arrays live on the CPU"),
+        ({"stream": 1}, r"CPU tensors take no stream"),
+        ({"max_version": (0, 8)}, r"rumi exports DLPack 1.x tensors"),
+    ],
+)
+def test_bad_requests_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(DLPackError, match=message):
+        DLPackArray(np.zeros(3, np.uint8)).__dlpack__(**kwargs)
+
+
+def test_read_only_arrays() -> None:
+    samples = np.arange(5, dtype=np.int16)
+    samples.flags.writeable = False
+    with pytest.raises(DLPackError, match=r"a read-only array cannot go to a legacy DLPack consumer"):
+        to_dlpack(samples)
+    assert bits_of(from_dlpack(DLPackArray(samples))) == bits_of(samples)
+    assert to_dlpack(samples, copy=True) is not None
+
+
+def test_refuses_dtypes_without_an_encoding_and_casts() -> None:
+    with pytest.raises(InvalidInputError, match=r"dtype <U1 has no rumi sample encoding"):
+        DLPackArray(np.zeros(2, "<U1"))
+    with pytest.raises(DLPackError, match=r"converting them to float32 would cast"):
+        np.asarray(DLPackArray(np.zeros(2, np.uint16)), dtype=np.float32)
+    assert np.asarray(DLPackArray(np.zeros(2, np.uint16))).dtype == np.uint16
+
+
+def test_exported_memory_is_released() -> None:
+    gc.collect()
+    before = len(dlpack._LIVE)
+    for _ in range(5):
+        np.from_dlpack(DLPackArray(np.zeros(100, np.float64)))
+        capsule = DLPackArray(np.zeros(3)).__dlpack__(max_version=(1, 0))  # dropped unconsumed
+        del capsule
+        from_dlpack(DLPackArray(np.zeros(3, ml_dtypes.float8_e5m2)))
+    gc.collect()
+    assert len(dlpack._LIVE) == before
+
+
+def test_arrays_from_read_export_with_their_encoding(tmp_path: Path) -> None:
+    samples = random_samples((2, 20, 30), ml_dtypes.bfloat16, seed=5)
+    blob = rumi_core.write(tmp_path / "x.rumi", samples, bands=["a", "b"], times=["2020-01-01"], tile_size=16)
+    decoded = rumi_core.read(tmp_path / "x.rumi", blob)
+    exported = rumi_core.DLPackArray(decoded)
+    assert exported.dlpack_dtype == (4, 16, 1)
+    assert bits_of(from_dlpack(exported)) == bits_of(samples)
+
+
+# --------------------------------------------------------------------------- PyTorch
+
+
+def _torch() -> Any:
+    return pytest.importorskip("torch", reason="PyTorch is not installed (pip install torch, the CPU wheel)")
+
+
+TORCH_DTYPES = {
+    "bool": "bool",
+    "uint8": "uint8",
+    "uint16": "uint16",
+    "uint32": "uint32",
+    "uint64": "uint64",
+    "int8": "int8",
+    "int16": "int16",
+    "int32": "int32",
+    "int64": "int64",
+    "float16": "float16",
+    "float32": "float32",
+    "float64": "float64",
+    "complex32": "complex32",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "bfloat16": "bfloat16",
+    "float8_e4m3fn": "float8_e4m3fn",
+    "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2": "float8_e5m2",
+    "float8_e5m2fnuz": "float8_e5m2fnuz",
+    "float8_e8m0fnu": "float8_e8m0fnu",
+}
+
+
+def _torch_bits(tensor: Any) -> bytes:
+    torch = _torch()
+    flat = tensor.contiguous().reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)  # bool to 0/1 bytes is exact
+    return bytes(flat.view(torch.uint8).numpy().tobytes())
+
+
+@pytest.mark.parametrize("enc", ENCODINGS, ids=ENCODING_IDS)
+def test_torch_from_dlpack_gets_the_right_type_and_bits(enc: SampleEncoding) -> None:
+    torch = _torch()
+    samples = random_samples((3, 5, 4), enc.dtype, seed=4)
+    tensor = torch.from_dlpack(DLPackArray(samples))
+    assert tensor.dtype == getattr(torch, TORCH_DTYPES[enc.name])
+    assert tuple(tensor.shape) == samples.shape
+    assert _torch_bits(tensor) == bits_of(samples)
+    assert tensor.data_ptr() == samples.ctypes.data  # zero copy
+
+
+def test_torch_legacy_capsules_and_views() -> None:
+    torch = _torch()
+    samples = random_samples((6, 5), ml_dtypes.float8_e4m3fnuz, seed=6)
+    tensor = torch.utils.dlpack.from_dlpack(to_dlpack(samples))
+    assert tensor.dtype == torch.float8_e4m3fnuz and _torch_bits(tensor) == bits_of(samples)
+    base = random_samples((4, 6, 8), ml_dtypes.bfloat16, seed=7)
+    view = base[1:, ::2, ::-1]  # PyTorch takes no negative strides: exported as a copy
+    assert _torch_bits(torch.from_dlpack(DLPackArray(view))) == bits_of(view)
+    positive = base[:, ::2, 1:]
+    shared = torch.from_dlpack(DLPackArray(positive))
+    assert shared.data_ptr() == positive.ctypes.data and _torch_bits(shared) == bits_of(positive)
+    gc.collect()
+    before = len(dlpack._LIVE)
+    del tensor, shared
+    gc.collect()
+    assert len(dlpack._LIVE) <= before - 1
+
+
+@pytest.mark.skipif(sys.byteorder != "little", reason="the wheel's float8 kernels assume little-endian")
+def test_torch_sees_the_values() -> None:
+    torch = _torch()
+    values = np.array([1.5, -2.0, 0.25, 448.0], dtype=ml_dtypes.float8_e4m3fn)
+    tensor = torch.from_dlpack(DLPackArray(values))
+    assert tensor.float().tolist() == [1.5, -2.0, 0.25, 448.0]
+    halves = np.array([(1.0, -2.0), (0.5, 3.0)], dtype=rumi_core.encoding_for_dtype("complex32").dtype)
+    assert torch.from_dlpack(DLPackArray(halves)).to(torch.complex64).tolist() == [complex(1, -2), complex(0.5, 3)]

@@ -1,0 +1,218 @@
+"""Tests for rumi_core.reader and rumi_core.dataset (spec: Selective read model, Resource limits)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+import rasterio.windows
+
+import rumi_core
+from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
+from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
+from rumi_core.testing import CountingSource, random_samples
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def frame_ranges(source: CountingSource, blob: bytes) -> list[tuple[int, int]]:
+    """The ranges a source was asked for that touch the frame data."""
+    header = HeaderBlob.from_bytes(blob)
+    start, end = header.base_frame_offset, header.trailer_offset
+    return [(o, n) for o, n in source.ranges if o < end and o + n > start]
+
+
+# -- resource limits come before any allocation or frame read ------------------------
+
+
+def test_output_limit_is_checked_before_reading_frames(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(ResourceLimitError, match=r"the read needs 312000 bytes, above the limit of 1000"):
+            rumi_core.read(source, blob, limits=Limits(max_output_bytes=1000))
+        assert source.ranges == []  # with a blob, nothing at all was read
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(ResourceLimitError, match="above the limit of 1000"):
+            rumi_core.read(source, limits=Limits(max_output_bytes=1000))
+        assert source.ranges  # the head and trailer were read to build the blob...
+        assert frame_ranges(source, blob) == []  # ...but no frame
+    # exactly at the limit is allowed
+    window = ((0, 10), (0, 10))
+    exact = 3 * 4 * 10 * 10 * 2
+    out = rumi_core.read(path, blob, window=window, limits=Limits(max_output_bytes=exact))
+    assert np.array_equal(out, data[:, :, :10, :10])
+
+
+def test_frame_limit_is_checked_before_reading_frames(tmp_path: Path) -> None:
+    data = random_samples((3, 4, 20, 20), "uint16")
+    path = tmp_path / "cells.rumi"
+    blob = rumi_core.write(path, data, bands=list("abcd"), times=["2020-01-01", "2020-01-02", "2020-01-03"], tile_size=10, frame_unit=3)
+    frame_bytes = 3 * 4 * 10 * 10 * 2  # a whole cell is decoded even for one pixel
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(ResourceLimitError, match=f"a frame of the read decodes to {frame_bytes} bytes, above the limit of 1000"):
+            rumi_core.read(source, blob, bands=[0], times=[0], window=((0, 1), (0, 1)), limits=Limits(max_frame_bytes=1000))
+        assert source.ranges == []
+    one_pixel = rumi_core.read(path, blob, bands=[0], times=[0], window=((0, 1), (0, 1)), limits=Limits(max_frame_bytes=frame_bytes))
+    assert one_pixel.tolist() == [[[[int(data[0, 0, 0, 0])]]]]
+
+
+def test_frame_count_limit_applies_to_a_blob(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, _ = cube_file
+    n = HeaderBlob.from_bytes(blob).layout.frame_count
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(ResourceLimitError, match=f"the blob describes {n} frames, above the limit of 10"):
+            rumi_core.read(source, blob, limits=Limits(max_frames=10))
+        assert source.ranges == []
+
+
+# -- selections ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("selection", "match"),
+    [
+        ({"bands": [4]}, r"band position 4 is outside 0\.\.3"),
+        ({"bands": [-1]}, r"band position -1 is outside 0\.\.3"),
+        ({"bands": [0, 1, 9]}, r"band position 9 is outside 0\.\.3"),
+        ({"bands": []}, "select at least one band position"),
+        ({"bands": [1.0]}, "band positions are integers, got 1.0"),
+        ({"bands": ["B4"]}, "band positions are integers, got 'B4'"),
+        ({"times": [3]}, r"time position 3 is outside 0\.\.2"),
+        ({"times": [-3]}, r"time position -3 is outside 0\.\.2"),
+        ({"times": []}, "select at least one time position"),
+        ({"window": ((0, 101), (0, 130))}, "window rows 0:101, cols 0:130 is empty or outside the 100 x 130 image"),
+        ({"window": ((0, 100), (0, 131))}, "is empty or outside the 100 x 130 image"),
+        ({"window": ((-1, 10), (0, 10))}, "window rows -1:10"),
+        ({"window": ((10, 10), (0, 10))}, "window rows 10:10, cols 0:10 is empty"),
+        ({"window": ((20, 10), (0, 10))}, "is empty or outside"),
+        ({"window": ((0, 10),)}, r"window is \(\(row_start, row_stop\), \(col_start, col_stop\)\) or a rasterio Window"),
+        ({"window": ((0.5, 10), (0, 10))}, "or a rasterio Window, got"),
+        ({"window": rasterio.windows.Window(col_off=0.5, row_off=0, width=3, height=3)}, "or a rasterio Window, got"),
+        ({"window": rasterio.windows.Window(col_off=128, row_off=0, width=3, height=3)}, "outside the 100 x 130 image"),
+    ],
+)
+def test_selection_errors(cube_file: tuple[Path, bytes, np.ndarray], selection: dict[str, Any], match: str) -> None:
+    path, blob, _ = cube_file
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(SelectionError, match=match):
+            rumi_core.read(source, blob, **selection)
+        assert source.ranges == []
+
+
+def test_selection_error_is_an_index_error(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, _ = cube_file
+    with pytest.raises(IndexError, match="outside"):
+        rumi_core.read(path, blob, bands=[7])
+
+
+def test_selections_match_numpy(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    assert np.array_equal(rumi_core.read(path, blob, bands=2), data[:, [2]])
+    assert np.array_equal(rumi_core.read(path, blob, times=np.array([2, 0])), data[[2, 0]])
+    got = rumi_core.read(path, blob, bands=[3, 3, 0], times=[1], window=rasterio.windows.Window(col_off=40, row_off=60, width=50, height=7))
+    assert np.array_equal(got, data[1:2][:, [3, 3, 0], 60:67, 40:90])
+
+
+# -- sources and blobs -----------------------------------------------------------------
+
+
+def test_reading_without_a_blob_builds_one(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    raw = path.read_bytes()
+    assert np.array_equal(rumi_core.read(path), data)
+    assert np.array_equal(rumi_core.read(str(path)), data)
+    assert np.array_equal(rumi_core.read(raw), data)
+    assert np.array_equal(rumi_core.read(bytearray(raw)), data)
+    assert np.array_equal(rumi_core.read(memoryview(raw), window=((5, 9), (7, 8))), data[:, :, 5:9, 7:8])
+    with BytesSource(raw) as source:
+        assert np.array_equal(rumi_core.read(source, bands=[1]), data[:, [1]])
+    with LocalFileSource(path) as source:
+        assert np.array_equal(rumi_core.read(source, times=[2]), data[[2]])
+    # the blob built from the file is the writer's blob
+    assert rumi_core.build_header(path) == blob
+
+
+def test_blob_forms(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    for header in (blob, bytearray(blob), memoryview(blob), HeaderBlob.from_bytes(blob)):
+        assert np.array_equal(rumi_core.read(path, header), data)
+
+
+def test_verify_false_reads_the_same_samples(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    assert np.array_equal(rumi_core.read(path, blob, verify=False), data)
+    assert np.array_equal(
+        rumi_core.read(path, blob, verify=False, bands=[0, 2], window=((50, 100), (0, 48))), data[:, [0, 2], 50:100, 0:48]
+    )
+
+
+def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="cannot open"):
+        rumi_core.read(tmp_path / "missing.rumi")
+    with pytest.raises(OSError, match="cannot open"):
+        rumi_core.read(tmp_path / "missing.rumi")
+
+
+def test_unknown_source_kind_is_refused() -> None:
+    with pytest.raises(TypeError, match="a source is a path, bytes or a ByteSource, got int"):
+        rumi_core.read(42)  # type: ignore[arg-type]
+
+
+# -- Dataset / open ----------------------------------------------------------------------
+
+
+def test_open_is_a_context_manager(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    with rumi_core.open(path) as ds:
+        assert ds.shape == (3, 4, 100, 130)
+        assert ds.dtype == np.dtype("<u2")
+        assert ds.info is not None
+        assert ds.info.band_texts == ("B2, Blue", "B3, Green", "B4, Red", "B8, NIR")
+        assert ds.info.georef.crs == "EPSG:32633"
+        assert ds.header == HeaderBlob.from_bytes(blob)
+        assert "Cube (3, 4, 100, 130) uint16" in repr(ds)
+        assert np.array_equal(ds.read(bands=[1], times=[0, 2], window=((10, 20), (30, 40))), data[[0, 2]][:, [1], 10:20, 30:40])
+        source = ds._source
+    # the dataset opened the file, so closing the dataset closed it
+    with pytest.raises(SourceError, match="is closed"):
+        source.read_ranges([(0, 4)])
+
+
+def test_open_does_not_close_a_source_it_was_given(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, data = cube_file
+    with CountingSource(LocalFileSource(path)) as source:
+        with rumi_core.open(source, blob, metadata=False) as ds:
+            assert ds.info is None
+            assert source.ranges == []  # with a blob and no metadata, nothing but frames is read
+            assert np.array_equal(ds.read(times=[1]), data[[1]])
+        assert source.read_ranges([(0, 4)]) == [b"RUMI"]
+
+
+def test_open_checks_a_given_blob_against_the_file(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, _ = cube_file
+    other = rumi_core.write(tmp_path / "other.rumi", np.zeros((4, 100, 130), "uint16"), bands=list("abcd"), times=["2020-01-01"])
+    with pytest.raises(HeaderMismatchError, match="header blob time_count is 1, the file's TimeCount is 3"):
+        rumi_core.open(path, other)
+
+
+def test_open_applies_its_limits(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob, _ = cube_file
+    with rumi_core.open(path, blob, metadata=False, limits=Limits(max_output_bytes=100)) as ds:
+        assert ds.read(window=((0, 5), (0, 5)), bands=[0], times=[0]).shape == (1, 1, 5, 5)
+        with pytest.raises(ResourceLimitError, match="above the limit of 100"):
+            ds.read()
+
+
+def test_open_an_image(tmp_path: Path) -> None:
+    data = random_samples((2, 9, 11), "float8_e5m2", seed=4)
+    blob = rumi_core.write(tmp_path / "i.rumi", data, bands=["a", "b"], times=[("2020-01-01", "2021-01-01")], tile_size=4)
+    with rumi_core.open(tmp_path / "i.rumi", blob) as ds:
+        assert ds.shape == (2, 9, 11)
+        assert "Image" in repr(ds)
+        out = ds.read(window=((1, 9), (2, 3)))
+        assert out.shape == (2, 8, 1)
+        assert out.view(np.uint8).tobytes() == data[:, 1:9, 2:3].tobytes()
+        with pytest.raises(SelectionError, match="an Image has one time step"):
+            ds.read(times=[0, 0])

