@@ -5,6 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TORCH_WHEELS ?= /opt/wheels
 
 .PHONY: install demo test lint typecheck pytest bench clean
 
@@ -12,6 +13,11 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@# PyTorch for the DLPack tests: the CPU wheel this machine class keeps on disk.
+	@# PyPI's default torch is a multi-GB CUDA build, so without the wheel those tests skip.
+	@if ls $(TORCH_WHEELS)/torch-2.13.0* >/dev/null 2>&1; then \
+		$(BIN)/python -m pip install --quiet --find-links $(TORCH_WHEELS) torch==2.13.0; \
+	else echo "no local torch wheel in $(TORCH_WHEELS): the torch DLPack tests will skip"; fi
 	touch $(STAMP)
 
 install: $(STAMP)

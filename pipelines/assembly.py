@@ -45,15 +45,19 @@ from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.frames import FrameFailure, LazyCube
 from pipelines.manifest import ManifestEntry, manifest_entry
 from pipelines.plan import sample_indices
+from pipelines.selection import selection_nodata
 from pipelines.sources import RasterCache
 from rumi_core.assemble import FileAssembler
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob
+from rumi_core.lossy import within_bound
 from rumi_core.reader import read
 from rumi_core.validate import validate
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping
+
+    from numpy.typing import NDArray
 
     from pipelines.keys import FrameKey
     from pipelines.options import ConvertOptions
@@ -152,12 +156,21 @@ def _check_against_plan(path: str, blob: bytes, plan: CubePlan) -> None:
         raise VerificationError(f"{path}: band texts or times differ from the plan's")
 
 
+def _matches(expected: NDArray[Any], decoded: NDArray[Any], plan: CubePlan) -> bool:
+    """Whether decoded samples are the source's: bit for bit, or within a lossy cube's bound."""
+    bound = plan.error_bound
+    if bound is None or decoded.tobytes() == expected.tobytes():
+        return decoded.tobytes() == expected.tobytes()
+    return bool(within_bound(expected, decoded, bound, nodata=selection_nodata(plan)).all())
+
+
 def verify_file(path: str, blob: bytes, plan: CubePlan, rasters: RasterCache, *, frames: int) -> None:
     """Check a file against its plan and compare a sample of its frames with the source pixels.
 
     Each sampled frame's window is read back through the blob with
     :func:`rumi_core.read` (for its band and time, or every band and time of a
-    cell) and compared byte for byte with the same window read from the sources.
+    cell) and compared byte for byte with the same window read from the sources
+    (for a lossy cube: every sample within the bound, nodata and NaN exact).
 
     Raises:
         VerificationError: the file, its blob or a frame disagrees with the plan or the sources.
@@ -180,7 +193,7 @@ def verify_file(path: str, blob: bytes, plan: CubePlan, rasters: RasterCache, *,
         expected = source[slice(None) if t is None else t, slice(None) if band is None else band, y0:y1, x0:x1]
         if layout.time_count == 1 and t is None:
             expected = expected[0]
-        if decoded.tobytes() != np.ascontiguousarray(expected).tobytes():
+        if not _matches(np.ascontiguousarray(expected), decoded, plan):
             raise VerificationError(f"{path}: frame {index} (tile {row},{col}, band {band}, time {t}) does not decode to the source pixels")
 
 

@@ -55,7 +55,13 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output directory.")
 @click.option("--tile-size", default=512, show_default=True, help="Nominal tile size in pixels.")
 @click.option("--frame-unit", default="auto", show_default=True, help="auto, or a frame_unit 0..9 valid for every cube.")
-@click.option("--compression", default="auto", show_default=True, help="auto, a codec name (raster, openzl, geozl) or a codec's JSON.")
+@click.option(
+    "--compression", default="auto", show_default=True, help="auto, max, portable, a codec name (raster, openzl, geozl) or a codec's JSON."
+)
+@click.option("--max-abs-error", type=float, default=None, help="Lossy: every decoded sample within E of its source (|x - x̂| <= E).")
+@click.option("--max-rel-error", default=None, help="Lossy: every decoded sample within P% of its source value, e.g. 0.5%.")
+@click.option("--catalog", "catalog_dir", default=None, type=click.Path(file_okay=False), help="STAC catalogue directory (OUT/stac).")
+@click.option("--no-catalog", is_flag=True, help="Do not write the STAC catalogue.")
 @click.option(
     "--cube-period", type=click.Choice(CUBE_PERIODS), default="none", show_default=True, help="Split each grid's series into cubes."
 )
@@ -87,6 +93,10 @@ def convert_command(
     tile_size: int,
     frame_unit: str,
     compression: str,
+    max_abs_error: float | None,
+    max_rel_error: str | None,
+    catalog_dir: str | None,
+    no_catalog: bool,
     cube_period: str,
     align: str,
     resampling: str,
@@ -117,6 +127,8 @@ def convert_command(
             tile_size=tile_size,
             frame_unit=frame_unit,  # type: ignore[arg-type]  # parsed and checked by ConvertOptions
             compression=compression,
+            max_abs_error=max_abs_error,
+            max_rel_error=max_rel_error,
             cube_period=cube_period,
             align=align,
             resampling=resampling,
@@ -127,12 +139,16 @@ def convert_command(
             overwrite=overwrite,
             shards=shards,
             verify_frames=verify_frames,
+            catalog=catalog_dir,
+            write_catalog=not no_catalog,
         )
     except OptionError as err:
         raise click.BadParameter(str(err), param_hint=err.option) from err
     show = sys.stderr.isatty() if progress is None else progress
     summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
     click.echo(summary.table())
+    if options.write_catalog and summary.entries:
+        click.echo(f"catalogue: {options.catalog_dir}")
     if not summary.produced:
         click.echo("nothing was produced", err=True)
         sys.exit(1)

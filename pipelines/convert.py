@@ -13,7 +13,8 @@ Issue 4. :class:`Convert` composes the transforms of the issue's list:
 ``CompressFrames``          one OpenZL frame per element
 ``WriteParts``              one part file per frame; only sizes travel on
 ``AssembleFiles``           head ‖ frames ‖ trailer, verify, publish
-``publish`` (``WriteManifest``)  the run manifest, replaceable (issue 5)
+``publish``                 the run manifest (``WriteManifest``) and the STAC
+                            catalogue (``WriteCatalog``, issue 5), replaceable
 ``WriteDeadLetters``        rejected inputs with their reasons
 ==========================  ==================================================
 
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
 
-__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "keep", "main", "manifest_publisher", "run"]
+__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "default_publishers", "keep", "main", "manifest_publisher", "run"]
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +77,13 @@ Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEn
 def manifest_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]:
     """The default publisher: :class:`~pipelines.sinks.WriteManifest` to ``OUT/manifest.jsonl``."""
     return WriteManifest(options.manifest_path)
+
+
+def default_publishers(options: ConvertOptions) -> tuple[Publisher, ...]:
+    """The manifest, and the STAC catalogue unless ``--no-catalog``."""
+    from pipelines.publish import catalog_publisher
+
+    return (manifest_publisher, catalog_publisher) if options.write_catalog else (manifest_publisher,)
 
 
 def keep(item: object, kind: type | tuple[type, ...]) -> list[Any]:
@@ -93,11 +101,13 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
 
     options: ConvertOptions
     """The conversion's options."""
-    publish: tuple[Publisher, ...] = (manifest_publisher,)
-    """Transforms applied to the manifest entries; the catalogue (issue 5) adds or replaces them."""
+    publish: tuple[Publisher, ...] | None = None
+    """Transforms applied to the manifest entries; None for :func:`default_publishers`."""
 
     def __post_init__(self) -> None:
         super().__init__()
+        if self.publish is None:
+            self.publish = default_publishers(self.options)
 
     def expand(self, inputs: PCollection[str]) -> PCollection[int]:
         """Wire the stages; see the module docstring."""
@@ -126,7 +136,7 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
         written = assembled | "Written" >> beam.FlatMap(keep, kind=ManifestEntry)
         failed = assembled | "Failed" >> beam.FlatMap(keep, kind=DeadLetter)
         entries = (written, skipped) | "Entries" >> beam.Flatten()
-        counts = [entries | f"Publish{i}" >> make(o) for i, make in enumerate(self.publish)]
+        counts = [entries | f"Publish{i}" >> make(o) for i, make in enumerate(self.publish or ())]
         letters = (rejected, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> WriteDeadLetters(o.dead_letter_path)
         done: PCollection[int] = (*counts, letters) | "Done" >> beam.Flatten()
         return done
@@ -165,7 +175,7 @@ def run(
     *,
     runner: str | None = None,
     progress: TextIO | None = None,
-    publish: tuple[Publisher, ...] = (manifest_publisher,),
+    publish: tuple[Publisher, ...] | None = None,
 ) -> Summary:
     """Run a conversion to completion and summarise it.
 
@@ -176,7 +186,8 @@ def run(
         runner: Beam runner name; overrides ``--runner`` in ``beam_args``;
             None keeps that, or :data:`DEFAULT_RUNNER`.
         progress: Where to draw a progress bar; None draws none.
-        publish: Publishers of the manifest entries (see :class:`Convert`).
+        publish: Publishers of the manifest entries (see :class:`Convert`); None for
+            :func:`default_publishers` (the manifest and, unless turned off, the catalogue).
 
     Returns:
         The summary of the run, read from its manifest and dead-letter files.

@@ -314,6 +314,8 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
         inputs=inputs,
         input_bytes=sum(acq.size for acq in acqs),
         dropped=tuple(sorted(dropped)),
+        max_abs_error=options.max_abs_error,
+        max_rel_error=options.max_rel_error,
     )
 
 

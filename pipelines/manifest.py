@@ -21,7 +21,7 @@ from pipelines.times import iso
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan
 
-__all__ = ["ManifestEntry", "manifest_entry"]
+__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,16 @@ class ManifestEntry:
     dropped: tuple[str, ...] = ()
     """Inputs left out by ``--duplicates first|last``."""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Room for later stages (issue 3's lossy bound, issue 5's hrefs)."""
+    """Room for later stages: ``mode`` (``lossless`` or ``lossy``) and, for a lossy cube,
+    ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads)."""
+
+    @property
+    def catalog_extra(self) -> dict[str, Any]:
+        """The manifest line with :attr:`extra` lifted to the top, as :func:`catalog.create_item` reads it."""
+        data = self.to_dict()
+        data.update(data.pop("extra"))
+        data["id"] = self.cube_id
+        return data
 
     @property
     def time_range(self) -> tuple[str, str]:
@@ -130,4 +139,13 @@ def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_b
         pixel_is_point=plan.pixel_is_point,
         inputs=plan.inputs,
         dropped=plan.dropped,
+        extra=lossy_extra(plan),
     )
+
+
+def lossy_extra(plan: CubePlan) -> dict[str, Any]:
+    """``{"mode": "lossless"}``, or ``{"mode": "lossy", "lossy_bound": {...}}`` for a cube with an error bound."""
+    bound = plan.error_bound
+    if bound is None:
+        return {"mode": "lossless"}
+    return {"mode": "lossy", "lossy_bound": bound.to_dict()}

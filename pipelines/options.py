@@ -21,6 +21,8 @@ from typing import Any, Final, Literal
 from pipelines.errors import OptionError
 from rumi_core.codecs import parse_codec
 from rumi_core.errors import InvalidInputError
+from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
+from rumi_core.selection import MODES
 from rumi_core.times import to_seconds
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "RESAMPLING_METHODS",
     "ConvertOptions",
     "parse_compression",
+    "parse_error_bound_options",
     "parse_frame_unit_option",
 ]
 
@@ -72,17 +75,18 @@ def parse_frame_unit_option(value: object) -> int | Literal["auto"]:
 
 
 def parse_compression(value: object) -> str:
-    """Return a canonical compression option: ``"auto"`` or a codec's JSON text.
+    """Return a canonical compression option: a selection mode or a codec's JSON text.
 
-    ``value`` is ``auto``, a registered codec name (``raster``, ``openzl``,
+    ``value`` is a selection mode (``auto``, ``max``, ``portable``: measured
+    per cube by :mod:`pipelines.selection`), a registered codec name (``raster``, ``openzl``,
     ``geozl``) or a codec's JSON form ``{"name": ..., "configuration": ...}``.
     The JSON text is canonical (sorted keys), so equal codecs give equal options.
 
     Raises:
         OptionError: the value names no codec or has a bad configuration.
     """
-    if value == AUTO:
-        return AUTO
+    if value in MODES:
+        return str(value)
     text = str(value).strip()
     spec: Any = text
     if text.startswith("{"):
@@ -95,6 +99,22 @@ def parse_compression(value: object) -> str:
     except InvalidInputError as err:
         raise OptionError(str(err), option="--compression") from err
     return json.dumps(codec.to_dict(), sort_keys=True)
+
+
+def parse_error_bound_options(max_abs_error: object, max_rel_error: object) -> ErrorBound | None:
+    """The error bound of ``--max-abs-error E`` or ``--max-rel-error P%``; None for lossless.
+
+    Raises:
+        OptionError: both are given, or one is malformed, negative or not finite.
+
+    >>> parse_error_bound_options(None, "0.5%")
+    ErrorBound(kind='relative', value='0.5')
+    """
+    try:
+        return parse_error_bound(max_abs_error=max_abs_error, max_rel_error=max_rel_error)
+    except InvalidInputError as err:
+        option = "--max-rel-error" if err.field == "max_rel_error" or max_abs_error is None else "--max-abs-error"
+        raise OptionError(str(err), option=option) from err
 
 
 def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
@@ -114,7 +134,12 @@ class ConvertOptions:
     frame_unit: int | Literal["auto"] = AUTO
     """``frame_unit`` of every file, or ``"auto"`` (``--frame-unit``)."""
     compression: str = AUTO
-    """``"auto"`` or a codec's canonical JSON text (``--compression``), see :func:`parse_compression`."""
+    """A selection mode (``auto``, ``max``, ``portable``) or a codec's canonical JSON text (``--compression``),
+    see :func:`parse_compression`."""
+    max_abs_error: float | None = None
+    """Absolute L∞ error bound in sample units (``--max-abs-error``); None or 0 for lossless."""
+    max_rel_error: str | None = None
+    """Relative error bound such as ``"1%"`` (``--max-rel-error``); None for lossless."""
     cube_period: str = "none"
     """How a grid's time series is split into cubes (``--cube-period``)."""
     align: str = "fail"
@@ -135,6 +160,10 @@ class ConvertOptions:
     """How many shards frame keys are generated in; bounds the parallelism of the frame stage."""
     verify_frames: int = 8
     """How many frames of each file are decoded and compared with the source before publishing."""
+    catalog: str | None = None
+    """Directory of the STAC catalogue (``--catalog``); None for ``OUT/stac``."""
+    write_catalog: bool = True
+    """Write the STAC catalogue (``--no-catalog`` turns it off)."""
 
     def __post_init__(self) -> None:
         if not self.out:
@@ -144,6 +173,18 @@ class ConvertOptions:
             raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
         object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))
         object.__setattr__(self, "compression", parse_compression(self.compression))
+        bound = parse_error_bound_options(self.max_abs_error, self.max_rel_error)
+        # Canonical form, so equal bounds give equal options (and equal plans on every worker).
+        object.__setattr__(self, "max_abs_error", None if bound is None or bound.kind != "absolute" else float(bound.value))
+        object.__setattr__(self, "max_rel_error", None if bound is None or bound.kind != "relative" else f"{bound.value}%")
+        if bound is not None and self.compression not in MODES:
+            codec = parse_codec(json.loads(self.compression))
+            if not (isinstance(codec, BoundedCodec) and codec.bound == bound):
+                raise OptionError(
+                    "an error bound needs --compression auto or max (or a bounded codec with that bound)", option="--compression"
+                )
+        if bound is not None and self.compression == "portable":
+            raise OptionError("portable frames cannot be lossy: geozl's quantizers need geozl's decoders", option="--compression")
         _choice(self.cube_period, CUBE_PERIODS, "--cube-period")
         _choice(self.align, ALIGN_MODES, "--align")
         _choice(self.resampling, RESAMPLING_METHODS, "--resampling")
@@ -169,9 +210,19 @@ class ConvertOptions:
             raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
 
     @property
+    def error_bound(self) -> ErrorBound | None:
+        """The lossy bound every decoded sample honours, or None for lossless."""
+        return parse_error_bound(max_abs_error=self.max_abs_error, max_rel_error=self.max_rel_error)
+
+    @property
     def manifest_path(self) -> str:
         """Where the run manifest is written: ``OUT/manifest.jsonl``."""
         return os.path.join(self.out, "manifest.jsonl")
+
+    @property
+    def catalog_dir(self) -> str:
+        """Where the STAC catalogue is written: ``--catalog``, by default ``OUT/stac``."""
+        return os.fspath(self.catalog) if self.catalog else os.path.join(self.out, "stac")
 
     @property
     def dead_letter_path(self) -> str:

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pipelines.times import compact
+from rumi_core.codecs import codec_from_dict
+from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
+from rumi_core.selection import MODES
 from rumi_core.writer import WritePlan, plan_write
 
 if TYPE_CHECKING:
@@ -162,7 +165,7 @@ class CubePlan:
     frame_unit: int
     """``frame_unit`` of the file."""
     compression: str
-    """``"auto"`` or a codec's JSON text, as in :class:`~pipelines.options.ConvertOptions`."""
+    """A selection mode (``auto``, ``max``, ``portable``) or a codec's JSON text, as in :class:`~pipelines.options.ConvertOptions`."""
     pixel_is_point: bool = False
     """Record PixelIsPoint (the stored transform then points at the first pixel's centre)."""
     inputs: tuple[str, ...] = ()
@@ -171,6 +174,21 @@ class CubePlan:
     """Total size of the input files, where known."""
     dropped: tuple[str, ...] = ()
     """Inputs left out by ``--duplicates first|last``."""
+    max_abs_error: float | None = None
+    """Absolute error bound of a lossy cube (``--max-abs-error``), or None."""
+    max_rel_error: str | None = None
+    """Relative error bound of a lossy cube (``--max-rel-error``), such as ``"1%"``, or None."""
+
+    @property
+    def error_bound(self) -> ErrorBound | None:
+        """The lossy bound every decoded sample honours (from the options or an explicit bounded codec), or None for lossless."""
+        bound = parse_error_bound(max_abs_error=self.max_abs_error, max_rel_error=self.max_rel_error)
+        spec = self.compression_spec()
+        if bound is None and spec is not None and spec.get("name") == BoundedCodec.name:
+            codec = codec_from_dict(spec)
+            assert isinstance(codec, BoundedCodec)
+            bound = codec.bound
+        return bound
 
     @property
     def shape(self) -> tuple[int, int, int, int]:
@@ -216,8 +234,8 @@ class CubePlan:
         return self.write_plan.layout
 
     def compression_spec(self) -> dict[str, Any] | None:
-        """The requested codec's JSON form, or None for ``auto``."""
-        return None if self.compression == "auto" else dict(json.loads(self.compression))
+        """The requested codec's JSON form, or None for a selection mode (``auto``, ``max``, ``portable``)."""
+        return None if self.compression in MODES else dict(json.loads(self.compression))
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

@@ -1,4 +1,4 @@
-"""Choosing the frame unit and the codec of a cube: the hook issue 3 fills in.
+"""Choosing the frame unit and the codec of a cube (issue 3's selection, wired into issue 4).
 
 Issue 4, *Compressing frames in parallel*, and issue 3, *Lossless by default,
 chosen per dataset*. The choice is made once per cube, never per frame:
@@ -8,17 +8,39 @@ chosen per dataset*. The choice is made once per cube, never per frame:
   frames (:func:`pipelines.plan.sample_indices`), and its answer reaches every
   worker as a side input.
 
-An explicit ``--frame-unit``/``--compression`` is honoured as given. For
-``auto``, both functions return rumi_core's defaults (tile frames, unit 0,
-and :data:`rumi_core.DEFAULT_CODEC`) until issue 3 replaces their bodies with
-measurements on the sample. The module does no I/O.
+An explicit ``--frame-unit``/``--compression`` is honoured as given. For the
+selection modes (``auto``, ``max``, ``portable``) :func:`choose_codec` measures
+candidate graphs on the sample with :func:`rumi_core.selection.profile_codecs`,
+under the cube's error bound when it has one. ``--frame-unit auto`` still
+gives unit 0: the unit is fixed when the cube is planned, before any pixel is
+read (see :func:`choose_frame_unit`). The module does no I/O.
+
+Determinism. The runners must write identical bytes, and the Dask runner may
+compute the codec side input more than once in one run, so the codec of a
+cube must not depend on how fast the machine happened to be. Sizes are
+deterministic; decode speeds are timed. :data:`PIPELINE_DECODE_FLOOR` is the
+decode-speed floor the pipeline applies: a quarter of issue 3's 300 MB/s, so
+it only excludes candidates *far* below the floor (wp_static's predictor,
+tens of MB/s), while every ordinary candidate decodes two to eight times
+faster than it (230 MB/s for 48-pixel tiles, 500 for 150-pixel ones on this
+machine class). With the full floor, small tiles put every candidate just
+under it, ``_pick`` falls back to the fastest decoder among near-equal
+timings (232, 237 and 248 MB/s in one measurement) and runs disagree. Timing
+once on the launcher does not help either: each run is its own launcher. A
+run that wants the strict floor calls :func:`rumi_core.write`, which applies
+it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+import math
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, FrameCodec, parse_codec
+from rumi_core.lossy import BoundedCodec
+from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -27,35 +49,72 @@ if TYPE_CHECKING:
 
     from pipelines.plan import CubePlan
 
-__all__ = ["choose_codec", "choose_frame_unit"]
+__all__ = ["PIPELINE_DECODE_FLOOR", "choose_codec", "choose_frame_unit", "selection_nodata"]
+
+PIPELINE_DECODE_FLOOR: Final = DECODE_FLOOR / 4
+"""Decode-speed floor of the pipeline's selection, bytes/s: only far slower candidates are excluded (module docstring)."""
 
 
 def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: int) -> int:
     """Return the ``frame_unit`` of a cube with ``bands`` bands and ``times`` time steps.
 
     ``auto`` gives 0 (one frame per band, time and tile), valid for every
-    ``(B, T)``; issue 3 will measure the cell units against it.
+    ``(B, T)``. Measuring the cell units against it
+    (:func:`rumi_core.selection.select_layout`) needs sample cells, which a
+    plan does not have yet; that is left for later.
 
     >>> choose_frame_unit("auto", bands=4, times=6)
     0
     """
-    del bands, times  # issue 3: the cell units valid for (B, T) are candidates
+    del bands, times  # the cell units valid for (B, T) would be candidates of a measured choice
     return 0 if requested == "auto" else requested
+
+
+def selection_nodata(plan: CubePlan) -> int | float | None:
+    """The cube's nodata as the selection takes it: an integer for integer samples, NaN kept."""
+    if plan.nodata is None:
+        return None
+    value = float(plan.nodata)
+    if np.dtype(plan.dtype).kind in "iu" and math.isfinite(value) and value.is_integer():
+        return int(value)
+    return value
 
 
 def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> FrameCodec:
     """Return the codec of every frame of ``plan``, chosen on ``sample_frames``.
 
     Args:
-        plan: The cube; :attr:`~pipelines.plan.CubePlan.compression` is
-            ``"auto"`` or the codec the user asked for.
+        plan: The cube; :attr:`~pipelines.plan.CubePlan.compression` is a
+            selection mode (``auto``, ``max``, ``portable``) or the codec the
+            user asked for; :attr:`~pipelines.plan.CubePlan.error_bound` asks for
+            geozl's quantized recipes.
         sample_frames: Decoded samples of a deterministic sample of the
-            cube's frames, in the layout of ``plan.layout`` (issue 3 measures
-            candidate graphs on them).
+            cube's frames, in the layout of ``plan.layout``.
 
     Returns:
-        The requested codec, or for ``auto`` :data:`rumi_core.DEFAULT_CODEC`.
+        The requested codec, or the one :func:`rumi_core.selection.profile_codecs`
+        picks at :data:`PIPELINE_DECODE_FLOOR`.
+
+    Raises:
+        rumi_core.InvalidInputError: no sample frame, or a bound the
+            quantizers cannot honour for these samples.
     """
-    del sample_frames  # issue 3: measure candidates on the sample
     spec = plan.compression_spec()
-    return DEFAULT_CODEC if spec is None else parse_codec(spec)
+    if spec is not None:
+        return parse_codec(spec)
+    assert plan.compression in MODES
+    bound = plan.error_bound
+    if not sample_frames:  # no sample frame could be read: the frame stage reports those cubes
+        if bound is None:
+            return DEFAULT_CODEC
+        return BoundedCodec(nodata=selection_nodata(plan), **bound.to_dict())  # type: ignore[arg-type]
+    selection = profile_codecs(
+        sample_frames,
+        axes=plan.layout.frame_axes,
+        encoding=plan.layout.encoding,
+        mode=plan.compression,  # type: ignore[arg-type]  # one of MODES, checked above
+        nodata=selection_nodata(plan),
+        bound=bound,
+        decode_floor=PIPELINE_DECODE_FLOOR,
+    )
+    return selection.codec

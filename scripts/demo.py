@@ -6,7 +6,9 @@
 2. Runs ``rumi convert`` on them (issue 4) with two worker processes.
 3. Validates every output file against its header blob, decodes it and
    compares it with the generated pixels, and reads one window statelessly.
-4. Prints the pipeline's summary table.
+4. Searches the STAC catalogue the conversion wrote (OUT/cubes/stac) for the
+   cube and reads a window through the item it finds, counting requests.
+5. Prints the pipeline's summary table.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+import catalog
 import rumi_core
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
@@ -30,6 +33,8 @@ from rumi_core.testing import CountingSource
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from rumi_core.sources import ByteSource
 
 DATES = ["2024-04-02", "2024-04-17", "2024-05-02", "2024-05-22", "2024-06-11", "2024-07-01"]
 
@@ -47,6 +52,43 @@ def _stderr_to(path: Path) -> Iterator[None]:
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+
+
+class CountingStorage(catalog.Storage):
+    """Storage whose every source counts its range requests."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sources: list[CountingSource] = []
+
+    def open(self, href: str | os.PathLike[str], *, size: int | None = None) -> ByteSource:
+        source = CountingSource(super().open(href, size=size))
+        self.sources.append(source)
+        return source
+
+    @property
+    def requests(self) -> int:
+        return sum(s.requests for s in self.sources)
+
+
+def search_and_read(stac: Path) -> bool:
+    """Find the cube in the catalogue and read a window through its item; True when it is found."""
+    bbox = (13.55, 52.27, 13.65, 52.32)  # inside the grid (399960 E, 5800020 N, UTM 33N, 10.24 km square)
+    when = "2024-05-01/2024-05-31"
+    print(f"catalog  {stac} ({sum(1 for _ in stac.rglob('*.json'))} STAC documents, index {stac / 'items.parquet'})")
+    hits = catalog.search(stac, bbox=bbox, datetime=when)
+    print(f"search   rumi search {stac} --bbox {','.join(map(str, bbox))} --datetime {when} -> {[h.id for h in hits]}")
+    if not hits or hits[0].item_href is None:
+        return False
+    storage = CountingStorage()
+    with catalog.Cube.open(hits[0].item_href, storage=storage) as cube:
+        before = storage.requests
+        got = cube.read(bands="B04,B08", times=when, window=((256, 768), (512, 1024)), threads=2)
+        print(
+            f"read     item -> B04, B08 of {len(got.times)} date(s), a 512 x 512 window -> {got.data.shape}: "
+            f"{storage.requests - before} range requests for frames, {before} before (inline header: {hits[0].inline_header})"
+        )
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         with CountingSource(rumi_core.LocalFileSource(path)) as src:
             window = rumi_core.read(src, blob, bands=[2, 3], times=[0, 5], window=((256, 768), (512, 1024)))
         print(f"read     B04 and B08 of the first and last date, a 512 x 512 window -> {window.shape}: {src.requests} range requests")
+    ok &= search_and_read(Path(options.catalog_dir))
     print()
     print(summary.table())
     return 0 if ok and summary.produced and not summary.dead_letters else 1

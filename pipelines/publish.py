@@ -1,0 +1,121 @@
+"""Publishing a run's cubes as a STAC catalogue (issue 5's hand-off from issue 4).
+
+:class:`WriteCatalog` is a publisher (see :data:`pipelines.convert.Publisher`):
+it collects the run's :class:`~pipelines.manifest.ManifestEntry` values in one
+place, builds one STAC item per file with :func:`catalog.create_item` (the
+manifest line, with its ``extra`` lifted, is the item's extra metadata: bands,
+codec, lossy bound) and writes the tree and its ``items.parquet`` index with
+:func:`catalog.build_catalog`.
+
+The catalogue is built in a temporary sibling of its directory and then
+swapped in, so a reader sees the old catalogue or the new one, never half of
+one, and a failed build leaves the old one in place. The sibling sits in the
+same parent, so the relative links to the files stay valid after the rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
+
+from pipelines.collect import Collect
+from pipelines.counters import inc
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pipelines.manifest import ManifestEntry
+    from pipelines.options import ConvertOptions
+
+__all__ = ["CATALOG_ID", "WriteCatalog", "catalog_publisher", "write_catalog"]
+
+CATALOG_ID = "rumi"
+"""Id of the catalogue root, and the dataset of items that name none."""
+
+
+def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str = CATALOG_ID) -> int:
+    """Write the STAC catalogue of ``entries`` (files under ``out``) to ``root``; return the item count.
+
+    No entries write nothing (an earlier catalogue stays). Items are built in
+    cube-id order, in a temporary directory beside ``root`` that then replaces it.
+    """
+    import catalog
+
+    if not entries:
+        return 0
+    root = os.path.abspath(root)
+    parent, name = os.path.split(root)
+    os.makedirs(parent, exist_ok=True)
+    token = uuid.uuid4().hex
+    # No dot-suffix on these names: pystac takes a path ending in ".tmp" for a file and
+    # would write the item links relative to its parent.
+    staging = os.path.join(parent, f".{name}-{token}-staging")
+    os.makedirs(os.path.join(staging, "thumbnails"))
+    try:
+        items = []
+        for entry in sorted(entries, key=lambda e: e.cube_id):
+            items.append(
+                catalog.create_item(
+                    os.path.join(out, entry.file),
+                    os.path.join(out, entry.blob),
+                    extra=entry.catalog_extra,
+                    thumbnail_path=os.path.join(staging, "thumbnails", f"{entry.cube_id}.png"),
+                )
+            )
+        catalog.build_catalog(items, staging, catalog_id=catalog_id)
+        _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    inc(WriteCatalog, "items", len(items))
+    return len(items)
+
+
+def _swap(new: str, root: str, old: str) -> None:
+    """Put directory ``new`` at ``root``; an existing ``root`` is moved aside first, then removed."""
+    moved = False
+    if os.path.lexists(root):
+        os.rename(root, old)
+        moved = True
+    try:
+        os.rename(new, root)
+    except OSError:
+        if moved:
+            with contextlib.suppress(OSError):
+                os.rename(old, root)
+        raise
+    if moved:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _write(entries: list[ManifestEntry], out: str, root: str) -> int:
+    return write_catalog(entries, out=out, root=root)
+
+
+@dataclass
+class WriteCatalog(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
+    """Write the run's STAC catalogue and its stac-geoparquet index (issue 5, *Where*)."""
+
+    out: str
+    """The output directory the manifest's file names are relative to."""
+    root: str
+    """The catalogue directory (``--catalog``, by default ``OUT/stac``)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
+        """Collect, build, swap in."""
+        out: PCollection[int] = entries | "Collect" >> Collect() | "Write" >> beam.Map(_write, out=self.out, root=self.root)
+        return out
+
+
+def catalog_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[int]]:
+    """The catalogue publisher: :class:`WriteCatalog` to ``options.catalog_dir``."""
+    return WriteCatalog(options.out, options.catalog_dir)

@@ -1,0 +1,181 @@
+"""Issue 3 and 5 in the pipeline: the selected codec, the lossy bound and the STAC catalogue of a conversion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import rumi_core
+from catalog import validate_stac
+from pipelines.convert import run
+from pipelines.errors import OptionError
+from pipelines.options import ConvertOptions
+from pipelines.summary import load_jsonl
+from pipelines.testing import S2_BANDS, synthetic_cube, write_geotiff, write_series
+from rumi_core.cli.main import cli
+from rumi_core.codecs import codec_from_dict
+from rumi_core.header import HeaderBlob
+from rumi_core.writer import frame_samples
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+DATES = ["2023-01-05", "2023-02-04", "2023-04-10"]
+
+
+@pytest.fixture(scope="module")
+def scenes(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray[Any, Any]]:
+    """Three dates x four bands of 96 x 80 uint16 scenes: directory and ``(T, B, Y, X)`` data."""
+    directory = tmp_path_factory.mktemp("publish-scenes")
+    _, cube = write_series(str(directory), dates=DATES, size=(96, 80), seed=7)
+    return directory, cube
+
+
+def write_holed_series(directory: Path, cube: np.ndarray[Any, Any], holes: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+    """Write ``cube`` as scenes like :func:`write_series`, with nodata (0) where ``holes``; return the written data."""
+    holed = np.where(holes, 0, cube).astype(cube.dtype)
+    directory.mkdir()
+    for t, day in enumerate(DATES[: cube.shape[0]]):
+        moment = dt.datetime.fromisoformat(day).replace(hour=10, minute=30, second=21)
+        for b, token in enumerate(S2_BANDS[: cube.shape[1]]):
+            write_geotiff(
+                str(directory / f"S2_T32UPU_{moment:%Y%m%dT%H%M%S}_{token}.tif"),
+                holed[t, b][np.newaxis],
+                epsg=32632,
+                transform=(10.0, 0.0, 600000.0, 0.0, -10.0, 5300040.0),
+                nodata=0,
+                tags={"TIFFTAG_DATETIME": f"{moment:%Y:%m:%d %H:%M:%S}"},
+            )
+    return holed
+
+
+def _only_entry(out: Path) -> dict[str, Any]:
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    return entry
+
+
+def test_selected_codec_is_recorded_and_written(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    directory, cube = scenes
+    out = tmp_path / "out"
+    run([str(directory)], ConvertOptions(out=str(out), tile_size=48, write_catalog=False))
+    entry = _only_entry(out)
+    assert entry["codec"]["name"] != "raster" and entry["extra"] == {"mode": "lossless"}
+    data = (out / entry["file"]).read_bytes()
+    blob = HeaderBlob.from_bytes((out / entry["blob"]).read_bytes())
+    assert np.array_equal(rumi_core.read(out / entry["file"], blob.to_bytes()), cube)
+    # Every frame of the file is what the recorded codec writes for that frame's samples.
+    codec = codec_from_dict(entry["codec"])
+    for index in range(blob.layout.frame_count):
+        offset, length = blob.frame_range(index)
+        assert codec.encode(frame_samples(cube, blob.layout, index), axes=blob.layout.frame_axes) == data[offset : offset + length]
+    assert not (out / "stac").exists()
+
+
+def test_max_and_portable_modes(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    directory, cube = scenes
+    for mode in ("max", "portable"):
+        out = tmp_path / mode
+        run([str(directory)], ConvertOptions(out=str(out), tile_size=48, compression=mode, write_catalog=False))
+        entry = _only_entry(out)
+        assert np.array_equal(rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()), cube)
+        if mode == "portable":
+            assert "geozl" not in json.dumps(entry["codec"])
+
+
+@pytest.mark.parametrize("bound", [{"max_abs_error": 3.0}, {"max_rel_error": "2%"}])
+def test_lossy_bound_holds_end_to_end(tmp_path: Path, bound: dict[str, Any]) -> None:
+    cube = synthetic_cube(2, 4, 70, 90, seed=11, dtype="uint16")
+    holes = np.zeros(cube.shape, dtype=bool)
+    holes[..., 5:15, 10:40] = True
+    holes[1, 2, 40:, 60:] = True
+    src = tmp_path / "holed"
+    holed = write_holed_series(src, cube, holes)
+    out = tmp_path / "out"
+    run([str(src)], ConvertOptions(out=str(out), tile_size=32, **bound))
+    entry = _only_entry(out)
+    assert entry["extra"] == {"mode": "lossy", "lossy_bound": bound}
+    assert entry["codec"]["name"] == "bounded"
+    back = rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()).astype(np.float64)
+    source = holed.astype(np.float64)
+    assert np.array_equal(back[holes], source[holes])  # nodata exact
+    error = np.abs(back - source)
+    if "max_abs_error" in bound:
+        assert error.max() <= 3.0
+    else:
+        assert np.all(error <= 0.02 * np.abs(source))
+    assert not np.array_equal(back, source)  # it is lossy
+    item = json.loads(next((out / "stac").rglob(f"{entry['cube_id']}.json")).read_text())
+    assert json.dumps(bound["max_abs_error"] if "max_abs_error" in bound else bound["max_rel_error"]) in json.dumps(item["properties"])
+
+
+def test_catalogue_validates_and_search_finds_the_cube(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    directory, _ = scenes
+    out = tmp_path / "out"
+    runner = CliRunner()
+    done = runner.invoke(cli, ["convert", str(directory), "--out", str(out), "--tile-size", "48", "--no-progress"])
+    assert done.exit_code == 0, done.output
+    stac = out / "stac"
+    assert f"catalogue: {stac}" in done.output
+    assert (stac / "catalog.json").is_file() and (stac / "items.parquet").is_file()
+    entry = _only_entry(out)
+    docs = [json.loads(p.read_text()) for p in stac.rglob("*.json")]
+    items = [d for d in docs if d.get("type") == "Feature"]
+    assert [i["id"] for i in items] == [entry["cube_id"]]
+    for doc in docs:
+        validate_stac(doc)
+    item = items[0]
+    assert item["properties"]["start_datetime"].startswith("2023-01-05") and item["properties"]["end_datetime"].startswith("2023-04-10")
+    minx, miny, maxx, maxy = item["bbox"]
+    bbox = f"{minx + 1e-4},{miny + 1e-4},{maxx - 1e-4},{maxy - 1e-4}"
+    found = runner.invoke(cli, ["search", str(stac), "--bbox", bbox, "--datetime", "2023-02-01/2023-03-01", "--json"])
+    assert found.exit_code == 0, found.output
+    assert [h["id"] for h in json.loads(found.output)] == [entry["cube_id"]]
+    missed = runner.invoke(cli, ["search", str(stac), "--bbox", bbox, "--datetime", "2024-01-01/2024-12-31", "--json"])
+    assert json.loads(missed.output) == []
+    # A rerun (every cube skipped) replaces the catalogue in place; nothing is left beside it.
+    again = runner.invoke(cli, ["convert", str(directory), "--out", str(out), "--tile-size", "48", "--no-progress"])
+    assert again.exit_code == 0, again.output
+    assert (stac / "catalog.json").is_file()
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+
+
+def test_catalogue_elsewhere(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    directory, _ = scenes
+    out, stac = tmp_path / "out", tmp_path / "published" / "stac"
+    run([str(directory)], ConvertOptions(out=str(out), tile_size=48, catalog=str(stac)))
+    assert (stac / "catalog.json").is_file() and not (out / "stac").exists()
+    import catalog
+
+    (hit,) = catalog.search(stac)
+    assert hit.id == _only_entry(out)["cube_id"] and hit.item_href is not None
+    # The links survive the swap into place: the item found in the index opens and reads its file.
+    with catalog.Cube.open(hit.item_href) as cube:
+        got = cube.read(bands=[1], times=[2], window=((10, 60), (5, 70)))
+    assert np.array_equal(got.as_cube(), scenes[1][2:3, 1:2, 10:60, 5:70])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"max_abs_error": 1, "max_rel_error": "1%"}, "--max-abs-error: give max_abs_error or max_rel_error, not both"),
+        ({"max_rel_error": "one percent"}, "--max-rel-error"),
+        ({"max_abs_error": -1.0}, "--max-abs-error"),
+        ({"max_abs_error": 1, "compression": "openzl"}, "--compression"),
+        ({"max_abs_error": 1, "compression": "portable"}, "--compression: portable frames cannot be lossy"),
+    ],
+)
+def test_bad_bounds(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(OptionError) as err:
+        ConvertOptions(out="/tmp/x", **kwargs)
+    assert str(err.value).startswith(message)
+
+
+def test_bound_options_are_canonical() -> None:
+    assert ConvertOptions(out="/tmp/x", max_abs_error=0).error_bound is None
+    assert ConvertOptions(out="/tmp/x", max_rel_error=" 0.5 %").max_rel_error == "0.5%"
+    assert ConvertOptions(out="/tmp/x", max_abs_error=2).max_abs_error == 2.0
