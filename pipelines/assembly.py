@@ -43,7 +43,7 @@ from pipelines.counters import inc
 from pipelines.deadletter import DeadLetter
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.frames import FrameFailure, LazyCube
-from pipelines.manifest import ManifestEntry, manifest_entry
+from pipelines.manifest import ManifestEntry, lossy_extra, manifest_entry
 from pipelines.plan import sample_indices
 from pipelines.selection import selection_nodata
 from pipelines.sources import RasterCache
@@ -201,18 +201,24 @@ def _published(options: ConvertOptions, plan: CubePlan) -> tuple[str, str]:
     return os.path.join(options.out, f"{plan.cube_id}.rumi"), os.path.join(options.out, f"{plan.cube_id}.rumih")
 
 
-def _previous_codec(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any]:
-    """The codec an earlier run's manifest recorded for this exact file, if any."""
+def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
+    """The entry an earlier run's manifest recorded for this exact file, if any."""
     with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
         for line in f:
             entry = json.loads(line)
             if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
-                return dict(entry["codec"])
-    return {}
+                return dict(entry)
+    return None
 
 
 def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
-    """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None."""
+    """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None.
+
+    The file's name does not say whether it was written losslessly or within an
+    error bound, so a file is only reused when an earlier manifest recorded this
+    exact file (same SHA-256) with the mode and bound asked for now; otherwise
+    the cube is converted again, which is idempotent.
+    """
     path, blob_path = _published(options, plan)
     if not (os.path.isfile(path) and os.path.isfile(blob_path)):
         return None
@@ -223,10 +229,14 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
     except RumiError:
         return None
     sha = file_sha256(path)
+    previous = _previous_entry(options, plan.cube_id, sha)
+    wanted = lossy_extra(plan)
+    if previous is None or any(previous.get("extra", {}).get(key) != value for key, value in wanted.items()):
+        return None
     return manifest_entry(
         plan,
         status="skipped",
-        codec=_previous_codec(options, plan.cube_id, sha),
+        codec=dict(previous.get("codec", {})),
         file_bytes=os.path.getsize(path),
         blob_bytes=len(blob),
         sha256=sha,

@@ -15,6 +15,7 @@ held at a time besides the caller's array.
 
 from __future__ import annotations
 
+import dataclasses
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -286,7 +287,7 @@ def write(
     """
     selecting = compression is None or (isinstance(compression, str) and compression in MODES)
     # Every input is checked before the (measuring) choice of compression.
-    plan_write(
+    checked = plan_write(
         data.shape,
         data.dtype,
         bands=bands,
@@ -308,17 +309,8 @@ def write(
         max_rel_error=max_rel_error,
         nodata=nodata,
     )
-    plan = plan_write(
-        data.shape,
-        data.dtype,
-        bands=bands,
-        times=times,
-        crs=crs,
-        transform=transform,
-        tile_size=tile_size,
-        frame_unit=choice.frame_unit,
-        compression=choice.codec,
-        pixel_is_point=pixel_is_point,
+    plan = dataclasses.replace(
+        checked, layout=dataclasses.replace(checked.layout, frame_unit=choice.frame_unit), codec=parse_codec(choice.codec)
     )
     layout = plan.layout
     axes = layout.frame_axes
