@@ -11,6 +11,7 @@ any order.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -21,9 +22,9 @@ from apache_beam.pvalue import AsDict, PCollection
 
 from pipelines.counters import inc
 from pipelines.errors import SceneError
-from pipelines.frames import FrameFailure, read_frame
+from pipelines.frames import FrameFailure, LazyCube, read_frame
 from pipelines.plan import sample_indices
-from pipelines.selection import choose_codec
+from pipelines.selection import choose_codec, measure_frame_unit
 from pipelines.sources import RasterCache
 from rumi_core.codecs import FrameCodec, codec_from_dict
 
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from pipelines.keys import FrameKey
     from pipelines.plan import CubePlan
 
-__all__ = ["CODEC_SAMPLE_FRAMES", "ChooseCodecs", "CompressFrames", "compress_frame", "select_codec"]
+__all__ = ["CODEC_SAMPLE_FRAMES", "ChooseCodecs", "ChooseFrameUnits", "CompressFrames", "compress_frame", "select_codec"]
 
 CODEC_SAMPLE_FRAMES: Final = 4
 """How many frames of a cube the codec choice sees."""
@@ -58,6 +59,38 @@ def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_
 def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ...]) -> bytes:
     """Compress one frame's samples (in its decoded layout) into one OpenZL frame."""
     return codec.encode(np.ascontiguousarray(samples), axes=axes)
+
+
+class _FrameUnitFn(beam.DoFn):
+    def __init__(self) -> None:
+        beam.DoFn.__init__(self)
+
+    def setup(self) -> None:
+        self.rasters = RasterCache()
+
+    def process(self, plan: CubePlan) -> Iterator[CubePlan]:
+        try:
+            unit = measure_frame_unit(plan, LazyCube(plan, self.rasters))
+        except SceneError:
+            unit = plan.frame_unit  # an unreadable sample: the frame stage reports the scene
+        inc(ChooseFrameUnits, f"frame_unit.{unit}")
+        yield plan if unit == plan.frame_unit else dataclasses.replace(plan, frame_unit=unit)
+
+    def teardown(self) -> None:
+        self.rasters.close()
+
+
+@dataclass
+class ChooseFrameUnits(beam.PTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
+    """Replace each planned cube's frame unit by the one measured on its sample cells (``--frame-unit auto``)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[CubePlan]:
+        """One ParDo."""
+        measured: PCollection[CubePlan] = plans | "Measure" >> beam.ParDo(_FrameUnitFn())
+        return measured
 
 
 class _ChooseFn(beam.DoFn):

@@ -8,6 +8,7 @@ Issue 4. :class:`Convert` composes the transforms of the issue's list:
 ``PlanCubes``               grouping into cubes (:mod:`pipelines.grouping`)
 ``SkipExisting``            cubes whose outputs exist and validate
 ``PrepareParts``            one empty part directory per cube
+``ChooseFrameUnits``        ``--frame-unit auto``: measured on samples
 ``ChooseCodecs``            one codec per cube, on a sample (side input)
 ``SplitFrames``             ``(cube_id, frame_index)`` elements, windowed reads
 ``CompressFrames``          one OpenZL frame per element
@@ -46,7 +47,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.pvalue import PCollection
 
 from pipelines.assembly import AssembleFiles, PrepareParts, SkipExisting, WriteParts
-from pipelines.compression import ChooseCodecs, CompressFrames
+from pipelines.compression import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.cubes import PlanCubes
 from pipelines.deadletter import DeadLetter
 from pipelines.discovery import DiscoverScenes
@@ -122,6 +123,8 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
         # The side inputs (plans, codecs) depend on the inputs alone, never on which outputs exist yet,
         # so a runner that recomputes a side input mid-run (the Dask runner) gets the same answer.
         plans = planned | "Plans" >> beam.FlatMap(keep, kind=CubePlan)
+        if o.frame_unit == "auto":
+            plans = plans | "ChooseFrameUnits" >> ChooseFrameUnits()
         codecs = plans | "ChooseCodecs" >> ChooseCodecs()
         checked = plans | "SkipExisting" >> SkipExisting(o)
         skipped = checked | "Skipped" >> beam.FlatMap(keep, kind=ManifestEntry)

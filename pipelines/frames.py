@@ -123,8 +123,9 @@ def read_band_window(plan: CubePlan, rasters: RasterCache, t: int, b: int, rows:
 class LazyCube:
     """A cube plan as a read-on-demand ``(T, B, Y, X)`` array.
 
-    Supports the indexing :func:`rumi_core.writer.frame_samples` uses: an
-    integer or ``:`` for time and band, and a slice of rows and of columns.
+    Supports the indexing :func:`rumi_core.writer.frame_samples` and
+    :func:`rumi_core.selection.select_layout` use: an integer or ``:`` for time
+    and band (or ``...`` for both), and a slice of rows and of columns.
     """
 
     def __init__(self, plan: CubePlan, rasters: RasterCache) -> None:
@@ -133,7 +134,9 @@ class LazyCube:
         self.shape = plan.shape
         self.dtype = np.dtype(plan.dtype)
 
-    def __getitem__(self, key: tuple[Any, Any, slice, slice]) -> NDArray[Any]:
+    def __getitem__(self, key: tuple[Any, ...]) -> NDArray[Any]:
+        if len(key) == 3 and key[0] is Ellipsis:  # data[..., rows, cols]: every time and band
+            key = (slice(None), slice(None), *key[1:])
         t, b, ys, xs = key
         rows = ys.indices(self.shape[2])[:2]
         cols = xs.indices(self.shape[3])[:2]

@@ -11,9 +11,9 @@ chosen per dataset*. The choice is made once per cube, never per frame:
 An explicit ``--frame-unit``/``--compression`` is honoured as given. For the
 selection modes (``auto``, ``max``, ``portable``) :func:`choose_codec` measures
 candidate graphs on the sample with :func:`rumi_core.selection.profile_codecs`,
-under the cube's error bound when it has one. ``--frame-unit auto`` still
-gives unit 0: the unit is fixed when the cube is planned, before any pixel is
-read (see :func:`choose_frame_unit`). The module does no I/O.
+under the cube's error bound when it has one. ``--frame-unit auto`` plans
+unit 0, then :func:`measure_frame_unit` measures the units valid for the cube
+on sample cells it is handed (the caller reads them); this module does no I/O.
 
 Determinism. The runners must write identical bytes, and the Dask runner may
 compute the codec side input more than once in one run, so the codec of a
@@ -40,7 +40,7 @@ import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, FrameCodec, parse_codec
 from rumi_core.lossy import BoundedCodec
-from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs
+from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs, select_layout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -49,25 +49,48 @@ if TYPE_CHECKING:
 
     from pipelines.plan import CubePlan
 
-__all__ = ["PIPELINE_DECODE_FLOOR", "choose_codec", "choose_frame_unit", "selection_nodata"]
+__all__ = ["PIPELINE_DECODE_FLOOR", "choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
 
 PIPELINE_DECODE_FLOOR: Final = DECODE_FLOOR / 4
 """Decode-speed floor of the pipeline's selection, bytes/s: only far slower candidates are excluded (module docstring)."""
 
 
 def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: int) -> int:
-    """Return the ``frame_unit`` of a cube with ``bands`` bands and ``times`` time steps.
+    """Return the ``frame_unit`` a cube is planned with, before any pixel is read.
 
-    ``auto`` gives 0 (one frame per band, time and tile), valid for every
-    ``(B, T)``. Measuring the cell units against it
-    (:func:`rumi_core.selection.select_layout`) needs sample cells, which a
-    plan does not have yet; that is left for later.
+    An explicit unit is kept. ``auto`` plans unit 0 (one frame per band, time
+    and tile, valid for every ``(B, T)``); :func:`measure_frame_unit` then
+    replaces it by measuring the units valid for ``(B, T)`` on sample cells.
 
     >>> choose_frame_unit("auto", bands=4, times=6)
     0
     """
-    del bands, times  # the cell units valid for (B, T) would be candidates of a measured choice
+    del bands, times
     return 0 if requested == "auto" else requested
+
+
+def measure_frame_unit(plan: CubePlan, data: Any) -> int:
+    """Choose the frame unit of an ``auto`` cube by measuring it (issue 3, *frame_unit="auto"*).
+
+    ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
+    :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.selection.select_layout`
+    reads a few sample cells of it, compresses them as tiles and as every cell
+    unit valid for ``(B, T)`` and returns the smallest. Decode speeds are
+    screened at :data:`PIPELINE_DECODE_FLOOR` for the reason given above, so
+    every runner makes the same choice.
+    """
+    spec = plan.compression_spec()
+    selection = select_layout(
+        data,
+        tile_size=(plan.tile_size, plan.tile_size),
+        frame_unit="auto",
+        mode="auto" if spec is not None else plan.compression,  # type: ignore[arg-type]  # one of MODES
+        nodata=selection_nodata(plan),
+        bound=plan.error_bound,
+        decode_floor=PIPELINE_DECODE_FLOOR,
+        codec=parse_codec(spec) if spec is not None else None,
+    )
+    return plan.frame_unit if selection.frame_unit is None else int(selection.frame_unit)
 
 
 def selection_nodata(plan: CubePlan) -> int | float | None:

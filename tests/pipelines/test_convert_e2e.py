@@ -89,7 +89,9 @@ def test_archive_by_quarter(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]
     entry = by_shape[(3, 4, 70, 90)]
     assert entry["bands"][0]["name"] == "B02" and entry["crs"] == "EPSG:32632" and entry["nodata"] == 0
     assert entry["times"][0] == "2023-01-05T10:30:21Z" and entry["time_range"] == ["2023-01-05T10:30:21Z", "2023-02-14T10:30:21Z"]
-    assert entry["codec"]["name"] in {"stack", "geozl", "openzl"} and entry["frame_unit"] == 0 and len(entry["sha256"]) == 64
+    assert entry["codec"]["name"] in {"stack", "geozl", "openzl"} and len(entry["sha256"]) == 64
+    # --frame-unit auto (the default) measured the units valid for B=4, T=3 and recorded the winner.
+    assert entry["frame_unit"] in {0, 3, 4, 5, 6, 7, 8}
     assert entry["extra"] == {"mode": "lossless"}
     assert entry["file_bytes"] == os.path.getsize(out / entry["file"])
 

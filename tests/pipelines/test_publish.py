@@ -198,3 +198,22 @@ def test_rerun_with_another_mode_converts_again(scenes: tuple[Path, np.ndarray[A
     entry = _only_entry(out)
     assert entry["status"] == "written" and entry["extra"] == {"mode": "lossless"}
     assert np.array_equal(rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()), cube)
+
+
+def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    """``--frame-unit auto`` measures the units valid for (B, T) and keeps the smallest (issue 3)."""
+    import rumi_core.selection
+
+    directory, cube = scenes
+    out = tmp_path / "out"
+    run([str(directory)], ConvertOptions(out=str(out), tile_size=48, frame_unit="auto", write_catalog=False))
+    entry = _only_entry(out)
+    blob = (out / entry["file"]).with_suffix(".rumih").read_bytes()
+    assert np.array_equal(rumi_core.read(out / entry["file"], blob), cube)
+    expected = rumi_core.selection.select_layout(
+        cube, tile_size=(48, 48), frame_unit="auto", decode_floor=rumi_core.selection.DECODE_FLOOR / 4
+    ).frame_unit
+    assert entry["frame_unit"] == expected == HeaderBlob.from_bytes(blob).layout.frame_unit
+    # Explicit units are kept as given.
+    run([str(directory)], ConvertOptions(out=str(tmp_path / "fixed"), tile_size=48, frame_unit=4, write_catalog=False))
+    assert _only_entry(tmp_path / "fixed")["frame_unit"] == 4

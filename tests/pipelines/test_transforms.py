@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,12 +16,13 @@ from pipelines.compression import ChooseCodecs, CompressFrames, select_codec
 from pipelines.cubes import PlanCubes
 from pipelines.deadletter import DeadLetter
 from pipelines.discovery import DiscoverScenes
-from pipelines.frames import FrameKeys, SplitFrames
+from pipelines.frames import FrameKeys, LazyCube, SplitFrames
 from pipelines.grouping import plan_cubes
 from pipelines.keys import FrameKey
 from pipelines.manifest import ManifestEntry
 from pipelines.metadata import ReadSceneMetadata, read_scene
 from pipelines.scene import Scene, SceneRef
+from pipelines.selection import measure_frame_unit
 from pipelines.sinks import WriteDeadLetters, WriteManifest
 from pipelines.sources import RasterCache
 from pipelines.summary import load_jsonl
@@ -42,6 +44,18 @@ def _plan(series: Series, options: ConvertOptions) -> CubePlan:
     _, paths, _ = series
     (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], options)
     return plan
+
+
+def _measured_plan(series: Series, options: ConvertOptions) -> CubePlan:
+    """The plan as the pipeline converts it: with ``--frame-unit auto``, the measured unit (``ChooseFrameUnits``)."""
+    plan = _plan(series, options)
+    if options.frame_unit != "auto":
+        return plan
+    rasters = RasterCache()
+    try:
+        return dataclasses.replace(plan, frame_unit=measure_frame_unit(plan, LazyCube(plan, rasters)))
+    finally:
+        rasters.close()
 
 
 def test_discover_scenes(pipeline: Callable[[], TestPipeline], series: Series, tmp_path: Path) -> None:
@@ -157,7 +171,7 @@ def test_skip_existing(pipeline: Callable[[], TestPipeline], series: Series, opt
 
     directory, _, _ = series
     run([str(directory)], options)
-    plan = _plan(series, options)
+    plan = _measured_plan(series, options)
     other = _plan(series, type(options)(out=options.out, tile_size=64))  # same name, other layout: not skipped
     with pipeline() as p:
         out = p | beam.Create([plan, other]) | SkipExisting(options)
