@@ -43,7 +43,9 @@ from rumi_core.info import Info as Info
 from rumi_core.info import info as info
 from rumi_core.layout import Layout as Layout
 from rumi_core.lossy import ErrorBound as ErrorBound
+from rumi_core.reader import FrameRequest as FrameRequest
 from rumi_core.reader import Limits as Limits
+from rumi_core.reader import plan_requests as plan_requests
 from rumi_core.reader import read as read
 from rumi_core.selection import CompressionChoice as CompressionChoice
 from rumi_core.selection import Selection as Selection
@@ -73,6 +75,7 @@ __all__ = [
     "FileAssembler",
     "FrameCodec",
     "FrameDecodeError",
+    "FrameRequest",
     "FrameUnit",
     "Georeferencing",
     "HeaderBlob",
@@ -100,6 +103,7 @@ __all__ = [
     "info",
     "open",
     "parse_codec",
+    "plan_requests",
     "read",
     "select_codec",
     "validate",
