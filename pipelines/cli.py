@@ -54,7 +54,13 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output directory.")
 @click.option("--tile-size", default=512, show_default=True, help="Nominal tile size in pixels.")
-@click.option("--frame-unit", default="auto", show_default=True, help="auto, or a frame_unit 0..9 valid for every cube.")
+@click.option("--frame-unit", default="auto", show_default=True, help="auto (measured per cube), or a frame_unit 0..9.")
+@click.option(
+    "--access",
+    type=click.Choice(["tile", "cell"]),
+    default=None,
+    help="With --frame-unit auto: keep one band and date per frame (tile) or whole cells (cell); default: the smallest.",
+)
 @click.option(
     "--compression", default="auto", show_default=True, help="auto, max, portable, a codec name (raster, openzl, geozl) or a codec's JSON."
 )
@@ -92,6 +98,7 @@ def convert_command(
     out: Path,
     tile_size: int,
     frame_unit: str,
+    access: str | None,
     compression: str,
     max_abs_error: float | None,
     max_rel_error: str | None,
@@ -126,6 +133,7 @@ def convert_command(
             out=str(out),
             tile_size=tile_size,
             frame_unit=frame_unit,  # type: ignore[arg-type]  # parsed and checked by ConvertOptions
+            access=access,  # type: ignore[arg-type]  # one of click's choices
             compression=compression,
             max_abs_error=max_abs_error,
             max_rel_error=max_rel_error,

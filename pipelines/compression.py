@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import apache_beam as beam
 import numpy as np
@@ -62,15 +62,16 @@ def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ..
 
 
 class _FrameUnitFn(beam.DoFn):
-    def __init__(self) -> None:
+    def __init__(self, access: Literal["tile", "cell"] | None) -> None:
         beam.DoFn.__init__(self)
+        self.access = access
 
     def setup(self) -> None:
         self.rasters = RasterCache()
 
     def process(self, plan: CubePlan) -> Iterator[CubePlan]:
         try:
-            unit = measure_frame_unit(plan, LazyCube(plan, self.rasters))
+            unit = measure_frame_unit(plan, LazyCube(plan, self.rasters), access=self.access)
         except SceneError:
             unit = plan.frame_unit  # an unreadable sample: the frame stage reports the scene
         inc(ChooseFrameUnits, f"frame_unit.{unit}")
@@ -84,12 +85,15 @@ class _FrameUnitFn(beam.DoFn):
 class ChooseFrameUnits(beam.PTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
     """Replace each planned cube's frame unit by the one measured on its sample cells (``--frame-unit auto``)."""
 
+    access: Literal["tile", "cell"] | None = None
+    """``--access``: keep tile or cell frames; None keeps the smallest."""
+
     def __post_init__(self) -> None:
         super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[CubePlan]:
         """One ParDo."""
-        measured: PCollection[CubePlan] = plans | "Measure" >> beam.ParDo(_FrameUnitFn())
+        measured: PCollection[CubePlan] = plans | "Measure" >> beam.ParDo(_FrameUnitFn(self.access))
         return measured
 
 

@@ -124,7 +124,7 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
         # so a runner that recomputes a side input mid-run (the Dask runner) gets the same answer.
         plans = planned | "Plans" >> beam.FlatMap(keep, kind=CubePlan)
         if o.frame_unit == "auto":
-            plans = plans | "ChooseFrameUnits" >> ChooseFrameUnits()
+            plans = plans | "ChooseFrameUnits" >> ChooseFrameUnits(o.access)
         codecs = plans | "ChooseCodecs" >> ChooseCodecs()
         checked = plans | "SkipExisting" >> SkipExisting(o)
         skipped = checked | "Skipped" >> beam.FlatMap(keep, kind=ManifestEntry)

@@ -133,6 +133,9 @@ class ConvertOptions:
     """Nominal tile size in pixels (``--tile-size``)."""
     frame_unit: int | Literal["auto"] = AUTO
     """``frame_unit`` of every file, or ``"auto"`` (``--frame-unit``)."""
+    access: Literal["tile", "cell"] | None = None
+    """With ``--frame-unit auto``, the access pattern to keep (``--access``): ``tile``
+    keeps one band and time per frame, ``cell`` whole cells; None picks the smallest."""
     compression: str = AUTO
     """A selection mode (``auto``, ``max``, ``portable``) or a codec's canonical JSON text (``--compression``),
     see :func:`parse_compression`."""
@@ -172,6 +175,8 @@ class ConvertOptions:
         if isinstance(self.tile_size, bool) or not isinstance(self.tile_size, int) or not 1 <= self.tile_size <= 0xFFFF:
             raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
         object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))
+        if self.access not in (None, "tile", "cell"):
+            raise OptionError(f"expected tile or cell, got {self.access!r}", option="--access")
         object.__setattr__(self, "compression", parse_compression(self.compression))
         bound = parse_error_bound_options(self.max_abs_error, self.max_rel_error)
         # Canonical form, so equal bounds give equal options (and equal plans on every worker).

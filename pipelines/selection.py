@@ -69,7 +69,7 @@ def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: in
     return 0 if requested == "auto" else requested
 
 
-def measure_frame_unit(plan: CubePlan, data: Any) -> int:
+def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "cell"] | None = None) -> int:
     """Choose the frame unit of an ``auto`` cube by measuring it (issue 3, *frame_unit="auto"*).
 
     ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
@@ -77,13 +77,16 @@ def measure_frame_unit(plan: CubePlan, data: Any) -> int:
     reads a few sample cells of it, compresses them as tiles and as every cell
     unit valid for ``(B, T)`` and returns the smallest. Decode speeds are
     screened at :data:`PIPELINE_DECODE_FLOOR` for the reason given above, so
-    every runner makes the same choice.
+    every runner makes the same choice. ``access`` (``--access``) keeps tile or
+    cell frames whatever their size, since a frame is the smallest thing a
+    reader decodes.
     """
     spec = plan.compression_spec()
     selection = select_layout(
         data,
         tile_size=(plan.tile_size, plan.tile_size),
         frame_unit="auto",
+        access=access,
         mode="auto" if spec is not None else plan.compression,  # type: ignore[arg-type]  # one of MODES
         nodata=selection_nodata(plan),
         bound=plan.error_bound,

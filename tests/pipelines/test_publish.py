@@ -217,3 +217,18 @@ def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], 
     # Explicit units are kept as given.
     run([str(directory)], ConvertOptions(out=str(tmp_path / "fixed"), tile_size=48, frame_unit=4, write_catalog=False))
     assert _only_entry(tmp_path / "fixed")["frame_unit"] == 4
+
+
+def test_access_tile_keeps_one_band_and_date_per_frame(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
+    """``--access tile`` overrides the size-based choice: a frame is the smallest thing a reader decodes."""
+    directory, cube = scenes
+    out = tmp_path / "out"
+    done = CliRunner().invoke(
+        cli, ["convert", str(directory), "--out", str(out), "--tile-size", "48", "--access", "tile", "--no-catalog", "--no-progress"]
+    )
+    assert done.exit_code == 0, done.output
+    entry = _only_entry(out)
+    assert entry["frame_unit"] in {0, 9}
+    assert entry["frames"] == 2 * 2 * cube.shape[0] * cube.shape[1]  # 2 x 2 tile locations, one frame per band and date
+    bad = CliRunner().invoke(cli, ["convert", str(directory), "--out", str(out), "--access", "pixel"])
+    assert bad.exit_code == 2 and "tile" in bad.output
