@@ -57,9 +57,10 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--frame-unit", default="auto", show_default=True, help="auto (measured per cube), or a frame_unit 0..9.")
 @click.option(
     "--access",
-    type=click.Choice(["tile", "cell"]),
-    default=None,
-    help="With --frame-unit auto: keep one band and date per frame (tile) or whole cells (cell); default: the smallest.",
+    type=click.Choice(["tile", "cell", "any"]),
+    default="tile",
+    show_default=True,
+    help="With --frame-unit auto: frames of one band and date (tile), whole cells (cell), or the smallest unit (any).",
 )
 @click.option(
     "--compression", default="auto", show_default=True, help="auto, max, portable, a codec name (raster, openzl, geozl) or a codec's JSON."
@@ -98,7 +99,7 @@ def convert_command(
     out: Path,
     tile_size: int,
     frame_unit: str,
-    access: str | None,
+    access: str,
     compression: str,
     max_abs_error: float | None,
     max_rel_error: str | None,
@@ -133,7 +134,7 @@ def convert_command(
             out=str(out),
             tile_size=tile_size,
             frame_unit=frame_unit,  # type: ignore[arg-type]  # parsed and checked by ConvertOptions
-            access=access,  # type: ignore[arg-type]  # one of click's choices
+            access=None if access == "any" else access,  # type: ignore[arg-type]  # one of click's choices
             compression=compression,
             max_abs_error=max_abs_error,
             max_rel_error=max_rel_error,

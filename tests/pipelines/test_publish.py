@@ -201,12 +201,12 @@ def test_rerun_with_another_mode_converts_again(scenes: tuple[Path, np.ndarray[A
 
 
 def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
-    """``--frame-unit auto`` measures the units valid for (B, T) and keeps the smallest (issue 3)."""
+    """``--frame-unit auto --access any`` measures the units valid for (B, T) and keeps the smallest (issue 3)."""
     import rumi_core.selection
 
     directory, cube = scenes
     out = tmp_path / "out"
-    run([str(directory)], ConvertOptions(out=str(out), tile_size=48, frame_unit="auto", write_catalog=False))
+    run([str(directory)], ConvertOptions(out=str(out), tile_size=48, frame_unit="auto", access=None, write_catalog=False))
     entry = _only_entry(out)
     blob = (out / entry["file"]).with_suffix(".rumih").read_bytes()
     assert np.array_equal(rumi_core.read(out / entry["file"], blob), cube)
@@ -220,7 +220,7 @@ def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], 
 
 
 def test_access_tile_keeps_one_band_and_date_per_frame(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
-    """``--access tile`` overrides the size-based choice: a frame is the smallest thing a reader decodes."""
+    """``--access tile`` (the default) overrides the size-based choice: a frame is the smallest thing a reader decodes."""
     directory, cube = scenes
     out = tmp_path / "out"
     done = CliRunner().invoke(
@@ -232,3 +232,7 @@ def test_access_tile_keeps_one_band_and_date_per_frame(scenes: tuple[Path, np.nd
     assert entry["frames"] == 2 * 2 * cube.shape[0] * cube.shape[1]  # 2 x 2 tile locations, one frame per band and date
     bad = CliRunner().invoke(cli, ["convert", str(directory), "--out", str(out), "--access", "pixel"])
     assert bad.exit_code == 2 and "tile" in bad.output
+    args = ["convert", str(directory), "--out", str(tmp_path / "cells"), "--tile-size", "48", "--access", "cell", "--no-catalog"]
+    cells = CliRunner().invoke(cli, [*args, "--no-progress"])
+    assert cells.exit_code == 0, cells.output
+    assert _only_entry(tmp_path / "cells")["frame_unit"] in {3, 4, 5, 6, 7, 8}

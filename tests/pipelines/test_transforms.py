@@ -53,7 +53,7 @@ def _measured_plan(series: Series, options: ConvertOptions) -> CubePlan:
         return plan
     rasters = RasterCache()
     try:
-        return dataclasses.replace(plan, frame_unit=measure_frame_unit(plan, LazyCube(plan, rasters)))
+        return dataclasses.replace(plan, frame_unit=measure_frame_unit(plan, LazyCube(plan, rasters), access=options.access))
     finally:
         rasters.close()
 
