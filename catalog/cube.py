@@ -20,6 +20,8 @@ concurrently.
 from __future__ import annotations
 
 import json
+import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -42,7 +44,7 @@ from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     import pystac
     from affine import Affine
@@ -51,7 +53,7 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
     from rumi_core.sources import ByteSource
 
-__all__ = ["Cube", "CubeRead", "is_rumi_href"]
+__all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
 
 _UNSET: Any = object()
 
@@ -87,11 +89,83 @@ class CubeRead:
     crs: str | None
     """``"EPSG:n"`` of the grid, when known."""
     transform: Affine | None
-    """Transform of the window's top-left pixel, when known."""
+    """Transform of the window's top-left pixel corner, as rasterio reports it, when known.
+
+    For a PixelIsPoint raster this is half a pixel up and left of the stored
+    transform, which locates the first pixel's centre; GDAL writes it back
+    as the stored one when ``AREA_OR_POINT=Point`` is set.
+    """
+    pixel_is_point: bool = False
+    """Whether the raster is PixelIsPoint (``AREA_OR_POINT=Point``)."""
+    nodata: float | None = None
+    """The no-data value shared by the selected bands, when known (NaN for a NaN no-data)."""
 
     def as_cube(self) -> NDArray[Any]:
         """Return the data as ``(T', B', h, w)`` even for an Image."""
         return self.data if self.data.ndim == 4 else self.data[np.newaxis]
+
+
+def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
+
+    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
+    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
+    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
+    what they asked for to report a clip.
+
+    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
+    ((0, 10), (90, 130))
+
+    Raises:
+        SelectorError: the window is malformed, empty, or entirely outside the image.
+    """
+    if hasattr(window, "toranges"):  # rasterio.windows.Window
+        window = window.toranges()
+    try:
+        (r0, r1), (c0, c1) = window
+        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
+    except (TypeError, ValueError) as err:
+        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
+    if r0 >= r1 or c0 >= c1:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
+    rows = (max(0, r0), min(height, r1))
+    cols = (max(0, c0), min(width, c1))
+    if rows[0] >= rows[1] or cols[0] >= cols[1]:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
+    return rows, cols
+
+
+def common_nodata(bands: Iterable[Band]) -> float | None:
+    """The no-data value of a set of bands as a float, when they share one.
+
+    A GeoTIFF (and a CF ``_FillValue``) holds one no-data value for all its
+    bands, so bands that disagree, or where some have none, give None: a
+    value that is valid data in one band must not mask it.
+
+    >>> common_nodata([Band("a", nodata=-9999.0), Band("b", nodata=-9999)])
+    -9999.0
+    >>> common_nodata([Band("a", nodata="nan")])
+    nan
+    >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
+    True
+    """
+    values: set[float] = set()
+    missing = False
+    for band in bands:
+        if band.nodata is None:
+            missing = True
+            continue
+        try:
+            value = float(band.nodata)
+        except ValueError:
+            return None
+        values.add(float("nan") if math.isnan(value) else value)
+    if missing or not values:
+        return None
+    finite = {v for v in values if not math.isnan(v)}
+    if len(values) - len(finite) > 0:
+        return float("nan") if not finite else None
+    return next(iter(finite)) if len(finite) == 1 else None
 
 
 def _times_from_values(values: Sequence[str], time_type: str) -> TimeCoordinates:
@@ -388,6 +462,8 @@ class Cube:
             if grid is None:
                 raise SelectorError("the raster has no CRS, so a bbox cannot be placed on it; use a pixel window")
             window = grid.window_for_bbox(bbox, bbox_crs)
+        elif window is not None:
+            window = clip_window(window, self.layout.image_length, self.layout.image_width)
         return band_pos, time_pos, window
 
     def read(
@@ -437,7 +513,9 @@ class Cube:
             times=tuple(all_times[t] for t in sel.times) if all_times else (),
             window=window_out,
             crs=grid.crs if grid is not None else None,
-            transform=grid.window_transform(window_out) if grid is not None else None,
+            transform=grid.window_area_transform(window_out) if grid is not None else None,
+            pixel_is_point=grid.pixel_is_point if grid is not None else False,
+            nodata=common_nodata(all_bands[b] for b in sel.bands) if labels else None,
         )
 
     # -- lifetime ------------------------------------------------------------------------

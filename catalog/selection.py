@@ -19,6 +19,7 @@ TimeRange(start=1609459200, end=1610409599)
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TimeRange",
     "band_positions",
+    "check_bbox",
     "format_time",
     "parse_band_selector",
     "parse_datetime",
@@ -44,6 +46,25 @@ __all__ = [
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
+    """Check a bounding box ``(minx, miny, maxx, maxy)``; the one rule ``search`` and ``read`` share.
+
+    >>> check_bbox([1, 2, 3, 4])
+    (1.0, 2.0, 3.0, 4.0)
+
+    Raises:
+        SelectorError: not four finite numbers, or ``minx >= maxx`` or ``miny >= maxy``.
+    """
+    if len(bbox) != 4:
+        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy, got {list(bbox)}")
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
+        raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
+    if not (minx < maxx and miny < maxy):
+        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx and miny < maxy")
+    return minx, miny, maxx, maxy
 
 
 def parse_datetime(text: str, *, end: bool = False) -> int:

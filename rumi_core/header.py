@@ -20,6 +20,7 @@ unused bits and the exact size.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,8 +34,6 @@ from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
 from rumi_core.layout import Layout
 
 if TYPE_CHECKING:
-    import os
-
     from numpy.typing import NDArray
 
 __all__ = [
@@ -267,11 +266,14 @@ def build_header(path: str | os.PathLike[str]) -> bytes:
         InvalidFileError: the file is not a compliant rumi file.
         SourceError: the file cannot be read.
     """
-    from rumi_core.sources import LocalFileSource
+    from rumi_core.sources import open_source
     from rumi_core.structure import read_structure
 
-    with LocalFileSource(path) as source:
+    source, _ = open_source(os.fspath(path))
+    try:
         structure = read_structure(source)
+    finally:
+        source.close()
     blob = header_from_head(structure.head)
     check_against_head(blob, structure.head)
     return blob.to_bytes()

@@ -23,7 +23,7 @@ from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selection import parse_band_selector, parse_time_selector
 from rumi_core.cli.header import write_atomic
-from rumi_core.cli.options import parse_window, read_header_file
+from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, read_header_file
 from rumi_core.errors import RumiError
 
 __all__ = ["read_command"]
@@ -34,7 +34,7 @@ __all__ = ["read_command"]
 @click.option(
     "--header",
     "header_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="The file's header blob (.rumih). By default the item's, or <file>h, or one built from the file.",
 )
@@ -56,22 +56,33 @@ def read_command(
     threads: int | None,
     output: Path,
 ) -> None:
-    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif)."""
+    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
+
+    A window or bbox reaching past the image is clipped to it, and the
+    window read is reported. A ``.tif`` keeps the source's transform,
+    ``AREA_OR_POINT`` and no-data value (from the item; a bare file has none).
+    """
     suffix = output.suffix.lower()
     if suffix not in (".npy", ".tif", ".tiff"):
-        raise click.BadParameter("the output must end in .npy or .tif", param_hint="-o")
+        raise OptionError(f"-o {output}: the output must end in .npy or .tif")
     try:
         band_sel = parse_band_selector(bands) if bands is not None else None
+    except SelectorError as err:
+        raise OptionError(f"--bands: {err}") from err
+    try:
         time_sel = parse_time_selector(times) if times is not None else None
     except SelectorError as err:
-        raise click.BadParameter(str(err)) from err
+        raise OptionError(f"--times: {err}") from err
     if bbox is not None and window is not None:
-        raise click.BadParameter("give --bbox or --window, not both")
+        raise OptionError("give --bbox or --window, not both")
+    check_output_file(output)
+    blob = read_header_file(header_path)
     try:
-        with Cube.open(target, header=read_header_file(header_path)) as cube:
+        with Cube.open(target, header=blob) as cube:
             result = cube.read(
                 bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window, threads=threads, labels=suffix != ".npy"
             )
+            bare = cube.item is None
             if suffix == ".npy":
                 buf = io.BytesIO()
                 np.save(buf, result.data, allow_pickle=False)
@@ -90,11 +101,19 @@ def read_command(
                     transform=result.transform,
                     descriptions=descriptions,
                     band_tags=band_tags,
+                    nodata=result.nodata,
+                    pixel_is_point=result.pixel_is_point,
                 )
-    except RumiError as err:
-        raise click.ClickException(f"{target}: {err}") from err
+    except (RumiError, OSError) as err:
+        raise failure(target, err) from err
     data = result.data
-    click.echo(f"{output}: {data.dtype} {tuple(data.shape)}")
+    (r0, r1), (c0, c1) = result.window
+    click.echo(f"{output}: {data.dtype} {tuple(data.shape)} window {r0}:{r1},{c0}:{c1}")
+    if window is not None and result.window != window:
+        (w0, w1), (w2, w3) = window
+        click.echo(f"note: --window {w0}:{w1},{w2}:{w3} clipped to the image: {r0}:{r1},{c0}:{c1}", err=True)
+    if suffix != ".npy" and bare and result.nodata is None:
+        click.echo("note: a bare .rumi file carries no no-data value; read its STAC item to keep it", err=True)
     if suffix == ".npy" and data.dtype.kind == "V" and data.dtype.fields is None:
         # .npy has no code for the ml_dtypes types: numpy stores their exact bits as opaque void items.
         click.echo(
