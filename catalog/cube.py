@@ -9,8 +9,14 @@
 * the band metadata and time coordinates: from the item's ``bands`` and
   ``cube:dimensions``; for a bare file, from its trailer, fetched with one
   request only when a selection names bands or times;
-* the grid: from the item's projection fields; for a bare file, from its
-  head, fetched with one request only when a read uses ``bbox``.
+* the grid: from the item's projection fields; for a bare file, from the
+  160 georeferencing bytes before its frames, fetched with one request only
+  when a read uses ``bbox`` or labels its result (the head itself, which
+  the blob replaces, is never read).
+
+A blob is checked against what is known before any frame is decoded: the
+item's bands, times and shape, and the file size where it costs nothing (a
+local file, or the item's ``file:size``).
 
 A read of an item therefore sends requests for frames only: one per frame,
 or per run of adjacent frames, which rumi_core's reader merges and fetches
@@ -36,8 +42,8 @@ from catalog.items import DATA_MEDIA_TYPE, time_values
 from catalog.selection import TimeRange, band_positions, parse_band_selector, parse_time_selector, time_positions
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
-from rumi_core.header import HeaderBlob, check_against_head
-from rumi_core.ifd import decode_head
+from rumi_core.georef import GEOREF_BYTES, Georeferencing
+from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection, resolve_selection
 from rumi_core.structure import read_trailer
 from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
@@ -286,7 +292,14 @@ class Cube:
                     raise
             header = storage.read(blob_href)
         blob = cls._blob(header)
-        return cls(storage.open(href), blob)
+        source = storage.open(href)
+        if href_kind(href) == "local":
+            try:
+                check_blob_fits(blob, source.size(), where=href)
+            except BaseException:
+                source.close()
+                raise
+        return cls(source, blob)
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:
@@ -346,7 +359,17 @@ class Cube:
             raise ItemError(
                 f"item {doc.get('id')!r} has proj:shape {[grid.height, grid.width]}, its header blob {[lay.image_length, lay.image_width]}"
             )
-        return cls(storage.open(data_href), blob, bands=bands, times=times, grid=grid, item=doc)
+        size = data.get("file:size")
+        if isinstance(size, int) and not isinstance(size, bool):
+            check_blob_fits(blob, size, where=data_href)
+        source = storage.open(data_href)
+        if href_kind(data_href) == "local":
+            try:
+                check_blob_fits(blob, source.size(), where=data_href)
+            except BaseException:
+                source.close()
+                raise
+        return cls(source, blob, bands=bands, times=times, grid=grid, item=doc)
 
     # -- lazily known metadata ----------------------------------------------------------
 
@@ -397,23 +420,19 @@ class Cube:
 
     @property
     def grid(self) -> Grid | None:
-        """CRS, transform and shape: from the item, else from the file's head (one request).
+        """CRS, transform and shape: from the item, else from the file (one 160-byte request).
 
+        The header blob replaced the head, so the head is never read: the two
+        georeferencing values are the last 160 bytes before the frames
+        (:data:`~rumi_core.georef.GEOREF_BYTES`), a range the blob locates.
         None for an ungeoreferenced raster.
         """
         if self._grid is _UNSET:
-            size = self.header.base_frame_offset
-            (data,) = self._source.read_ranges([(0, size)])
-
-            def read_at(offset: int, length: int) -> bytes:
-                return data[offset : offset + length]
-
-            head = decode_head(read_at)
-            check_against_head(self.header, head)
-            lay = head.layout
-            self._grid = (
-                Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
-            )
+            end = self.header.base_frame_offset
+            (data,) = self._source.read_ranges([(end - GEOREF_BYTES, GEOREF_BYTES)])
+            georef = Georeferencing.from_bytes(data)
+            lay = self.layout
+            self._grid = Grid.from_georef(georef, height=lay.image_length, width=lay.image_width) if georef.is_georeferenced else None
         grid: Grid | None = self._grid
         return grid
 

@@ -50,7 +50,7 @@ def _nodata_as(value: Any, *, to_number: bool) -> Any:
     when it returns items.
     """
     if isinstance(value, dict):
-        out = {}
+        out: dict[str, Any] = {}
         for key, item in value.items():
             if key == "nodata" and to_number and isinstance(item, str) and item.lower() in _NON_FINITE:
                 out[key] = _NON_FINITE[item.lower()]

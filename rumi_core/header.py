@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEADER_MAGIC",
+    "check_blob_fits",
     "HEADER_SIZE",
     "HEADER_VERSION",
     "HeaderBlob",
@@ -252,6 +253,27 @@ def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
             f"the file's TileByteCounts[{i}] is {int(head.byte_counts[i])}",
             field="frame_byte_counts",
             rule=rule,
+        )
+
+
+def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file") -> None:
+    """Refuse a blob that cannot belong to a file of ``file_size`` bytes, before any frame is read.
+
+    The blob places the trailer at ``trailer_offset``, and a trailer holds at
+    least 28 + 3 * B bytes (*Trailer*: every band text is at least one byte),
+    so a file shorter than that is not the blob's file: a blob from another
+    file would otherwise surface as an OpenZL corruption error.
+
+    Raises:
+        HeaderMismatchError: the file is too short for the blob.
+    """
+    least = blob.trailer_offset + 28 + 3 * blob.layout.samples_per_pixel
+    if file_size < least:
+        raise HeaderMismatchError(
+            f"the header blob does not belong to {where}: its frames and trailer need at least {least} bytes, "
+            f"the file has {file_size}; use the file's own .rumih (rumi header FILE builds it)",
+            field="frame_byte_counts",
+            rule="The blob's frame byte counts MUST equal the file's TileByteCounts",
         )
 
 

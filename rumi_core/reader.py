@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rumi_core.codecs import decode_frame
-from rumi_core.errors import InvalidFileError, ResourceLimitError, SelectionError
-from rumi_core.header import HeaderBlob, check_against_head, header_from_head
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.errors import FrameDecodeError, InvalidFileError, ResourceLimitError, SelectionError
+from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
+from rumi_core.sources import ByteSource, BytesSource, LocalFileSource, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -293,6 +293,14 @@ def _decode_together(
             raise error
 
 
+def describe_frame(layout: Layout, index: int) -> str:
+    """Name a frame for a message: its index, band, time step and tile."""
+    row, col, band, time = layout.frame_location(index)
+    what = "every band" if band is None else f"band {band}"
+    when = "every time step" if time is None else f"time step {time}"
+    return f"frame {index} ({what}, {when}, tile row {row} col {col})"
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -341,7 +349,16 @@ def read_selection(
     def decode(f: int, view: memoryview, start: int) -> None:
         o = int(offsets[f]) - start
         n = int(blob.byte_counts[f])
-        raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        try:
+            raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        except FrameDecodeError as err:
+            # Name where the failure is, on one line: the decoder's text can span several.
+            raise FrameDecodeError(
+                f"{source.name}: {describe_frame(layout, f)}: {' '.join(err.message.split())}",
+                field=err.field,
+                rule=err.rule,
+                offset=int(offsets[f]),
+            ) from err
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
         _place(out, frame, f, layout, sel, band_pos, time_pos)
 
@@ -395,6 +412,9 @@ def read(
     src, owned = open_source(source)
     try:
         blob = resolve_header(src, header, limits=limits)
+        if header is not None and isinstance(src, (LocalFileSource, BytesSource)):
+            # The size costs nothing here; remote sizes are checked by their callers when known.
+            check_blob_fits(blob, src.size(), where=src.name)
         sel = resolve_selection(blob.layout, bands=bands, times=times, window=window)
         return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:

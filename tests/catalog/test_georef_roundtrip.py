@@ -109,7 +109,8 @@ def test_generated_rasters_round_trip(point: bool, tmp_path: Path) -> None:
     data[0, :5, :7] = -9999
     tags = {"AREA_OR_POINT": "Point" if point else "Area"}
     # An origin that is not a multiple of the pixel: a half-pixel error cannot hide in rounding.
-    path = Path(write_geotiff(str(src / "scene_B04.tif"), data, epsg=32616, transform=(30, 0, 452490.5, 0, -30, 3408645.25), nodata=-9999, tags=tags))
+    transform = (30, 0, 452490.5, 0, -30, 3408645.25)
+    path = Path(write_geotiff(str(src / "scene_B04.tif"), data, epsg=32616, transform=transform, nodata=-9999, tags=tags))
     _, items, dead = _convert([path], tmp_path)
     assert not dead
     _check_export(path, items[str(path)], tmp_path)
