@@ -12,15 +12,69 @@ from __future__ import annotations
 import glob
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
 
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.sources import is_url
+from pipelines.sources import RASTER_SUFFIXES, is_url
+from rumi_core.cli.options import OptionError as LineError
 
 __all__ = ["convert_command", "split_beam_args"]
+
+
+SMALL_TILE = 64
+"""``--tile-size`` below this draws a warning (frames of fewer than 4096 pixels compress poorly)."""
+
+
+def check_out_dir(out: str) -> None:
+    """Check that ``--out`` can be a local output directory; URLs are left to their storage.
+
+    The directory need not exist (the run creates it), but it must not be a
+    file, and its nearest existing ancestor must be a directory that accepts
+    a new entry (a probe file is created and removed there). Nothing is
+    created.
+
+    Raises:
+        rumi_core.cli.options.OptionError: one line naming ``--out`` and why.
+    """
+    if is_url(out):
+        return
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise LineError(f"--out {out}: exists and is not a directory")
+    ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), Path("/"))
+    if not ancestor.is_dir():
+        raise LineError(f"--out {out}: {ancestor} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=ancestor):
+            pass
+    except OSError as err:
+        raise LineError(f"--out {out}: cannot write into {ancestor}: {err.strerror}") from err
+
+
+def check_inputs(paths: list[str]) -> None:
+    """Fail fast on a local input that finds no raster: a missing path, an empty glob or directory.
+
+    URLs and STAC documents behind URLs are not fetched here; they are
+    checked when the pipeline reads them.
+
+    Raises:
+        rumi_core.cli.options.OptionError: one line naming the first such input.
+    """
+    for text in paths:
+        if is_url(text):
+            continue
+        if any(c in text for c in "*?["):
+            if not any(os.path.isfile(p) for p in glob.iglob(text, recursive=True)):
+                raise LineError(f"input {text}: no file matches this pattern")
+        elif os.path.isdir(text):
+            if not any(n.lower().endswith(RASTER_SUFFIXES) for _, _, names in os.walk(text) for n in names):
+                raise LineError(f"input {text}: the directory holds no {' or '.join(RASTER_SUFFIXES)} file")
+        elif not os.path.isfile(text):
+            raise LineError(f"input {text}: no such file or directory")
 
 
 def _looks_like_input(token: str) -> bool:
@@ -52,7 +106,7 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output directory.")
+@click.option("--out", "out", required=True, help="Output directory (a local path, or a URL such as gs://bucket/prefix).")
 @click.option("--tile-size", default=512, show_default=True, help="Nominal tile size in pixels.")
 @click.option("--frame-unit", default="auto", show_default=True, help="auto (measured per cube), or a frame_unit 0..9.")
 @click.option(
@@ -96,7 +150,7 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 def convert_command(
     inputs: tuple[str, ...],
-    out: Path,
+    out: str,
     tile_size: int,
     frame_unit: str,
     access: str,
@@ -124,14 +178,12 @@ def convert_command(
     Any other --name=value option is passed to Beam (e.g. --direct_num_workers=2
     --direct_running_mode=multi_processing).
     """
-    from pipelines.convert import run
-
     paths, beam_args = split_beam_args(inputs)
     if not paths:
-        raise click.UsageError("give at least one input path, glob, URL or STAC file")
+        raise LineError("give at least one input path, glob, URL or STAC file")
     try:
         options = ConvertOptions(
-            out=str(out),
+            out=out,
             tile_size=tile_size,
             frame_unit=frame_unit,  # type: ignore[arg-type]  # parsed and checked by ConvertOptions
             access=None if access == "any" else access,  # type: ignore[arg-type]  # one of click's choices
@@ -152,7 +204,18 @@ def convert_command(
             write_catalog=not no_catalog,
         )
     except OptionError as err:
-        raise click.BadParameter(str(err), param_hint=err.option) from err
+        raise LineError(str(err)) from err
+    # Everything a user can get wrong is checked before Beam starts and before --out exists.
+    check_out_dir(out)
+    check_inputs(paths)
+    if tile_size < SMALL_TILE:
+        click.echo(
+            f"warning: --tile-size {tile_size} is below {SMALL_TILE}: frames this small compress poorly "
+            "and a file may come out larger than its pixels",
+            err=True,
+        )
+    from pipelines.convert import run
+
     show = sys.stderr.isatty() if progress is None else progress
     summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
     click.echo(summary.table())

@@ -34,6 +34,7 @@ REASONS: Final = {
     "off-grid": "the grid alignment differs from its group's (see --align reproject)",
     "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
     "invalid-cube": "the cube cannot be stored as a rumi file",
+    "tile-size": "--tile-size would cut the cube into more frames than a frame has pixels",
     "read-failed": "reading pixels failed during conversion; the cube was not written",
     "verification-failed": "the written file does not decode to the source pixels; it was not published",
 }

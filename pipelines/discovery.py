@@ -31,15 +31,13 @@ from apache_beam.pvalue import PCollection
 from pipelines.counters import inc
 from pipelines.deadletter import DeadLetter
 from pipelines.scene import SceneRef
-from pipelines.sources import is_url
+from pipelines.sources import RASTER_SUFFIXES, is_url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "discover", "stac_scene_refs"]
 
-RASTER_SUFFIXES: Final = (".tif", ".tiff")
-"""File suffixes a directory input is searched for (case-insensitive)."""
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})

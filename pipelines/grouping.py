@@ -29,6 +29,7 @@ never by arrival order. The module is pure: no I/O, no Beam.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -358,6 +359,18 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
                 plan.write_plan  # noqa: B018 - checks every value against the format
             except InvalidInputError as err:
                 rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
+                continue
+            lay = plan.layout
+            per_frame = math.prod(lay.frame_shape(0))
+            if lay.frame_count > per_frame:
+                # Each frame carries its own OpenZL header and an entry in TileOffsets and
+                # TileByteCounts: with more frames than pixels in a frame, the file grows
+                # past the raw pixels (a 7-pixel tile measured a ratio of 0.93).
+                message = (
+                    f"--tile-size {options.tile_size} cuts cube {plan.cube_id} into {lay.frame_count} frames of {per_frame} "
+                    "pixels: more frames than pixels per frame; use a larger --tile-size (64 or more)"
+                )
+                rejects += [DeadLetter(h, "tile-size", message, STAGE) for h in plan.inputs]
                 continue
             plans.append(plan)
     return sorted(plans, key=lambda p: p.cube_id), sorted(rejects)

@@ -26,7 +26,10 @@ from rasterio.vrt import WarpedVRT
 if TYPE_CHECKING:
     from pipelines.plan import Warp
 
-__all__ = ["GDAL_CACHE_BYTES", "RasterCache", "file_size", "gdal_env", "is_url"]
+__all__ = ["GDAL_CACHE_BYTES", "RASTER_SUFFIXES", "RasterCache", "file_size", "gdal_env", "is_url"]
+
+RASTER_SUFFIXES: Final = (".tif", ".tiff")
+"""File suffixes a directory input is searched for (case-insensitive)."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """GDAL block cache per worker process."""
