@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pipelines.bands import band_token, natural_key, unique_band_texts
+from pipelines.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.deadletter import DeadLetter
 from pipelines.grids import Extent, Grid, is_north_up, snap_extent
 from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
@@ -294,8 +294,20 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
     acqs = [acq for step in steps for acq, _ in step]
     inputs = tuple(sorted({h for acq in acqs for h in acq.hrefs}))
     times = tuple(step[0][0].time for step in steps)
+    names = list(ref.names)
+    per_file = Counter(href for href, _ in ref.bands)
+    for b, (href, info) in enumerate(ref.bands):
+        if per_file[href] != 1:
+            continue  # a file's name names none of its several bands
+        # A band that only has its fallback name ("band N") takes the name its files share
+        # (fmask for every *_fmask.tif of a series). Grouping used the fallback name, so
+        # files with different stems still form one cube; they just keep "band N".
+        stems = {stem_name(src.href) for step in sources for src in step[b]}
+        (stem,) = stems if len(stems) == 1 else (None,)
+        if stem and not info.description and names[b] == f"band {info.index}" and stem not in names:
+            names[b] = stem
     bands = tuple(
-        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(ref.names, ref.bands, strict=True)
+        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
     )
     return CubePlan(
         cube_id=cube_name(grid_slug=grid.slug(), transform=transform, times=times, hrefs=inputs),
