@@ -10,6 +10,7 @@ mistaken for an input.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import sys
 import tempfile
@@ -22,7 +23,9 @@ from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT
 from pipelines.sources import RASTER_SUFFIXES, is_url
 from rumi_core.cli.options import OptionError as LineError
 
-__all__ = ["convert_command", "split_beam_args"]
+__all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
+
+logger = logging.getLogger(__name__)
 
 
 SMALL_TILE = 64
@@ -217,7 +220,14 @@ def convert_command(
     from pipelines.convert import run
 
     show = sys.stderr.isatty() if progress is None else progress
-    summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
+    try:
+        summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
+    except Exception as err:
+        # The command's boundary: one line; the traceback only with -vv.
+        logger.debug("the conversion failed", exc_info=True)
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        last = (lines[-1] if lines else type(err).__name__)[:500]
+        raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details)") from err
     click.echo(summary.table())
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")
