@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from catalog.bands import Band, band_from_text, stac_data_type
+from catalog.bands import Band, stac_data_type
 from catalog.errors import ItemError, SelectorError
 from catalog.extension import RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, time_values
-from catalog.selection import TimeRange, band_positions, parse_band_selector, parse_time_selector, time_positions
+from catalog.selection import TimeRange, band_positions, bands_from_texts, parse_band_selector, parse_time_selector, time_positions
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
@@ -384,11 +384,7 @@ class Cube:
         return self.header.layout
 
     def _bands_from_texts(self, texts: Sequence[str]) -> tuple[Band, ...]:
-        dtype = stac_data_type(self.layout.encoding.name)
-        bands = [band_from_text(t, data_type=dtype) for t in texts]
-        if len({b.name for b in bands}) != len(bands):
-            bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
-        return tuple(bands)
+        return bands_from_texts(texts, data_type=stac_data_type(self.layout.encoding.name))
 
     def _load_trailer(self) -> None:
         lay = self.layout

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = [
     "TimeRange",
     "band_positions",
+    "band_positions_for_texts",
+    "bands_from_texts",
     "check_bbox",
     "format_time",
     "parse_band_selector",
@@ -169,6 +171,33 @@ def parse_band_selector(text: str) -> list[int | str]:
     if not out:
         raise SelectorError(f"--bands {text!r} names no band")
     return out
+
+
+def bands_from_texts(texts: Sequence[str], *, data_type: str | None = None) -> tuple[Band, ...]:
+    """The bands a bare file's trailer texts describe (:func:`~catalog.bands.band_from_text`).
+
+    Names are the texts' first parts; when two bands would share a name,
+    every band is named by its whole text instead (texts are unique).
+    """
+    from catalog.bands import band_from_text
+
+    bands = [band_from_text(t, data_type=data_type) for t in texts]
+    if len({b.name for b in bands}) != len(bands):
+        bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
+    return tuple(bands)
+
+
+def band_positions_for_texts(selectors: Sequence[int | str], texts: Sequence[str]) -> list[int]:
+    """Resolve band selectors against a file's band texts, exactly as ``rumi read`` does.
+
+    This is the ``rumi.band_names`` entry point through which
+    ``rumi_core.read(..., bands=["red", "nir"])`` accepts the names the
+    command line accepts, without rumi_core importing this package.
+
+    Raises:
+        SelectorError: a name matches no band or several, or a position is outside the bands.
+    """
+    return band_positions(selectors, bands_from_texts(texts))
 
 
 def band_positions(selectors: Sequence[int | str], bands: Sequence[Band]) -> list[int]:

@@ -373,11 +373,24 @@ def read_selection(
     return out if layout.is_cube else out[0]
 
 
+def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Sequence[int | str]) -> Sequence[int]:
+    """Band positions of a selection; names cost one request for the trailer's texts."""
+    positions = [b for b in bands if not isinstance(b, str)]
+    if len(positions) == len(bands):
+        return positions
+    from rumi_core.band_names import band_positions
+    from rumi_core.structure import read_trailer
+
+    lay = blob.layout
+    trailer = read_trailer(source, trailer_offset=blob.trailer_offset, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count)
+    return band_positions(bands, trailer.band_texts)
+
+
 def read(
     source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview,
     header: HeaderBlob | bytes | bytearray | memoryview | None = None,
     *,
-    bands: Sequence[int] | None = None,
+    bands: Sequence[int | str] | None = None,
     times: Sequence[int] | None = None,
     window: Any = None,
     threads: int | None = None,
@@ -390,7 +403,11 @@ def read(
         source: A local path, the file's bytes, or any :class:`ByteSource`.
         header: The file's header blob. When None, it is built from the file
             (which reads the head and trailer once).
-        bands: Band positions, in the order wanted; None for all.
+        bands: Band positions or names (``["red", "nir"]``, ``[0, "B8"]``), in
+            the order wanted; None for all. Names are matched as ``rumi read``
+            matches them (the band's name, EO common name or any part of its
+            text; see :mod:`rumi_core.band_names`), which costs one request
+            for the trailer.
         times: Time positions; None for all.
         window: ``((row_start, row_stop), (col_start, col_stop))`` or a
             :class:`rasterio.windows.Window`; None for the whole image.
@@ -415,7 +432,8 @@ def read(
         if header is not None and isinstance(src, (LocalFileSource, BytesSource)):
             # The size costs nothing here; remote sizes are checked by their callers when known.
             check_blob_fits(blob, src.size(), where=src.name)
-        sel = resolve_selection(blob.layout, bands=bands, times=times, window=window)
+        positions = None if bands is None else _band_positions(src, blob, bands)
+        sel = resolve_selection(blob.layout, bands=positions, times=times, window=window)
         return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
         if owned:

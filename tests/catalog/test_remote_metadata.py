@@ -110,3 +110,14 @@ def test_rumi_core_reads_a_url(cube: Any, server: RangeRequestServer) -> None:
     data = rumi_core.read(server.url("cube.rumi"), cube.blob, bands=[3], times=[2])
     np.testing.assert_array_equal(data, cube.data[[2]][:, [3]])
     assert _frames_only(server, cube.blob)
+
+
+def test_rumi_core_read_accepts_the_names_rumi_read_accepts(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    data = rumi_core.read(server.url("cube.rumi"), cube.blob, bands=["red", "NIR", 0], times=[1])
+    np.testing.assert_array_equal(data, cube.data[[1]][:, [2, 3, 0]])
+    trailer_at = HeaderBlob.from_bytes(cube.blob).trailer_offset
+    assert [first for first, _ in _ranges(server, "cube.rumi") if first >= trailer_at] == [trailer_at]  # one trailer request
+    out = tmp_path / "cli.npy"
+    args = ["read", str(cube.path), "--bands", "red,NIR,0", "--times", "1", "-o", str(out)]
+    assert CliRunner().invoke(cli, args).exit_code == 0
+    np.testing.assert_array_equal(np.load(out), data)
