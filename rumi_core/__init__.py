@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -177,3 +179,24 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Package(types.ModuleType):
+    """This package's module type: a submodule named like a function does not hide it.
+
+    ``rumi_core.info``, ``rumi_core.validate`` and ``rumi_core.assemble`` are
+    functions that share their module's name. Importing such a submodule
+    makes Python set the package attribute to the module; with eager imports
+    the ``from ... import info`` line in this file then rebound it to the
+    function. With lazy names that line is gone, so the function is kept
+    here by ignoring the import system's assignment (``sys.modules`` still
+    holds every submodule, so ``from rumi_core.info import Info`` works).
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, types.ModuleType) and name in _LAZY and value.__name__ == f"{__name__}.{name}":
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

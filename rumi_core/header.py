@@ -257,21 +257,21 @@ def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
 
 
 def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file") -> None:
-    """Refuse a blob that cannot belong to a file of ``file_size`` bytes, before any frame is read.
+    """Refuse a blob whose frames cannot fit a file of ``file_size`` bytes, before any frame is read.
 
-    The blob places the trailer at ``trailer_offset``, and a trailer holds at
-    least 28 + 3 * B bytes (*Trailer*: every band text is at least one byte),
-    so a file shorter than that is not the blob's file: a blob from another
-    file would otherwise surface as an OpenZL corruption error.
+    The blob places the last frame's end at ``trailer_offset``; a shorter
+    file is truncated or is not the blob's file (a blob from another file
+    would otherwise surface as an OpenZL corruption error). The trailer's own
+    size is not checked: a reader MUST NOT use the trailer to read frames.
 
     Raises:
-        HeaderMismatchError: the file is too short for the blob.
+        HeaderMismatchError: the file is too short for the blob's frames.
     """
-    least = blob.trailer_offset + 28 + 3 * blob.layout.samples_per_pixel
-    if file_size < least:
+    end = blob.trailer_offset
+    if file_size < end:
         raise HeaderMismatchError(
-            f"the header blob does not belong to {where}: its frames and trailer need at least {least} bytes, "
-            f"the file has {file_size}; use the file's own .rumih (rumi header FILE builds it)",
+            f"the header blob does not fit {where}: its frames end at byte {end}, the file has {file_size} bytes "
+            "(a truncated file, or the blob of another file; rumi header FILE builds the right one)",
             field="frame_byte_counts",
             rule="The blob's frame byte counts MUST equal the file's TileByteCounts",
         )

@@ -373,11 +373,12 @@ def read_selection(
     return out if layout.is_cube else out[0]
 
 
-def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Sequence[int | str]) -> Sequence[int]:
-    """Band positions of a selection; names cost one request for the trailer's texts."""
-    positions = [b for b in bands if not isinstance(b, str)]
-    if len(positions) == len(bands):
-        return positions
+def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any) -> Any:
+    """Band positions of a selection that names bands (one request for the trailer's texts); others unchanged."""
+    if isinstance(bands, str):
+        bands = [bands]
+    if not isinstance(bands, (list, tuple)) or not any(isinstance(b, str) for b in bands):
+        return bands
     from rumi_core.band_names import band_positions
     from rumi_core.structure import read_trailer
 
@@ -432,7 +433,7 @@ def read(
         if header is not None and isinstance(src, (LocalFileSource, BytesSource)):
             # The size costs nothing here; remote sizes are checked by their callers when known.
             check_blob_fits(blob, src.size(), where=src.name)
-        positions = None if bands is None else _band_positions(src, blob, bands)
+        positions = _band_positions(src, blob, bands)
         sel = resolve_selection(blob.layout, bands=positions, times=times, window=window)
         return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
