@@ -44,7 +44,7 @@ __all__ = ["read_command"]
 @click.option("--bbox", callback=parse_bbox, help="Bounding box minx,miny,maxx,maxy in --bbox-crs.")
 @click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .npy or .tif file.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")
 def read_command(
     target: str,
     header_path: Path | None,

@@ -46,7 +46,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Where to write the blob (default: FILE with suffix .rumih).",
 )
