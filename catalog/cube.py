@@ -50,13 +50,14 @@ from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import pystac
     from affine import Affine
     from numpy.typing import NDArray
 
     from rumi_core.layout import Layout
+    from rumi_core.reader import Selection
     from rumi_core.sources import ByteSource
 
 __all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
@@ -481,6 +482,28 @@ class Cube:
             window = clip_window(window, self.layout.image_length, self.layout.image_width)
         return band_pos, time_pos, window
 
+    def selection(
+        self,
+        *,
+        bands: str | Sequence[int | str] | None = None,
+        times: str | Sequence[int] | TimeRange | None = None,
+        bbox: Sequence[float] | None = None,
+        bbox_crs: str | None = "EPSG:4326",
+        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+    ) -> Selection:
+        """The checked rumi_core selection that :meth:`read` reads (see :meth:`resolve`).
+
+        Raises:
+            SelectorError: a selector matches nothing.
+            SelectionError: the selection lies outside the raster.
+        """
+        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        return resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
+
+    def frame_count(self, selection: Selection) -> int:
+        """How many frames a read of ``selection`` decodes."""
+        return len(self.layout.frames_for(bands=selection.bands, times=selection.times, rows=selection.rows, cols=selection.cols))
+
     def read(
         self,
         *,
@@ -491,6 +514,7 @@ class Cube:
         window: tuple[tuple[int, int], tuple[int, int]] | None = None,
         threads: int | None = None,
         labels: bool = True,
+        progress: Callable[[int], None] | None = None,
     ) -> CubeRead:
         """Read a selection.
 
@@ -503,6 +527,8 @@ class Cube:
             threads: Fetch-and-decode threads; every CPU when None.
             labels: Also resolve band metadata, time values and the window
                 transform for the result (may cost one request each for a bare file).
+            progress: Called with 1 after each frame is decoded (from the
+                decoding threads); :meth:`frame_count` says how many to expect.
 
         Raises:
             SelectorError: a selector matches nothing.
@@ -510,9 +536,8 @@ class Cube:
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
         """
-        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
-        sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
-        data = read_selection(self._source, self.header, sel, threads=threads)
+        sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
         window_out = (sel.rows, sel.cols)
         if labels:
             all_bands = self.bands

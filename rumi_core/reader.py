@@ -309,8 +309,13 @@ def read_selection(
     threads: int | None = None,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    progress: Callable[[int], None] | None = None,
 ) -> NDArray[Any]:
-    """Read a resolved selection; the engine behind :func:`read`."""
+    """Read a resolved selection; the engine behind :func:`read`.
+
+    ``progress``, when given, is called with 1 after each frame is placed
+    (from the decoding threads), for a progress bar.
+    """
     layout = blob.layout
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
@@ -361,6 +366,8 @@ def read_selection(
             ) from err
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
         _place(out, frame, f, layout, sel, band_pos, time_pos)
+        if progress is not None:
+            progress(1)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:

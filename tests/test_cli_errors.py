@@ -260,3 +260,13 @@ def test_the_command_group_imports_neither_beam_nor_ml_dtypes() -> None:
     )
     assert helped.returncode == 0 and "convert" in helped.stdout
     assert "apitools" not in helped.stderr + helped.stdout
+
+
+def test_read_progress_bar_on_request(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, blob, data = cube
+    frames = HeaderBlob.from_bytes(blob).layout.frame_count
+    shown = invoke("read", str(path), "-o", str(tmp_path / "p.npy"), "--progress", "--threads", "2")
+    assert shown.exit_code == 0 and f"read {frames} frames" in shown.output
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), data)
+    quiet = invoke("read", str(path), "-o", str(tmp_path / "q.npy"))
+    assert quiet.exit_code == 0 and "frames" not in quiet.output

@@ -12,7 +12,9 @@ when several time steps are read, with the CRS and the window's transform.
 from __future__ import annotations
 
 import io
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -23,10 +25,26 @@ from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selection import parse_band_selector, parse_time_selector
 from rumi_core.cli.header import write_atomic
-from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, read_header_file
+from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file
 from rumi_core.errors import RumiError
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["read_command"]
+
+
+def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """``update`` made safe to call from the decoding threads."""
+    if update is None:
+        return None
+    lock = threading.Lock()
+
+    def locked(n: int) -> None:
+        with lock:
+            update(n)
+
+    return locked
 
 
 @click.command("read")
@@ -44,6 +62,7 @@ __all__ = ["read_command"]
 @click.option("--bbox", callback=parse_bbox, help="Bounding box minx,miny,maxx,maxy in --bbox-crs.")
 @click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
+@click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")
 def read_command(
     target: str,
@@ -54,6 +73,7 @@ def read_command(
     bbox: tuple[float, float, float, float] | None,
     bbox_crs: str,
     threads: int | None,
+    progress: bool | None,
     output: Path,
 ) -> None:
     """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
@@ -79,9 +99,18 @@ def read_command(
     blob = read_header_file(header_path)
     try:
         with Cube.open(target, header=blob) as cube:
-            result = cube.read(
-                bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window, threads=threads, labels=suffix != ".npy"
-            )
+            frames = cube.frame_count(cube.selection(bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window))
+            with progress_bar(frames, label=f"read {frames} frames", enabled=progress) as update:
+                result = cube.read(
+                    bands=band_sel,
+                    times=time_sel,
+                    bbox=bbox,
+                    bbox_crs=bbox_crs,
+                    window=window,
+                    threads=threads,
+                    labels=suffix != ".npy",
+                    progress=_locked(update),
+                )
             bare = cube.item is None
             if suffix == ".npy":
                 buf = io.BytesIO()
