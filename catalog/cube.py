@@ -156,8 +156,8 @@ def common_nodata(bands: Iterable[Band]) -> float | None:
     >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
     True
     """
-    values: set[float] = set()
-    missing = False
+    finite: set[float] = set()
+    nan = missing = False
     for band in bands:
         if band.nodata is None:
             missing = True
@@ -166,13 +166,13 @@ def common_nodata(bands: Iterable[Band]) -> float | None:
             value = float(band.nodata)
         except ValueError:
             return None
-        values.add(float("nan") if math.isnan(value) else value)
-    if missing or not values:
+        if math.isnan(value):
+            nan = True
+        else:
+            finite.add(value)
+    if missing or (nan and finite) or len(finite) > 1:
         return None
-    finite = {v for v in values if not math.isnan(v)}
-    if len(values) - len(finite) > 0:
-        return float("nan") if not finite else None
-    return next(iter(finite)) if len(finite) == 1 else None
+    return math.nan if nan else (next(iter(finite)) if finite else None)
 
 
 def _times_from_values(values: Sequence[str], time_type: str) -> TimeCoordinates:
