@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pytest
 import xarray as xr
 from click.testing import CliRunner
 
@@ -19,6 +20,7 @@ import rumi_core
 from catalog.cube import Cube
 from catalog.items import create_item
 from rumi_core.cli.main import cli
+from rumi_core.errors import HeaderMismatchError
 from rumi_core.georef import GEOREF_BYTES
 from rumi_core.header import HeaderBlob
 
@@ -121,3 +123,14 @@ def test_rumi_core_read_accepts_the_names_rumi_read_accepts(cube: Any, server: R
     args = ["read", str(cube.path), "--bands", "red,NIR,0", "--times", "1", "-o", str(out)]
     assert CliRunner().invoke(cli, args).exit_code == 0
     np.testing.assert_array_equal(np.load(out), data)
+
+
+def test_a_blob_that_does_not_fit_the_items_file_size_is_refused_before_any_request(
+    cube: Any, server: RangeRequestServer, tmp_path: Path
+) -> None:
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False).to_dict()
+    item["assets"]["data"]["file:size"] = HeaderBlob.from_bytes(cube.blob).trailer_offset - 1
+    (tmp_path / "item.json").write_text(json.dumps(item))
+    with pytest.raises(HeaderMismatchError, match="does not fit"):
+        Cube.open(server.url("item.json"))
+    assert server.requests("cube.rumi") == 0
