@@ -236,9 +236,10 @@ def test_outputs_follow_the_umask(cube: tuple[Path, bytes, np.ndarray], tmp_path
         assert invoke("read", str(path), "-o", str(tmp_path / "x.npy")).exit_code == 0
         assert invoke("header", str(path), "-o", str(tmp_path / "x.rumih")).exit_code == 0
         assert invoke("read", str(path), "-o", str(tmp_path / "x.tif")).exit_code == 0
+        rumi_core.write(tmp_path / "x.rumi", np.zeros((1, 8, 8), "uint8"), bands=["a"], times=["2021-01-01"])
     finally:
         os.umask(previous)
-    for name in ("x.npy", "x.rumih", "x.tif"):
+    for name in ("x.npy", "x.rumih", "x.tif", "x.rumi"):
         assert (tmp_path / name).stat().st_mode & 0o777 == 0o640, name
 
 

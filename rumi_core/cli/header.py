@@ -8,19 +8,13 @@ from pathlib import Path
 
 import click
 
+from rumi_core.assemble import umask_mode
 from rumi_core.cli.options import check_output_file, failure
 from rumi_core.errors import RumiError
 from rumi_core.header import build_header
 from rumi_core.sources import url_scheme
 
-__all__ = ["header_command", "umask_mode", "write_atomic"]
-
-
-def umask_mode() -> int:
-    """The mode ``open()`` gives a new file under the current umask (0644 under umask 022)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+__all__ = ["header_command", "write_atomic"]
 
 
 def write_atomic(path: Path, data: bytes) -> None:
