@@ -499,3 +499,13 @@ def test_auto_writes_the_same_bytes_every_time_on_generated_data(tmp_path: Path)
 @pytest.mark.slow
 def test_auto_writes_the_same_bytes_every_time_on_real_rasters(tmp_path: Path, shared_data: Path) -> None:
     _check_reproducible(tmp_path, _real_rasters(shared_data))
+
+
+def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
+    import importlib.metadata
+
+    result = rumi_core.write(tmp_path / "v.rumi", correlated_bands(2, 40), bands=["a", "b"], times=["2020-01-01"], tile_size=32)
+    expected = {name: importlib.metadata.version(name) for name in ("openzl", "geozl")}
+    assert result.libraries == expected
+    assert result.report()["libraries"] == expected
+    assert json.loads(json.dumps(result.report()))["libraries"] == expected

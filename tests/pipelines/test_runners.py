@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import socket
 import subprocess
@@ -30,6 +31,7 @@ from click.testing import CliRunner
 
 from pipelines.cli import convert_command
 from pipelines.testing import write_series
+from rumi_core.selection import library_versions
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -100,6 +102,8 @@ def _convert(scenes: str, out: Path, beam_args: list[str], runner: str = "FnApiR
 def test_fnapi_in_memory_twice_writes_identical_files(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
     # Every file, STAC items included, is byte-identical in a second output directory.
     assert _convert(scenes, tmp_path, []) == reference
+    items = [json.loads(p.read_text()) for p in (tmp_path / "stac").rglob("*.json") if "rumi:frame_unit" in p.read_text()]
+    assert items and all(i["properties"]["rumi:libraries"] == library_versions() for i in items)
 
 
 def test_fnapi_multi_processing(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
