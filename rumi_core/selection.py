@@ -16,16 +16,17 @@ How a choice is made (``mode="auto"``):
    gives the same sample.
 2. **Screen.** The planes of the sampled frames (the images stacked before
    ``h``) are compressed with each geozl predictor (``planar``, ``med``,
-   ``average``, ``delta_w``, ``delta_n``, ``wp_static``, or none); the best of
-   them and the usual leaders (``med``, ``planar``) also run on the plane's
-   exact difference from the previous plane (the inter-band or inter-date
-   difference) and on the residual of a first ``planar`` stage; the best
-   option then tries every back end (``transpose>entropy``, ``entropy``,
-   ``field_lz``, ``zstd``, ``transpose>zstd``, as the width allows). Slow
-   coders try one plane first and go on only if they come within 1 %. Planes
-   of one band share a class screened on a few of its planes (a long time
-   series has hundreds); each plane then picks among its class's two best
-   options of either kind. Sizes are exact frame sizes from geozl.
+   ``average``, ``delta_w``, ``delta_n``, ``wp_static``, or none); the best
+   two of them and the usual leaders (``med``, ``planar``) also run on the
+   plane's exact difference from the previous plane (the inter-band or
+   inter-date difference) and on the residual of a first ``planar`` stage;
+   the best two options then try every back end (``transpose>entropy``,
+   ``entropy``, ``field_lz``, ``zstd``, ``transpose>zstd``, as the width
+   allows), so a runner-up is never dropped after one stage. Slow coders try
+   the centres of two planes first and go on only if they come within 1 %.
+   Planes of one band share a class screened on up to four of its planes (a
+   long time series has hundreds); each plane then picks among its class's
+   two best options of either kind. Sizes are exact frame sizes from geozl.
 3. **Assemble.** A :class:`~rumi_core.codecs.StackCodec` with each plane's
    pick; the best single coding for all planes, as a stack and as a
    one-stream geozl recipe; OpenZL's ``compress`` graph (probed on one frame
@@ -47,7 +48,8 @@ bytes anywhere, under any load.
 With ``frame_unit="auto"`` (:func:`select_layout`) this runs for every unit
 that fits the access preference: tile units (0; 9 compresses identically),
 the cell units that stack bands or dates as planes, and a quick probe of the
-interleaved ones. Units are compared by stored bytes per raw byte.
+interleaved ones. Units are compared by stored bytes per raw byte, every one
+on the same sampled planes (tile units see every plane of the sampled cells).
 
 ``mode="max"`` keeps the best three chains of each plane and lets OpenZL pick
 among them on every frame. ``mode="portable"`` admits only OpenZL's built-in
@@ -153,7 +155,6 @@ _SLOW_PENALTY: Final = 0.005
 """A slow encoder must save more than this fraction to be preferred: wp_static
 encodes at 35-80 MB/s against 300-650 for the other predictors."""
 _MAX_ALTERNATIVES: Final = 3
-_MAX_TILE_FRAMES: Final = 64
 _FLOOR_HEADROOM: Final = 1.1
 """The floor is applied to frame decoding with 10 % to spare: a whole read also
 fetches, checks and places the frames."""
@@ -515,28 +516,32 @@ def _screen(
             table[cls][option] = sum(found) / len(found) * len(members[cls])
 
     def probe(cls: Any, subset: list[tuple[int, int]], option: _Option) -> None:
-        # Slow coders (wp_static's fit, LZ back ends) try the centre of one
-        # plane first and go on only if they come within 1 % of the best
-        # option there.
-        first = [(f, p) for f, p in subset if option.variant in variants[f][p]][:1]
-        if not first or not table[cls]:
-            add(cls, subset, option)
-            return
-        f, p = first[0]
-        best = min(table[cls].items(), key=lambda kv: kv[1])[0]
-        if best.variant not in variants[f][p]:
+        # Slow coders (wp_static's fit, LZ back ends) try the centres of the
+        # first and last screened planes first, and go on only if they come
+        # within 1 % of the best option there: one plane alone misjudged
+        # classes whose planes differ (a cloudy and a clear date).
+        best = min(table[cls].items(), key=lambda kv: kv[1])[0] if table[cls] else None
+        both = [(f, p) for f, p in subset if option.variant in variants[f][p] and best is not None and best.variant in variants[f][p]]
+        probes = list(dict.fromkeys(both[:1] + both[-1:]))
+        if best is None or not probes:
             add(cls, subset, option)
             return
 
         def centre(o: _Option) -> int:
-            key, make = variants[f][p][o.variant]
-            return screen.size((*key, "centre"), functools.partial(_centre, make), o.recipe)
+            total = 0
+            for f, p in probes:
+                key, make = variants[f][p][o.variant]
+                total += screen.size((*key, "centre"), functools.partial(_centre, make), o.recipe)
+            return total
 
         if centre(option) <= centre(best) * 1.01:
             add(cls, subset, option)
 
     portable_heads = ("id", "delta_1d")
-    finalists = 2 if mode == "max" else 1
+    # The runner-up stays alive through every stage: on held-out rasters the
+    # best predictor on the plane itself was often not the best on its
+    # difference or after another back end.
+    finalists = 2
     for cls, positions in members.items():
         step = len(positions) / min(len(positions), _PER_CLASS)
         subset = sorted({positions[int(i * step)] for i in range(min(len(positions), _PER_CLASS))})
@@ -545,10 +550,10 @@ def _screen(
         for head in portable_heads if mode == "portable" else heads:
             (probe if head in _SLOW_HEADS else add)(cls, subset, _Option("x", head, default))
         # The plane itself ranks the predictors; its difference from the
-        # previous plane and its planar residual try the best one and the two
+        # previous plane and its planar residual try the best two and the two
         # that usually lead, not all seven again.
-        best_x = min(table[cls].items(), key=lambda kv: kv[1])[0].head if table[cls] else "planar"
-        second = [h for h in dict.fromkeys((best_x, "med", "planar")) if h in heads]
+        leaders = [o.head for o, _ in sorted(table[cls].items(), key=lambda kv: kv[1])[:finalists]] or ["planar"]
+        second = [h for h in dict.fromkeys((*leaders, "med", "planar")) if h in heads]
         for variant in sorted(names - {"x"}):
             for head in second:
                 if variant == "px" and head not in _AFTER_PLANAR:
@@ -1024,11 +1029,8 @@ def _unit_frames(
                 for t in range(times):
                     frames.append(cell[t, b])
                     labels.append([(loc, t, b)])
-        if len(frames) > _MAX_TILE_FRAMES:
-            # Per-frame work dominates for many small tiles: an even spread of
-            # them stands for the rest (units are compared by ratio).
-            keep = sorted({(2 * k + 1) * len(frames) // (2 * _MAX_TILE_FRAMES) for k in range(_MAX_TILE_FRAMES)})
-            frames, labels = [frames[i] for i in keep], [labels[i] for i in keep]
+        # Every plane of every sampled cell, as the cell units see them: units
+        # are compared on the same samples.
         return frames, axes, labels, [[(label[0][2], False)] for label in labels]
     for loc, cell in zip(locations, cells, strict=True):
         current = ["t", "b", "h", "w"]
