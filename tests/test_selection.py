@@ -509,3 +509,58 @@ def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
     assert result.libraries == expected
     assert result.report()["libraries"] == expected
     assert json.loads(json.dumps(result.report()))["libraries"] == expected
+
+
+# --------------------------------------------------------------------------- the decode-cost model
+
+
+def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
+    from rumi_core.decode_cost import WIDTHS
+    from rumi_core.lossy import BoundedCodec
+    from rumi_core.selection import _HEADS, _terminals
+
+    for width in WIDTHS:
+        frame = np.zeros((3, 32, 32), f"<u{width}")
+        for terminal in (*_terminals(width), "compress"):
+            for head in _HEADS:
+                chain = f"{head}>{terminal}" if head == "id" else f"{head}>zigzag>{terminal}"
+                after = PlaneCoding((chain if head == "id" else f"planar>{chain}",))
+                codec = StackCodec((PlaneCoding((chain,)), PlaneCoding((chain,), True), after))
+                assert MODEL.decode_speed(codec, [frame], ("b", "h", "w")) > 0
+            assert MODEL.decode_speed(StackCodec((PlaneCoding((f"delta_1d>{terminal}",)),), -1), [frame], ("b", "h", "w")) > 0
+        for graph in ("compress", "field_lz", "zstd", "bitpack", "store", *(("entropy", "huffman") if width <= 2 else ())):
+            assert MODEL.decode_speed(OpenZLGraph(graph), [frame], ("b", "h", "w")) > 0
+        for terminal in (*_terminals(width), "pfor"):
+            bounded = BoundedCodec(f"planar>zigzag>{terminal}", max_abs_error=1, nodata=0)
+            assert MODEL.decode_speed(bounded, [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{_terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(rumi_core.codecs.DEFAULT_CODEC, [frame], ("b", "h", "w")) > 0
+
+
+def test_the_cost_model_is_a_committed_table_with_its_provenance() -> None:
+    from rumi_core.decode_cost import DecodeCostModel, recipe_stages
+
+    assert DecodeCostModel.from_dict(MODEL.to_dict()) == MODEL
+    assert {"date", "machine", "openzl", "geozl", "command"} <= set(MODEL.fitted)
+    assert recipe_stages("planar>med>zigzag>transpose>entropy") == ("planar", "med", "transpose>entropy")
+    # More samples, more time; more planes or frames of the same samples, more fixed cost.
+    codec = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",)),))
+    whole = MODEL.frame_seconds(codec, (4, 128, 128), ("b", "h", "w"), "<u2")
+    assert MODEL.frame_seconds(codec, (4, 64, 64), ("b", "h", "w"), "<u2") < whole
+    assert 4 * MODEL.frame_seconds(codec, (1, 128, 128), ("b", "h", "w"), "<u2") > whole
+    with pytest.raises(InvalidInputError, match="no stage 'nonesuch'"):
+        MODEL.stage_ns("nonesuch", 2)
+
+
+def test_selection_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    def no_clock() -> float:
+        raise AssertionError("a selection read a clock")
+
+    for name in ("time", "perf_counter", "process_time", "thread_time", "monotonic"):
+        monkeypatch.setattr(time, name, no_clock)
+    cube = synthetic_cube(2, 3, 70, 60, seed=2)
+    first = select_layout(cube, tile_size=(32, 32))
+    monkeypatch.undo()
+    assert select_layout(cube, tile_size=(32, 32)) == first
