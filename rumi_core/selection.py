@@ -518,8 +518,8 @@ def _screen(
     def probe(cls: Any, subset: list[tuple[int, int]], option: _Option) -> None:
         # Slow coders (wp_static's fit, LZ back ends) try the centres of the
         # first and last screened planes first, and go on only if they come
-        # within 1 % of the best option there: one plane alone misjudged
-        # classes whose planes differ (a cloudy and a clear date).
+        # within 1 % of the best option there: one plane alone can misjudge a
+        # class whose planes differ (a cloudy and a clear date).
         best = min(table[cls].items(), key=lambda kv: kv[1])[0] if table[cls] else None
         both = [(f, p) for f, p in subset if option.variant in variants[f][p] and best is not None and best.variant in variants[f][p]]
         probes = list(dict.fromkeys(both[:1] + both[-1:]))
@@ -538,9 +538,8 @@ def _screen(
             add(cls, subset, option)
 
     portable_heads = ("id", "delta_1d")
-    # The runner-up stays alive through every stage: on held-out rasters the
-    # best predictor on the plane itself was often not the best on its
-    # difference or after another back end.
+    # The runner-up stays alive through every stage: a predictor second on
+    # the plane itself may still win on its difference or with another back end.
     finalists = 2
     for cls, positions in members.items():
         step = len(positions) / min(len(positions), _PER_CLASS)
