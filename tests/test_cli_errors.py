@@ -271,3 +271,17 @@ def test_read_progress_bar_on_request(cube: tuple[Path, bytes, np.ndarray], tmp_
     np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), data)
     quiet = invoke("read", str(path), "-o", str(tmp_path / "q.npy"))
     assert quiet.exit_code == 0 and "frames" not in quiet.output
+
+
+def test_tiny_tiles_warn_and_a_cube_they_would_bloat_is_refused(tmp_path: Path) -> None:
+    from pipelines.testing import write_geotiff
+
+    scene = write_geotiff(
+        str(tmp_path / "s_20210517_B04.tif"), np.ones((1, 64, 64), "uint16"), epsg=32632, transform=(10, 0, 600000, 0, -10, 5300000)
+    )
+    out = tmp_path / "out"
+    result = invoke("convert", scene, "--out", str(out), "--tile-size", "7", "--time", "2021-05-17", "--no-catalog")
+    assert "warning: --tile-size 7 is below 64" in result.output
+    assert result.exit_code == 1 and "nothing was produced" in result.output
+    assert "more frames than pixels per frame" in (out / "dead-letter.jsonl").read_text()
+    assert not list(out.glob("*.rumi"))
