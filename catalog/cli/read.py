@@ -52,7 +52,7 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 @click.option(
     "--header",
     "header_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="The file's header blob (.rumih). By default the item's, or <file>h, or one built from the file.",
 )

@@ -142,7 +142,7 @@ def read_header_file(path: Path | None) -> bytes | None:
 header_option = click.option(
     "--header",
     "header_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="The file's header blob (.rumih). Without it, one is built from the file.",
 )
