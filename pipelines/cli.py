@@ -50,6 +50,18 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return inputs, beam_args
 
 
+def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    if text is None:
+        return None
+    try:
+        w, s, e, n = (float(v) for v in text.split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected W,S,E,N in degrees, got {text!r}", param_hint="--bbox") from None
+    if not (-180 <= w <= 180 and -180 <= e <= 180 and -90 <= s <= n <= 90):
+        raise click.BadParameter(f"expected -180 <= W, E <= 180 and -90 <= S <= N <= 90, got {text!r}", param_hint="--bbox")
+    return w, s, e, n
+
+
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output directory.")
@@ -70,7 +82,10 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--catalog", "catalog_dir", default=None, type=click.Path(file_okay=False), help="STAC catalogue directory (OUT/stac).")
 @click.option("--no-catalog", is_flag=True, help="Do not write the STAC catalogue.")
 @click.option(
-    "--cube-period", type=click.Choice(CUBE_PERIODS), default="none", show_default=True, help="Split each grid's series into cubes."
+    "--cube-period",
+    type=click.Choice(CUBE_PERIODS),
+    default=None,
+    help="Split each grid's series into cubes [default: none; P1M with --stac-api].",
 )
 @click.option("--align", type=click.Choice(ALIGN_MODES), default="fail", show_default=True, help="Off-grid scenes: dead letter, or warp.")
 @click.option(
@@ -94,6 +109,16 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any input went to the dead-letter output.")
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
+@click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
+@click.option("--collection", default="sentinel-2-l2a", show_default=True, help="--stac-api: the collection searched.")
+@click.option("--bbox", default=None, help="--stac-api: W,S,E,N in degrees.")
+@click.option("--datetime", "datetime_", default=None, help="--stac-api: an instant or a range A/B (.. for open).")
+@click.option("--mgrs", default=None, help="Sentinel-2 L2A: MGRS tiles to keep, e.g. 33UUU,33UVU.")
+@click.option("--max-cloud", type=float, default=None, help="Sentinel-2 L2A: largest eo:cloud_cover kept, percent.")
+@click.option("--bands", default=None, help="Sentinel-2 L2A: bands to convert (ids, common names or asset keys), e.g. red,nir,scl.")
+@click.option(
+    "--resolution", type=click.Choice(["10"]), default=None, help="Sentinel-2 L2A: every band on the 10 m grid (nearest-neighbour)."
+)
 def convert_command(
     inputs: tuple[str, ...],
     out: Path,
@@ -118,6 +143,14 @@ def convert_command(
     strict: bool,
     overwrite: bool,
     progress: bool | None,
+    stac_api: str | None,
+    collection: str,
+    bbox: str | None,
+    datetime_: str | None,
+    mgrs: str | None,
+    max_cloud: float | None,
+    bands: str | None,
+    resolution: str | None,
 ) -> None:
     """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
 
@@ -127,8 +160,13 @@ def convert_command(
     from pipelines.convert import run
 
     paths, beam_args = split_beam_args(inputs)
-    if not paths:
-        raise click.UsageError("give at least one input path, glob, URL or STAC file")
+    if not paths and not stac_api:
+        raise click.UsageError("give at least one input path, glob, URL or STAC file, or --stac-api")
+    if paths and stac_api:
+        raise click.UsageError("give either INPUTS or --stac-api, not both")
+    if stac_api is None and (bbox or datetime_):
+        raise click.UsageError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+    box = _parse_bbox(bbox)
     try:
         options = ConvertOptions(
             out=str(out),
@@ -138,7 +176,7 @@ def convert_command(
             compression=compression,
             max_abs_error=max_abs_error,
             max_rel_error=max_rel_error,
-            cube_period=cube_period,
+            cube_period=cube_period or ("P1M" if stac_api else "none"),
             align=align,
             resampling=resampling,
             duplicates=duplicates,
@@ -150,9 +188,20 @@ def convert_command(
             verify_frames=verify_frames,
             catalog=catalog_dir,
             write_catalog=not no_catalog,
+            bands=bands,
+            resolution=int(resolution) if resolution else None,
+            mgrs=tuple(mgrs.split(",")) if mgrs else (),
+            max_cloud=max_cloud,
         )
     except OptionError as err:
         raise click.BadParameter(str(err), param_hint=err.option) from err
+    if stac_api:
+        from pipelines.sentinel2.incremental import stac_api_input
+
+        found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
+        if found is None:
+            return
+        paths = [found]
     show = sys.stderr.isatty() if progress is None else progress
     summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
     click.echo(summary.table())

@@ -21,7 +21,7 @@ from pipelines.times import iso
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan
 
-__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry"]
+__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry", "tag_extra"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_b
         pixel_is_point=plan.pixel_is_point,
         inputs=plan.inputs,
         dropped=plan.dropped,
-        extra=lossy_extra(plan),
+        extra={**lossy_extra(plan), **tag_extra(plan)},
     )
 
 
@@ -149,3 +149,13 @@ def lossy_extra(plan: CubePlan) -> dict[str, Any]:
     if bound is None:
         return {"mode": "lossless"}
     return {"mode": "lossy", "lossy_bound": bound.to_dict()}
+
+
+def tag_extra(plan: CubePlan) -> dict[str, Any]:
+    """``{"properties": {...}}`` from a plan's tags (a key with one value gives that value, else the list); ``{}`` without tags.
+
+    The catalogue copies ``properties`` into the cube's STAC item.
+    """
+    if not plan.tags:
+        return {}
+    return {"properties": {key: values[0] if len(values) == 1 else list(values) for key, values in plan.tags}}
