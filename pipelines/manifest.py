@@ -152,10 +152,14 @@ def lossy_extra(plan: CubePlan) -> dict[str, Any]:
 
 
 def tag_extra(plan: CubePlan) -> dict[str, Any]:
-    """``{"properties": {...}}`` from a plan's tags (a key with one value gives that value, else the list); ``{}`` without tags.
+    """``{"properties": {...}}`` from a plan's tags; ``{}`` without tags.
 
-    The catalogue copies ``properties`` into the cube's STAC item.
+    A key named in the plural (``s2:platforms``) gives the list of its values,
+    any other key its one value (the scenes of a cube agree on it; should they
+    not, the list), so that one property has one type across items, as the
+    catalogue's stac-geoparquet index needs. The catalogue copies
+    ``properties`` into the cube's STAC item.
     """
     if not plan.tags:
         return {}
-    return {"properties": {key: values[0] if len(values) == 1 else list(values) for key, values in plan.tags}}
+    return {"properties": {k: list(v) if k.endswith("s") or len(v) > 1 else v[0] for k, v in plan.tags}}
