@@ -22,8 +22,9 @@ The trailer's band text follows the specification's recommended form (section
 platform in the table**, ``B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)``.
 One text per band whatever platforms a cube holds, so that acquisitions of S2A,
 S2B and S2C stack into one cube and two cubes of one tile and group carry the
-same texts. The STAC item's ``eo:center_wavelength`` is the shared value: the
-mean of the platforms' centres (:attr:`S2Band.center_wavelength_um`).
+same texts. The STAC item's ``eo:common_name`` and ``eo:center_wavelength``
+are read from that text by the catalogue (:func:`catalog.bands.band_from_text`):
+the centre is the first one listed, S2A's.
 
 >>> band_for_asset("nir08").id, band_for_asset("B8A").id
 ('B8A', 'B8A')
@@ -69,13 +70,6 @@ class S2Band:
     def resolution(self) -> int:
         """Native ground sampling distance in metres."""
         return 20 if self.group == "scl" else int(self.group.removesuffix("m"))
-
-    @property
-    def center_wavelength_um(self) -> float | None:
-        """The shared centre: the mean over :data:`PLATFORMS`, in micrometres (rounded to 0.1 nm)."""
-        if not self.wavelengths_nm:
-            return None
-        return round(sum(self.wavelengths_nm) / len(self.wavelengths_nm) / 1000.0, 4)
 
 
 def _b(id_: str, common: str | None, group: str, es: str, *nm: float) -> S2Band:
