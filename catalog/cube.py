@@ -418,10 +418,15 @@ class Cube:
             SelectionError: the window lies outside the raster.
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
+            ChangedFileError: the file was rewritten after its item was read.
         """
         band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
         sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
-        data = read_selection(self._source, self.header, sel, threads=threads)
+        try:
+            data = read_selection(self._source, self.header, sel, threads=threads)
+        except RumiError:
+            self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+            raise
         self._check_unchanged()
         window_out = (sel.rows, sel.cols)
         if labels:
@@ -452,7 +457,7 @@ class Cube:
         reading the whole file.
 
         Raises:
-            ChangedFileError: the sizes differ; the frames just read are discarded.
+            ChangedFileError: the sizes differ; the frames just read (or failed to decode) are discarded.
         """
         data = ((self.item or {}).get("assets") or {}).get("data") or {}
         expected = data.get("file:size")

@@ -1,4 +1,4 @@
-"""A small Sentinel-2 L2A archive for tests: COG assets, and STAC items shaped like Earth Search v1 and the Planetary Computer.
+"""A small Sentinel-2 L2A archive for tests and demos: COG assets, and STAC items shaped like Earth Search v1 and the Planetary Computer.
 
 Tile 33UUU (EPSG:32633) on the three native grids (10 m 96 x 96, 20 m
 48 x 48, 60 m 16 x 16 pixels, one origin), plus one item on tile 33UVU. Where
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import rasterio
-from rasterio.transform import from_origin
+from affine import Affine
 from rasterio.windows import Window
 
 from pipelines.sentinel2.bands import BANDS, S2Band
@@ -79,7 +79,8 @@ def _write_cog(path: Path, data: np.ndarray[Any, Any], resolution: int, epsg: in
     path.parent.mkdir(parents=True, exist_ok=True)
     profile = {
         "driver": "COG", "width": data.shape[1], "height": data.shape[0], "count": 1, "dtype": data.dtype.name,
-        "crs": f"EPSG:{epsg}", "transform": from_origin(*ORIGIN, resolution, resolution), "nodata": 0, "compress": "deflate",
+        "crs": f"EPSG:{epsg}", "nodata": 0, "compress": "deflate",
+        "transform": Affine(resolution, 0.0, ORIGIN[0], 0.0, -resolution, ORIGIN[1]),
         "blocksize": 256,
     }  # fmt: skip
     with rasterio.open(path, "w", **profile) as ds:
@@ -131,4 +132,5 @@ def write_archive(root: Path, base_url: str, shared: Path | None) -> list[dict[s
 def source_pixels(root: Path, item_id: str, band_id: str) -> np.ndarray[Any, Any]:
     """The DNs of one asset, as written."""
     with rasterio.open(root / item_id / f"{band_id}.tif") as ds:
-        return ds.read(1)
+        data: np.ndarray[Any, Any] = ds.read(1)
+    return data
