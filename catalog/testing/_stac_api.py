@@ -35,6 +35,8 @@ _CONFORMANCE: Final = [
     "https://api.stacspec.org/v1.0.0/collections",
     "https://api.stacspec.org/v1.0.0/item-search",
     "https://api.stacspec.org/v1.0.0/item-search#query",
+]
+_FILTER_CONFORMANCE: Final = [
     "https://api.stacspec.org/v1.0.0/item-search#filter",
     "http://www.opengis.net/spec/cql2/1.0/conf/cql2-json",
     "http://www.opengis.net/spec/cql2/1.0/conf/basic-cql2",
@@ -125,9 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
                 {"rel": "search", "href": base + "search", "type": "application/geo+json", "method": "POST"},
             ]
             self._json(200, {"type": "Catalog", "stac_version": "1.1.0", "id": "static-api", "description": "test API",
-                             "conformsTo": _CONFORMANCE, "links": links})  # fmt: skip
+                             "conformsTo": self.server.conformance, "links": links})  # fmt: skip
         elif url.path == "/conformance":
-            self._json(200, {"conformsTo": _CONFORMANCE})
+            self._json(200, {"conformsTo": self.server.conformance})
         elif url.path == "/collections":
             self._json(200, {"collections": [self.server.collection(c) for c in self.server.collection_ids], "links": []})
         elif url.path.startswith("/collections/") and url.path.count("/") == 2:
@@ -188,8 +190,9 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, items: Sequence[Mapping[str, Any]], page_size: int) -> None:
+    def __init__(self, items: Sequence[Mapping[str, Any]], page_size: int, cql2: bool) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
+        self.conformance = _CONFORMANCE + (_FILTER_CONFORMANCE if cql2 else [])
         self.items = sorted((dict(i) for i in items), key=lambda i: (str(i["properties"].get("datetime")), str(i["id"])))
         self.page_size = page_size
         self.collection_ids = sorted({str(i.get("collection")) for i in self.items if i.get("collection")})
@@ -216,7 +219,8 @@ class StaticStacApi:
     """Serve ``items`` as a STAC API on 127.0.0.1; see the module docstring.
 
     Use as a context manager; :attr:`url` is the API's root, :attr:`searches`
-    the number of ``/search`` pages answered.
+    the number of ``/search`` pages answered. With ``cql2=False`` it does not
+    advertise the filter extension (only ``query``), as some APIs do not.
 
     Example:
         >>> item = {"type": "Feature", "stac_version": "1.1.0", "id": "a", "collection": "c", "bbox": [0, 0, 1, 1],
@@ -227,8 +231,8 @@ class StaticStacApi:
         ['a']
     """
 
-    def __init__(self, items: Sequence[Mapping[str, Any]], *, page_size: int = 10) -> None:
-        self._server = _Server(items, page_size)
+    def __init__(self, items: Sequence[Mapping[str, Any]], *, page_size: int = 10, cql2: bool = True) -> None:
+        self._server = _Server(items, page_size, cql2)
         self._thread: threading.Thread | None = None
 
     @property

@@ -132,6 +132,8 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
     clear = search_items(api.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30)
     assert all(i["properties"]["eo:cloud_cover"] <= 30 for i in clear) and len(clear) == len(ACQUISITIONS) - 1
     assert search_items(api.url, collection="landsat-c2-l2", bbox=None, datetime=None, max_cloud=None) == []
+    with StaticStacApi(every, cql2=False) as query_only:  # an API without CQL2 gets the query extension instead
+        assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
     selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
     assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18"]
 
