@@ -386,4 +386,18 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
                 rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
                 continue
             plans.append(plan)
-    return sorted(plans, key=lambda p: p.cube_id), sorted(rejects)
+    # A family names its cubes by period alone, so one family and period on two extents would write one file twice:
+    # the cube with most acquisitions keeps the name (ties: the first extent), the others are dead letters.
+    by_id: dict[str, list[CubePlan]] = defaultdict(list)
+    for plan in plans:
+        by_id[plan.cube_id].append(plan)
+    kept: list[CubePlan] = []
+    for cube_id in sorted(by_id):
+        ranked = sorted(by_id[cube_id], key=lambda p: (-len(p.times), p.transform[2], -p.transform[5]))
+        kept.append(ranked[0])
+        for loser in ranked[1:]:
+            rejects += [
+                DeadLetter(h, "family-extent", f"cube {cube_id} is already planned on another extent of the same grid", STAGE)
+                for h in loser.inputs
+            ]
+    return kept, sorted(rejects)

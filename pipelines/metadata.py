@@ -98,7 +98,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             if product is not None:
                 if ds.count != 1:
                     raise SceneError(
-                        f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count"
+                        f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
                     )
                 # The product's band table knows the text, radiometry and nodata better than the file.
                 bands = (BandInfo(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)

@@ -279,3 +279,19 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
     ):
         result = runner.invoke(cli, ["convert", *args, "--out", str(tmp_path / "out")])
         assert result.exit_code == 2 and needle in result.output and "Traceback" not in result.output, result.output
+
+
+def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
+    from pipelines.grouping import plan_cubes
+    from pipelines.options import ConvertOptions
+    from pipelines.scene import BandInfo, Scene
+
+    def scene(href: str, x0: float, day: int) -> Scene:
+        band = BandInfo(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
+        return Scene(href, 32633, (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8, "uint16", 0.0, (band,), 1685577600 + day * 86400,
+                     href, family="S2L2A_T33UUU_10m_o1000")  # fmt: skip
+
+    scenes = [scene("a.tif", 300000.0, 1), scene("b.tif", 300000.0, 2), scene("c.tif", 400000.0, 3)]
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="/tmp/unused", cube_period="P1M", frame_unit=0))
+    assert [(p.cube_id, p.inputs) for p in plans] == [("S2L2A_T33UUU_10m_o1000_2023-06", ("a.tif", "b.tif"))]
+    assert [(r.href, r.reason) for r in rejects] == [("c.tif", "family-extent")]
