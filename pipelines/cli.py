@@ -196,9 +196,14 @@ def convert_command(
     except OptionError as err:
         raise click.BadParameter(str(err), param_hint=err.option) from err
     if stac_api:
+        from pystac_client.exceptions import APIError
+
         from pipelines.sentinel2.incremental import stac_api_input
 
-        found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
+        try:
+            found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
+        except (APIError, OSError, ValueError) as err:
+            raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
         if found is None:
             return
         paths = [found]

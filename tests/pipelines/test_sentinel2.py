@@ -279,6 +279,9 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
     ):
         result = runner.invoke(cli, ["convert", *args, "--out", str(tmp_path / "out")])
         assert result.exit_code == 2 and needle in result.output and "Traceback" not in result.output, result.output
+    unreachable = runner.invoke(cli, ["convert", "--stac-api", "http://127.0.0.1:1/", "--out", str(tmp_path / "out")])
+    assert unreachable.exit_code == 1 and "Error: --stac-api http://127.0.0.1:1/" in unreachable.output
+    assert not (tmp_path / "out").exists()
 
 
 def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
