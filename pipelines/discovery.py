@@ -7,7 +7,8 @@ Issue 4, transform 1. Each input text becomes zero or more
 * a directory: every ``.tif``/``.tiff`` file below it;
 * an ``http(s)://`` or ``gs://`` URL of a raster, read later through GDAL's
   virtual file systems (:mod:`pipelines.sources`);
-* a STAC ItemCollection (or single Item) JSON file, local or ``http(s)://``,
+* a STAC ItemCollection (or single Item) JSON file, or a static STAC catalogue
+  or collection (its ``catalog.json``/``collection.json``; every item below it), local or ``http(s)://``,
   whose GeoTIFF assets become scenes dated by their item and stacked by item
   id, with band names from ``eo:bands`` or the asset key. Items that are
   Sentinel-2 L2A by their properties go through :mod:`pipelines.sentinel2`
@@ -128,6 +129,20 @@ def _read_json(href: str) -> Any:
         return json.load(f)
 
 
+def _catalog_items(href: str) -> dict[str, Any]:
+    """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs."""
+    import pystac
+
+    root = pystac.read_file(href)
+    if not isinstance(root, pystac.Catalog):
+        raise ValueError(f"{href} is a {type(root).__name__}, not a catalogue")
+    features = []
+    for item in root.get_items(recursive=True):
+        item.make_asset_hrefs_absolute()
+        features.append(item.to_dict(include_self_link=False))
+    return {"type": "FeatureCollection", "features": sorted(features, key=lambda f: str(f.get("id")))}
+
+
 def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLetter]:
     """Expand one input into scene references, or one dead letter when it finds nothing.
 
@@ -136,7 +151,10 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     """
     if text.lower().split("?", 1)[0].endswith(_STAC_SUFFIXES):
         try:
-            refs = stac_scene_refs(_read_json(text), text, s2)
+            document = _read_json(text)
+            if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
+                document = _catalog_items(text)
+            refs = stac_scene_refs(document, text, s2)
         except (OSError, ValueError, KeyError, TypeError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
         if not refs:

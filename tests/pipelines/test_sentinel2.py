@@ -20,6 +20,7 @@ import rumi_core
 from catalog import Cube
 from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
+from pipelines.deadletter import DeadLetter
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
 from pipelines.sentinel2.search import search_items, select_items
@@ -136,6 +137,22 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
         assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
     selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
     assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18"]
+
+
+def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    from pipelines.discovery import S2Request, discover
+
+    catalogue = pystac.Catalog(id="s2", description="Sentinel-2 L2A items")
+    for item in archive[1]:
+        catalogue.add_item(pystac.Item.from_dict(item))
+    catalogue.normalize_and_save(str(tmp_path / "static"), catalog_type=pystac.CatalogType.SELF_CONTAINED)
+    refs = discover(str(tmp_path / "static" / "catalog.json"), S2Request(bands="red,scl", tiles=("33UUU",)))
+    kept = [a for a in ACQUISITIONS if a.tile == "33UUU" and a.baseline != "05.00"]  # the 05.00 processing is superseded
+    assert len(refs) == 2 * len(kept)
+    assert {r.product.name for r in refs if not isinstance(r, DeadLetter) and r.product} == {
+        band_text(BANDS["B04"]),
+        band_text(BANDS["SCL"]),
+    }
 
 
 # -- end to end ------------------------------------------------------------------------------
