@@ -208,7 +208,13 @@ def convert_command(
             return
         paths = [found]
     show = sys.stderr.isatty() if progress is None else progress
-    summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
+    publish = None
+    if stac_api:
+        from pipelines.convert import manifest_publisher
+        from pipelines.publish import incremental_catalog_publisher
+
+        publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
+    summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None, publish=publish)
     click.echo(summary.table())
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")

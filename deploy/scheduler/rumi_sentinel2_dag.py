@@ -12,9 +12,9 @@ Two DAGs, one per runner, with the same task graph::
 * ``list_new_cubes`` (both): ``rumi search`` over the catalogue for cubes whose
   acquisitions fall in the run's data interval, so the log says what the night added.
 
-Each run searches the whole archive window (``start`` to open end) again: the
-catalogue is the state, so only acquisitions newer than what it holds are
-converted, the open month's cube is rewritten in place, and a night with
+Each run searches from ``start`` to an open end: the catalogue is the state,
+so only acquisitions newer than what it holds are converted, the open month's
+cube is rewritten in place, other months are left alone, and a night with
 nothing new converts and writes nothing. ``max_active_runs=1`` keeps two
 nights from writing one catalogue at once; ``catchup=False`` because one run
 catches up on everything anyway.

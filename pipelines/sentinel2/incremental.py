@@ -1,23 +1,30 @@
 """Scheduled, incremental Sentinel-2 runs: the catalogue is the state.
 
-A nightly ``rumi convert --stac-api ...`` searches the same area and dates
-again. :func:`held_acquisitions` reads, from the STAC catalogue the earlier
-runs wrote, which acquisitions each tile and resolution group already holds
-(the items' ``s2:mgrs_tile``, ``s2:resolution_group`` and datacube ``time``
+A nightly ``rumi convert --stac-api ...`` searches the area again.
+:func:`held_acquisitions` reads, from the STAC catalogue the earlier runs
+wrote, which acquisitions each tile and resolution group already holds (the
+items' ``s2:mgrs_tile``, ``s2:resolution_group`` and datacube ``time``
 values). :func:`increment` then keeps
 
 * every acquisition **newer** than the latest one held for its tile and
-  group: these are what the run adds;
-* the acquisitions already held, so that the cubes they fill are planned
-  exactly as before: a cube whose acquisitions did not change validates
-  against its file and is skipped, not converted again; the cube of a period
-  that gains acquisitions (the open month) keeps its name, is rewritten
-  atomically (staged, verified, renamed over the old file) and its item is
-  replaced in place in the catalogue and its index.
+  group: these are what the run adds; the periods they fall in (per tile and
+  group) are the *touched* periods;
+* the held acquisitions of the touched periods, so that their cubes are
+  planned whole: the cube of a period that gains acquisitions (the open
+  month) keeps its name, is rewritten atomically (staged, verified, renamed
+  over the old file) and its item is replaced in place in the catalogue and
+  its index; a cube of a touched period that gained nothing (the other side
+  of the 04.00 split) validates against its file and is skipped.
 
-Acquisitions older than the latest held one that the catalogue does not hold
-(late arrivals, reprocessings of held datatakes) are left out: a run never
-rewrites the past behind the catalogue's back.
+Everything else is left alone: cubes of untouched periods are neither planned
+nor read, and their items are carried over into the new catalogue
+(:func:`pipelines.publish.incremental_catalog_publisher`). Acquisitions older
+than the latest held one that the catalogue does not hold (late arrivals,
+reprocessings of held datatakes) are left out: a run never rewrites the past
+behind the catalogue's back. A search window that misses held acquisitions of
+a touched period would rewrite that cube without them, so it is an error
+(:class:`IncompleteSearchError`): start ``--datetime`` at or before the
+beginning of the open period.
 
 When nothing is newer, :func:`stac_api_input` returns None and the command
 says so and writes nothing at all.
@@ -32,10 +39,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.assembly import write_atomic
+from pipelines.errors import PipelineError
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import resolution_group
 from pipelines.sentinel2.search import search_items, select_items
-from pipelines.times import iso, parse_time
+from pipelines.times import iso, parse_time, period_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -43,10 +51,14 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.sentinel2.items import S2Item
 
-__all__ = ["SEARCH_FILE", "Held", "held_acquisitions", "increment", "stac_api_input"]
+__all__ = ["SEARCH_FILE", "Held", "IncompleteSearchError", "held_acquisitions", "increment", "stac_api_input"]
 
 SEARCH_FILE = "stac-search.json"
 """The ItemCollection a ``--stac-api`` run converts, written in the output directory."""
+
+
+class IncompleteSearchError(PipelineError):
+    """The search misses acquisitions the catalogue holds in a period this run would rewrite."""
 
 
 @dataclass(frozen=True)
@@ -84,18 +96,41 @@ def _groups(item: S2Item, bands: str | None, resolution: int | None) -> set[str]
     return {resolution_group(b, resolution) for b in select_bands(bands) if b.id in present}
 
 
-def increment(items: Sequence[S2Item], held: Held, *, bands: str | None, resolution: int | None) -> tuple[list[S2Item], list[S2Item]]:
-    """``(items to plan, items that are new)``; see the module docstring."""
-    run: list[S2Item] = []
+def increment(
+    items: Sequence[S2Item], held: Held, *, bands: str | None, resolution: int | None, period: str
+) -> tuple[list[S2Item], list[S2Item]]:
+    """``(items to plan, items that are new)``; see the module docstring.
+
+    Raises:
+        IncompleteSearchError: a held acquisition of a touched period is not among ``items``.
+    """
+
+    def keys(item: S2Item) -> list[tuple[str, str]]:
+        return [(item.tile, g) for g in sorted(_groups(item, bands, resolution))]
+
     new: list[S2Item] = []
+    touched: set[tuple[str, str, str]] = set()
     for item in items:
         when = parse_time(item.datetime)
-        keys = [(item.tile, g) for g in sorted(_groups(item, bands, resolution))]
-        is_new = any((latest := held.latest(k)) is None or when > latest for k in keys)
-        if is_new:
+        fresh = [k for k in keys(item) if (latest := held.latest(k)) is None or when > latest]
+        touched.update((*k, period_label(when, period)) for k in fresh)
+        if fresh:
             new.append(item)
-        if is_new or any(when in held.times.get(k, ()) for k in keys):
-            run.append(item)
+
+    def rebuilt(item: S2Item) -> bool:
+        when = parse_time(item.datetime)
+        return any((*k, period_label(when, period)) in touched and when in held.times.get(k, ()) for k in keys(item))
+
+    run = [item for item in items if item in new or rebuilt(item)]
+    found = {(k, parse_time(i.datetime)) for i in items for k in keys(i)}
+    missing = sorted((k, t) for k, ts in held.times.items() for t in ts if (*k, period_label(t, period)) in touched and (k, t) not in found)
+    if missing:
+        (tile, group), first = missing[0]
+        start = period_label(first, period) or "the series"
+        raise IncompleteSearchError(
+            f"the search misses {len({t for _, t in missing})} acquisitions the catalogue holds in the periods this run rewrites "
+            f"(first: T{tile} {group} {iso(first)}); start --datetime at or before the start of {start}"
+        )
     return run, new
 
 
@@ -117,7 +152,7 @@ def stac_api_input(
     documents = search_items(url, collection=collection, bbox=bbox, datetime=datetime, max_cloud=options.max_cloud)
     selection = select_items(((d, None) for d in documents), tiles=options.mgrs, max_cloud=options.max_cloud)
     held = held_acquisitions(options.catalog_dir) if options.write_catalog else Held()
-    run, new = increment(selection.items, held, bands=options.bands, resolution=options.resolution)
+    run, new = increment(selection.items, held, bands=options.bands, resolution=options.resolution, period=options.cube_period)
     echo(
         f"search: {len(documents)} items, {len(selection.items)} Sentinel-2 L2A acquisitions kept "
         f"({len(selection.reprocessed)} older processings and {len(selection.other)} other items left out), {len(new)} new"

@@ -51,10 +51,11 @@ ACQUISITIONS = (
         generated="2024-03-01T12:00:00Z", seed=3),
     Acq("S2A_33UUU_20230615_0_L2A", "2023-06-15T10:00:21Z", "sentinel-2a", "05.09", "earth-search", 80.0, 22, seed=4),
     Acq("S2B_33UUU_20230618_0_L2A", "2023-06-18T10:00:21Z", "sentinel-2b", "05.09", "earth-search", 2.0, 22, seed=5),
+    Acq("S2A_33UUU_20230705_0_L2A", "2023-07-05T10:00:21Z", "sentinel-2a", "05.09", "earth-search", 10.0, 22, seed=7),
     Acq("S2A_33UVU_20230605_0_L2A", "2023-06-05T10:00:21Z", "sentinel-2a", "05.09", "earth-search", 3.0, 22, tile="33UVU", seed=6),
 )  # fmt: skip
 """The archive: two baselines (03.01, 05.09) and a reprocessing (05.00 -> 05.09), S2A and S2B, relative orbits 22 and 65 on
-33UUU, cloud cover 2 to 80 %, and a second tile."""
+33UUU, cloud cover 2 to 80 %, June and one July acquisition, and a second tile."""
 
 
 def _pixels(band: S2Band, acq: Acq, shared: Path | None) -> np.ndarray[Any, Any]:

@@ -125,7 +125,7 @@ def test_offsets_follow_the_processing_baseline_and_are_never_applied_twice() ->
 def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_pages(api: StaticStacApi) -> None:
     every = search_items(api.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=None)
     assert len(every) == len(ACQUISITIONS)
-    assert api.searches == 3  # six items, two per page
+    assert api.searches == 4  # seven items, two per page
     june_uuu = search_items(
         api.url, collection="sentinel-2-l2a", bbox=(14.9, 52.2, 15.1, 52.4), datetime="2023-06-01/2023-06-10", max_cloud=None
     )
@@ -136,7 +136,7 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
     with StaticStacApi(every, cql2=False) as query_only:  # an API without CQL2 gets the query extension instead
         assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
     selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
-    assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18"]
+    assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18", "2023-07-05"]
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
@@ -163,7 +163,8 @@ def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
 ) -> None:
     root, items = archive
     collection = tmp_path / "items.json"
-    collection.write_text(json.dumps({"type": "FeatureCollection", "features": items}))
+    june = [i for i in items if i["properties"]["datetime"] < "2023-07"]
+    collection.write_text(json.dumps({"type": "FeatureCollection", "features": june}))
     out = tmp_path / "out"
     _convert(str(collection), "--mgrs", "33UUU", "--max-cloud", "30", "--cube-period", "P1M", "--out", str(out))
     entries = {e["cube_id"]: e for e in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
@@ -215,6 +216,11 @@ def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     common = ["--stac-api", api.url, "--bbox", BBOX, "--max-cloud", "30", "--bands", "red,nir,scl", "--out", str(out)]
     first = _convert(*common, "--datetime", "2023-06-01/2023-06-10")
     assert "2 new" in first
+    # A window that starts after held acquisitions of the month it would rewrite: refused, nothing written.
+    before_refusal = _snapshot(out)
+    refused = CliRunner().invoke(cli, ["convert", *common, "--datetime", "2023-06-15/2023-06-30", "--no-progress"])
+    assert refused.exit_code == 1 and "misses 2 acquisitions" in refused.output and "2023-06" in refused.output, refused.output
+    assert _snapshot(out) == before_refusal
     open_id = "S2L2A_T33UUU_10m_o1000_2023-06"
     before = _item(out, open_id)
     assert before["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z"]
@@ -256,6 +262,21 @@ def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     third = _convert(*common, "--datetime", "2023-06-01/2023-06-30")
     assert "nothing new" in third and "nothing was converted or rewritten" in third
     assert _snapshot(out) == snapshot
+
+    # July: a new period. June's cubes are neither planned nor read, their items are carried over.
+    june_files = {k: v for k, v in snapshot.items() if k.endswith((".rumi", ".rumih"))}
+    july = _convert(*common, "--datetime", "2023-07-01/2023-07-31")
+    assert "1 new" in july
+    manifest = [json.loads(line)["cube_id"] for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert manifest == ["S2L2A_T33UUU_10m_o1000_2023-07", "S2L2A_T33UUU_scl_2023-07"]
+    assert {k: v for k, v in _snapshot(out).items() if k in june_files} == june_files
+    ids = sorted(i.id for i in pystac.Catalog.from_file(str(out / "stac" / "catalog.json")).get_items(recursive=True))
+    assert ids == sorted([*manifest, "S2L2A_T33UUU_10m_2023-06", open_id, "S2L2A_T33UUU_scl_2023-06"])
+    hits = CliRunner().invoke(cli, ["search", str(out / "stac"), "--bands", "red", "--json"])
+    assert sorted(h["id"] for h in json.loads(hits.output)) == sorted(i for i in ids if "_scl_" not in i)
+    carried = _item(out, open_id)
+    assert carried["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z", "2023-06-18T10:00:21Z"]
+    assert (out / "stac" / Path(*_item_path(out, open_id))).parent.joinpath(carried["assets"]["thumbnail"]["href"]).resolve().is_file()
 
 
 def _item_path(out: Path, cube_id: str) -> tuple[str, ...]:
