@@ -133,7 +133,10 @@ def _catalog_items(href: str) -> dict[str, Any]:
     """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs."""
     import pystac
 
-    root = pystac.read_file(href)
+    try:
+        root = pystac.read_file(href)
+    except (pystac.STACError, pystac.STACTypeError) as err:
+        raise ValueError(f"not a readable STAC catalogue: {err}") from err
     if not isinstance(root, pystac.Catalog):
         raise ValueError(f"{href} is a {type(root).__name__}, not a catalogue")
     features = []
