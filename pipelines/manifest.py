@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.times import iso
+from rumi_core.selection import library_versions
 
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan
@@ -77,6 +78,9 @@ class ManifestEntry:
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for later stages: ``mode`` (``lossless`` or ``lossy``) and, for a lossy cube,
     ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads)."""
+    libraries: dict[str, str] = field(default_factory=library_versions)
+    """Versions of openzl and geozl that chose the codec and wrote the frames (the catalogue's
+    ``rumi:libraries``): the bytes are a function of the data, the options and these."""
 
     @property
     def catalog_extra(self) -> dict[str, Any]:
