@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.bands import Band, stac_data_type
-from catalog.errors import ItemError, SelectorError
+from catalog.errors import ChangedFileError, ItemError, SelectorError
 from catalog.extension import RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, time_values
@@ -535,9 +535,15 @@ class Cube:
             SelectionError: the window lies outside the raster.
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
+            ChangedFileError: the file was rewritten after its item was read.
         """
         sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
-        data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
+        try:
+            data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
+        except RumiError:
+            self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+            raise
+        self._check_unchanged()
         window_out = (sel.rows, sel.cols)
         if labels:
             all_bands = self.bands
@@ -557,6 +563,31 @@ class Cube:
             pixel_is_point=grid.pixel_is_point if grid is not None else False,
             nodata=common_nodata(all_bands[b] for b in sel.bands) if labels else None,
         )
+
+    def _check_unchanged(self) -> None:
+        """Fail when the file is not the one the item (and so the blob) describes.
+
+        A file rewritten in place (an open period that gained acquisitions)
+        keeps its name, so a reader holding the old item and blob would locate
+        frames at stale offsets. The item's ``file:size`` is compared with the
+        source's size after the frames are fetched: free for local files and
+        for HTTP, whose ranged answers carry the total; a checksum would mean
+        reading the whole file.
+
+        Raises:
+            ChangedFileError: the sizes differ; the frames just read (or failed to decode) are discarded.
+        """
+        data = ((self.item or {}).get("assets") or {}).get("data") or {}
+        expected = data.get("file:size")
+        if expected is None:
+            return
+        actual = self._source.size()
+        if actual != int(expected):
+            raise ChangedFileError(
+                f"{self.name}: the file is {actual} bytes, its item says file:size {expected}; it was rewritten after the item "
+                "and header blob were read: open the item again",
+                field="file:size",
+            )
 
     # -- lifetime ------------------------------------------------------------------------
 

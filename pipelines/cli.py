@@ -107,6 +107,18 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return inputs, beam_args
 
 
+def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    if text is None:
+        return None
+    try:
+        w, s, e, n = (float(v) for v in text.split(","))
+    except ValueError:
+        raise LineError(f"--bbox: expected W,S,E,N in degrees, got {text!r}") from None
+    if not (-180 <= w <= 180 and -180 <= e <= 180 and -90 <= s <= n <= 90):
+        raise LineError(f"--bbox: expected -180 <= W, E <= 180 and -90 <= S <= N <= 90, got {text!r}")
+    return w, s, e, n
+
+
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
 @click.option("--out", "out", required=True, help="Output directory (a local path, or a URL such as gs://bucket/prefix).")
@@ -127,7 +139,10 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--catalog", "catalog_dir", default=None, type=click.Path(file_okay=False), help="STAC catalogue directory (OUT/stac).")
 @click.option("--no-catalog", is_flag=True, help="Do not write the STAC catalogue.")
 @click.option(
-    "--cube-period", type=click.Choice(CUBE_PERIODS), default="none", show_default=True, help="Split each grid's series into cubes."
+    "--cube-period",
+    type=click.Choice(CUBE_PERIODS),
+    default=None,
+    help="Split each grid's series into cubes [default: none; P1M with --stac-api].",
 )
 @click.option("--align", type=click.Choice(ALIGN_MODES), default="fail", show_default=True, help="Off-grid scenes: dead letter, or warp.")
 @click.option(
@@ -151,6 +166,16 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any input went to the dead-letter output.")
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
+@click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
+@click.option("--collection", default="sentinel-2-l2a", show_default=True, help="--stac-api: the collection searched.")
+@click.option("--bbox", default=None, help="--stac-api: W,S,E,N in degrees.")
+@click.option("--datetime", "datetime_", default=None, help="--stac-api: an instant or a range A/B (.. for open).")
+@click.option("--mgrs", default=None, help="Sentinel-2 L2A: MGRS tiles to keep, e.g. 33UUU,33UVU.")
+@click.option("--max-cloud", type=float, default=None, help="Sentinel-2 L2A: largest eo:cloud_cover kept, percent.")
+@click.option("--bands", default=None, help="Sentinel-2 L2A: bands to convert (ids, common names or asset keys), e.g. red,nir,scl.")
+@click.option(
+    "--resolution", type=click.Choice(["10"]), default=None, help="Sentinel-2 L2A: every band on the 10 m grid (nearest-neighbour)."
+)
 def convert_command(
     inputs: tuple[str, ...],
     out: str,
@@ -175,6 +200,14 @@ def convert_command(
     strict: bool,
     overwrite: bool,
     progress: bool | None,
+    stac_api: str | None,
+    collection: str,
+    bbox: str | None,
+    datetime_: str | None,
+    mgrs: str | None,
+    max_cloud: float | None,
+    bands: str | None,
+    resolution: str | None,
 ) -> None:
     """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
 
@@ -182,8 +215,13 @@ def convert_command(
     --direct_running_mode=multi_processing).
     """
     paths, beam_args = split_beam_args(inputs)
-    if not paths:
-        raise LineError("give at least one input path, glob, URL or STAC file")
+    if not paths and not stac_api:
+        raise LineError("give at least one input path, glob, URL or STAC file, or --stac-api")
+    if paths and stac_api:
+        raise LineError("give either INPUTS or --stac-api, not both")
+    if stac_api is None and (bbox or datetime_):
+        raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+    box = _parse_bbox(bbox)
     try:
         options = ConvertOptions(
             out=out,
@@ -193,7 +231,7 @@ def convert_command(
             compression=compression,
             max_abs_error=max_abs_error,
             max_rel_error=max_rel_error,
-            cube_period=cube_period,
+            cube_period=cube_period or ("P1M" if stac_api else "none"),
             align=align,
             resampling=resampling,
             duplicates=duplicates,
@@ -205,23 +243,46 @@ def convert_command(
             verify_frames=verify_frames,
             catalog=catalog_dir,
             write_catalog=not no_catalog,
+            bands=bands,
+            resolution=int(resolution) if resolution else None,
+            mgrs=tuple(mgrs.split(",")) if mgrs else (),
+            max_cloud=max_cloud,
         )
     except OptionError as err:
         raise LineError(str(err)) from err
     # Everything a user can get wrong is checked before Beam starts and before --out exists.
     check_out_dir(out)
-    check_inputs(paths)
+    if paths:
+        check_inputs(paths)
     if tile_size < SMALL_TILE:
         click.echo(
             f"warning: --tile-size {tile_size} is below {SMALL_TILE}: frames this small compress poorly "
             "and a file may come out larger than its pixels",
             err=True,
         )
+    if stac_api:
+        from pystac_client.exceptions import APIError
+
+        from pipelines.sentinel2.incremental import stac_api_input
+
+        try:
+            found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
+        except (APIError, OSError, ValueError) as err:
+            raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        if found is None:
+            return
+        paths = [found]
     from pipelines.convert import run
 
     show = sys.stderr.isatty() if progress is None else progress
+    publish = None
+    if stac_api:
+        from pipelines.convert import manifest_publisher
+        from pipelines.publish import incremental_catalog_publisher
+
+        publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
     try:
-        summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
+        summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None, publish=publish)
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
         logger.debug("the conversion failed", exc_info=True)

@@ -115,7 +115,7 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
         o = self.options
         planned = (
             inputs
-            | "DiscoverScenes" >> DiscoverScenes()
+            | "DiscoverScenes" >> DiscoverScenes(o.s2_request)
             | "ReadSceneMetadata" >> ReadSceneMetadata(o.time_pattern, o.time)
             | "PlanCubes" >> PlanCubes(o)
         )
