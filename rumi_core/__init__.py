@@ -42,9 +42,9 @@ from rumi_core.header import build_header as build_header
 from rumi_core.info import Info as Info
 from rumi_core.info import info as info
 from rumi_core.layout import Layout as Layout
+from rumi_core.limits import Limits as Limits
 from rumi_core.lossy import ErrorBound as ErrorBound
 from rumi_core.reader import FrameRequest as FrameRequest
-from rumi_core.reader import Limits as Limits
 from rumi_core.reader import plan_requests as plan_requests
 from rumi_core.reader import read as read
 from rumi_core.selection import CompressionChoice as CompressionChoice

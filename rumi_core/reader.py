@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rumi_core.codecs import decode_frame
-from rumi_core.errors import InvalidFileError, ResourceLimitError, SelectionError
+from rumi_core.errors import HeaderMismatchError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, header_from_head
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.sources import ByteSource, known_size, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -40,24 +41,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Limits", "Selection", "plan_requests", "read", "resolve_header", "resolve_selection"]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one read, checked before any allocation or decode."""
-
-    max_output_bytes: int = 8 << 30
-    """Largest output array, in bytes."""
-    max_frames: int = 1 << 26
-    """Largest ``N`` accepted from a header blob."""
-    max_merged_request: int = 32 << 20
-    """Adjacent frames are merged into one request up to this many bytes."""
-    max_frame_bytes: int = 4 << 30
-    """Largest ``decoded_frame_bytes`` of a frame the read must decode."""
-
-
-DEFAULT_LIMITS = Limits()
+__all__ = ["FrameRequest", "Selection", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -133,10 +117,10 @@ def resolve_header(
     if isinstance(header, HeaderBlob):
         return header
     if header is not None:
-        return HeaderBlob.from_bytes(header, max_frames=limits.max_frames)
+        return HeaderBlob.from_bytes(header, limits=limits)
     from rumi_core.structure import read_structure
 
-    head = read_structure(source).head
+    head = read_structure(source, limits=limits).head
     blob = header_from_head(head)
     check_against_head(blob, head)
     return blob
@@ -161,20 +145,20 @@ def plan_requests(blob: HeaderBlob, sel: Selection, *, limits: Limits = DEFAULT_
     ``limits.max_merged_request`` bytes. No request is ever made for metadata.
     """
     frames = blob.layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
-    return _merge(frames, blob.offsets, limits.max_merged_request)
+    starts, lengths = blob.frame_ranges(frames)
+    return _merge(frames, starts.tolist(), lengths.tolist(), limits.max_merged_request)
 
 
-def _merge(frames: Sequence[int], offsets: NDArray[np.uint64], limit: int) -> list[FrameRequest]:
+def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int], limit: int) -> list[FrameRequest]:
     runs: list[FrameRequest] = []
-    for f in frames:
-        start, end = int(offsets[f]), int(offsets[f + 1])
+    for f, start, length in zip(frames, starts, lengths, strict=True):
         if runs:
             last = runs[-1]
-            if last.offset + last.length == start and last.length + (end - start) <= limit:
+            if last.offset + last.length == start and last.length + length <= limit:
                 last.frames.append(f)
-                runs[-1] = FrameRequest(last.offset, last.length + end - start, last.frames)
+                runs[-1] = FrameRequest(last.offset, last.length + length, last.frames)
                 continue
-        runs.append(FrameRequest(start, end - start, [f]))
+        runs.append(FrameRequest(start, length, [f]))
     return runs
 
 
@@ -293,6 +277,26 @@ def _decode_together(
             raise error
 
 
+def _check_file_holds(source: ByteSource, blob: HeaderBlob) -> None:
+    """Refuse a blob whose frames need more bytes than the file has.
+
+    Checked whenever the source knows its size without a request, so that no
+    output is allocated and no frame is looped over for a file that cannot
+    hold them (*Resource limits*). The trailer is not counted: a stateless
+    read never touches it.
+
+    Raises:
+        HeaderMismatchError: the file is shorter than the blob says.
+    """
+    size = known_size(source)
+    if size is not None and blob.trailer_offset > size:
+        raise HeaderMismatchError(
+            f"the header blob places the end of the last frame at byte {blob.trailer_offset}, but {source.name} is {size} bytes",
+            field="frame_byte_counts",
+            rule="A reader derives base_frame_offset and the offset of every frame from the blob",
+        )
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -307,24 +311,18 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    if nbytes > limits.max_output_bytes:
-        raise ResourceLimitError(f"the read needs {nbytes} bytes, above the limit of {limits.max_output_bytes}", field="max_output_bytes")
+    limits.check("max_output_bytes", int(np.prod(shape, dtype=object)) * dtype.itemsize, "the read's output array")
+    # The largest frame the layout can hold, an upper bound of every frame
+    # this read decodes, known without visiting them.
+    limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
+    _check_file_holds(source, blob)
+    # Every frame adds at least one sample to the output, so this loop and
+    # the ones below are bounded by the output checked above.
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
-    largest = max(layout.decoded_frame_bytes(f) for f in frames)
-    if largest > limits.max_frame_bytes:
-        raise ResourceLimitError(
-            f"a frame of the read decodes to {largest} bytes, above the limit of {limits.max_frame_bytes}", field="max_frame_bytes"
-        )
-    offsets = blob.offsets
-    runs = _merge(frames, offsets, limits.max_merged_request)
-    out = np.empty(shape, dtype=dtype)
-    band_pos: dict[int, list[int]] = {}
-    for i, b in enumerate(sel.bands):
-        band_pos.setdefault(b, []).append(i)
-    time_pos: dict[int, list[int]] = {}
-    for i, t in enumerate(sel.times):
-        time_pos.setdefault(t, []).append(i)
+    starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
+    where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
+    runs = _merge(frames, starts, lengths, limits.max_merged_request)
+    is_bool = layout.encoding.name == "bool"
 
     def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
@@ -338,21 +336,47 @@ def read_selection(
             )
         return memoryview(data)
 
+    # Fetch the first request before allocating the output: a source that
+    # learns its size from an answer (HTTP's Content-Range) can then refuse a
+    # blob that claims more bytes than the file has, before the allocation.
+    prefetched = {runs[0].offset: fetch(runs[0])}
+    _check_file_holds(source, blob)
+    out = np.empty(shape, dtype=dtype)
+    band_pos: dict[int, list[int]] = {}
+    for i, b in enumerate(sel.bands):
+        band_pos.setdefault(b, []).append(i)
+    time_pos: dict[int, list[int]] = {}
+    for i, t in enumerate(sel.times):
+        time_pos.setdefault(t, []).append(i)
+
+    def fetch_once(run: FrameRequest) -> memoryview:
+        view = prefetched.pop(run.offset, None)
+        return fetch(run) if view is None else view
+
     def decode(f: int, view: memoryview, start: int) -> None:
-        o = int(offsets[f]) - start
-        n = int(blob.byte_counts[f])
+        offset, n = where[f]
+        o = offset - start
         raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        if is_bool and raw.max(initial=0) > 1:
+            # The same decode-time MUST that validate enforces: a NumPy bool
+            # holding any other byte is not a valid bool.
+            raise InvalidFileError(
+                f"frame {f} holds a boolean byte other than 0 or 1",
+                field=f"frame {f}",
+                rule="Boolean samples: every byte MUST be 0 or 1",
+                offset=offset,
+            )
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
         _place(out, frame, f, layout, sel, band_pos, time_pos)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:
         for run in runs:
-            view = fetch(run)
+            view = fetch_once(run)
             for f in run[2]:
                 decode(f, view, run[0])
     else:
-        _decode_together(frames, runs, fetch, decode, workers)
+        _decode_together(frames, runs, fetch_once, decode, workers)
     return out if layout.is_cube else out[0]
 
 

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
 
-__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "open_source"]
+__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "known_size", "open_source"]
 
 
 @runtime_checkable
@@ -94,6 +94,10 @@ class LocalFileSource(_SourceBase):
         """Size of the file."""
         return os.fstat(self._fileno()).st_size
 
+    def known_size(self) -> int:
+        """Size of the file (an ``fstat``, no I/O on the data)."""
+        return self.size()
+
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Read each range with one positional read."""
         fd = self._fileno()
@@ -143,9 +147,25 @@ class BytesSource(_SourceBase):
         """Length of the buffer."""
         return len(self._data)
 
+    def known_size(self) -> int:
+        """Length of the buffer."""
+        return len(self._data)
+
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Slice each range out of the buffer."""
         return [bytes(self._data[o : o + n]) for o, n in ranges]
+
+
+def known_size(source: ByteSource) -> int | None:
+    """Return the source's size if it is known without a request, else None.
+
+    A source may offer an optional ``known_size()`` method (local files and
+    buffers always know; a remote source once an answer told it). Readers use
+    it to refuse sizes the file cannot hold before allocating (*Resource
+    limits*), without adding a round trip to every read.
+    """
+    method = getattr(source, "known_size", None)
+    return None if method is None else int(method())
 
 
 def open_source(source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview) -> tuple[ByteSource, bool]:

@@ -27,7 +27,7 @@ from rumi_core.assemble import assemble
 from rumi_core.cli.main import cli
 from rumi_core.codecs import parse_codec
 from rumi_core.encodings import RESERVED_PAIRS, encoding_for_dtype
-from rumi_core.errors import FrameDecodeError, InvalidFileError, RumiError, SourceError
+from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidFileError, RumiError, SourceError
 from rumi_core.georef import Georeferencing
 from rumi_core.header import build_header
 from rumi_core.layout import Layout
@@ -1145,11 +1145,11 @@ def test_a_huge_declared_frame_count_fails_before_reading(
 
 @pytest.mark.parametrize("count", [0x1000_0000, 0xFFFF_FFFF])
 def test_a_blob_declaring_a_huge_frame_reads_no_such_range(files: dict[str, bytes], tmp_path: Path, count: int) -> None:
-    """A wrong blob says frame 0 has 4 GiB: the path source must not allocate that much."""
+    """A wrong blob says frame 0 has 4 GiB: refused against the file's size before any range is read."""
     path = tmp_path / "single.rumi"
     path.write_bytes(files["single"])
     blob = BlobParts.from_bytes(build_header(path), [count]).to_bytes()
-    with pytest.raises(InvalidFileError, match=rf"ends at byte {len(files['single'])}, but frame 0 ends at \d+"):
+    with pytest.raises(HeaderMismatchError, match=rf"end of the last frame at byte \d+, but .* is {len(files['single'])} bytes"):
         rumi_core.read(path, blob, threads=1)
 
 
