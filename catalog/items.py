@@ -109,7 +109,11 @@ def time_values(times: TimeCoordinates) -> list[str]:
 
 
 def _to_datetime(seconds: int) -> dt.datetime:
-    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    try:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    except OverflowError as err:
+        # pystac holds an item's datetime as a Python datetime (years 1..9999).
+        raise ItemError(f"time {format_time(seconds)} is outside the years 1..9999 a STAC item datetime can hold") from err
 
 
 @dataclass(frozen=True)

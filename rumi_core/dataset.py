@@ -80,7 +80,7 @@ class Dataset:
         verify: bool = True,
     ) -> NDArray[Any]:
         """Read a selection; see :func:`rumi_core.read`."""
-        sel = resolve_selection(self.layout, bands=bands, times=times, window=window)
+        sel = resolve_selection(self.layout, bands=bands, times=times, window=window, limits=self._limits)
         return read_selection(self._source, self.header, sel, threads=threads, verify=verify, limits=self._limits)
 
     def close(self) -> None:

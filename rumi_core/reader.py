@@ -90,14 +90,28 @@ def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, in
 
 
 def resolve_selection(
-    layout: Layout, *, bands: Sequence[int] | None = None, times: Sequence[int] | None = None, window: Any = None
+    layout: Layout,
+    *,
+    bands: Sequence[int] | None = None,
+    times: Sequence[int] | None = None,
+    window: Any = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Selection:
     """Check and normalise a selection against a layout.
 
+    The output it describes is checked against ``limits.max_output_bytes``
+    before "every band" or "every time" becomes a list of positions: a blob
+    may declare 2**32 - 1 time steps (*Resource limits*).
+
     Raises:
         SelectionError: a position or the window lies outside the raster.
+        ResourceLimitError: the selection's output exceeds ``limits``.
     """
     rows, cols = _window(window, layout)
+    t_count = layout.time_count if times is None else 1
+    b_count = layout.samples_per_pixel if bands is None else 1
+    pixels = (rows[1] - rows[0]) * (cols[1] - cols[0])
+    limits.check("max_output_bytes", t_count * b_count * pixels * layout.encoding.dtype.itemsize, "the read's output array")
     time_positions = _positions(times, layout.time_count, "time")
     if not layout.is_cube and len(time_positions) != 1:
         # An Image reads as (B', h, w): there is no time axis to repeat along.
@@ -336,11 +350,29 @@ def read_selection(
             )
         return memoryview(data)
 
-    # Fetch the first request before allocating the output: a source that
-    # learns its size from an answer (HTTP's Content-Range) can then refuse a
-    # blob that claims more bytes than the file has, before the allocation.
+    def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
+        offset, n = where[f]
+        o = offset - start
+        raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        if is_bool and raw.max(initial=0) > 1:
+            # The same decode-time MUST that validate enforces: a NumPy bool
+            # holding any other byte is not a valid bool.
+            raise InvalidFileError(
+                f"frame {f} holds a boolean byte other than 0 or 1",
+                field=f"frame {f}",
+                rule="Boolean samples: every byte MUST be 0 or 1",
+                offset=offset,
+            )
+        return raw
+
+    # Fetch the first request and decode its first frame before allocating
+    # the output: a source that learns its size from an answer (HTTP's
+    # Content-Range) can then refuse a blob that claims more bytes than the
+    # file has, and a blob whose sizes the frames contradict is refused,
+    # before an output sized by the blob alone is allocated.
     prefetched = {runs[0].offset: fetch(runs[0])}
     _check_file_holds(source, blob)
+    early = {frames[0]: decode_raw(frames[0], prefetched[runs[0].offset], runs[0].offset)}
     out = np.empty(shape, dtype=dtype)
     band_pos: dict[int, list[int]] = {}
     for i, b in enumerate(sel.bands):
@@ -354,18 +386,9 @@ def read_selection(
         return fetch(run) if view is None else view
 
     def decode(f: int, view: memoryview, start: int) -> None:
-        offset, n = where[f]
-        o = offset - start
-        raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
-        if is_bool and raw.max(initial=0) > 1:
-            # The same decode-time MUST that validate enforces: a NumPy bool
-            # holding any other byte is not a valid bool.
-            raise InvalidFileError(
-                f"frame {f} holds a boolean byte other than 0 or 1",
-                field=f"frame {f}",
-                rule="Boolean samples: every byte MUST be 0 or 1",
-                offset=offset,
-            )
+        raw = early.pop(f, None)
+        if raw is None:
+            raw = decode_raw(f, view, start)
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
         _place(out, frame, f, layout, sel, band_pos, time_pos)
 
@@ -419,7 +442,7 @@ def read(
     src, owned = open_source(source)
     try:
         blob = resolve_header(src, header, limits=limits)
-        sel = resolve_selection(blob.layout, bands=bands, times=times, window=window)
+        sel = resolve_selection(blob.layout, bands=bands, times=times, window=window, limits=limits)
         return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
         if owned:
