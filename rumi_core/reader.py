@@ -46,17 +46,21 @@ __all__ = ["FrameRequest", "Selection", "plan_requests", "read", "resolve_header
 
 @dataclass(frozen=True)
 class Selection:
-    """A resolved selection: positions along each axis and a pixel window."""
+    """A resolved selection: positions along each axis and a pixel window.
 
-    bands: tuple[int, ...]
-    times: tuple[int, ...]
+    An axis read whole is a ``range``, so selecting every one of 2**32 - 1
+    time steps builds no list of them.
+    """
+
+    bands: Sequence[int]
+    times: Sequence[int]
     rows: tuple[int, int]
     cols: tuple[int, int]
 
 
-def _positions(value: Sequence[int] | None, total: int, name: str) -> tuple[int, ...]:
+def _positions(value: Sequence[int] | None, total: int, name: str) -> Sequence[int]:
     if value is None:
-        return tuple(range(total))
+        return range(total)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [int(value)]
     out = []
@@ -71,6 +75,13 @@ def _positions(value: Sequence[int] | None, total: int, name: str) -> tuple[int,
     if not out:
         raise SelectionError(f"select at least one {name} position")
     return tuple(out)
+
+
+def _is_every(positions: Sequence[int], total: int) -> bool:
+    """True when ``positions`` are ``0..total-1`` in order."""
+    if isinstance(positions, range):
+        return positions == range(total)
+    return len(positions) == total and all(p == i for i, p in enumerate(positions))
 
 
 def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -206,6 +217,7 @@ def _place(
     sel: Selection,
     band_pos: dict[int, list[int]],
     time_pos: dict[int, list[int]],
+    subset: bool,
 ) -> None:
     """Copy the selected samples of one decoded frame into ``out`` (T', B', h, w)."""
     row, col, band, time = layout.frame_location(index)
@@ -228,7 +240,7 @@ def _place(
             cell = cell[np.newaxis]
             axes = (a, *axes)
     cell = cell.transpose([axes.index(a) for a in ("t", "b", "h", "w")])
-    if sel.times != tuple(range(layout.time_count)) or sel.bands != tuple(range(layout.samples_per_pixel)):
+    if subset:
         cell = cell[np.ix_(sel.times, sel.bands)]
     out[:, :, dst_y, dst_x] = cell[:, :, src_y, src_x]
 
@@ -380,6 +392,7 @@ def read_selection(
     time_pos: dict[int, list[int]] = {}
     for i, t in enumerate(sel.times):
         time_pos.setdefault(t, []).append(i)
+    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
 
     def fetch_once(run: FrameRequest) -> memoryview:
         view = prefetched.pop(run.offset, None)
@@ -390,7 +403,7 @@ def read_selection(
         if raw is None:
             raw = decode_raw(f, view, start)
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
-        _place(out, frame, f, layout, sel, band_pos, time_pos)
+        _place(out, frame, f, layout, sel, band_pos, time_pos, subset)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:
