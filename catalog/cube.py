@@ -30,7 +30,7 @@ from catalog.bands import Band, band_from_text, stac_data_type
 from catalog.errors import ItemError, SelectorError
 from catalog.extension import RumiFields
 from catalog.grid import Grid
-from catalog.items import DATA_MEDIA_TYPE, time_values
+from catalog.items import DATA_MEDIA_TYPE, time_values, verify_header
 from catalog.selection import TimeRange, band_positions, parse_band_selector, parse_time_selector, time_positions
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
@@ -254,6 +254,7 @@ class Cube:
                 header = storage.read(resolve(assets["header"]["href"]))
             else:
                 header = storage.read(data_href + "h")
+        verify_header(doc, header.to_bytes() if isinstance(header, HeaderBlob) else bytes(header))
         blob = cls._blob(header)
         bands = [Band.from_dict(b) for b in data.get("bands") or props.get("bands") or []] or None
         dims = props.get("cube:dimensions") or {}

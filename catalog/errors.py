@@ -15,6 +15,7 @@ from rumi_core.errors import RumiError, SelectionError, SourceError
 
 __all__ = [
     "CatalogError",
+    "ChecksumError",
     "ItemError",
     "SearchError",
     "SelectorError",
@@ -38,6 +39,10 @@ class StorageError(CatalogError, SourceError):
         if status is not None:
             text = f"{text} (HTTP {status})"
         super().__init__(text)
+
+
+class ChecksumError(CatalogError):
+    """Bytes differ from the checksum their item records (a header blob, say)."""
 
 
 class ItemError(CatalogError):

@@ -36,7 +36,7 @@ import pystac
 
 import rumi_core
 from catalog.bands import Band, band_from_text, stac_data_type
-from catalog.errors import ItemError
+from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.grid import Grid
 from catalog.selection import format_time
@@ -58,6 +58,7 @@ __all__ = [
     "create_item",
     "multihash_sha256",
     "time_values",
+    "verify_header",
 ]
 
 DATA_MEDIA_TYPE = "application/vnd.rumi"
@@ -85,6 +86,37 @@ def multihash_sha256(digest_hex: str) -> str:
     if len(digest_hex) != 64:
         raise ItemError(f"a sha256 digest is 64 hex characters, got {len(digest_hex)}")
     return "1220" + digest_hex.lower()
+
+
+def verify_header(doc: dict[str, Any], blob: bytes) -> None:
+    """Check a header blob against every checksum its item records.
+
+    ``rumi:header_checksum`` and the ``file:checksum`` of a ``header`` asset
+    are both SHA2-256 multihashes of the blob. A blob with one byte count
+    changed still parses, and a windowed read through it decodes the
+    neighbouring frame of the same size to the wrong pixels: the format
+    cannot notice, so every item-based read verifies the blob first.
+
+    Raises:
+        ChecksumError: a recorded checksum differs from the blob's, or uses
+            another hash than SHA2-256 (which this reader cannot verify).
+    """
+    got = multihash_sha256(hashlib.sha256(blob).hexdigest())
+    recorded = [("rumi:header_checksum", (doc.get("properties") or {}).get("rumi:header_checksum"))]
+    header_asset = (doc.get("assets") or {}).get("header") or {}
+    recorded.append(("the header asset's file:checksum", header_asset.get("file:checksum")))
+    for name, expected in recorded:
+        if expected is None:
+            continue
+        if not isinstance(expected, str) or not expected.startswith("1220"):
+            raise ChecksumError(
+                f"item {doc.get('id')!r}: {name} {expected!r} is not a SHA2-256 multihash, so the header blob cannot be verified"
+            )
+        if expected.lower() != got:
+            raise ChecksumError(
+                f"item {doc.get('id')!r}: the header blob's SHA2-256 multihash is {got}, but {name} records {expected}; "
+                "the blob or the item was changed after the item was written"
+            )
 
 
 def _sha256_file(path: str) -> str:
@@ -339,6 +371,7 @@ def create_item(
         lossy_bound=meta.lossy_bound,
         dataset=meta.dataset,
         header=blob_bytes if len(blob_bytes) <= inline_header_limit else None,
+        header_checksum=multihash_sha256(hashlib.sha256(blob_bytes).hexdigest()),
     )
     properties.update(fields_.to_dict())
     properties.update(meta.properties)
@@ -377,7 +410,7 @@ def create_item(
                 title="rumi header blob",
                 extra_fields={
                     "file:size": len(blob_bytes),
-                    "file:checksum": multihash_sha256(hashlib.sha256(blob_bytes).hexdigest()),
+                    "file:checksum": fields_.header_checksum,
                 },
             ),
         )
