@@ -37,6 +37,7 @@ from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.ifd import decode_head
 from rumi_core.reader import read_selection, resolve_selection
+from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
 from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
@@ -401,6 +402,7 @@ class Cube:
         window: tuple[tuple[int, int], tuple[int, int]] | None = None,
         threads: int | None = None,
         labels: bool = True,
+        timeout: float | None = None,
     ) -> CubeRead:
         """Read a selection.
 
@@ -413,6 +415,8 @@ class Cube:
             threads: Fetch-and-decode threads; every CPU when None.
             labels: Also resolve band metadata, time values and the window
                 transform for the result (may cost one request each for a bare file).
+            timeout: Total seconds the read may take over the network, every
+                thread and retry included; the storage's default when None.
 
         Raises:
             SelectorError: a selector matches nothing.
@@ -420,15 +424,16 @@ class Cube:
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
         """
-        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
-        sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
-        data = read_selection(self._source, self.header, sel, threads=threads)
+        with deadline(self._source, timeout):  # one deadline for every request of the read, labels included
+            band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+            sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
+            data = read_selection(self._source, self.header, sel, threads=threads)
+            if labels:
+                all_bands = self.bands
+                all_times = time_values(self.times)
+                grid = self.grid
         window_out = (sel.rows, sel.cols)
-        if labels:
-            all_bands = self.bands
-            all_times = time_values(self.times)
-            grid = self.grid
-        else:
+        if not labels:
             all_bands = tuple(Band(str(i)) for i in range(self.layout.samples_per_pixel))
             all_times = []
             grid = None

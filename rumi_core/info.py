@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.sources import ByteSource, deadline, open_source
 from rumi_core.structure import read_structure
 from rumi_core.times import format_seconds
 
@@ -104,10 +104,13 @@ def info(
     header: HeaderBlob | bytes | bytearray | memoryview | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
+    timeout: float | None = None,
 ) -> Info:
     """Summarise a file from its head and trailer.
 
-    When ``header`` is given it is checked against the file.
+    When ``header`` is given it is checked against the file. ``timeout`` is
+    the total seconds a remote source may take (see
+    :func:`rumi_core.sources.deadline`); None uses the source's default.
 
     Raises:
         ResourceLimitError: a size the file declares exceeds ``limits``.
@@ -117,7 +120,8 @@ def info(
     """
     src, owned = open_source(source)
     try:
-        structure = read_structure(src, limits=limits)
+        with deadline(src, timeout):
+            structure = read_structure(src, limits=limits)
     finally:
         if owned:
             src.close()

@@ -32,7 +32,7 @@ from rumi_core.codecs import decode_frame
 from rumi_core.errors import HeaderMismatchError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, header_from_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.sources import ByteSource, known_size, open_source
+from rumi_core.sources import ByteSource, deadline, known_size, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -277,9 +277,17 @@ def _decode_together(
                     return
                 k = run_of[f]
                 with run_locks[k]:
+                    if failed.is_set():
+                        # Another participant's fetch of this run failed: asking
+                        # again would retry the same range once per thread.
+                        return
                     view = views[k]
                     if view is None:
-                        view = views[k] = fetch(runs[k])
+                        try:
+                            view = views[k] = fetch(runs[k])
+                        except BaseException:
+                            failed.set()  # before the lock is released to a waiting participant
+                            raise
                 decode(f, view, runs[k][0])
                 with lock:
                     left[k] -= 1
@@ -426,6 +434,7 @@ def read(
     threads: int | None = None,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    timeout: float | None = None,
 ) -> NDArray[Any]:
     """Read bands, times and a window of a rumi file through its header blob.
 
@@ -440,6 +449,9 @@ def read(
         threads: Decoding threads; None uses every CPU available.
         verify: Check OpenZL checksums of every frame (the default).
         limits: Resource limits checked before allocating.
+        timeout: Total seconds a remote source may take for the whole read,
+            every thread and retry included (see :func:`rumi_core.sources.deadline`);
+            None uses the source's default.
 
     Returns:
         ``(T', B', h, w)`` for a Cube and ``(B', h, w)`` for an Image, in the
@@ -454,9 +466,10 @@ def read(
     """
     src, owned = open_source(source)
     try:
-        blob = resolve_header(src, header, limits=limits)
-        sel = resolve_selection(blob.layout, bands=bands, times=times, window=window, limits=limits)
-        return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
+        with deadline(src, timeout):
+            blob = resolve_header(src, header, limits=limits)
+            sel = resolve_selection(blob.layout, bands=bands, times=times, window=window, limits=limits)
+            return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
         if owned:
             src.close()

@@ -17,16 +17,17 @@ I/O failure).
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rumi_core.errors import SourceError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from types import TracebackType
 
-__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "known_size", "open_source"]
+__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "deadline", "known_size", "open_source"]
 
 
 @runtime_checkable
@@ -165,7 +166,26 @@ def known_size(source: ByteSource) -> int | None:
     limits*), without adding a round trip to every read.
     """
     method = getattr(source, "known_size", None)
-    return None if method is None else int(method())
+    size = None if method is None else method()
+    return None if size is None else int(size)
+
+
+@contextlib.contextmanager
+def deadline(source: ByteSource, seconds: float | None) -> Iterator[None]:
+    """Bound every request made through ``source`` inside the block by one total deadline.
+
+    A remote source may offer an optional ``deadline(seconds)`` context
+    manager: every range asked for inside it, from any thread, shares one
+    deadline and one retry budget, so one read operation ends in ``seconds``
+    whatever the server does. ``None`` uses the source's own default. Local
+    sources have none: their reads do not wait on a network.
+    """
+    method = getattr(source, "deadline", None)
+    if method is None:
+        yield
+        return
+    with method(seconds):
+        yield
 
 
 def open_source(source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview) -> tuple[ByteSource, bool]:

@@ -22,8 +22,9 @@ from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selection import parse_band_selector, parse_time_selector
+from catalog.storage import Storage
 from rumi_core.cli.header import write_atomic
-from rumi_core.cli.options import parse_window, read_header_file
+from rumi_core.cli.options import parse_window, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 
 __all__ = ["read_command"]
@@ -45,6 +46,7 @@ __all__ = ["read_command"]
 @click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .npy or .tif file.")
+@timeout_option
 def read_command(
     target: str,
     header_path: Path | None,
@@ -55,6 +57,7 @@ def read_command(
     bbox_crs: str,
     threads: int | None,
     output: Path,
+    timeout: float | None,
 ) -> None:
     """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif)."""
     suffix = output.suffix.lower()
@@ -68,9 +71,16 @@ def read_command(
     if bbox is not None and window is not None:
         raise click.BadParameter("give --bbox or --window, not both")
     try:
-        with Cube.open(target, header=read_header_file(header_path)) as cube:
+        with Cube.open(target, header=read_header_file(header_path), storage=Storage(timeout=timeout)) as cube:
             result = cube.read(
-                bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window, threads=threads, labels=suffix != ".npy"
+                bands=band_sel,
+                times=time_sel,
+                bbox=bbox,
+                bbox_crs=bbox_crs,
+                window=window,
+                threads=threads,
+                labels=suffix != ".npy",
+                timeout=timeout,
             )
             if suffix == ".npy":
                 buf = io.BytesIO()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-__all__ = ["header_option", "parse_int_list", "parse_window", "read_header_file"]
+__all__ = ["header_option", "parse_int_list", "parse_window", "read_header_file", "timeout_option"]
 
 
 def parse_int_list(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> list[int] | None:
@@ -50,4 +50,13 @@ header_option = click.option(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
     help="The file's header blob (.rumih). Without it, one is built from the file.",
+)
+
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Total seconds the command may wait on remote storage, every request, thread and retry included "
+    "(default: 120 for http(s):// and gs://; local files do not wait).",
 )
