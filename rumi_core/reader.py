@@ -187,6 +187,9 @@ def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int],
     return runs
 
 
+_LARGE_SELECTION = 1 << 16
+"""Frames a read may list before it must know the file's size."""
+
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -311,7 +314,7 @@ def _decode_together(
             raise error
 
 
-def _check_file_holds(source: ByteSource, blob: HeaderBlob) -> None:
+def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = None) -> None:
     """Refuse a blob whose frames need more bytes than the file has.
 
     Checked whenever the source knows its size without a request, so that no
@@ -322,7 +325,7 @@ def _check_file_holds(source: ByteSource, blob: HeaderBlob) -> None:
     Raises:
         HeaderMismatchError: the file is shorter than the blob says.
     """
-    size = known_size(source)
+    size = known_size(source) if size is None else size
     if size is not None and blob.trailer_offset > size:
         raise HeaderMismatchError(
             f"the header blob places the end of the last frame at byte {blob.trailer_offset}, but {source.name} is {size} bytes",
@@ -350,6 +353,13 @@ def read_selection(
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
     _check_file_holds(source, blob)
+    tile_rows, tile_cols = layout.tile_span(sel.rows, sel.cols)
+    per_location = len(sel.bands) * len(sel.times) if layout.unit.holds == "tile" else 1
+    if known_size(source) is None and len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
+        # A remote source learns its size from its first answer; before
+        # looping over this many frames, ask for it (one request) so that a
+        # blob claiming more frames than the file holds is refused first.
+        _check_file_holds(source, blob, source.size())
     # Every frame adds at least one sample to the output, so this loop and
     # the ones below are bounded by the output checked above.
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)

@@ -9,6 +9,7 @@ elapsed time.
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from catalog.errors import StorageError
 from catalog.http import HTTPRangeSource
 from catalog.testing import Fault
 from rumi_core.cli.main import cli
+from rumi_core.errors import HeaderMismatchError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -103,3 +105,11 @@ def test_rumi_read_and_export_take_timeout_seconds(spread: Any, server: RangeReq
         assert "--timeout SECONDS" in CliRunner().invoke(cli, [command, "--help"]).output
     local = CliRunner().invoke(cli, ["info", str(spread.path), "--timeout", "5", "--json"])
     assert local.exit_code == 0, local.output
+
+
+def test_a_remote_blob_claiming_millions_of_frames_is_refused_after_one_head(spread: Any, server: RangeRequestServer) -> None:
+    """2**24 one-byte frames of a 4096 x 4096 image: the file cannot hold them, and one HEAD tells so before any loop."""
+    blob = struct.pack("<IHIIIHHHBBBIB", 0x45564F4C, 1, 4096, 4096, 1, 1, 1, 1, 8, 1, 0, 1, 0)
+    with pytest.raises(HeaderMismatchError, match="end of the last frame"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), blob, threads=1)
+    assert [r.method for r in server.served] == ["HEAD"]
