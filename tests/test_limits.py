@@ -21,10 +21,10 @@ import pytest
 
 import rumi_core
 from rumi_core import HeaderBlob, Limits
-from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidFileError, ResourceLimitError, RumiError
+from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidFileError, InvalidInputError, ResourceLimitError, RumiError
 from rumi_core.limits import usable_memory
 from rumi_core.testing import patch_value, random_samples
-from rumi_core.times import INSTANT, INT64_MIN, TimeCoordinates
+from rumi_core.times import INSTANT, INT64_MAX, INT64_MIN, INTERVAL, TimeCoordinates
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -188,3 +188,33 @@ def test_times_beyond_year_9999_and_int64_min_format_as_iso(tmp_path: Path) -> N
     assert far.to_json() == ["-292277022657-01-27T08:29:52Z"]
     with pytest.raises(RumiError, match="NaT"):
         far.to_datetime64()
+
+
+# -- regular time axes stay arithmetic ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("time_type", "first", "step", "count"),
+    [(INSTANT, 0, 86400, 5), (INSTANT, -7, 0, 3), (INSTANT, 10, 3600, 1), (INTERVAL, 86400, 43200, 6)],
+)
+def test_a_regular_axis_is_the_explicit_axis_of_its_values(time_type: int, first: int, step: int, count: int) -> None:
+    regular = TimeCoordinates.regular(time_type, first, step, count)
+    explicit = TimeCoordinates(time_type, [first + i * step for i in range(count)])
+    assert regular.is_regular and not explicit.is_regular
+    assert regular == explicit and hash(regular) == hash(explicit)
+    assert regular.seconds == explicit.seconds and regular.to_json() == explicit.to_json()
+    fields, residuals = regular.encode()
+    assert (fields, residuals) == explicit.encode()
+    decoded, _ = TimeCoordinates.decode(fields, residuals, time_count=regular.time_count)
+    assert decoded.is_regular and decoded == explicit
+
+
+def test_a_regular_axis_keeps_the_ordering_rules() -> None:
+    with pytest.raises(InvalidInputError, match="before instant"):
+        TimeCoordinates.regular(INSTANT, 0, -1, 2)
+    with pytest.raises(InvalidInputError, match="does not end after it starts"):
+        TimeCoordinates.regular(INTERVAL, 0, 0, 4)
+    with pytest.raises(InvalidInputError, match="does not fit in int64"):
+        TimeCoordinates.regular(INSTANT, INT64_MAX, 1, 2)
+    huge = TimeCoordinates.regular(INSTANT, 0, 1, 1 << 40)
+    assert huge.coordinate_count == 1 << 40 and huge.second(-1) == (1 << 40) - 1
