@@ -12,9 +12,15 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
    the GIL), and places the requested samples in the output.
 
-Every size is checked before allocation: the output against
-``Limits.max_output_bytes``, each frame against its own
-``decoded_frame_bytes``. A frame that decodes to any other size is an error.
+Every size is checked before it is allocated or looped over
+(:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
+"every time step" becomes a list, the largest frame against
+``max_frame_bytes``, and the bytes the blob places before the trailer against
+the file's size whenever the source knows it. The first frame is fetched and
+decoded before the output exists, so a blob whose sizes its frames contradict
+is refused without the allocation it asks for. A frame that decodes to any
+other size, or a boolean byte other than 0 or 1, is an error, as in
+:func:`rumi_core.validate`.
 """
 
 from __future__ import annotations
