@@ -38,11 +38,14 @@ import traceback
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["FuzzSummary", "check", "run", "worker"]
 
-_PROGRESS = struct.Struct("<qq")  # index being run, inputs finished
+_PROGRESS = struct.Struct("<qqq")  # index being run, inputs finished, minimisation calls (a heartbeat)
 DEFAULT_ADDRESS_SPACE = 3 << 30
 """Address-space limit of a worker: the interpreter with every import, plus the limits' share."""
 DEFAULT_CALL_TIMEOUT = 10.0
@@ -121,17 +124,30 @@ def _classify(target: Any, inp: Any, rng_state: object, workdir: Path, timeout: 
 
 
 def _minimise(
-    target: Any, inp: Any, rng_state: object, seed_file: bytes, seed_blob: bytes, kind: str, workdir: Path, timeout: float
+    target: Any,
+    inp: Any,
+    rng_state: object,
+    seed_file: bytes,
+    seed_blob: bytes,
+    kind: str,
+    workdir: Path,
+    timeout: float,
+    heartbeat: Callable[[], None],
 ) -> Any:
-    """Revert as much of the mutation as keeps the same finding (at most 200 calls)."""
+    """Revert as much of the mutation as keeps the same finding (at most 200 calls).
+
+    ``heartbeat`` is called before each call, so the supervisor sees progress.
+    """
     from fuzz.mutate import Input
 
-    budget = [200]
+    # A call that timed out costs its whole time limit: try only the two whole reverts then.
+    budget = [2 if kind == "timeout" else 200]
 
     def same(file: bytes, blob: bytes) -> bool:
         if budget[0] <= 0:
             return False
         budget[0] -= 1
+        heartbeat()
         return _classify(target, Input(inp.seed, file, blob, inp.ops), rng_state, workdir, timeout)[0] == kind
 
     file, blob = inp.file, inp.blob
@@ -176,6 +192,22 @@ def _save_finding(directory: Path, inp: Any, record: dict[str, Any]) -> Path:
     return out
 
 
+class _Progress:
+    """The worker's side of the progress file: the input it is at, inputs done, and a heartbeat."""
+
+    def __init__(self, view: mmap.mmap) -> None:
+        self._view = view
+        self._index = self._done = self._beats = 0
+
+    def at(self, index: int, done: int) -> None:
+        self._index, self._done, self._beats = index, done, 0
+        _PROGRESS.pack_into(self._view, 0, index, done, 0)
+
+    def beat(self) -> None:
+        self._beats += 1
+        _PROGRESS.pack_into(self._view, 0, self._index, self._done, self._beats)
+
+
 def worker(args: dict[str, Any]) -> int:
     """Run inputs ``start..stop`` of a run in this process (started by :func:`run`)."""
     from fuzz.corpus import load_corpus
@@ -192,23 +224,24 @@ def worker(args: dict[str, Any]) -> int:
     findings = Path(args["findings"])
     seed, timeout = int(args["seed"]), float(args["call_timeout"])
     outcomes: Counter[str] = Counter()
-    with open(args["progress"], "r+b") as f, mmap.mmap(f.fileno(), _PROGRESS.size) as progress, tempfile.TemporaryDirectory() as tmp:
+    with open(args["progress"], "r+b") as f, mmap.mmap(f.fileno(), _PROGRESS.size) as view, tempfile.TemporaryDirectory() as tmp:
+        progress = _Progress(view)
         workdir = Path(tmp)
         first = int(args["start"])
         for index in range(first, int(args["stop"])):
-            _PROGRESS.pack_into(progress, 0, index, index - first)
+            progress.at(index, index - first)
             inp, name, rng = _input_for(seed, index, anatomies, targets)
             state = rng.getstate()
             outcome, message = _classify(table[name], inp, state, workdir, timeout)
             outcomes[f"{name}:{outcome if outcome in ('ok', 'rejected') else 'finding'}"] += 1
             if outcome not in ("ok", "rejected"):
                 origin = next(a.seed for a in anatomies if a.seed.name == inp.seed)
-                small = _minimise(table[name], inp, state, origin.file, origin.blob, outcome, workdir, timeout)
+                small = _minimise(table[name], inp, state, origin.file, origin.blob, outcome, workdir, timeout, progress.beat)
                 record = {"target": name, "kind": outcome, "message": message, "run_seed": seed, "index": index, "minimised": True}
                 print(
                     f"finding at input {index}: {name} {outcome} -> {_save_finding(findings, small, record)}", file=sys.stderr, flush=True
                 )
-            _PROGRESS.pack_into(progress, 0, index, index - first + 1)
+            progress.at(index, index - first + 1)
     print(json.dumps(dict(outcomes)), flush=True)
     return 0
 
@@ -268,11 +301,11 @@ def run(
         index = 0
         finished = 0
         while index < executions:
-            progress_path.write_bytes(_PROGRESS.pack(index, 0))
+            progress_path.write_bytes(_PROGRESS.pack(index, 0, 0))
             args = {"corpus": str(corpus_dir), "seed": seed, "start": index, "stop": executions, "targets": names,
                     "findings": str(found_dir), "progress": str(progress_path), "call_timeout": call_timeout}  # fmt: skip
             proc = _start_worker(args, address_space)
-            last_seen, last_change = (-1, -1), time.monotonic()
+            last_seen, last_change = (-1, -1, -1), time.monotonic()
             while proc.poll() is None:
                 time.sleep(0.2)
                 current = _PROGRESS.unpack(progress_path.read_bytes())
@@ -286,7 +319,7 @@ def run(
                 if now >= next_report:
                     print(f"... {finished + current[1]} executions, {time.monotonic() - start_time:.0f} s", flush=True)
                     next_report = now + report_every
-            at, done = _PROGRESS.unpack(progress_path.read_bytes())
+            at, done, _ = _PROGRESS.unpack(progress_path.read_bytes())
             out = proc.stdout.read() if proc.stdout else ""
             proc.wait()
             if proc.returncode == 0:
