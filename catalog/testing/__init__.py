@@ -10,8 +10,9 @@
 from __future__ import annotations
 
 from catalog.testing._gcs_emulator import GCSEmulator as GCSEmulator
+from catalog.testing._http_server import Fault as Fault
 from catalog.testing._http_server import RangeRequestServer as RangeRequestServer
 from catalog.testing._http_server import ServedRequest as ServedRequest
 from catalog.testing._stac_api import StaticStacApi as StaticStacApi
 
-__all__ = ["GCSEmulator", "RangeRequestServer", "ServedRequest", "StaticStacApi"]
+__all__ = ["Fault", "GCSEmulator", "RangeRequestServer", "ServedRequest", "StaticStacApi"]
