@@ -21,6 +21,9 @@ SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().p
 STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve().parents[2] / "shared" / "stac-schemas"))
 
 
+_BACKGROUND: list[subprocess.Popen[bytes]] = []
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start building the Airflow environment now, when its test will run, so the build overlaps other tests.
 
@@ -29,8 +32,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     """
     script = Path(__file__).with_name("test_scheduler.py")
     if any(Path(str(item.fspath)) == script for item in session.items):
-        log = open(Path(tempfile.gettempdir()) / "rumi-venv-airflow.log", "w")  # noqa: SIM115 -- the child writes to it after we return
-        subprocess.Popen([sys.executable, str(script)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        with open(Path(tempfile.gettempdir()) / "rumi-venv-airflow.log", "w") as log:  # the child keeps its own descriptor
+            build = subprocess.Popen([sys.executable, str(script)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        _BACKGROUND.append(build)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Stop a background build the session no longer needs (an interrupted run); a finished one is reaped."""
+    for proc in _BACKGROUND:
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait()
 
 
 @pytest.fixture(scope="session")
