@@ -16,6 +16,7 @@ from rumi_core.errors import RumiError, SelectionError, SourceError
 __all__ = [
     "CatalogError",
     "ItemError",
+    "LoadError",
     "SearchError",
     "SelectorError",
     "StorageError",
@@ -50,3 +51,7 @@ class SearchError(CatalogError):
 
 class SelectorError(CatalogError, SelectionError):
     """A band, time or bounding-box selector matches nothing or is malformed."""
+
+
+class LoadError(CatalogError):
+    """Items cannot be loaded onto one output grid as asked (different grids, no CRS or resolution)."""

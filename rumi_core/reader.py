@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Limits", "Selection", "plan_requests", "read", "resolve_header", "resolve_selection"]
+__all__ = ["FrameRequest", "Limits", "Selection", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _place(
+def place_frame(
     out: NDArray[Any],
     frame: NDArray[Any],
     index: int,
@@ -343,7 +343,7 @@ def read_selection(
         n = int(blob.byte_counts[f])
         raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
-        _place(out, frame, f, layout, sel, band_pos, time_pos)
+        place_frame(out, frame, f, layout, sel, band_pos, time_pos)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:
