@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +63,11 @@ if TYPE_CHECKING:
 __all__ = ["load", "open_cube"]
 
 _EPS = 1e-6
+
+# rasterio's in-memory warp datasets are not safe to create from several threads at
+# once (it intermittently reports a missing geotransform it was given): dask's
+# threads warp one block at a time, and fetch and decode in parallel.
+_WARP_LOCK = threading.Lock()
 
 
 def open_cube(target: Any, *, storage: Storage) -> Cube:
@@ -338,18 +344,19 @@ class _Mosaic:
         source = data.astype(np.float64)
         source[~_valid(data, nodata)] = np.nan
         warped = np.full((len(wanted), len(band_pos), h, w), np.nan)
-        for i in range(len(wanted)):
-            reproject(
-                source[i],
-                warped[i],
-                src_transform=src_transform,
-                src_crs=g.crs,
-                src_nodata=np.nan,
-                dst_transform=dst_transform,
-                dst_crs=out.crs,
-                dst_nodata=np.nan,
-                resampling=Resampling[self.resampling],
-            )
+        with _WARP_LOCK:
+            for i in range(len(wanted)):
+                reproject(
+                    source[i],
+                    warped[i],
+                    src_transform=src_transform,
+                    src_crs=g.crs,
+                    src_nodata=np.nan,
+                    dst_transform=dst_transform,
+                    dst_crs=out.crs,
+                    dst_nodata=np.nan,
+                    resampling=Resampling[self.resampling],
+                )
         ks = [k for k, _ in wanted]
         self._merge(warped, [None] * len(band_pos), ks, (slice(0, h), slice(0, w)), result, filled)
 

@@ -1,0 +1,163 @@
+"""catalog.load: items mosaicked in space and stacked in time, compared with NumPy mosaics of the source GeoTIFFs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import rasterio
+from pyproj import Transformer
+
+import rumi_core
+from catalog import LoadError, SelectorError, load, search
+from catalog.testing import RangeRequestServer, Scene, SceneItem, write_scene
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from pathlib import Path
+
+# Pixel edges of the scene's 60 m lattice in EPSG:32632 (A's origin is 735000, 5000040).
+ONE_GRID_BBOX = (734880.0, 4992000.0, 744000.0, 5000100.0)
+TWO_ZONES_BBOX = (734880.0, 4991040.0, 748080.0, 5000100.0)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    return write_scene(tmp_path_factory.mktemp("scene"))
+
+
+@pytest.fixture(scope="module")
+def served(scene: Scene) -> Iterator[RangeRequestServer]:
+    with RangeRequestServer(scene.root) as server:
+        yield server
+
+
+def _nearest(item: SceneItem, height: int, width: int, origin: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source row and column of each output pixel centre (nearest neighbour, exact pyproj maths), and where that choice is a tie."""
+    cols, rows = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
+    x, y = origin[0] + 60.0 * cols, origin[1] - 60.0 * rows
+    sx, sy = Transformer.from_crs("EPSG:32632", item.crs, always_xy=True).transform(x, y)
+    fc = (sx - item.transform[2]) / item.transform[0]
+    fr = (sy - item.transform[5]) / item.transform[4]
+    # A centre within a thousandth of a pixel of a source edge may round either way.
+    tie = (np.abs(fc - np.round(fc)) < 1e-3) | (np.abs(fr - np.round(fr)) < 1e-3)
+    return np.floor(fr).astype(int), np.floor(fc).astype(int), tie
+
+
+def _expected(scene: Scene, ids: Sequence[str], bbox: Sequence[float]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """First-valid mosaic of the source GeoTIFFs on the 60 m EPSG:32632 lattice over ``bbox``, built with NumPy.
+
+    Returns the dates, the mosaic and where a warped item's nearest source pixel is a tie.
+    """
+    minx, miny, maxx, maxy = bbox
+    height, width = round((maxy - miny) / 60), round((maxx - minx) / 60)
+    dates = sorted({d for i in ids for d in scene.item(i).dates})
+    out = np.full((len(dates), 2, height, width), np.nan, dtype=np.float32)
+    ties = np.zeros((height, width), dtype=bool)
+    for item_id in ids:
+        item = scene.item(item_id)
+        for date, path in zip(item.dates, item.sources, strict=True):
+            with rasterio.open(path) as src:
+                data = src.read()
+            placed = np.full((2, height, width), np.nan, dtype=np.float32)
+            if item.crs == "EPSG:32632":
+                row, col = round((maxy - item.transform[5]) / 60), round((item.transform[2] - minx) / 60)
+                r0, c0 = max(row, 0), max(col, 0)
+                r1, c1 = min(row + item.height, height), min(col + item.width, width)
+                placed[:, r0:r1, c0:c1] = data[:, r0 - row : r1 - row, c0 - col : c1 - col]
+            else:
+                rows, cols, tie = _nearest(item, height, width, (minx, maxy))
+                inside = (rows >= 0) & (rows < item.height) & (cols >= 0) & (cols < item.width)
+                placed[:, inside] = data[:, rows[inside], cols[inside]]
+                ties |= tie
+            target = out[dates.index(date)]
+            empty = np.isnan(target)
+            target[empty] = placed[empty]
+    return dates, out, ties
+
+
+def _items(scene: Scene, ids: Sequence[str]) -> list[str]:
+    return [str(scene.root / scene.item_paths[[it.id for it in scene.items].index(i)]) for i in ids]
+
+
+def test_one_grid_mosaics_and_stacks_without_resampling(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021"]
+    ds = load(_items(scene, ids), bands=["red", "nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    dates, expected, _ = _expected(scene, ids, ONE_GRID_BBOX)
+    assert ds.data.dims == ("time", "band", "y", "x")
+    assert ds.data.dtype == np.float32
+    np.testing.assert_array_equal(ds.data.values, expected)
+    assert [str(t)[:10] for t in ds.time.values] == dates
+    assert list(ds.band.values) == ["B4", "B8"]
+    assert list(ds.common_name.values) == ["red", "nir"]
+    np.testing.assert_allclose(ds.x.values, ONE_GRID_BBOX[0] + 30 + 60 * np.arange(ds.sizes["x"]))
+    np.testing.assert_allclose(ds.y.values, ONE_GRID_BBOX[3] - 30 - 60 * np.arange(ds.sizes["y"]))
+    assert ds.spatial_ref.attrs["GeoTransform"].split()[:2] == ["734880.0", "60.0"]
+    # Chunks are unions of whole 32 x 32 frames of the lattice (A's origin is 2 columns, 1 row in).
+    assert ds.data.chunks[2][:2] == (1, 32) and ds.data.chunks[3][:2] == (2, 32)
+    # The overlap takes A where A is valid, B elsewhere; the corners no tile covers stay NaN.
+    assert np.isnan(expected[:, :, -1, 0]).all() and np.isnan(expected[:, :, 0, -1]).all()
+
+
+def test_two_zones_are_warped_block_by_block(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021", "C-2021"]
+    ds = load(
+        _items(scene, ids), bands=["B4", "B8"], bbox=TWO_ZONES_BBOX, bbox_crs="EPSG:32632", crs="EPSG:32632", resolution=60,
+        chunks={"y": 40, "x": 40},
+    )  # fmt: skip
+    _, expected, ties = _expected(scene, ids, TWO_ZONES_BBOX)
+    got = ds.data.values
+    assert got.shape == expected.shape
+    assert ties.mean() < 0.01
+    np.testing.assert_array_equal(got[:, :, ~ties], expected[:, :, ~ties])
+    # C adds valid pixels east of B that no zone-32 tile has.
+    east = expected[:, :, :, -20:]
+    assert np.isfinite(east).any()
+
+
+def test_datetime_selects_time_steps_and_skips_items(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021", "C-2021"]
+    ds = load(_items(scene, ids), bands=["nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632", datetime="2021-01-10/2021-01-31")
+    assert [str(t)[:10] for t in ds.time.values] == ["2021-01-15"]
+    _, expected, _ = _expected(scene, ["A-2021-01", "B-2021"], ONE_GRID_BBOX)
+    np.testing.assert_array_equal(ds.data.values[0, 0], expected[1, 1])
+
+
+def test_search_over_http_reads_only_frames(scene: Scene, served: RangeRequestServer) -> None:
+    hits = search(served.url("stac/catalog.json"), datetime="2021-01-01/2021-02-28")
+    hits = [h for h in hits if h.id != "C-2021"]
+    order = {i: k for k, i in enumerate(["A-2021-01", "A-2021-02", "B-2021"])}
+    hits.sort(key=lambda h: order[h.id])
+    served.reset()
+    ds = load(hits, bands=["red", "nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    assert not [r for r in served.served if r.path.endswith(".rumi")], "opening is lazy: no frame is read"
+    assert not [r for r in served.served if r.path.endswith(".rumih")], "the items carry their blobs"
+    served.reset()
+    values = ds.data.values
+    _, expected, _ = _expected(scene, list(order), ONE_GRID_BBOX)
+    np.testing.assert_array_equal(values, expected)
+    assert served.served and all(r.path.endswith(".rumi") and r.status == 206 for r in served.served)
+
+
+def test_different_grids_need_a_crs(scene: Scene) -> None:
+    with pytest.raises(LoadError, match="crs="):
+        load(_items(scene, ["A-2021-01", "C-2021"]), bands=None, bbox=None)
+
+
+def test_bbox_outside_every_item_is_refused(scene: Scene) -> None:
+    with pytest.raises(SelectorError, match="band"):
+        load(_items(scene, ["A-2021-01"]), bands=["swir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+
+
+def test_intervals_become_time_bounds(tmp_path: Path) -> None:
+    data = np.arange(2 * 1 * 8 * 8, dtype="uint16").reshape(2, 1, 8, 8)
+    path = tmp_path / "iv.rumi"
+    rumi_core.write(
+        path, data, bands=["ndvi"], times=[("2021-01-01", "2021-02-01"), ("2021-02-01", "2021-03-01")],
+        crs="EPSG:32633", transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8,
+    )  # fmt: skip
+    ds = load([str(path)], bands=None, bbox=None)
+    np.testing.assert_array_equal(ds.data.values, data)
+    assert ds.time.attrs["bounds"] == "time_bounds"
+    assert str(ds.time_bounds.values[1, 1])[:10] == "2021-03-01"
