@@ -134,7 +134,7 @@ def _lattice_offset(grid: Grid, out: _OutputGrid) -> tuple[int, int] | None:
     if grid.crs != out.crs:
         return None
     a, b, c, d, e, f = grid.area_affine[:6]
-    oa, ob, oc, od, oe, of = out.transform[:6]
+    oa, _, oc, _, oe, of = out.transform[:6]
     if abs(b) > _EPS or abs(d) > _EPS or abs(a - oa) > _EPS * abs(oa) or abs(e - oe) > _EPS * abs(oe):
         return None
     col, row = (c - oc) / oa, (f - of) / oe

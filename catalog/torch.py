@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 try:
     import torch
     from torch.utils.data import Dataset, IterableDataset, get_worker_info
+    from torch.utils.dlpack import from_dlpack
 except ImportError as err:  # pragma: no cover - exercised only without torch
     raise ImportError("catalog.torch needs PyTorch: pip install torch") from err
 
@@ -50,7 +51,7 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
     """Turn a :class:`~catalog.chips.Chip` into the sample dict (the image through DLPack)."""
     transform = tuple(chip.transform[:6]) if chip.transform is not None else (float("nan"),) * 6
     return {
-        "image": torch.from_dlpack(DLPackArray(chip.data)),
+        "image": from_dlpack(DLPackArray(chip.data)),
         "crs": chip.crs or "",
         "transform": torch.tensor(transform, dtype=torch.float64),
         "time": torch.tensor(chip.times, dtype=torch.int64),

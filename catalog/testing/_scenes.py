@@ -120,5 +120,6 @@ def write_scene(root: str | os.PathLike[str]) -> Scene:
         stac_items.append(create_item(cube_path, extra=ExtraMetadata(id=item_id, dataset="scene", nodata="nan"), thumbnail=False))
         items.append(SceneItem(item_id, crs, transform, height, width, dates, tuple(sources), cube_path))
     catalog = build_catalog(stac_items, base / "stac", catalog_id="scene")
-    paths = {it.id: Path(it.get_self_href() or "").resolve().relative_to(base.resolve()).as_posix() for it in catalog.get_items(recursive=True)}
+    top = base.resolve()
+    paths = {it.id: Path(it.get_self_href() or "").resolve().relative_to(top).as_posix() for it in catalog.get_items(recursive=True)}
     return Scene(base, tuple(items), base / "stac" / "catalog.json", tuple(paths[it.id] for it in items))
