@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,7 +80,7 @@ def test_one_request_per_run_of_frames_and_none_for_metadata(scene: Scene, serve
         locations = sorted(
             r * across + c for r in range(row // TILE, -(-(row + 40) // TILE)) for c in range(col // TILE, -(-(col + 40) // TILE))
         )
-        runs = 1 + sum(b != a + 1 for a, b in zip(locations, locations[1:], strict=False))
+        runs = 1 + sum(b != a + 1 for a, b in pairwise(locations))
         assert before == runs, sample["window"]
         assert all(r.path.endswith(".rumi") and r.status == 206 for r in served_now)
         served.reset()
