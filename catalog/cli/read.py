@@ -18,6 +18,7 @@ import click
 import numpy as np
 
 from catalog.cli.options import parse_bbox
+from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
@@ -30,7 +31,15 @@ __all__ = ["read_command"]
 
 
 @click.command("read")
-@click.argument("target", metavar="ITEM_OR_FILE")
+@click.argument("target", metavar="ITEM_OR_FILE", required=False)
+@click.option(
+    "--catalog",
+    help="Instead of ITEM_OR_FILE: search this catalogue (directory, catalog.json, index or STAC API) with --bbox and "
+    "--datetime, and read every hit as one mosaic.",
+)
+@click.option("--datetime", "when", help="With --catalog: ISO 8601 range A/B (open ends '..'), or one date.")
+@click.option("--crs", help="With --catalog: output CRS, to warp items from several grids onto one.")
+@click.option("--resolution", type=float, help="With --catalog and --crs: output pixel size in CRS units.")
 @click.option(
     "--header",
     "header_path",
@@ -46,7 +55,7 @@ __all__ = ["read_command"]
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .npy or .tif file.")
 def read_command(
-    target: str,
+    target: str | None,
     header_path: Path | None,
     bands: str | None,
     times: str | None,
@@ -55,8 +64,16 @@ def read_command(
     bbox_crs: str,
     threads: int | None,
     output: Path,
+    catalog: str | None,
+    when: str | None,
+    crs: str | None,
+    resolution: float | None,
 ) -> None:
-    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif)."""
+    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
+
+    With --catalog instead, search the catalogue for --bbox and --datetime and
+    read the hits as one mosaic (see catalog.load).
+    """
     suffix = output.suffix.lower()
     if suffix not in (".npy", ".tif", ".tiff"):
         raise click.BadParameter("the output must end in .npy or .tif", param_hint="-o")
@@ -65,6 +82,18 @@ def read_command(
         time_sel = parse_time_selector(times) if times is not None else None
     except SelectorError as err:
         raise click.BadParameter(str(err)) from err
+    if (catalog is None) == (target is None):
+        raise click.UsageError("give ITEM_OR_FILE or --catalog, not both and not neither")
+    if catalog is not None:
+        if bbox is None or window is not None or times is not None or header_path is not None:
+            raise click.UsageError("--catalog reads by --bbox and --datetime: give --bbox, and no --window, --times or --header")
+        read_catalog(
+            catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output
+        )
+        return
+    if when is not None or crs is not None or resolution is not None:
+        raise click.UsageError("--datetime, --crs and --resolution go with --catalog; use --times to select time steps of one item")
+    assert target is not None
     if bbox is not None and window is not None:
         raise click.BadParameter("give --bbox or --window, not both")
     try:

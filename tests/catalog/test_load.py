@@ -161,3 +161,27 @@ def test_intervals_become_time_bounds(tmp_path: Path) -> None:
     np.testing.assert_array_equal(ds.data.values, data)
     assert ds.time.attrs["bounds"] == "time_bounds"
     assert str(ds.time_bounds.values[1, 1])[:10] == "2021-03-01"
+
+
+def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rumi_core.cli.main import cli
+
+    lonlat = Transformer.from_crs("EPSG:32632", "EPSG:4326", always_xy=True)
+    (x0, y0), (x1, y1) = lonlat.transform(736000, 4996000), lonlat.transform(738000, 4998000)
+    out = tmp_path / "mosaic.tif"
+    args = ["read", "--catalog", str(scene.catalog), "--bbox", f"{x0},{y0},{x1},{y1}", "--datetime", "2021-01-10/2021-01-20",
+            "--bands", "nir", "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    expected = load(
+        search(scene.catalog, bbox=(x0, y0, x1, y1), datetime="2021-01-10/2021-01-20"),
+        bands=["nir"], bbox=(x0, y0, x1, y1), datetime="2021-01-10/2021-01-20",
+    )  # fmt: skip
+    with rasterio.open(out) as src:
+        np.testing.assert_array_equal(src.read(), expected.data.values.reshape(-1, *expected.data.shape[2:]))
+        assert src.crs.to_epsg() == 32632
+        assert src.descriptions == ("B8, NIR, 842nm @ 2021-01-15T00:00:00Z",)
+    bad = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "-o", str(tmp_path / "x.npy")])
+    assert bad.exit_code != 0 and "--bbox" in bad.output
