@@ -107,7 +107,8 @@ def _rumi_chips(server: RangeRequestServer, args: argparse.Namespace, data: np.n
 
 def _rumi_load(server: RangeRequestServer, args: argparse.Namespace, data: np.ndarray) -> dict[str, float]:
     rng = np.random.default_rng(1)
-    positions = [(int(rng.integers(0, args.size - CHIP + 1)), int(rng.integers(0, args.size - CHIP + 1))) for _ in range(args.load_chips + 1)]
+    span = args.size - CHIP + 1
+    positions = [(int(rng.integers(0, span)), int(rng.integers(0, span))) for _ in range(args.load_chips + 1)]
     server.reset()
     ds = load([server.url("item.json")], bands=None, bbox=None)
     opened = server.requests()
