@@ -2,8 +2,9 @@
 
 :func:`load` takes STAC items (or the hits of :func:`catalog.search`) and
 returns one :class:`xarray.Dataset` whose ``data`` variable is
-``(time, band, y, x)`` and backed by dask. Nothing but header blobs (none,
-when items carry them inline) is fetched until values are computed; each
+``(time, band, y, x)`` and backed by dask. Nothing but what opening needs
+is fetched until values are computed (an item's JSON when given by href,
+its header blob unless inline; a bare ``.rumi`` file's head and trailer); each
 dask chunk then reads, through :meth:`catalog.Cube.read`, only the frames it
 overlaps, so a computation sends one request per frame or run of frames.
 

@@ -21,6 +21,8 @@ With ``DataLoader(num_workers=n)`` worker ``w`` yields samples ``w, w + n,
 w + 2n...`` of one sample sequence, so the workers' shards are disjoint and
 the samples a seed gives do not depend on ``n``; with ``batch_size=None``
 (or 1) the DataLoader's round-robin even yields them in the same order.
+Batching stacks chips, so the items of one dataset must give the same number
+of time steps (select ``times`` accordingly).
 
 PyTorch is optional for the catalog package: this module alone needs it.
 """
