@@ -145,7 +145,7 @@ def test_different_grids_need_a_crs(scene: Scene) -> None:
         load(_items(scene, ["A-2021-01", "C-2021"]), bands=None, bbox=None)
 
 
-def test_bbox_outside_every_item_is_refused(scene: Scene) -> None:
+def test_unknown_band_is_refused(scene: Scene) -> None:
     with pytest.raises(SelectorError, match="band"):
         load(_items(scene, ["A-2021-01"]), bands=["swir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
 
@@ -185,3 +185,26 @@ def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> No
         assert src.descriptions == ("B8, NIR, 842nm @ 2021-01-15T00:00:00Z",)
     bad = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "-o", str(tmp_path / "x.npy")])
     assert bad.exit_code != 0 and "--bbox" in bad.output
+
+
+def test_integer_nodata_overlap_takes_the_first_valid(tmp_path: Path) -> None:
+    from catalog import create_item
+
+    rng = np.random.default_rng(4)
+    first = rng.integers(0, 1000, size=(1, 1, 16, 16)).astype("int16")
+    first[0, 0, :, :5] = -9999  # nodata: the second item shows through
+    second = rng.integers(0, 1000, size=(1, 1, 16, 16)).astype("int16")
+    items = []
+    for name, data, x0 in (("first", first, 500000.0), ("second", second, 500000.0 + 8 * 10)):
+        path = tmp_path / f"{name}.rumi"
+        rumi_core.write(path, data, bands=["dem"], times=["2021-01-01"], crs="EPSG:32633", transform=(10.0, 0.0, x0, 0.0, -10.0, 4000000.0),
+                        tile_size=8, nodata=-9999)  # fmt: skip
+        items.append(create_item(path, extra={"nodata": -9999}, thumbnail=False).to_dict())
+    ds = load(items, bands=["dem"], bbox=(500000.0, 3999840.0, 500240.0, 4000000.0), bbox_crs="EPSG:32633")
+    got = ds.data.values[0, 0]
+    expected = np.full((16, 24), -9999, dtype="int16")
+    expected[:, 8:] = second[0, 0]
+    valid = first[0, 0] != -9999
+    expected[:, :16][valid] = first[0, 0][valid]
+    np.testing.assert_array_equal(got, expected)
+    assert ds.data.attrs["nodata"] == -9999
