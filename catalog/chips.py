@@ -285,6 +285,8 @@ class _ProcessState:
         self.storage = _new_storage(reader.http_headers)
         self.cubes: list[Cube] = [open_cube(t, storage=self.storage) for t in reader.items]
         self.cache = FrameCache(max_bytes=reader.cache_bytes)
+        # Frame offsets, reconstructed once per item rather than per frame.
+        self.offsets = [c.header.offsets for c in self.cubes]
         self.pool = ThreadPoolExecutor(max_workers=max(1, reader.fetch_threads), thread_name_prefix="rumi-chips")
         self.bands = [band_positions(reader.bands, c.bands) if reader.bands is not None else None for c in self.cubes]
         self.times = [time_positions(reader.times, c.times) if reader.times is not None else None for c in self.cubes]
@@ -295,9 +297,10 @@ class _ProcessState:
         lay = blob.layout
         (data,) = cube.source.read_ranges([(offset, length)])
         view = memoryview(data)
+        offsets = self.offsets[k]
         out = []
         for f in frames:
-            start = int(blob.offsets[f]) - offset
+            start = int(offsets[f]) - offset
             n = int(blob.byte_counts[f])
             raw = decode_frame(view[start : start + n], decoded_bytes=lay.decoded_frame_bytes(f))
             frame = raw.view(lay.encoding.dtype).reshape(lay.frame_shape(f))
@@ -325,8 +328,8 @@ class _ProcessState:
                     frames[f] = cached
             if missing:
                 # The frames of a run are adjacent: fetch from the first missing one to the last.
-                start = int(blob.offsets[missing[0]])
-                end = int(blob.offsets[missing[-1] + 1])
+                start = int(self.offsets[k][missing[0]])
+                end = int(self.offsets[k][missing[-1] + 1])
                 between = [f for f in run.frames if missing[0] <= f <= missing[-1]]
                 jobs.append(self.pool.submit(self._fetch, k, start, end - start, between))
         for job in jobs:
