@@ -74,7 +74,9 @@ def _rumi_chips(server: RangeRequestServer, args: argparse.Namespace, data: np.n
 
     from catalog.torch import RumiChipDataset
 
-    dataset = RumiChipDataset([server.url("item.json")], bands=None, size=CHIP, length=args.chips, seed=0)
+    dataset = RumiChipDataset(
+        [server.url("item.json")], bands=None, size=CHIP, length=args.chips, seed=0, cache_bytes=args.cache_mb << 20
+    )
     loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers)
     server.reset()
     batches = iter(loader)
@@ -183,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--peer-chips", type=int, default=60, help="chips drawn through TorchGeo's DataLoader")
     parser.add_argument("--load-chips", type=int, default=20, help="chips cut from each lazy load")
     parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--cache-mb", type=int, default=256, help="RumiChipDataset's decoded-frame LRU per worker, MiB")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--latency", type=float, default=0.02, help="seconds the server waits before each answer")
     parser.add_argument("--peer-python", default=str(ROOT / ".venv-bench" / "bin" / "python"))

@@ -383,6 +383,37 @@ def _items(items: Iterable[Any] | Any) -> list[Any]:
     return list(items)
 
 
+def _open_members(
+    targets: Sequence[Any],
+    cubes: list[Cube],
+    *,
+    bands: Sequence[int | str] | None,
+    time_range: TimeRange | None,
+    storage: Storage,
+) -> list[tuple[list[int], list[tuple[int, int]], list[int]]]:
+    """Open each target into ``cubes`` (items with no time step in range are closed and left out).
+
+    Returns, per cube kept, its band positions, time keys and time positions.
+    """
+    selected = []
+    for target in targets:
+        cube = open_cube(target, storage=storage)
+        if cube.grid is None:
+            cube.close()
+            raise LoadError(f"{cube.name} is not georeferenced; a load places items by their grid")
+        positions = list(range(cube.layout.time_count))
+        if time_range is not None:
+            try:
+                positions = time_positions(time_range, cube.times)
+            except SelectorError:
+                cube.close()
+                continue
+        cubes.append(cube)
+        band_sel = list(bands) if bands is not None else list(range(len(cubes[0].bands)))
+        selected.append((band_positions(band_sel, cube.bands), _time_keys(cube, positions), positions))
+    return selected
+
+
 def load(
     items: Iterable[Any] | Any,
     *,
@@ -442,27 +473,18 @@ def load(
         raise LoadError("load needs at least one item")
     time_range = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
     cubes: list[Cube] = []
-    selected: list[tuple[list[int], list[tuple[int, int]], list[int]]] = []
-    for target in targets:
-        cube = open_cube(target, storage=storage)
-        if cube.grid is None:
-            raise LoadError(f"{cube.name} is not georeferenced; a load places items by their grid")
-        positions = list(range(cube.layout.time_count))
-        if time_range is not None:
-            try:
-                positions = time_positions(time_range, cube.times)
-            except SelectorError:
-                cube.close()
-                continue
-        band_sel = list(bands) if bands is not None else list(range(len(cubes[0].bands) if cubes else cube.layout.samples_per_pixel))
-        selected.append((band_positions(band_sel, cube.bands), _time_keys(cube, positions), positions))
-        cubes.append(cube)
-    if not cubes:
-        raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
-    grids = [c.grid for c in cubes if c.grid is not None]
-    out = _output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
-    if out.height == 0 or out.width == 0:
-        raise SelectorError(f"bbox {bbox} covers no whole pixel of the output grid")
+    try:
+        selected = _open_members(targets, cubes, bands=bands, time_range=time_range, storage=storage)
+        if not cubes:
+            raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
+        grids = [c.grid for c in cubes if c.grid is not None]
+        out = _output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
+        if out.height == 0 or out.width == 0:
+            raise SelectorError(f"bbox {bbox} covers no whole pixel of the output grid")
+    except BaseException:
+        for cube in cubes:
+            cube.close()
+        raise
 
     keys = sorted({k for _, tk, _ in selected for k in tk})
     key_index = {k: i for i, k in enumerate(keys)}
@@ -511,7 +533,8 @@ def load(
         meta=np.empty((0, 0, 0, 0), dtype=dtype),
         name="rumi-load-"
         + tokenize(
-            [c.name for c in cubes], out.crs, tuple(out.transform[:6]), out.height, out.width, repr(bands), repr(time_range), resampling
+            [c.name for c in cubes], out.crs, tuple(out.transform[:6]), out.height, out.width, repr(bands), repr(time_range),
+            resampling, sorted(chunks.items()),
         ),
     )
     band_meta = [first.cube.bands[b] for b in first.bands]
