@@ -185,6 +185,8 @@ def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> No
         assert src.descriptions == ("B8, NIR, 842nm @ 2021-01-15T00:00:00Z",)
     bad = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "-o", str(tmp_path / "x.npy")])
     assert bad.exit_code != 0 and "--bbox" in bad.output
+    none = CliRunner().invoke(cli, [*args[:6], "1999-01-01/1999-12-31", "-o", str(tmp_path / "x.npy")])
+    assert none.exit_code == 1 and "no cube matches" in none.output and "Traceback" not in none.output
 
 
 def test_integer_nodata_overlap_takes_the_first_valid(tmp_path: Path) -> None:
