@@ -11,10 +11,11 @@ one.
 
 from __future__ import annotations
 
-from rumi_core.errors import RumiError, SelectionError, SourceError
+from rumi_core.errors import HeaderMismatchError, RumiError, SelectionError, SourceError
 
 __all__ = [
     "CatalogError",
+    "ChangedFileError",
     "ItemError",
     "LoadError",
     "SearchError",
@@ -55,3 +56,7 @@ class SelectorError(CatalogError, SelectionError):
 
 class LoadError(CatalogError):
     """Items cannot be loaded onto one output grid as asked (different grids, no CRS or resolution)."""
+
+
+class ChangedFileError(CatalogError, HeaderMismatchError):
+    """A file was rewritten after its item and header blob were read: its size is no longer the item's ``file:size``."""
