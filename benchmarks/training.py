@@ -193,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", help="keep the generated files here, and reuse them when a run with the same options left them")
     args = parser.parse_args(argv)
 
+    warmup = args.workers * args.batch
+    if min(args.chips, args.peer_chips) <= warmup:
+        parser.error(f"--chips and --peer-chips must exceed the warm-up, one batch per worker ({warmup} chips)")
     keep = args.work is not None
     args.work = args.work or tempfile.mkdtemp(prefix="rumi-training-bench-")
     work = Path(args.work)
