@@ -7,7 +7,10 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_WHEELS ?= /opt/wheels
 
-.PHONY: install demo test lint typecheck pytest bench clean
+FUZZ_EXECUTIONS ?= 100000
+FUZZ_SEED ?= 1
+
+.PHONY: install demo test lint typecheck pytest bench fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,6 +41,12 @@ test: lint typecheck pytest
 
 bench: install
 	$(BIN)/python benchmarks/read.py
+
+# Fuzz rumi_core and catalog for a fixed budget (one worker process); prints
+# executions, findings and time per execution. Findings land in fuzz/regressions/,
+# which tests/test_fuzz.py replays. `make test` runs a short fixed-seed run.
+fuzz: install
+	$(BIN)/python -m fuzz run --executions $(FUZZ_EXECUTIONS) --seed $(FUZZ_SEED)
 
 clean:
 	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -29,6 +29,7 @@ from catalog.collections import build_catalog as build_catalog
 from catalog.cube import Cube as Cube
 from catalog.cube import CubeRead as CubeRead
 from catalog.errors import CatalogError as CatalogError
+from catalog.errors import ChecksumError as ChecksumError
 from catalog.errors import ItemError as ItemError
 from catalog.errors import LoadError as LoadError
 from catalog.errors import SearchError as SearchError
@@ -66,6 +67,7 @@ __all__ = [
     "GCSSource",
     "Grid",
     "HTTPRangeSource",
+    "ChecksumError",
     "ItemError",
     "LoadError",
     "RumiFields",

@@ -341,8 +341,10 @@ class _ProcessState:
         time_pos: dict[int, list[int]] = {}
         for i, t in enumerate(sel.times):
             time_pos.setdefault(t, []).append(i)
+        # Cell frames hold every band and time step: pick the selected ones out of them.
+        subset = sel.times != tuple(range(lay.time_count)) or sel.bands != tuple(range(lay.samples_per_pixel))
         for f, frame in frames.items():
-            place_frame(out, frame, f, lay, sel, band_pos, time_pos)
+            place_frame(out, frame, f, lay, sel, band_pos, time_pos, subset)
         grid = cube.grid
         secs = cube.times.seconds
         step = 2 if cube.times.time_type == INTERVAL else 1

@@ -38,13 +38,14 @@ from catalog.bands import Band, stac_data_type
 from catalog.errors import ChangedFileError, ItemError, SelectorError
 from catalog.extension import RumiFields
 from catalog.grid import Grid
-from catalog.items import DATA_MEDIA_TYPE, time_values
+from catalog.items import DATA_MEDIA_TYPE, time_values, verify_header
 from catalog.selection import TimeRange, band_positions, bands_from_texts, parse_band_selector, parse_time_selector, time_positions
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection, resolve_selection
+from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
 from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
@@ -342,6 +343,7 @@ class Cube:
                 header = storage.read(resolve(assets["header"]["href"]))
             else:
                 header = storage.read(data_href + "h")
+        verify_header(doc, header.to_bytes() if isinstance(header, HeaderBlob) else bytes(header))
         blob = cls._blob(header)
         bands = [Band.from_dict(b) for b in data.get("bands") or props.get("bands") or []] or None
         dims = props.get("cube:dimensions") or {}
@@ -515,6 +517,7 @@ class Cube:
         threads: int | None = None,
         labels: bool = True,
         progress: Callable[[int], None] | None = None,
+        timeout: float | None = None,
     ) -> CubeRead:
         """Read a selection.
 
@@ -529,6 +532,8 @@ class Cube:
                 transform for the result (may cost one request each for a bare file).
             progress: Called with 1 after each frame is decoded (from the
                 decoding threads); :meth:`frame_count` says how many to expect.
+            timeout: Total seconds the read may take over the network, every
+                thread and retry included; the storage's default when None.
 
         Raises:
             SelectorError: a selector matches nothing.
@@ -537,19 +542,20 @@ class Cube:
             FrameDecodeError: a frame is corrupt.
             ChangedFileError: the file was rewritten after its item was read.
         """
-        sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
-        try:
-            data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
-        except RumiError:
-            self._check_unchanged()  # a frame at a stale offset: say why, when that is why
-            raise
-        self._check_unchanged()
+        with deadline(self._source, timeout):  # one deadline for every request of the read, labels included
+            sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+            try:
+                data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
+            except RumiError:
+                self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+                raise
+            self._check_unchanged()
+            if labels:
+                all_bands = self.bands
+                all_times = time_values(self.times)
+                grid = self.grid
         window_out = (sel.rows, sel.cols)
-        if labels:
-            all_bands = self.bands
-            all_times = time_values(self.times)
-            grid = self.grid
-        else:
+        if not labels:
             all_bands = tuple(Band(str(i)) for i in range(self.layout.samples_per_pixel))
             all_times = []
             grid = None

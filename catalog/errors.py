@@ -16,6 +16,7 @@ from rumi_core.errors import HeaderMismatchError, RumiError, SelectionError, Sou
 __all__ = [
     "CatalogError",
     "ChangedFileError",
+    "ChecksumError",
     "ItemError",
     "LoadError",
     "SearchError",
@@ -40,6 +41,10 @@ class StorageError(CatalogError, SourceError):
         if status is not None:
             text = f"{text} (HTTP {status})"
         super().__init__(text)
+
+
+class ChecksumError(CatalogError):
+    """Bytes differ from the checksum their item records (a header blob, say)."""
 
 
 class ItemError(CatalogError):

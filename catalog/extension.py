@@ -17,6 +17,7 @@ They are prefixed ``rumi:`` and declared by the extension schema
 ``rumi:lossy_bound``      the error bound of a lossy graph, absent when lossless
 ``rumi:dataset``          the dataset the cube belongs to (groups collections)
 ``rumi:header``           the header blob, base64, when it is at most 4 KiB
+``rumi:header_checksum``  multihash SHA2-256 of the header blob, inline or not
 ========================  ==================================================
 
 >>> f = RumiFields(frame_unit=0, frame_axes="hw", tile_size=(512, 512), time_type="instant", header=b"LOVE")
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +47,7 @@ INLINE_HEADER_LIMIT = 4096
 """Largest header blob, in bytes, that an item carries inline."""
 
 _TIME_TYPES = ("instant", "interval")
+_SHA256_MULTIHASH = re.compile(r"1220[0-9a-f]{64}")
 
 
 def schema_path() -> str:
@@ -74,6 +77,10 @@ class RumiFields:
     """Dataset name, used to group items into collections."""
     header: bytes | None = None
     """The header blob, when small enough to carry inline."""
+    header_checksum: str | None = None
+    """Multihash SHA2-256 (``"1220"`` + hex) of the header blob: a reader
+    verifies the blob it uses against it, since the format itself cannot tell a
+    changed byte count from a true one."""
     version: str = "0.1.0"
     """The rumi specification version of the file."""
 
@@ -84,6 +91,8 @@ class RumiFields:
             raise ItemError(f"rumi:time_type is 'instant' or 'interval', got {self.time_type!r}")
         if self.header is not None and len(self.header) > INLINE_HEADER_LIMIT:
             raise ItemError(f"an inline header blob is at most {INLINE_HEADER_LIMIT} bytes, got {len(self.header)}")
+        if self.header_checksum is not None and not _SHA256_MULTIHASH.fullmatch(self.header_checksum):
+            raise ItemError(f"rumi:header_checksum is '1220' and 64 lowercase hex digits, got {self.header_checksum!r}")
         object.__setattr__(self, "tile_size", tuple(int(v) for v in self.tile_size))
 
     def to_dict(self) -> dict[str, Any]:
@@ -103,6 +112,8 @@ class RumiFields:
             out["rumi:dataset"] = self.dataset
         if self.header is not None:
             out["rumi:header"] = base64.b64encode(self.header).decode("ascii")
+        if self.header_checksum is not None:
+            out["rumi:header_checksum"] = self.header_checksum
         return out
 
     @classmethod
@@ -124,6 +135,7 @@ class RumiFields:
                 lossy_bound=properties.get("rumi:lossy_bound"),
                 dataset=properties.get("rumi:dataset"),
                 header=header,
+                header_checksum=properties.get("rumi:header_checksum"),
                 version=properties.get("rumi:version", "0.1.0"),
             )
         except KeyError as err:

@@ -6,6 +6,11 @@ download, ``blob.download_as_bytes(start=offset, end=offset + length - 1)``,
 with no metadata request before it. The size is asked for (one object
 metadata ``GET``) only when :meth:`GCSSource.size` is called.
 
+Deadlines and retries belong to a read operation (:mod:`catalog.deadlines`):
+inside :meth:`GCSSource.deadline` every download waits at most the time left,
+google-cloud-storage's own retries are off, and a download that fails
+transiently is retried once in the operation.
+
 The client honours ``STORAGE_EMULATOR_HOST`` (as google-cloud-storage does):
 with it set, requests go to the emulator with anonymous credentials. A
 client is not shared between threads: unless one is given, each thread that
@@ -19,10 +24,14 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
+from catalog.deadlines import OperationSlot, ReadOperation
 from catalog.errors import StorageError
 
 if TYPE_CHECKING:
+    import contextlib
     from collections.abc import Callable, Sequence
+
+_CONNECT_TIMEOUT = 10.0
 
 __all__ = ["GCSSource", "default_client", "split_gs_url"]
 
@@ -71,6 +80,8 @@ class GCSSource:
             When None, each reading thread creates one with ``client_factory``.
         client_factory: Creates a client; :func:`default_client` when None.
         size: The object size, when already known.
+        timeout: Default total seconds of one read operation (see
+            :meth:`deadline`); the default of :mod:`catalog.deadlines` when None.
     """
 
     def __init__(
@@ -80,6 +91,7 @@ class GCSSource:
         client: Any = None,
         client_factory: Callable[[], Any] | None = None,
         size: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         self._url = url
         self._bucket_name, self._object_name = split_gs_url(url)
@@ -87,6 +99,7 @@ class GCSSource:
         self._factory = client_factory or default_client
         self._local = threading.local()
         self._size = size
+        self._slot = OperationSlot(timeout)
 
     @property
     def name(self) -> str:
@@ -100,6 +113,38 @@ class GCSSource:
             if client is None:
                 client = self._local.client = self._factory()
         return client.bucket(self._bucket_name).blob(self._object_name)
+
+    def deadline(self, seconds: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Give every download inside the block, from any thread, one total deadline and one retry per range."""
+        return self._slot.deadline(seconds)
+
+    def known_size(self) -> int | None:
+        """The size, if given or already asked for; no request."""
+        return self._size
+
+    def _download(self, key: tuple[int, int], what: str, **kwargs: Any) -> bytes:
+        """One download with the operation's time left as its timeout, retried once if it fails transiently."""
+        from google.api_core import exceptions as api_exceptions
+        from google.auth.exceptions import GoogleAuthError
+
+        transient = (api_exceptions.ServerError, api_exceptions.TooManyRequests, ConnectionError, TimeoutError, OSError)
+        op: ReadOperation = self._slot.current()
+        while True:
+            left = op.remaining()
+            if left <= 0:
+                raise StorageError(f"{what} did not finish within the read's {op.seconds:g} s deadline", href=self._url)
+            try:
+                data: bytes = self._blob().download_as_bytes(
+                    raw_download=True, checksum=None, retry=None, timeout=(min(_CONNECT_TIMEOUT, left), left), **kwargs
+                )
+                return data
+            except api_exceptions.RequestRangeNotSatisfiable:
+                return b""
+            except transient as err:
+                if not op.may_retry(key):
+                    raise self._fail(f"{what} (retried once)", err) from err
+            except (api_exceptions.GoogleAPIError, GoogleAuthError) as err:
+                raise self._fail(what, err) from err
 
     def _fail(self, what: str, err: Exception) -> StorageError:
         code = getattr(err, "code", None)
@@ -136,15 +181,7 @@ class GCSSource:
             raise StorageError(f"cannot read {length} bytes at {offset}: negative range", href=self._url)
         if length == 0:
             return b""
-        from google.api_core import exceptions as api_exceptions
-        from google.auth.exceptions import GoogleAuthError
-
-        try:
-            data: bytes = self._blob().download_as_bytes(start=offset, end=offset + length - 1, raw_download=True, checksum=None)
-        except api_exceptions.RequestRangeNotSatisfiable:
-            return b""
-        except (api_exceptions.GoogleAPIError, GoogleAuthError, OSError) as err:
-            raise self._fail(f"downloading bytes {offset}-{offset + length - 1}", err) from err
+        data = self._download((offset, length), f"downloading bytes {offset}-{offset + length - 1}", start=offset, end=offset + length - 1)
         if len(data) > length:
             raise StorageError(f"asked for {length} bytes at {offset}, got {len(data)}", href=self._url)
         return data
@@ -163,14 +200,7 @@ class GCSSource:
         Raises:
             StorageError: the download failed.
         """
-        from google.api_core import exceptions as api_exceptions
-        from google.auth.exceptions import GoogleAuthError
-
-        try:
-            data: bytes = self._blob().download_as_bytes(raw_download=True, checksum=None)
-        except (api_exceptions.GoogleAPIError, GoogleAuthError, OSError) as err:
-            raise self._fail("downloading the object", err) from err
-        return data
+        return self._download((-1, -1), "downloading the object")
 
     def close(self) -> None:
         """Nothing to release: clients close with their threads."""

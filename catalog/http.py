@@ -12,6 +12,14 @@ The size is asked for only when a caller calls :meth:`HTTPRangeSource.size`
 answer. Connections come from a :class:`urllib3.PoolManager`, which is safe to
 share between threads, so the reader's fetch threads may call
 :meth:`~HTTPRangeSource.read_ranges` concurrently.
+
+Deadlines and retries belong to a read operation, not to a request: inside
+:meth:`HTTPRangeSource.deadline` every request, from any thread, shares one
+total deadline (:data:`DEFAULT_TIMEOUT` unless given), enforced while the
+body arrives, so a silent server or one dripping a byte at a time is
+abandoned when the operation's time is up. A range that fails with a
+connection error, a timeout or a ``5xx`` is retried once in the operation,
+then the read fails; the pool itself never retries a range request.
 """
 
 from __future__ import annotations
@@ -23,12 +31,29 @@ from typing import TYPE_CHECKING, Any
 import urllib3
 from urllib3.util.retry import Retry
 
+from catalog.deadlines import DEFAULT_TIMEOUT, OperationSlot, ReadOperation
 from catalog.errors import StorageError
 
 if TYPE_CHECKING:
+    import contextlib
     from collections.abc import Mapping, Sequence
 
-__all__ = ["HTTPRangeSource", "default_pool"]
+__all__ = ["HTTPRangeSource", "default_pool", "read_url"]
+
+_CONNECT_TIMEOUT = 10.0
+_CHUNK = 1 << 16
+_TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+# Range requests are retried by the operation (once per range), never by the pool.
+_NO_RETRY = Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5, raise_on_status=False)
+
+
+class _Transient(Exception):
+    """A failure worth one retry: a connection error, a timeout or a 5xx."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$")
 
@@ -88,6 +113,8 @@ class HTTPRangeSource:
         headers: Extra headers sent with every request (for example
             ``Authorization``).
         size: The file size, when already known (saves the ``HEAD``).
+        timeout: Default total seconds of one read operation (see
+            :meth:`deadline`); :data:`DEFAULT_TIMEOUT` when None.
 
     Example:
         >>> src = HTTPRangeSource("http://127.0.0.1:9/none.rumi")
@@ -102,6 +129,7 @@ class HTTPRangeSource:
         pool: urllib3.PoolManager | None = None,
         headers: Mapping[str, str] | None = None,
         size: int | None = None,
+        timeout: float | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise StorageError("not an http:// or https:// URL", href=url)
@@ -110,22 +138,99 @@ class HTTPRangeSource:
         self._headers = dict(headers or {})
         self._size = size
         self._lock = threading.Lock()
+        self._slot = OperationSlot(timeout)
 
     @property
     def name(self) -> str:
         """The URL."""
         return self._url
 
-    def _request(self, method: str, headers: dict[str, str]) -> Any:
+    def deadline(self, seconds: float | None = None) -> contextlib.AbstractContextManager[None]:
+        """Give every request inside the block, from any thread, one total deadline.
+
+        ``seconds`` defaults to the source's ``timeout``. Each range that
+        fails transiently is retried once within the block. Nested blocks
+        keep the outer deadline.
+        """
+        return self._slot.deadline(seconds)
+
+    def _expired(self, op: ReadOperation, what: str) -> StorageError:
+        return StorageError(f"{what} did not finish within the read's {op.seconds:g} s deadline", href=self._url)
+
+    def _send(self, op: ReadOperation, method: str, headers: dict[str, str]) -> Any:
+        """Send one request, its connect and first read bounded by the time left; the body is not read yet."""
+        left = op.remaining()
+        if left <= 0:
+            raise self._expired(op, method)
+        timeout = urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, left), read=left)
         try:
-            return self._pool.request(method, self._url, headers={**self._headers, **headers}, redirect=True)
+            return self._pool.request(
+                method,
+                self._url,
+                headers={**self._headers, **headers},
+                redirect=True,
+                retries=_NO_RETRY,
+                timeout=timeout,
+                preload_content=False,
+            )
         except urllib3.exceptions.HTTPError as err:
-            raise StorageError(f"{method} failed: {err}", href=self._url) from err
+            raise _Transient(f"{method} failed: {err}") from err
+
+    def _body(self, op: ReadOperation, resp: Any, limit: int, what: str) -> bytes:
+        """Read a body of at most ``limit`` bytes, checking the deadline between chunks.
+
+        Each wait for the socket is bounded by the time left, so a server that
+        sends one byte every few seconds is abandoned at the deadline too.
+        """
+        chunks: list[bytes] = []
+        got = 0
+        try:
+            while True:
+                left = op.remaining()
+                if left <= 0:
+                    raise self._expired(op, what)
+                sock = getattr(getattr(resp, "connection", None), "sock", None)
+                if sock is not None:
+                    sock.settimeout(left)
+                try:
+                    chunk = resp.read1(_CHUNK)
+                except (urllib3.exceptions.HTTPError, OSError) as err:
+                    if op.remaining() <= 0:
+                        raise self._expired(op, what) from err
+                    raise _Transient(f"{what} failed while reading the body: {err}") from err
+                if not chunk:
+                    break
+                got += len(chunk)
+                if got > limit:
+                    raise StorageError(f"{what}: the server sent more than the {limit} bytes asked for", href=self._url)
+                chunks.append(chunk)
+        except BaseException:
+            resp.close()  # the connection is mid-body: never hand it back to the pool
+            raise
+        finally:
+            resp.release_conn()
+        return b"".join(chunks)
 
     def _learn_size(self, total: int | None) -> None:
         if total is not None:
             with self._lock:
                 self._size = total
+
+    def known_size(self) -> int | None:
+        """The size, if a ``HEAD`` or a ``Content-Range`` already told it; no request."""
+        with self._lock:
+            return self._size
+
+    def _with_retry(self, key: tuple[int, int], what: str, attempt: Any) -> Any:
+        op = self._slot.current()
+        while True:
+            try:
+                return attempt(op)
+            except _Transient as err:
+                if not op.may_retry(key):
+                    if op.remaining() <= 0:
+                        raise self._expired(op, what) from err
+                    raise StorageError(f"{err} (retried once)", href=self._url, status=err.status) from err
 
     def size(self) -> int:
         """Total size in bytes: one ``HEAD``, unless already known.
@@ -136,49 +241,78 @@ class HTTPRangeSource:
         with self._lock:
             if self._size is not None:
                 return self._size
-        resp = self._request("HEAD", {})
-        if resp.status != 200:
-            raise StorageError("HEAD did not succeed", href=self._url, status=resp.status)
-        length = resp.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise StorageError("HEAD gave no Content-Length", href=self._url, status=resp.status)
-        self._learn_size(int(length))
-        return int(length)
+
+        def head(op: ReadOperation) -> int:
+            resp = self._send(op, "HEAD", {})
+            resp.release_conn()
+            if resp.status in _TRANSIENT_STATUS:
+                raise _Transient("HEAD did not succeed", resp.status)
+            if resp.status != 200:
+                raise StorageError("HEAD did not succeed", href=self._url, status=resp.status)
+            length = resp.headers.get("Content-Length")
+            if length is None or not length.isdigit():
+                raise StorageError("HEAD gave no Content-Length", href=self._url, status=resp.status)
+            return int(length)
+
+        total: int = self._with_retry((-1, -1), "HEAD", head)
+        self._learn_size(total)
+        return total
 
     def read_range(self, offset: int, length: int) -> bytes:
-        """Fetch one range with one ``GET``.
+        """Fetch one range with one ``GET`` (and one retry within the operation).
 
         Raises:
-            StorageError: the server failed, ignored the ``Range`` header or
-                answered another range than the one asked.
+            StorageError: the server failed twice, the deadline passed, the
+                server ignored the ``Range`` header, or answered another range
+                than the one asked, or a shorter one although the file goes on.
         """
         if offset < 0 or length < 0:
             raise StorageError(f"cannot read {length} bytes at {offset}: negative range", href=self._url)
         if length == 0:
             return b""
         last = offset + length - 1
-        resp = self._request("GET", {"Range": f"bytes={offset}-{last}", "Accept-Encoding": "identity"})
-        first, got_last, total = parse_content_range(resp.headers.get("Content-Range"))
-        if resp.status == 416:
+        what = f"GET of bytes {offset}-{last}"
+
+        def get(op: ReadOperation) -> bytes:
+            resp = self._send(op, "GET", {"Range": f"bytes={offset}-{last}", "Accept-Encoding": "identity"})
+            first, got_last, total = parse_content_range(resp.headers.get("Content-Range"))
+            if resp.status != 206:
+                resp.close()
+                resp.release_conn()
+                if resp.status == 416:
+                    self._learn_size(total)
+                    return b""
+                if resp.status == 200:
+                    raise StorageError(
+                        f"the server ignored 'Range: bytes={offset}-{last}' and sent the whole file; "
+                        "use a host that supports range requests",
+                        href=self._url,
+                        status=200,
+                    )
+                if resp.status in _TRANSIENT_STATUS:
+                    raise _Transient(f"{what} failed", resp.status)
+                raise StorageError(f"{what} failed", href=self._url, status=resp.status)
+            header = resp.headers.get("Content-Range")
+            data = self._body(op, resp, length, what)
+            if first != offset or got_last is None or got_last > last or got_last - first + 1 != len(data):
+                raise StorageError(
+                    f"asked for bytes {offset}-{last}, got Content-Range {header!r} with {len(data)} bytes",
+                    href=self._url,
+                    status=206,
+                )
+            if got_last < last and (total is None or got_last + 1 != total):
+                # A range comes back short only where the file ends.
+                raise StorageError(
+                    f"asked for bytes {offset}-{last}, got Content-Range {header!r}: "
+                    f"a short answer although the file {'goes on' if total is None else f'is {total} bytes'}",
+                    href=self._url,
+                    status=206,
+                )
             self._learn_size(total)
-            return b""
-        if resp.status == 200:
-            raise StorageError(
-                f"the server ignored 'Range: bytes={offset}-{last}' and sent the whole file; use a host that supports range requests",
-                href=self._url,
-                status=200,
-            )
-        if resp.status != 206:
-            raise StorageError(f"GET of bytes {offset}-{last} failed", href=self._url, status=resp.status)
-        data: bytes = resp.data
-        if first != offset or got_last is None or got_last > last or got_last - first + 1 != len(data):
-            raise StorageError(
-                f"asked for bytes {offset}-{last}, got Content-Range {resp.headers.get('Content-Range')!r} with {len(data)} bytes",
-                href=self._url,
-                status=resp.status,
-            )
-        self._learn_size(total)
-        return data
+            return data
+
+        result: bytes = self._with_retry((offset, length), what, get)
+        return result
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Fetch each ``(offset, length)`` with one ``GET``, in order.
@@ -201,15 +335,27 @@ class HTTPRangeSource:
         return f"HTTPRangeSource({self._url!r})"
 
 
-def read_url(url: str, *, pool: urllib3.PoolManager | None = None, headers: Mapping[str, str] | None = None) -> bytes:
-    """Fetch a whole resource with one ``GET``.
+def read_url(
+    url: str, *, pool: urllib3.PoolManager | None = None, headers: Mapping[str, str] | None = None, timeout: float | None = None
+) -> bytes:
+    """Fetch a whole (small) resource with one ``GET``: an item, a header blob.
+
+    ``timeout`` bounds the connection and every wait for data
+    (:data:`DEFAULT_TIMEOUT` when None).
 
     Raises:
         StorageError: the request failed or did not answer ``200``.
     """
     pool = pool or default_pool()
+    seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     try:
-        resp = pool.request("GET", url, headers=dict(headers or {}), redirect=True)
+        resp = pool.request(
+            "GET",
+            url,
+            headers=dict(headers or {}),
+            redirect=True,
+            timeout=urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, seconds), read=seconds),
+        )
     except urllib3.exceptions.HTTPError as err:
         raise StorageError(f"GET failed: {err}", href=url) from err
     if resp.status != 200:

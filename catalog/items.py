@@ -36,7 +36,7 @@ import pystac
 
 import rumi_core
 from catalog.bands import Band, band_from_text, stac_data_type
-from catalog.errors import ItemError
+from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.grid import Grid
 from catalog.selection import format_time
@@ -58,6 +58,7 @@ __all__ = [
     "create_item",
     "multihash_sha256",
     "time_values",
+    "verify_header",
 ]
 
 DATA_MEDIA_TYPE = "application/vnd.rumi"
@@ -87,6 +88,37 @@ def multihash_sha256(digest_hex: str) -> str:
     return "1220" + digest_hex.lower()
 
 
+def verify_header(doc: dict[str, Any], blob: bytes) -> None:
+    """Check a header blob against every checksum its item records.
+
+    ``rumi:header_checksum`` and the ``file:checksum`` of a ``header`` asset
+    are both SHA2-256 multihashes of the blob. A blob with one byte count
+    changed still parses, and a windowed read through it decodes the
+    neighbouring frame of the same size to the wrong pixels: the format
+    cannot notice, so every item-based read verifies the blob first.
+
+    Raises:
+        ChecksumError: a recorded checksum differs from the blob's, or uses
+            another hash than SHA2-256 (which this reader cannot verify).
+    """
+    got = multihash_sha256(hashlib.sha256(blob).hexdigest())
+    recorded = [("rumi:header_checksum", (doc.get("properties") or {}).get("rumi:header_checksum"))]
+    header_asset = (doc.get("assets") or {}).get("header") or {}
+    recorded.append(("the header asset's file:checksum", header_asset.get("file:checksum")))
+    for name, expected in recorded:
+        if expected is None:
+            continue
+        if not isinstance(expected, str) or not expected.startswith("1220"):
+            raise ChecksumError(
+                f"item {doc.get('id')!r}: {name} {expected!r} is not a SHA2-256 multihash, so the header blob cannot be verified"
+            )
+        if expected.lower() != got:
+            raise ChecksumError(
+                f"item {doc.get('id')!r}: the header blob's SHA2-256 multihash is {got}, but {name} records {expected}; "
+                "the blob or the item was changed after the item was written"
+            )
+
+
 def _sha256_file(path: str) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -109,7 +141,11 @@ def time_values(times: TimeCoordinates) -> list[str]:
 
 
 def _to_datetime(seconds: int) -> dt.datetime:
-    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    try:
+        return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    except OverflowError as err:
+        # pystac holds an item's datetime as a Python datetime (years 1..9999).
+        raise ItemError(f"time {format_time(seconds)} is outside the years 1..9999 a STAC item datetime can hold") from err
 
 
 @dataclass(frozen=True)
@@ -338,6 +374,7 @@ def create_item(
         lossy_bound=meta.lossy_bound,
         dataset=meta.dataset,
         header=blob_bytes if len(blob_bytes) <= inline_header_limit else None,
+        header_checksum=multihash_sha256(hashlib.sha256(blob_bytes).hexdigest()),
     )
     properties.update(fields_.to_dict())
     if meta.libraries:
@@ -378,7 +415,7 @@ def create_item(
                 title="rumi header blob",
                 extra_fields={
                     "file:size": len(blob_bytes),
-                    "file:checksum": multihash_sha256(hashlib.sha256(blob_bytes).hexdigest()),
+                    "file:checksum": fields_.header_checksum,
                 },
             ),
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from catalog.errors import SelectorError
-from rumi_core.times import INTERVAL
+from rumi_core.times import INTERVAL, format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -96,10 +96,12 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
 def format_time(seconds: int) -> str:
     """Format POSIX seconds as ``YYYY-MM-DDTHH:MM:SSZ``.
 
-    >>> format_time(1609459200)
-    '2021-01-01T00:00:00Z'
+    Any int64 works, beyond Python's datetime range too (years 1..9999).
+
+    >>> format_time(1609459200), format_time(253402300800)
+    ('2021-01-01T00:00:00Z', '10000-01-01T00:00:00Z')
     """
-    return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_seconds(seconds)
 
 
 @dataclass(frozen=True)

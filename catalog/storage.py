@@ -78,6 +78,9 @@ class Storage:
             when None each reading thread creates its own.
         gcs_client_factory: Creates GCS clients; honours
             ``STORAGE_EMULATOR_HOST`` by default.
+        timeout: Total seconds of one remote read operation, for the sources
+            this storage opens and each object it fetches; the default of
+            :mod:`catalog.deadlines` when None.
     """
 
     def __init__(
@@ -87,7 +90,9 @@ class Storage:
         http_headers: Mapping[str, str] | None = None,
         gcs_client: Any = None,
         gcs_client_factory: Callable[[], Any] | None = None,
+        timeout: float | None = None,
     ) -> None:
+        self._timeout = timeout
         self._http_pool = http_pool
         self._http_headers = dict(http_headers or {})
         self._gcs_client = gcs_client
@@ -113,9 +118,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size)
+            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._timeout)
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size)
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self._timeout)
         try:
             return LocalFileSource(text)
         except OSError as err:
@@ -132,9 +137,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return read_url(text, pool=self.http_pool, headers=self._http_headers)
+            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._timeout)
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory).read_all()
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._timeout).read_all()
         try:
             return Path(text).read_bytes()
         except OSError as err:

@@ -47,9 +47,9 @@ if TYPE_CHECKING:
     from rumi_core.info import Info as Info
     from rumi_core.info import info as info
     from rumi_core.layout import Layout as Layout
+    from rumi_core.limits import Limits as Limits
     from rumi_core.lossy import ErrorBound as ErrorBound
     from rumi_core.reader import FrameRequest as FrameRequest
-    from rumi_core.reader import Limits as Limits
     from rumi_core.reader import plan_requests as plan_requests
     from rumi_core.reader import read as read
     from rumi_core.selection import CompressionChoice as CompressionChoice
@@ -98,9 +98,9 @@ _LAZY: dict[str, str] = {
     "Info": "rumi_core.info",
     "info": "rumi_core.info",
     "Layout": "rumi_core.layout",
+    "Limits": "rumi_core.limits",
     "ErrorBound": "rumi_core.lossy",
     "FrameRequest": "rumi_core.reader",
-    "Limits": "rumi_core.reader",
     "plan_requests": "rumi_core.reader",
     "read": "rumi_core.reader",
     "CompressionChoice": "rumi_core.selection",

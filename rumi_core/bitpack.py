@@ -82,6 +82,19 @@ def unpack(data: bytes | memoryview, count: int, bits: int) -> NDArray[np.uint64
     spare = expected * 8 - used
     if spare and int(raw[-1]) >> (8 - spare):
         raise RumiError("unused bits in the final byte of a packed region are not zero")
+    if bits <= 56:
+        # Value i starts at bit i * bits, so it lies within the 8 bytes from
+        # byte (i * bits) // 8 (shift <= 7, 7 + 56 <= 64). Gathering those
+        # words through an overlapping, unaligned view costs 8 bytes per
+        # value, where spreading every bit into its own byte costs 64.
+        padded = np.zeros(expected + 8, dtype=np.uint8)
+        padded[:expected] = raw
+        words = np.ndarray(shape=(expected + 1,), dtype="<u8", buffer=padded, strides=(1,))
+        starts = np.arange(count, dtype=np.uint64) * np.uint64(bits)
+        values = words[(starts >> np.uint64(3)).astype(np.intp)]
+        values >>= starts & np.uint64(7)
+        values &= np.uint64((1 << bits) - 1)
+        return values.astype(np.uint64)
     as_bits = np.unpackbits(raw, bitorder="little")[:used].reshape(count, bits)
     padded = np.zeros((count, 64), dtype=np.uint8)
     padded[:, :bits] = as_bits

@@ -15,7 +15,8 @@ import numpy as np
 
 from rumi_core.header import HeaderBlob
 from rumi_core.info import Info, info
-from rumi_core.reader import DEFAULT_LIMITS, Limits, read_selection, resolve_header, resolve_selection
+from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.reader import read_selection, resolve_header, resolve_selection
 from rumi_core.sources import ByteSource, open_source
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Dataset:
         self._source, self._owned = open_source(source)
         self._limits = limits
         try:
-            self.info: Info | None = info(self._source, header) if metadata else None
+            self.info: Info | None = info(self._source, header, limits=limits) if metadata else None
             """Head and trailer summary, or None when opened with ``metadata=False``."""
             if header is None and self.info is not None:
                 header = HeaderBlob(self.info.layout, np.asarray(self.info.frame_bytes, dtype=np.uint64))
@@ -79,7 +80,7 @@ class Dataset:
         verify: bool = True,
     ) -> NDArray[Any]:
         """Read a selection; see :func:`rumi_core.read`."""
-        sel = resolve_selection(self.layout, bands=bands, times=times, window=window)
+        sel = resolve_selection(self.layout, bands=bands, times=times, window=window, limits=self._limits)
         return read_selection(self._source, self.header, sel, threads=threads, verify=verify, limits=self._limits)
 
     def close(self) -> None:

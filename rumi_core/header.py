@@ -22,18 +22,20 @@ from __future__ import annotations
 
 import os
 import struct
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.encodings import encoding_for_pair
-from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, ResourceLimitError, RumiError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, RumiError
 from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
 from rumi_core.layout import Layout
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import NDArray
 
 __all__ = [
@@ -52,45 +54,84 @@ _FIXED = struct.Struct("<IHIIIHHHBBBIB")
 HEADER_SIZE = _FIXED.size
 assert HEADER_SIZE == 32
 
-DEFAULT_MAX_FRAMES = 1 << 26
-"""Default limit on ``N`` a reader accepts before allocating the count table."""
-
-
-@dataclass(frozen=True, eq=False)
 class HeaderBlob:
-    """A parsed, checked header blob: the layout and every frame's byte count."""
+    """A parsed, checked header blob: the layout and every frame's byte count.
 
-    layout: Layout
-    byte_counts: NDArray[np.uint64]
-    """``frame_byte_counts``, in frame-index order."""
+    When every frame has the same size (``count_bits = 0``) the counts are
+    held as that one number, never as ``N`` entries: a 32-byte blob may
+    describe millions of frames (*Resource limits*). Offsets of the frames a
+    read needs are then pure arithmetic.
+    """
 
-    def __post_init__(self) -> None:
-        counts = np.asarray(self.byte_counts, dtype=np.uint64).reshape(-1)
-        if counts.size != self.layout.frame_count:
-            raise InvalidInputError(f"expected {self.layout.frame_count} byte counts, got {counts.size}", field="frame_byte_counts")
+    def __init__(self, layout: Layout, byte_counts: NDArray[np.uint64] | Sequence[int]) -> None:
+        counts = np.asarray(byte_counts, dtype=np.uint64).reshape(-1)
+        if counts.size != layout.frame_count:
+            raise InvalidInputError(f"expected {layout.frame_count} byte counts, got {counts.size}", field="frame_byte_counts")
         if counts.size and (int(counts.min()) == 0 or int(counts.max()) > 0xFFFF_FFFF):
             raise InvalidInputError("every frame byte count MUST be greater than zero and fit in uint32", field="frame_byte_counts")
         counts.flags.writeable = False
-        object.__setattr__(self, "byte_counts", counts)
+        self._layout = layout
+        self._counts: NDArray[np.uint64] | None = counts
+        self._count_min = int(counts.min()) if counts.size else 0
+        self._offsets: NDArray[np.uint64] | None = None
+
+    @classmethod
+    def uniform(cls, layout: Layout, count: int) -> HeaderBlob:
+        """A blob whose ``N`` frames are all ``count`` bytes, held without an ``N``-entry table.
+
+        Raises:
+            InvalidInputError: ``count`` is zero or above uint32.
+        """
+        if not 0 < count <= 0xFFFF_FFFF:
+            raise InvalidInputError("every frame byte count MUST be greater than zero and fit in uint32", field="frame_byte_counts")
+        blob = cls.__new__(cls)
+        blob._layout = layout
+        blob._counts = None
+        blob._count_min = count
+        blob._offsets = None
+        return blob
+
+    @property
+    def layout(self) -> Layout:
+        """Dimensions, tiling, sample encoding and frame unit."""
+        return self._layout
+
+    @property
+    def byte_counts(self) -> NDArray[np.uint64]:
+        """``frame_byte_counts``, in frame-index order (``N`` entries, built on demand)."""
+        if self._counts is None:
+            counts = np.full(self._layout.frame_count, self._count_min, dtype=np.uint64)
+            counts.flags.writeable = False
+            return counts
+        return self._counts
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, HeaderBlob):
             return NotImplemented
-        return self.layout == other.layout and np.array_equal(self.byte_counts, other.byte_counts)
+        if self.layout != other.layout:
+            return False
+        if self._counts is None and other._counts is None:
+            return self._count_min == other._count_min
+        return np.array_equal(self.byte_counts, other.byte_counts)
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HeaderBlob({self.layout!r}, N={self.layout.frame_count}, count_min={self.count_min}, count_bits={self.count_bits})"
 
     # -- derived -----------------------------------------------------------------
 
     @property
     def count_min(self) -> int:
         """``min(c)``."""
-        return int(self.byte_counts.min())
+        return self._count_min
 
     @property
     def count_bits(self) -> int:
         """Bits per packed residual: ``bit_length(max(c) - count_min)``."""
-        return bit_length(int(self.byte_counts.max()) - self.count_min)
+        if self._counts is None or not self._counts.size:
+            return 0
+        return bit_length(int(self._counts.max()) - self._count_min)
 
     @property
     def base_frame_offset(self) -> int:
@@ -99,18 +140,36 @@ class HeaderBlob:
 
     @property
     def offsets(self) -> NDArray[np.uint64]:
-        """``N + 1`` offsets: every frame's start, then the trailer's."""
-        return frame_offsets(self.base_frame_offset, self.byte_counts)
+        """``N + 1`` offsets: every frame's start, then the trailer's (built on demand)."""
+        if self._offsets is None:
+            self._offsets = frame_offsets(self.base_frame_offset, self.byte_counts)
+        return self._offsets
 
     @property
     def trailer_offset(self) -> int:
         """``offset[N-1] + frame_byte_counts[N-1]``."""
-        return self.base_frame_offset + int(self.byte_counts.sum(dtype=np.uint64))
+        if self._counts is None:
+            return self.base_frame_offset + self._count_min * self.layout.frame_count
+        return self.base_frame_offset + int(self._counts.sum(dtype=np.uint64))
+
+    def frame_ranges(self, frames: NDArray[np.int64] | Sequence[int]) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+        """Return the offsets and byte counts of ``frames``.
+
+        With uniform counts this is arithmetic on the requested frames only;
+        otherwise it indexes the offsets, built once from the blob's counts
+        (whose size is proportional to the blob's length).
+        """
+        index = np.asarray(frames, dtype=np.int64)
+        if self._counts is None:
+            count = np.uint64(self._count_min)
+            starts = np.uint64(self.base_frame_offset) + index.astype(np.uint64) * count
+            return starts, np.full(index.shape, count, dtype=np.uint64)
+        return self.offsets[index], self._counts[index]
 
     def frame_range(self, index: int) -> tuple[int, int]:
         """Return ``(offset, length)`` of frame ``index``."""
-        offsets = self.offsets
-        return int(offsets[index]), int(self.byte_counts[index])
+        starts, lengths = self.frame_ranges([index])
+        return int(starts[0]), int(lengths[0])
 
     # -- bytes ---------------------------------------------------------------------
 
@@ -124,15 +183,21 @@ class HeaderBlob:
             lay.tile_width, lay.tile_length, lay.samples_per_pixel, enc.bits_per_sample,
             enc.sample_format, lay.frame_unit, cmin, bits,
         )  # fmt: skip
-        return fixed + pack(self.byte_counts - np.uint64(cmin), bits)
+        if self._counts is None:
+            return fixed
+        return fixed + pack(self._counts - np.uint64(cmin), bits)
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview, *, max_frames: int = DEFAULT_MAX_FRAMES) -> HeaderBlob:
+    def from_bytes(cls, data: bytes | bytearray | memoryview, *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
         """Parse a blob and check every MUST of *Header blob*.
+
+        The blob's size is checked against ``N`` and ``count_bits`` before the
+        counts are unpacked, so the work is proportional to the blob's length;
+        a blob with ``count_bits = 0`` is held as one count (*Resource limits*).
 
         Raises:
             InvalidHeaderError: the blob is malformed; the message names the field.
-            ResourceLimitError: ``N`` exceeds ``max_frames``.
+            ResourceLimitError: ``N`` exceeds ``limits.max_frames``.
         """
         data = bytes(data)
         if len(data) < HEADER_SIZE:
@@ -167,8 +232,6 @@ class HeaderBlob:
         if cmin == 0:
             raise fail("count_min is 0", "count_min", 27, "Every count MUST be greater than zero")
         n = layout.frame_count
-        if n > max_frames:
-            raise ResourceLimitError(f"the blob describes {n} frames, above the limit of {max_frames}", field="N")
         expected = HEADER_SIZE + packed_size(n, bits)
         if len(data) != expected:
             raise fail(
@@ -177,6 +240,9 @@ class HeaderBlob:
                 0,
                 "The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes and contain no padding",
             )
+        limits.check("max_frames", n, "the blob's frame count N")
+        if bits == 0:
+            return cls.uniform(layout, cmin)
         try:
             residuals = unpack(data[HEADER_SIZE:], n, bits)
         except RumiError as err:
@@ -206,10 +272,10 @@ class HeaderBlob:
         return cls(layout, counts)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> HeaderBlob:
+    def from_file(cls, path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
         """Read and parse a ``.rumih`` file."""
         with open(path, "rb") as f:
-            return cls.from_bytes(f.read())
+            return cls.from_bytes(f.read(), limits=limits)
 
 
 def header_from_head(head: ParsedHead) -> HeaderBlob:
@@ -270,14 +336,14 @@ def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file"
     end = blob.trailer_offset
     if file_size < end:
         raise HeaderMismatchError(
-            f"the header blob does not fit {where}: its frames end at byte {end}, the file has {file_size} bytes "
+            f"the header blob does not fit {where}: the end of the last frame is at byte {end}, but the file has {file_size} bytes "
             "(a truncated file, or the blob of another file; rumi header FILE builds the right one)",
             field="frame_byte_counts",
             rule="The blob's frame byte counts MUST equal the file's TileByteCounts",
         )
 
 
-def build_header(path: str | os.PathLike[str]) -> bytes:
+def build_header(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
     """Create the header blob of a finalized ``.rumi`` file.
 
     The head is parsed with every check of :func:`rumi_core.ifd.decode_head`,
@@ -293,7 +359,7 @@ def build_header(path: str | os.PathLike[str]) -> bytes:
 
     source, _ = open_source(os.fspath(path))
     try:
-        structure = read_structure(source)
+        structure = read_structure(source, limits=limits)
     finally:
         source.close()
     blob = header_from_head(structure.head)

@@ -29,6 +29,7 @@ from rumi_core.encodings import RESERVED_PAIRS, encoding_for_pair
 from rumi_core.errors import InvalidFileError, InvalidInputError
 from rumi_core.georef import Georeferencing
 from rumi_core.layout import Layout
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -194,7 +195,13 @@ def _fail(msg: str, *, field: str, rule: str, offset: int | None = None) -> Inva
     return InvalidFileError(msg, field=field, rule=rule, offset=offset)
 
 
-def decode_head(read_at: Callable[[int, int], bytes], *, size: int | None = None, check_registry: bool = True) -> ParsedHead:
+def decode_head(
+    read_at: Callable[[int, int], bytes],
+    *,
+    size: int | None = None,
+    check_registry: bool = True,
+    limits: Limits = DEFAULT_LIMITS,
+) -> ParsedHead:
     """Parse and check the head of a file.
 
     ``read_at(offset, length)`` returns file bytes; it is called twice: for the
@@ -204,6 +211,7 @@ def decode_head(read_at: Callable[[int, int], bytes], *, size: int | None = None
     read if the file is too short to hold them (*Resource limits*).
 
     Raises:
+        ResourceLimitError: ``N`` exceeds ``limits.max_frames``.
         InvalidFileError: a MUST of *File header*, *Fixed IFD*, *Placement*,
             *Sample encodings*, *Georeferencing* or *Validating frame_unit* is
             broken. The message names the tag and byte offset.
@@ -317,6 +325,7 @@ def decode_head(read_at: Callable[[int, int], bytes], *, size: int | None = None
             rule="Larger values MUST follow the IFD",
             offset=size,
         )
+    limits.check("max_frames", n_frames, "the file's frame count N")
     external = read_at(HEAD_FIXED_SIZE, base - HEAD_FIXED_SIZE) if base > HEAD_FIXED_SIZE else b""
     if len(external) < base - HEAD_FIXED_SIZE:
         raise _fail(

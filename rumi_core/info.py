@@ -11,8 +11,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rumi_core.header import HeaderBlob, check_against_head
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.sources import ByteSource, deadline, open_source
 from rumi_core.structure import read_structure
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     import os
@@ -21,7 +23,10 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
     from rumi_core.times import TimeCoordinates
 
-__all__ = ["Info", "info"]
+__all__ = ["LISTED_TIMES", "Info", "info"]
+
+LISTED_TIMES = 100_000
+"""A regular time axis with more coordinates is summarised, not listed, by :meth:`Info.to_dict`."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,24 @@ class Info:
         """The sample encoding's name."""
         return self.layout.encoding.name
 
+    def _times_json(self) -> list[str] | list[list[str]] | dict[str, Any]:
+        """Every time as ISO 8601, or for a long regular axis its first, last, step and count.
+
+        A regular axis is held as arithmetic (a file of a few bytes may
+        declare 2**32 - 1 steps), so the summary lists its values only up to
+        :data:`LISTED_TIMES` coordinates.
+        """
+        times = self.times
+        if not times.is_regular or times.coordinate_count <= LISTED_TIMES:
+            return times.to_json()
+        step = times.second(1) - times.second(0)
+        return {
+            "first": format_seconds(times.second(0)),
+            "last": format_seconds(times.second(-1)),
+            "step_seconds": step,
+            "coordinates": times.coordinate_count,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-serialisable summary."""
         lay = self.layout
@@ -60,7 +83,7 @@ class Info:
             "bits_per_sample": lay.encoding.bits_per_sample,
             "bands": list(self.band_texts),
             "time_type": "interval" if self.times.time_type == 1 else "instant",
-            "times": self.times.to_json(),
+            "times": self._times_json(),
             "crs": self.georef.crs,
             "transform": list(self.georef.transform) if self.georef.is_georeferenced else None,
             "pixel_is_point": self.georef.raster_type == 2,
@@ -76,25 +99,35 @@ class Info:
         }
 
 
-def info(source: ByteSource | str | os.PathLike[str] | bytes, header: HeaderBlob | bytes | bytearray | memoryview | None = None) -> Info:
+def info(
+    source: ByteSource | str | os.PathLike[str] | bytes,
+    header: HeaderBlob | bytes | bytearray | memoryview | None = None,
+    *,
+    limits: Limits = DEFAULT_LIMITS,
+    timeout: float | None = None,
+) -> Info:
     """Summarise a file from its head and trailer.
 
-    When ``header`` is given it is checked against the file.
+    When ``header`` is given it is checked against the file. ``timeout`` is
+    the total seconds a remote source may take (see
+    :func:`rumi_core.sources.deadline`); None uses the source's default.
 
     Raises:
+        ResourceLimitError: a size the file declares exceeds ``limits``.
         InvalidFileError: the head or trailer breaks a MUST.
         HeaderMismatchError: the blob disagrees with the file.
         SourceError: the file cannot be read.
     """
     src, owned = open_source(source)
     try:
-        structure = read_structure(src)
+        with deadline(src, timeout):
+            structure = read_structure(src, limits=limits)
     finally:
         if owned:
             src.close()
     head = structure.head
     if header is not None:
-        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header, limits=limits)
         check_against_head(blob, head)
     return Info(
         layout=head.layout,

@@ -12,9 +12,15 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
    the GIL), and places the requested samples in the output.
 
-Every size is checked before allocation: the output against
-``Limits.max_output_bytes``, each frame against its own
-``decoded_frame_bytes``. A frame that decodes to any other size is an error.
+Every size is checked before it is allocated or looped over
+(:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
+"every time step" becomes a list, the largest frame against
+``max_frame_bytes``, and the bytes the blob places before the trailer against
+the file's size whenever the source knows it. The first frame is fetched and
+decoded before the output exists, so a blob whose sizes its frames contradict
+is refused without the allocation it asks for. A frame that decodes to any
+other size, or a boolean byte other than 0 or 1, is an error, as in
+:func:`rumi_core.validate`.
 """
 
 from __future__ import annotations
@@ -29,9 +35,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rumi_core.codecs import decode_frame
-from rumi_core.errors import FrameDecodeError, InvalidFileError, ResourceLimitError, SelectionError
+from rumi_core.errors import FrameDecodeError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
-from rumi_core.sources import ByteSource, BytesSource, LocalFileSource, open_source
+from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.sources import ByteSource, deadline, known_size, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -40,39 +47,26 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Limits", "Selection", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
-
-
-@dataclass(frozen=True)
-class Limits:
-    """Resource limits of one read, checked before any allocation or decode."""
-
-    max_output_bytes: int = 8 << 30
-    """Largest output array, in bytes."""
-    max_frames: int = 1 << 26
-    """Largest ``N`` accepted from a header blob."""
-    max_merged_request: int = 32 << 20
-    """Adjacent frames are merged into one request up to this many bytes."""
-    max_frame_bytes: int = 4 << 30
-    """Largest ``decoded_frame_bytes`` of a frame the read must decode."""
-
-
-DEFAULT_LIMITS = Limits()
+__all__ = ["FrameRequest", "Selection", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
 class Selection:
-    """A resolved selection: positions along each axis and a pixel window."""
+    """A resolved selection: positions along each axis and a pixel window.
 
-    bands: tuple[int, ...]
-    times: tuple[int, ...]
+    An axis read whole is a ``range``, so selecting every one of 2**32 - 1
+    time steps builds no list of them.
+    """
+
+    bands: Sequence[int]
+    times: Sequence[int]
     rows: tuple[int, int]
     cols: tuple[int, int]
 
 
-def _positions(value: Sequence[int] | None, total: int, name: str) -> tuple[int, ...]:
+def _positions(value: Sequence[int] | None, total: int, name: str) -> Sequence[int]:
     if value is None:
-        return tuple(range(total))
+        return range(total)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [int(value)]
     out = []
@@ -87,6 +81,13 @@ def _positions(value: Sequence[int] | None, total: int, name: str) -> tuple[int,
     if not out:
         raise SelectionError(f"select at least one {name} position")
     return tuple(out)
+
+
+def _is_every(positions: Sequence[int], total: int) -> bool:
+    """True when ``positions`` are ``0..total-1`` in order."""
+    if isinstance(positions, range):
+        return positions == range(total)
+    return len(positions) == total and all(p == i for i, p in enumerate(positions))
 
 
 def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -106,14 +107,28 @@ def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, in
 
 
 def resolve_selection(
-    layout: Layout, *, bands: Sequence[int] | None = None, times: Sequence[int] | None = None, window: Any = None
+    layout: Layout,
+    *,
+    bands: Sequence[int] | None = None,
+    times: Sequence[int] | None = None,
+    window: Any = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Selection:
     """Check and normalise a selection against a layout.
 
+    The output it describes is checked against ``limits.max_output_bytes``
+    before "every band" or "every time" becomes a list of positions: a blob
+    may declare 2**32 - 1 time steps (*Resource limits*).
+
     Raises:
         SelectionError: a position or the window lies outside the raster.
+        ResourceLimitError: the selection's output exceeds ``limits``.
     """
     rows, cols = _window(window, layout)
+    t_count = layout.time_count if times is None else 1
+    b_count = layout.samples_per_pixel if bands is None else 1
+    pixels = (rows[1] - rows[0]) * (cols[1] - cols[0])
+    limits.check("max_output_bytes", t_count * b_count * pixels * layout.encoding.dtype.itemsize, "the read's output array")
     time_positions = _positions(times, layout.time_count, "time")
     if not layout.is_cube and len(time_positions) != 1:
         # An Image reads as (B', h, w): there is no time axis to repeat along.
@@ -133,10 +148,10 @@ def resolve_header(
     if isinstance(header, HeaderBlob):
         return header
     if header is not None:
-        return HeaderBlob.from_bytes(header, max_frames=limits.max_frames)
+        return HeaderBlob.from_bytes(header, limits=limits)
     from rumi_core.structure import read_structure
 
-    head = read_structure(source).head
+    head = read_structure(source, limits=limits).head
     blob = header_from_head(head)
     check_against_head(blob, head)
     return blob
@@ -161,22 +176,25 @@ def plan_requests(blob: HeaderBlob, sel: Selection, *, limits: Limits = DEFAULT_
     ``limits.max_merged_request`` bytes. No request is ever made for metadata.
     """
     frames = blob.layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
-    return _merge(frames, blob.offsets, limits.max_merged_request)
+    starts, lengths = blob.frame_ranges(frames)
+    return _merge(frames, starts.tolist(), lengths.tolist(), limits.max_merged_request)
 
 
-def _merge(frames: Sequence[int], offsets: NDArray[np.uint64], limit: int) -> list[FrameRequest]:
+def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int], limit: int) -> list[FrameRequest]:
     runs: list[FrameRequest] = []
-    for f in frames:
-        start, end = int(offsets[f]), int(offsets[f + 1])
+    for f, start, length in zip(frames, starts, lengths, strict=True):
         if runs:
             last = runs[-1]
-            if last.offset + last.length == start and last.length + (end - start) <= limit:
+            if last.offset + last.length == start and last.length + length <= limit:
                 last.frames.append(f)
-                runs[-1] = FrameRequest(last.offset, last.length + end - start, last.frames)
+                runs[-1] = FrameRequest(last.offset, last.length + length, last.frames)
                 continue
-        runs.append(FrameRequest(start, end - start, [f]))
+        runs.append(FrameRequest(start, length, [f]))
     return runs
 
+
+_LARGE_SELECTION = 1 << 16
+"""Frames a read may list before it must know the file's size."""
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
@@ -208,6 +226,7 @@ def place_frame(
     sel: Selection,
     band_pos: dict[int, list[int]],
     time_pos: dict[int, list[int]],
+    subset: bool,
 ) -> None:
     """Copy the selected samples of one decoded frame into ``out`` (T', B', h, w)."""
     row, col, band, time = layout.frame_location(index)
@@ -230,7 +249,7 @@ def place_frame(
             cell = cell[np.newaxis]
             axes = (a, *axes)
     cell = cell.transpose([axes.index(a) for a in ("t", "b", "h", "w")])
-    if sel.times != tuple(range(layout.time_count)) or sel.bands != tuple(range(layout.samples_per_pixel)):
+    if subset:
         cell = cell[np.ix_(sel.times, sel.bands)]
     out[:, :, dst_y, dst_x] = cell[:, :, src_y, src_x]
 
@@ -267,9 +286,17 @@ def _decode_together(
                     return
                 k = run_of[f]
                 with run_locks[k]:
+                    if failed.is_set():
+                        # Another participant's fetch of this run failed: asking
+                        # again would retry the same range once per thread.
+                        return
                     view = views[k]
                     if view is None:
-                        view = views[k] = fetch(runs[k])
+                        try:
+                            view = views[k] = fetch(runs[k])
+                        except BaseException:
+                            failed.set()  # before the lock is released to a waiting participant
+                            raise
                 decode(f, view, runs[k][0])
                 with lock:
                     left[k] -= 1
@@ -301,6 +328,22 @@ def describe_frame(layout: Layout, index: int) -> str:
     return f"frame {index} ({what}, {when}, tile row {row} col {col})"
 
 
+def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = None) -> None:
+    """Refuse a blob whose frames need more bytes than the file has (:func:`~rumi_core.header.check_blob_fits`).
+
+    Checked whenever the source knows its size without a request, so that no
+    output is allocated and no frame is looped over for a file that cannot
+    hold them (*Resource limits*). The trailer is not counted: a stateless
+    read never touches it.
+
+    Raises:
+        HeaderMismatchError: the file is shorter than the blob says.
+    """
+    size = known_size(source) if size is None else size
+    if size is not None:
+        check_blob_fits(blob, size, where=source.name)
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -320,24 +363,25 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    if nbytes > limits.max_output_bytes:
-        raise ResourceLimitError(f"the read needs {nbytes} bytes, above the limit of {limits.max_output_bytes}", field="max_output_bytes")
+    limits.check("max_output_bytes", int(np.prod(shape, dtype=object)) * dtype.itemsize, "the read's output array")
+    # The largest frame the layout can hold, an upper bound of every frame
+    # this read decodes, known without visiting them.
+    limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
+    _check_file_holds(source, blob)
+    tile_rows, tile_cols = layout.tile_span(sel.rows, sel.cols)
+    per_location = len(sel.bands) * len(sel.times) if layout.unit.holds == "tile" else 1
+    if known_size(source) is None and len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
+        # A remote source learns its size from its first answer; before
+        # looping over this many frames, ask for it (one request) so that a
+        # blob claiming more frames than the file holds is refused first.
+        _check_file_holds(source, blob, source.size())
+    # Every frame adds at least one sample to the output, so this loop and
+    # the ones below are bounded by the output checked above.
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
-    largest = max(layout.decoded_frame_bytes(f) for f in frames)
-    if largest > limits.max_frame_bytes:
-        raise ResourceLimitError(
-            f"a frame of the read decodes to {largest} bytes, above the limit of {limits.max_frame_bytes}", field="max_frame_bytes"
-        )
-    offsets = blob.offsets
-    runs = _merge(frames, offsets, limits.max_merged_request)
-    out = np.empty(shape, dtype=dtype)
-    band_pos: dict[int, list[int]] = {}
-    for i, b in enumerate(sel.bands):
-        band_pos.setdefault(b, []).append(i)
-    time_pos: dict[int, list[int]] = {}
-    for i, t in enumerate(sel.times):
-        time_pos.setdefault(t, []).append(i)
+    starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
+    where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
+    runs = _merge(frames, starts, lengths, limits.max_merged_request)
+    is_bool = layout.encoding.name == "bool"
 
     def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
@@ -351,9 +395,9 @@ def read_selection(
             )
         return memoryview(data)
 
-    def decode(f: int, view: memoryview, start: int) -> None:
-        o = int(offsets[f]) - start
-        n = int(blob.byte_counts[f])
+    def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
+        offset, n = where[f]
+        o = offset - start
         try:
             raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
         except FrameDecodeError as err:
@@ -362,21 +406,57 @@ def read_selection(
                 f"{source.name}: {describe_frame(layout, f)}: {' '.join(err.message.split())}",
                 field=err.field,
                 rule=err.rule,
-                offset=int(offsets[f]),
+                offset=offset,
             ) from err
+        if is_bool and raw.max(initial=0) > 1:
+            # The same decode-time MUST that validate enforces: a NumPy bool
+            # holding any other byte is not a valid bool.
+            raise InvalidFileError(
+                f"{source.name}: {describe_frame(layout, f)} holds a boolean byte other than 0 or 1",
+                field=f"frame {f}",
+                rule="Boolean samples: every byte MUST be 0 or 1",
+                offset=offset,
+            )
+        return raw
+
+    # Fetch the first request and decode its first frame before allocating
+    # the output: a source that learns its size from an answer (HTTP's
+    # Content-Range) can then refuse a blob that claims more bytes than the
+    # file has, and a blob whose sizes the frames contradict is refused,
+    # before an output sized by the blob alone is allocated.
+    prefetched = {runs[0].offset: fetch(runs[0])}
+    _check_file_holds(source, blob)
+    early = {frames[0]: decode_raw(frames[0], prefetched[runs[0].offset], runs[0].offset)}
+    out = np.empty(shape, dtype=dtype)
+    band_pos: dict[int, list[int]] = {}
+    for i, b in enumerate(sel.bands):
+        band_pos.setdefault(b, []).append(i)
+    time_pos: dict[int, list[int]] = {}
+    for i, t in enumerate(sel.times):
+        time_pos.setdefault(t, []).append(i)
+    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
+
+    def fetch_once(run: FrameRequest) -> memoryview:
+        view = prefetched.pop(run.offset, None)
+        return fetch(run) if view is None else view
+
+    def decode(f: int, view: memoryview, start: int) -> None:
+        raw = early.pop(f, None)
+        if raw is None:
+            raw = decode_raw(f, view, start)
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
-        place_frame(out, frame, f, layout, sel, band_pos, time_pos)
+        place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:
         for run in runs:
-            view = fetch(run)
+            view = fetch_once(run)
             for f in run[2]:
                 decode(f, view, run[0])
     else:
-        _decode_together(frames, runs, fetch, decode, workers)
+        _decode_together(frames, runs, fetch_once, decode, workers)
     return out if layout.is_cube else out[0]
 
 
@@ -404,6 +484,7 @@ def read(
     threads: int | None = None,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    timeout: float | None = None,
 ) -> NDArray[Any]:
     """Read bands, times and a window of a rumi file through its header blob.
 
@@ -422,6 +503,9 @@ def read(
         threads: Decoding threads; None uses every CPU available.
         verify: Check OpenZL checksums of every frame (the default).
         limits: Resource limits checked before allocating.
+        timeout: Total seconds a remote source may take for the whole read,
+            every thread and retry included (see :func:`rumi_core.sources.deadline`);
+            None uses the source's default.
 
     Returns:
         ``(T', B', h, w)`` for a Cube and ``(B', h, w)`` for an Image, in the
@@ -436,13 +520,11 @@ def read(
     """
     src, owned = open_source(source)
     try:
-        blob = resolve_header(src, header, limits=limits)
-        if header is not None and isinstance(src, (LocalFileSource, BytesSource)):
-            # The size costs nothing here; remote sizes are checked by their callers when known.
-            check_blob_fits(blob, src.size(), where=src.name)
-        positions = _band_positions(src, blob, bands)
-        sel = resolve_selection(blob.layout, bands=positions, times=times, window=window)
-        return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
+        with deadline(src, timeout):
+            blob = resolve_header(src, header, limits=limits)
+            positions = _band_positions(src, blob, bands)
+            sel = resolve_selection(blob.layout, bands=positions, times=times, window=window, limits=limits)
+            return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
         if owned:
             src.close()

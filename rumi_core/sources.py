@@ -26,6 +26,7 @@ one place both packages can meet, as the ``rumi.commands`` group already is.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -33,10 +34,20 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from rumi_core.errors import SourceError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
     from types import TracebackType
 
-__all__ = ["SOURCE_ENTRY_POINTS", "ByteSource", "BytesSource", "LocalFileSource", "open_source", "open_url", "url_scheme"]
+__all__ = [
+    "SOURCE_ENTRY_POINTS",
+    "ByteSource",
+    "BytesSource",
+    "LocalFileSource",
+    "deadline",
+    "known_size",
+    "open_source",
+    "open_url",
+    "url_scheme",
+]
 
 SOURCE_ENTRY_POINTS = "rumi.sources"
 """Entry-point group of URL openers, one per scheme (``http``, ``gs``...)."""
@@ -109,6 +120,10 @@ class LocalFileSource(_SourceBase):
         """Size of the file."""
         return os.fstat(self._fileno()).st_size
 
+    def known_size(self) -> int:
+        """Size of the file (an ``fstat``, no I/O on the data)."""
+        return self.size()
+
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Read each range with one positional read."""
         fd = self._fileno()
@@ -158,6 +173,10 @@ class BytesSource(_SourceBase):
         """Length of the buffer."""
         return len(self._data)
 
+    def known_size(self) -> int:
+        """Length of the buffer."""
+        return len(self._data)
+
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Slice each range out of the buffer."""
         return [bytes(self._data[o : o + n]) for o, n in ranges]
@@ -190,6 +209,37 @@ def open_url(url: str) -> ByteSource:
     if not isinstance(source, ByteSource):
         raise SourceError(f"cannot open {url}: the {scheme}:// opener {found[0].value} returned {type(source).__name__}, not a ByteSource")
     return source
+
+
+def known_size(source: ByteSource) -> int | None:
+    """Return the source's size if it is known without a request, else None.
+
+    A source may offer an optional ``known_size()`` method (local files and
+    buffers always know; a remote source once an answer told it). Readers use
+    it to refuse sizes the file cannot hold before allocating (*Resource
+    limits*), without adding a round trip to every read.
+    """
+    method = getattr(source, "known_size", None)
+    size = None if method is None else method()
+    return None if size is None else int(size)
+
+
+@contextlib.contextmanager
+def deadline(source: ByteSource, seconds: float | None) -> Iterator[None]:
+    """Bound every request made through ``source`` inside the block by one total deadline.
+
+    A remote source may offer an optional ``deadline(seconds)`` context
+    manager: every range asked for inside it, from any thread, shares one
+    deadline and one retry budget, so one read operation ends in ``seconds``
+    whatever the server does. ``None`` uses the source's own default. Local
+    sources have none: their reads do not wait on a network.
+    """
+    method = getattr(source, "deadline", None)
+    if method is None:
+        yield
+        return
+    with method(seconds):
+        yield
 
 
 def open_source(source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview) -> tuple[ByteSource, bool]:

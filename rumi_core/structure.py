@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidFileError
 from rumi_core.ifd import ParsedHead, decode_head
-from rumi_core.trailer import Trailer, TrailerLimits
+from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
     from rumi_core.sources import ByteSource
@@ -45,7 +46,7 @@ def read_trailer(
     samples_per_pixel: int,
     time_count: int,
     size: int | None = None,
-    limits: TrailerLimits | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Trailer:
     """Read and check the trailer that starts at ``trailer_offset``.
 
@@ -62,7 +63,6 @@ def read_trailer(
             rule="Every frame is present",
             offset=size,
         )
-    limits = limits or TrailerLimits()
     # The trailer cannot be larger than 28 bytes + the texts + 8 bytes per coordinate.
     longest = 28 + limits.max_band_text_bytes + 8 * min(limits.max_time_coordinates, 2 * time_count)
     if size - trailer_offset > longest:
@@ -76,14 +76,14 @@ def read_trailer(
     return Trailer.from_bytes(data, samples_per_pixel=samples_per_pixel, time_count=time_count, offset=trailer_offset, limits=limits)
 
 
-def read_structure(source: ByteSource, *, limits: TrailerLimits | None = None) -> FileStructure:
+def read_structure(source: ByteSource, *, limits: Limits = DEFAULT_LIMITS) -> FileStructure:
     """Read and check the head and trailer of a file.
 
     Raises:
         InvalidFileError: any structural MUST is broken.
     """
     size = source.size()
-    head = decode_head(lambda offset, length: _read_at(source, offset, length), size=size)
+    head = decode_head(lambda offset, length: _read_at(source, offset, length), size=size, limits=limits)
     trailer = read_trailer(
         source,
         trailer_offset=head.trailer_offset,

@@ -37,7 +37,7 @@ from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.errors import InvalidFileError, InvalidInputError, RumiError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
 __all__ = [
     "INTERVAL",
@@ -45,6 +45,7 @@ __all__ = [
     "TIME_FIELDS",
     "TimeCoordinates",
     "TimeFields",
+    "format_seconds",
     "to_seconds",
 ]
 
@@ -145,29 +146,123 @@ class TimeFields:
         return cls(*TIME_FIELDS.unpack(data))
 
 
-@dataclass(frozen=True)
+def format_seconds(seconds: int) -> str:
+    """Format whole POSIX seconds as ISO 8601 UTC, ``YYYY-MM-DDTHH:MM:SSZ``.
+
+    Any int64 is accepted, including years outside 1..9999 (where Python's
+    :mod:`datetime` stops) and ``INT64_MIN`` (which ``datetime64[s]`` reserves
+    for NaT): the date is formatted by NumPy in days, the time of day here.
+
+    >>> format_seconds(0), format_seconds(253402300800)
+    ('1970-01-01T00:00:00Z', '10000-01-01T00:00:00Z')
+    >>> format_seconds(-(2**63))
+    '-292277022657-01-27T08:29:52Z'
+    """
+    days, rest = divmod(int(seconds), DAY)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{np.datetime64(days, 'D')}T{hours:02d}:{minutes:02d}:{secs:02d}Z"
+
+
 class TimeCoordinates:
-    """The time axis of a file: its type and ``C`` coordinates in POSIX seconds."""
+    """The time axis of a file: its type and ``C`` coordinates in POSIX seconds.
 
-    time_type: int
-    """:data:`INSTANT` or :data:`INTERVAL`."""
-    seconds: tuple[int, ...]
-    """``C`` coordinates, whole seconds from 1970-01-01T00:00:00Z."""
+    An axis is held either as its ``C`` values or, when they are evenly
+    spaced (a trailer with ``time_bits = 0``), as first value, step and
+    count: a regular axis of millions of steps costs a few integers until a
+    caller asks for every value (*Resource limits*).
+    """
 
-    def __post_init__(self) -> None:
-        if self.time_type not in (INSTANT, INTERVAL):
-            raise InvalidInputError(f"time_type must be 1 or 2, got {self.time_type}", field="time_type")
-        if not self.seconds or (self.time_type == INTERVAL and len(self.seconds) % 2):
+    __slots__ = ("_count", "_explicit", "_first", "_step", "time_type")
+
+    def __init__(self, time_type: int, seconds: Sequence[int]) -> None:
+        if time_type not in (INSTANT, INTERVAL):
+            raise InvalidInputError(f"time_type must be 1 or 2, got {time_type}", field="time_type")
+        values = tuple(int(s) for s in seconds)
+        if not values or (time_type == INTERVAL and len(values) % 2):
             raise InvalidInputError("an interval axis stores two coordinates per time step", field="times")
-        for s in self.seconds:
+        for s in values:
             if not _fits_int64(s):
                 raise InvalidInputError(f"time coordinate {s} does not fit in int64", field="times")
-        _check_order(self.time_type, self.seconds)
+        _check_order(time_type, values)
+        self.time_type = time_type
+        """:data:`INSTANT` or :data:`INTERVAL`."""
+        self._explicit: tuple[int, ...] | None = values
+        self._first = values[0]
+        self._step = 0
+        self._count = len(values)
+
+    @classmethod
+    def regular(cls, time_type: int, first: int, step: int, count: int) -> TimeCoordinates:
+        """An axis of ``count`` coordinates ``first + i * step`` seconds, held without its values.
+
+        Raises:
+            InvalidInputError: the count, type, range or order is not valid.
+        """
+        if time_type not in (INSTANT, INTERVAL):
+            raise InvalidInputError(f"time_type must be 1 or 2, got {time_type}", field="time_type")
+        if count < 1 or (time_type == INTERVAL and count % 2):
+            raise InvalidInputError("an interval axis stores two coordinates per time step", field="times")
+        step = step if count > 1 else 0
+        last = first + (count - 1) * step
+        for s in (first, last):
+            if not _fits_int64(s):
+                raise InvalidInputError(f"time coordinate {s} does not fit in int64", field="times")
+        # Evenly spaced values are ordered as the first two steps are.
+        _check_order(time_type, [first + i * step for i in range(min(count, 4))])
+        axis = cls.__new__(cls)
+        axis.time_type = time_type
+        axis._explicit = None
+        axis._first, axis._step, axis._count = first, step, count
+        return axis
+
+    @property
+    def is_regular(self) -> bool:
+        """True when the axis is held as first value, step and count."""
+        return self._explicit is None
+
+    @property
+    def coordinate_count(self) -> int:
+        """``C``: ``T`` for instants, ``2T`` for intervals."""
+        return self._count
 
     @property
     def time_count(self) -> int:
         """``T``, the number of time steps."""
-        return len(self.seconds) // (2 if self.time_type == INTERVAL else 1)
+        return self._count // (2 if self.time_type == INTERVAL else 1)
+
+    def second(self, index: int) -> int:
+        """Coordinate ``index`` (negative counts from the end), in seconds."""
+        if not -self._count <= index < self._count:
+            raise IndexError(f"coordinate {index} is outside 0..{self._count - 1}")
+        index %= self._count
+        if self._explicit is not None:
+            return self._explicit[index]
+        return self._first + index * self._step
+
+    @property
+    def seconds(self) -> tuple[int, ...]:
+        """``C`` coordinates, whole seconds from 1970-01-01T00:00:00Z (built on demand for a regular axis)."""
+        if self._explicit is not None:
+            return self._explicit
+        return tuple(range(self._first, self._first + self._count * self._step, self._step)) if self._step else (self._first,) * self._count
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TimeCoordinates):
+            return NotImplemented
+        if self.time_type != other.time_type or self._count != other._count:
+            return False
+        if self._explicit is None and other._explicit is None:
+            return (self._first, self._step) == (other._first, other._step)
+        return self.seconds == other.seconds
+
+    def __hash__(self) -> int:
+        return hash((self.time_type, self._count, self.second(0), self.second(-1)))
+
+    def __repr__(self) -> str:
+        if self._explicit is None:
+            return f"TimeCoordinates.regular({self.time_type}, {self._first}, {self._step}, {self._count})"
+        return f"TimeCoordinates({self.time_type}, {self._explicit!r})"
 
     @classmethod
     def from_values(cls, values: Iterable[Any]) -> TimeCoordinates:
@@ -193,7 +288,16 @@ class TimeCoordinates:
         return cls(INSTANT, tuple(to_seconds(v) for v in items))
 
     def to_datetime64(self) -> list[Any]:
-        """Return the coordinates as ``datetime64[s]`` instants or ``(start, end)`` pairs."""
+        """Return the coordinates as ``datetime64[s]`` instants or ``(start, end)`` pairs.
+
+        Raises:
+            InvalidInputError: a coordinate is ``INT64_MIN``, which ``datetime64`` reserves for NaT.
+        """
+        if self.second(0) == INT64_MIN:
+            raise InvalidInputError(
+                f"time coordinate 0 is {INT64_MIN} s, which datetime64 cannot hold (it is NaT)",
+                field="times",
+            )
         values = [np.datetime64(s, "s") for s in self.seconds]
         if self.time_type == INSTANT:
             return values
@@ -201,7 +305,7 @@ class TimeCoordinates:
 
     def to_json(self) -> list[str] | list[list[str]]:
         """Return ISO 8601 strings (UTC, ``Z``) for instants or ``[start, end]`` pairs."""
-        text = [str(np.datetime64(s, "s")) + "Z" for s in self.seconds]
+        text = [format_seconds(s) for s in self.seconds]
         if self.time_type == INSTANT:
             return text
         return [[a, b] for a, b in zip(text[::2], text[1::2], strict=True)]
@@ -214,8 +318,13 @@ class TimeCoordinates:
         ``time_scale`` is 86400 when every coordinate is a whole day, else 1;
         ``time_step`` rounds half up; ``time_bits`` is the minimum width.
         """
-        scale = DAY if all(s % DAY == 0 for s in self.seconds) else 1
-        coords = [s // scale for s in self.seconds]
+        if self._explicit is None:
+            # Evenly spaced: the residuals are all zero, whatever the count.
+            first, step = self._first, self._step
+            scale = DAY if first % DAY == 0 and step % DAY == 0 else 1
+            return TimeFields(self.time_type, 0, first // scale, step // scale, scale), b""
+        scale = DAY if all(s % DAY == 0 for s in self._explicit) else 1
+        coords = [s // scale for s in self._explicit]
         count = len(coords)
         epoch = coords[0]
         step = 0 if count < 2 else _round_half_up(coords[-1] - coords[0], count - 1)
@@ -262,31 +371,10 @@ class TimeCoordinates:
                 "time_residuals",
                 "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
             )
-        try:
-            values = unpack(residuals[:size], count, fields.time_bits)
-        except RumiError as err:
-            raise fail(str(err), "time_residuals", "Unused bits in the final byte MUST be zero") from err
-        coords = []
-        for i, p in enumerate(values.tolist()):
-            c = fields.time_epoch + i * fields.time_step + _unzigzag(int(p))
-            if not _fits_int64(c):
-                raise fail(
-                    f"decoded time coordinate {i} does not fit in int64",
-                    "times",
-                    "Every decoded coordinate MUST fit in int64",
-                )
-            coords.append(c)
-        if coords[0] != fields.time_epoch:
-            raise fail(
-                f"time_epoch is {fields.time_epoch} but time(0) decodes to {coords[0]}", "time_epoch", "time_epoch MUST equal time(0)"
-            )
-        secs = [c * fields.time_scale for c in coords]
-        if not all(_fits_int64(s) for s in secs):
-            raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
-        try:
-            axis = cls(fields.time_type, tuple(secs))
-        except InvalidInputError as err:
-            raise fail(err.message, "times", err.rule or "the ordering required by time_type") from err
+        if fields.time_bits == 0:
+            axis = cls._decode_regular(fields, count, fail)
+        else:
+            axis = cls._decode_explicit(fields, residuals[:size], count, fail)
         try:
             expected, _ = axis.encode()
         except InvalidInputError as err:
@@ -310,6 +398,52 @@ class TimeCoordinates:
                 "A writer MUST use the minimum time_bits",
             )
         return axis, size
+
+    @classmethod
+    def _decode_regular(cls, fields: TimeFields, count: int, fail: Callable[[str, str, str], InvalidFileError]) -> TimeCoordinates:
+        """Every residual is zero: ``time(i) = time_epoch + i * time_step``, checked at its ends only."""
+        step = fields.time_step if count > 1 else 0
+        ends = (0, count - 1)
+        for i in ends:
+            if not _fits_int64(fields.time_epoch + i * step):
+                raise fail(f"decoded time coordinate {i} does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
+        for i in ends:
+            if not _fits_int64((fields.time_epoch + i * step) * fields.time_scale):
+                raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
+        try:
+            return cls.regular(fields.time_type, fields.time_epoch * fields.time_scale, step * fields.time_scale, count)
+        except InvalidInputError as err:
+            raise fail(err.message, "times", err.rule or "the ordering required by time_type") from err
+
+    @classmethod
+    def _decode_explicit(
+        cls, fields: TimeFields, residuals: bytes, count: int, fail: Callable[[str, str, str], InvalidFileError]
+    ) -> TimeCoordinates:
+        try:
+            values = unpack(residuals, count, fields.time_bits)
+        except RumiError as err:
+            raise fail(str(err), "time_residuals", "Unused bits in the final byte MUST be zero") from err
+        coords = []
+        for i, p in enumerate(values.tolist()):
+            c = fields.time_epoch + i * fields.time_step + _unzigzag(int(p))
+            if not _fits_int64(c):
+                raise fail(
+                    f"decoded time coordinate {i} does not fit in int64",
+                    "times",
+                    "Every decoded coordinate MUST fit in int64",
+                )
+            coords.append(c)
+        if coords[0] != fields.time_epoch:
+            raise fail(
+                f"time_epoch is {fields.time_epoch} but time(0) decodes to {coords[0]}", "time_epoch", "time_epoch MUST equal time(0)"
+            )
+        secs = [c * fields.time_scale for c in coords]
+        if not all(_fits_int64(s) for s in secs):
+            raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
+        try:
+            return cls(fields.time_type, tuple(secs))
+        except InvalidInputError as err:
+            raise fail(err.message, "times", err.rule or "the ordering required by time_type") from err
 
 
 def _check_order(time_type: int, secs: Sequence[int]) -> None:

@@ -21,14 +21,14 @@ import struct
 from dataclasses import dataclass, field
 
 from rumi_core.bitpack import packed_size
-from rumi_core.errors import InvalidFileError, InvalidInputError, ResourceLimitError
+from rumi_core.errors import InvalidFileError, InvalidInputError
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.times import INTERVAL, TIME_FIELDS, TimeCoordinates, TimeFields
 
 __all__ = [
     "TRAILER_MAGIC",
     "TRAILER_VERSION",
     "Trailer",
-    "TrailerLimits",
     "check_band_texts",
 ]
 
@@ -83,16 +83,6 @@ def _encode_texts(texts: tuple[str, ...]) -> list[bytes]:
 
 
 @dataclass(frozen=True)
-class TrailerLimits:
-    """Resource limits a reader applies before allocating for a trailer."""
-
-    max_band_text_bytes: int = 1 << 20
-    """Largest total size ``S`` of the band texts."""
-    max_time_coordinates: int = 1 << 24
-    """Largest coordinate count ``C``."""
-
-
-@dataclass(frozen=True)
 class Trailer:
     """Band descriptions and time coordinates of one file."""
 
@@ -125,7 +115,7 @@ class Trailer:
         samples_per_pixel: int,
         time_count: int,
         offset: int = 0,
-        limits: TrailerLimits | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> Trailer:
         """Parse and check a whole trailer (from its magic to the end of the file).
 
@@ -135,7 +125,6 @@ class Trailer:
             InvalidFileError: any trailer MUST is broken.
             ResourceLimitError: the band texts or coordinate count exceed ``limits``.
         """
-        limits = limits or TrailerLimits()
         data = memoryview(data)
 
         def fail(msg: str, at: int, rule: str | None = None, fld: str = "trailer") -> InvalidFileError:
@@ -163,10 +152,7 @@ class Trailer:
                 raise fail(f"the trailer ends inside the length of band text {b}", pos, fld="band_texts")
             (n,) = _LEN.unpack_from(data, pos)
             total += 2 + n
-            if total > limits.max_band_text_bytes:
-                raise ResourceLimitError(
-                    f"band texts exceed the limit of {limits.max_band_text_bytes} bytes", field="band_texts", offset=offset + pos
-                )
+            limits.check("max_band_text_bytes", total, f"band texts 0..{b}", offset=offset + pos)
             if pos + 2 + n > len(data):
                 raise fail(f"band text {b} of {n} bytes runs past the end of the file", pos, fld="band_texts")
             texts.append(bytes(data[pos + 2 : pos + 2 + n]))
@@ -179,10 +165,9 @@ class Trailer:
             raise fail("the trailer ends inside its time fields", pos, fld="time fields")
         tf = TimeFields.from_bytes(data[pos : pos + TIME_FIELDS.size])
         count = time_count * (2 if tf.time_type == INTERVAL else 1)
-        if count > limits.max_time_coordinates:
-            raise ResourceLimitError(
-                f"{count} time coordinates exceed the limit of {limits.max_time_coordinates}", field="time coordinates", offset=offset + pos
-            )
+        if tf.time_bits:
+            # A regular axis (time_bits = 0) is held as arithmetic, whatever C is.
+            limits.check("max_time_coordinates", count, "the time coordinate count C", offset=offset + pos)
         expected = pos + TIME_FIELDS.size + packed_size(count, min(tf.time_bits, 64))
         if tf.time_type in (1, 2) and tf.time_bits <= 64 and len(data) != expected:
             raise fail(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from rumi_core.codecs import decode_frame
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import _pool, default_threads
 from rumi_core.sources import ByteSource, open_source
 from rumi_core.structure import FileStructure, read_structure
@@ -35,9 +36,10 @@ __all__ = ["validate"]
 _BATCH_BYTES = 64 << 20
 
 
-def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int) -> None:
+def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int, limits: Limits) -> None:
     head = structure.head
     layout = head.layout
+    limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
     offsets = head.offsets
     is_bool = layout.encoding.name == "bool"
 
@@ -83,6 +85,7 @@ def validate(
     *,
     quick: bool = False,
     threads: int | None = None,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> FileStructure:
     """Check a file (and its blob, when given) against every MUST.
 
@@ -91,6 +94,7 @@ def validate(
         header: The blob that should describe the file, if any.
         quick: Skip decoding the frames.
         threads: Decoding threads; None uses every CPU available.
+        limits: Resource limits checked before allocating or decoding.
 
     Returns:
         The file's checked structure.
@@ -100,16 +104,17 @@ def validate(
         InvalidHeaderError: the blob breaks a MUST.
         HeaderMismatchError: the blob disagrees with the file.
         FrameDecodeError: a frame is not a valid OpenZL frame of the right size.
+        ResourceLimitError: a size the file declares exceeds ``limits``.
         SourceError: the file cannot be read.
     """
     src, owned = open_source(source)
     try:
-        structure = read_structure(src)
+        structure = read_structure(src, limits=limits)
         if header is not None:
-            blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+            blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header, limits=limits)
             check_against_head(blob, structure.head)
         if not quick:
-            _check_frames(src, structure, threads=threads or default_threads())
+            _check_frames(src, structure, threads=threads or default_threads(), limits=limits)
         return structure
     finally:
         if owned:

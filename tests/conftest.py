@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +19,18 @@ if TYPE_CHECKING:
 
 SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve().parents[2] / "shared" / "stac-schemas"))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building the Airflow environment now, when its test will run, so the build overlaps other tests.
+
+    The build (``python tests/test_scheduler.py``) takes minutes of mostly
+    downloading and unpacking; the test's fixture waits for its lock.
+    """
+    script = Path(__file__).with_name("test_scheduler.py")
+    if any(Path(str(item.fspath)) == script for item in session.items):
+        log = open(Path(tempfile.gettempdir()) / "rumi-venv-airflow.log", "w")  # noqa: SIM115 -- the child writes to it after we return
+        subprocess.Popen([sys.executable, str(script)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
 @pytest.fixture(scope="session")

@@ -31,6 +31,7 @@ from rumi_core.errors import (
 from rumi_core.header import HEADER_SIZE, HeaderBlob, build_header, check_against_head
 from rumi_core.ifd import ParsedHead, base_frame_offset
 from rumi_core.layout import Layout
+from rumi_core.limits import Limits
 from rumi_core.sources import BytesSource
 from rumi_core.structure import read_structure
 from rumi_core.testing import BlobParts, FileParts, flip_bit, patch_value
@@ -382,10 +383,10 @@ def test_reconstructed_counts_must_fit_in_uint32(count_min: int, residuals: list
 
 def test_a_huge_frame_count_is_refused_before_allocation() -> None:
     parts = BlobParts(U32, U32, 1, 1, 1, 1, 8, 1, 0, [1])  # N ~ 1.8e19
-    with pytest.raises(ResourceLimitError, match=r"the blob describes \d+ frames, above the limit of"):
+    with pytest.raises(ResourceLimitError, match=r"frame count N is \d+, above Limits.max_frames"):
         HeaderBlob.from_bytes(parts.to_bytes())
-    with pytest.raises(ResourceLimitError, match=r"above the limit of 10"):
-        HeaderBlob.from_bytes(base_parts().to_bytes(), max_frames=10)
+    with pytest.raises(ResourceLimitError, match=r"above Limits.max_frames = 10;"):
+        HeaderBlob.from_bytes(base_parts().to_bytes(), limits=Limits(max_frames=10))
 
 
 def test_truncated_blob_at_every_length_is_rejected(written: dict[str, tuple[Path, bytes]]) -> None:

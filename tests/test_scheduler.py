@@ -2,7 +2,8 @@
 
 apache-airflow (with the Google and Apache Beam providers) lives in its own
 environment, ``<repo>/.venv-airflow``, built by the first run of this test
-(several minutes; later runs reuse it). Where it cannot be installed the test
+(several minutes, started in the background as soon as the test is collected so
+that it overlaps the rest of the suite; later runs reuse it). Where it cannot be installed the test
 skips with the reason, unless ``RUMI_REQUIRE_AIRFLOW=1`` turns that into a failure.
 """
 
@@ -64,15 +65,19 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"apache-airflow environment unavailable: {reason}")
 
 
-@pytest.fixture(scope="session")
-def airflow_python() -> Path:
-    """An interpreter with apache-airflow and the providers the DAGs use, in its own virtual environment."""
+def build_airflow_env() -> str | None:
+    """Build ``.venv-airflow`` unless a usable one exists; return why it failed, or None.
+
+    Holds an exclusive lock on the environment while it works, so the build
+    that ``tests/conftest.py`` starts in the background at collection and the
+    fixture below never build it twice: the fixture waits for the lock.
+    """
     python = AIRFLOW_VENV / "bin" / "python"
     AIRFLOW_VENV.mkdir(exist_ok=True)
     with open(AIRFLOW_VENV / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent sessions build it once
+        fcntl.flock(lock, fcntl.LOCK_EX)
         if _usable(python):
-            return python
+            return None
         for cmd in (
             [sys.executable, "-m", "venv", str(AIRFLOW_VENV)],
             [str(python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", *PACKAGES],
@@ -80,12 +85,21 @@ def airflow_python() -> Path:
             try:
                 proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=_env(), check=False)
             except (OSError, subprocess.SubprocessError) as err:
-                _unavailable(f"{' '.join(cmd[:4])} failed: {err}")
+                return f"{' '.join(cmd[:4])} failed: {err}"
             if proc.returncode != 0:
-                _unavailable(f"{' '.join(cmd[:4])} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}")
+                return f"{' '.join(cmd[:4])} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"
         if not _usable(python):
-            _unavailable(f"after installing, {python} cannot import airflow and its providers")
-    return python
+            return f"after installing, {python} cannot import airflow and its providers"
+    return None
+
+
+@pytest.fixture(scope="session")
+def airflow_python() -> Path:
+    """An interpreter with apache-airflow and the providers the DAGs use, in its own virtual environment."""
+    reason = build_airflow_env()
+    if reason is not None:
+        _unavailable(reason)
+    return AIRFLOW_VENV / "bin" / "python"
 
 
 def test_the_dags_import_and_their_task_graph_is_the_documented_one(airflow_python: Path, tmp_path: Path) -> None:
@@ -118,3 +132,8 @@ def test_the_dags_import_and_their_task_graph_is_the_documented_one(airflow_pyth
         assert options["stac-api"].startswith("https://") and options["cube-period"] == "P1M"
         assert options["datetime"].endswith("/..") and options["mgrs"] == "32UQD"  # a setting from the environment
     assert found["beam_options"]["job_endpoint"] and found["beam_options"]["environment_type"] == "EXTERNAL"
+
+
+if __name__ == "__main__":
+    # ``python tests/test_scheduler.py`` builds the environment (what conftest starts in the background).
+    sys.exit(0 if build_airflow_env() is None else 1)

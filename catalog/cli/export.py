@@ -8,8 +8,10 @@ import click
 
 from catalog.cube import Cube
 from catalog.geotiff import export_geotiffs, export_targets
-from rumi_core.cli.options import OptionError, check_output_file, failure, progress_bar
+from catalog.storage import Storage
+from rumi_core.cli.options import OptionError, check_output_file, failure, progress_bar, timeout_option
 from rumi_core.errors import RumiError
+from rumi_core.sources import deadline
 
 __all__ = ["export_command"]
 
@@ -21,7 +23,8 @@ __all__ = ["export_command"]
 )
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Decoding threads (default: every CPU).")
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
-def export_command(target: str, output: Path, threads: int | None, progress: bool | None) -> None:
+@timeout_option
+def export_command(target: str, output: Path, threads: int | None, progress: bool | None, timeout: float | None) -> None:
     """Write every time step of FILE_OR_ITEM as a GeoTIFF with band descriptions.
 
     Each GeoTIFF keeps the source's CRS, transform, ``AREA_OR_POINT`` and
@@ -32,7 +35,7 @@ def export_command(target: str, output: Path, threads: int | None, progress: boo
         raise OptionError(f"-o {output}: the output must end in .tif")
     check_output_file(output)
     try:
-        with Cube.open(target) as cube:
+        with Cube.open(target, storage=Storage(timeout=timeout)) as cube, deadline(cube.source, timeout):
             for target_path in export_targets(cube, output):
                 check_output_file(target_path)
             steps = cube.layout.time_count

@@ -25,8 +25,9 @@ from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selection import parse_band_selector, parse_time_selector
+from catalog.storage import Storage
 from rumi_core.cli.header import write_atomic
-from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file
+from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 
 if TYPE_CHECKING:
@@ -73,6 +74,7 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")
+@timeout_option
 def read_command(
     target: str | None,
     header_path: Path | None,
@@ -84,6 +86,7 @@ def read_command(
     threads: int | None,
     progress: bool | None,
     output: Path,
+    timeout: float | None,
     catalog: str | None,
     when: str | None,
     crs: str | None,
@@ -127,7 +130,7 @@ def read_command(
     check_output_file(output)
     blob = read_header_file(header_path)
     try:
-        with Cube.open(target, header=blob) as cube:
+        with Cube.open(target, header=blob, storage=Storage(timeout=timeout)) as cube:
             frames = cube.frame_count(cube.selection(bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window))
             with progress_bar(frames, label=f"read {frames} frames", enabled=progress) as update:
                 result = cube.read(
@@ -139,6 +142,7 @@ def read_command(
                     threads=threads,
                     labels=suffix != ".npy",
                     progress=_locked(update),
+                    timeout=timeout,
                 )
             bare = cube.item is None
             if suffix == ".npy":

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from catalog.testing._gcs_emulator import GCSEmulator as GCSEmulator
+from catalog.testing._http_server import Fault as Fault
 from catalog.testing._http_server import RangeRequestServer as RangeRequestServer
 from catalog.testing._http_server import ServedRequest as ServedRequest
 from catalog.testing._scenes import Scene as Scene
@@ -19,4 +20,4 @@ from catalog.testing._scenes import SceneItem as SceneItem
 from catalog.testing._scenes import write_scene as write_scene
 from catalog.testing._stac_api import StaticStacApi as StaticStacApi
 
-__all__ = ["GCSEmulator", "RangeRequestServer", "Scene", "SceneItem", "ServedRequest", "StaticStacApi", "write_scene"]
+__all__ = ["Fault", "GCSEmulator", "RangeRequestServer", "Scene", "SceneItem", "ServedRequest", "StaticStacApi", "write_scene"]

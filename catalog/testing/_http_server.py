@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import os
     from types import TracebackType
 
-__all__ = ["RangeRequestServer", "ServedRequest"]
+__all__ = ["Fault", "RangeRequestServer", "ServedRequest"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -32,6 +32,28 @@ class ServedRequest:
     status: int
     body_bytes: int
     """Bytes of body sent."""
+
+
+@dataclass
+class Fault:
+    """A misbehaviour of the server's answers to range requests, for tests of remote reads.
+
+    ``kind`` is one of:
+
+    * ``"silent"``: accept the request and never answer;
+    * ``"drip"``: answer ``206`` with correct headers, then send one body byte
+      every ``interval`` seconds;
+    * ``"status"``: answer ``status`` with an empty body;
+    * ``"short"``: answer fewer bytes than asked, with a ``Content-Range``
+      that matches them (consistent, but the file does not end there).
+
+    ``times`` is how many range requests misbehave (None: every one).
+    """
+
+    kind: str
+    status: int = 503
+    interval: float = 0.5
+    times: int | None = None
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -98,7 +120,37 @@ class _Handler(BaseHTTPRequestHandler):
         with open(path, "rb") as f:
             f.seek(start)
             body = f.read(end - start + 1)
+        fault = self.server.take_fault()
+        if fault is not None:
+            self._misbehave(fault, start, end, size, body)
+            return
         self._send(206, {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{end}/{size}"}, body)
+
+    def _misbehave(self, fault: Fault, start: int, end: int, size: int, body: bytes) -> None:
+        if fault.kind == "status":
+            self._send(fault.status, {}, b"")
+        elif fault.kind == "short":
+            cut = max(1, len(body) // 2)
+            self._send(206, {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{start + cut - 1}/{size}"}, body[:cut])
+        elif fault.kind == "silent":
+            self.server.record(ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), 0, 0))
+            self.server.stopping.wait()
+        elif fault.kind == "drip":
+            self.server.record(ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), 206, 0))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{end}/{size}")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            try:
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    if self.server.stopping.wait(fault.interval):
+                        return
+            except OSError:  # the client gave up
+                return
+        else:
+            raise ValueError(f"unknown fault {fault.kind!r}")
 
 
 class _Server(ThreadingHTTPServer):
@@ -110,10 +162,23 @@ class _Server(ThreadingHTTPServer):
         self.latency = latency
         self.served: list[ServedRequest] = []
         self._lock = threading.Lock()
+        self.fault: Fault | None = None
+        self.stopping = threading.Event()
 
     def record(self, request: ServedRequest) -> None:
         with self._lock:
             self.served.append(request)
+
+    def take_fault(self) -> Fault | None:
+        with self._lock:
+            fault = self.fault
+            if fault is None:
+                return None
+            if fault.times is not None:
+                fault.times -= 1
+                if fault.times <= 0:
+                    self.fault = None
+            return fault
 
 
 class RangeRequestServer:
@@ -168,6 +233,11 @@ class RangeRequestServer:
         """Body bytes sent, for one file or in all."""
         return sum(r.body_bytes for r in self._matching(relpath))
 
+    def inject(self, fault: Fault | None) -> None:
+        """Make range requests misbehave as ``fault`` says (None: answer normally again)."""
+        with self._server._lock:
+            self._server.fault = fault
+
     def reset(self) -> None:
         """Forget the requests answered so far."""
         with self._server._lock:
@@ -182,7 +252,8 @@ class RangeRequestServer:
         return self
 
     def stop(self) -> None:
-        """Stop serving and close the socket."""
+        """Stop serving and close the socket (a silent or dripping answer ends too)."""
+        self._server.stopping.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:

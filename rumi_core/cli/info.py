@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from rumi_core.cli.options import failure, header_option, read_header_file
+from rumi_core.cli.options import failure, header_option, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.info import info
 
@@ -21,10 +21,11 @@ __all__ = ["info_command"]
 @click.argument("file", metavar="FILE_OR_URL")
 @header_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info_command(file: str, header_path: Path | None, as_json: bool) -> None:
+@timeout_option
+def info_command(file: str, header_path: Path | None, as_json: bool, timeout: float | None) -> None:
     """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE_OR_URL."""
     try:
-        found = info(file, read_header_file(header_path))
+        found = info(file, read_header_file(header_path), timeout=timeout)
     except RumiError as err:
         raise failure(file, err) from err
     data = found.to_dict()

@@ -30,6 +30,7 @@ __all__ = [
     "parse_window",
     "progress_bar",
     "read_header_file",
+    "timeout_option",
 ]
 
 
@@ -145,4 +146,13 @@ header_option = click.option(
     type=click.Path(path_type=Path),
     default=None,
     help="The file's header blob (.rumih). Without it, one is built from the file.",
+)
+
+timeout_option = click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Total seconds the command may wait on remote storage, every request, thread and retry included "
+    "(default: 120 for http(s):// and gs://; local files do not wait).",
 )

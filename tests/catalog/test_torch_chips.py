@@ -125,14 +125,16 @@ def test_reproducible_across_workers(scene: Scene, served: RangeRequestServer, w
     assert [s["window"].tolist() for s in other_seed] != [s["window"].tolist() for s in alone]
 
 
-def test_bfloat16_chips_keep_their_dtype(tmp_path: Path) -> None:
+@pytest.mark.parametrize("frame_unit", [0, 5])
+def test_bfloat16_chips_keep_their_dtype(tmp_path: Path, frame_unit: int) -> None:
     import ml_dtypes
 
     data = np.linspace(-4, 4, 2 * 3 * 20 * 20).reshape(2, 3, 20, 20).astype(ml_dtypes.bfloat16)
     path = tmp_path / "bf16.rumi"
+    # Frame unit 0 stores one band and date per frame; 5, whole (b, h, w, t) cells the chip picks bands and a date out of.
     blob = rumi_core.write(
         path, data, bands=["a", "b", "c"], times=["2021-01-01", "2021-01-02"], crs="EPSG:32633",
-        transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8,
+        transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8, frame_unit=frame_unit,
     )  # fmt: skip
     path.with_suffix(".rumih").write_bytes(blob)
     dataset = RumiChipDataset([str(path)], bands=["c", "a"], times=[1], size=10, length=3, seed=0)

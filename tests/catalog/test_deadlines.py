@@ -1,0 +1,115 @@
+"""Remote reads under failing servers: one deadline per read, one retry per range, strict Content-Range.
+
+The server is real (catalog.testing.RangeRequestServer on 127.0.0.1) and
+misbehaves on purpose (``Fault``): it stays silent, drips one byte at a time,
+answers 503, or sends a short range whose Content-Range matches it. The
+assertions are about outcomes and requests counted by the server, never about
+elapsed time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import rumi_core
+from catalog.cube import Cube
+from catalog.errors import StorageError
+from catalog.http import HTTPRangeSource
+from catalog.testing import Fault
+from rumi_core.cli.main import cli
+from rumi_core.errors import HeaderMismatchError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from catalog.testing import RangeRequestServer
+
+
+def range_requests(server: RangeRequestServer) -> Counter[str]:
+    """How many times each range of the file was asked for."""
+    return Counter(r.range or "" for r in server.served if r.method == "GET" and r.range)
+
+
+@pytest.fixture
+def spread(tmp_path: Path, make_cube: Callable[..., Any]) -> Any:
+    """A cube whose band 0 and band 3 frames are far apart: a read of both makes several requests."""
+    return make_cube(tmp_path, frame_unit=0)
+
+
+@pytest.mark.parametrize("fault", [Fault("silent"), Fault("drip", interval=0.2)], ids=["silent", "drip"])
+def test_a_stalled_server_ends_the_read_at_its_deadline(spread: Any, server: RangeRequestServer, fault: Fault) -> None:
+    server.inject(fault)
+    with pytest.raises(StorageError, match=r"did not finish within the read's 1 s deadline"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0, 3], threads=4, timeout=1)
+    # The deadline is the read's, not each request's: nothing was asked twice.
+    asked = range_requests(server)
+    assert asked and max(asked.values()) == 1
+
+
+def test_a_failing_range_is_retried_once_per_read_not_once_per_thread(spread: Any, server: RangeRequestServer) -> None:
+    server.inject(Fault("status", status=503))
+    with pytest.raises(StorageError, match=r"failed \(retried once\).*\(HTTP 503\)"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0, 3], threads=4, timeout=30)
+    asked = range_requests(server)
+    assert max(asked.values()) == 2
+    assert sum(asked.values()) <= 2 * 4  # at most one failing range per thread, each asked twice
+
+
+def test_a_range_that_fails_once_succeeds_on_its_retry(spread: Any, server: RangeRequestServer) -> None:
+    server.inject(Fault("status", status=503, times=1))
+    out = rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0, 3], threads=1, timeout=30)
+    np.testing.assert_array_equal(out, spread.data[:, [0, 3]])
+    assert sorted(range_requests(server).values())[-1] == 2
+
+
+def test_a_short_but_consistent_content_range_is_a_storage_error(spread: Any, server: RangeRequestServer) -> None:
+    server.inject(Fault("short"))
+    size = spread.path.stat().st_size
+    with pytest.raises(StorageError, match=rf"a short answer although the file is {size} bytes"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0], threads=1)
+
+
+def test_a_range_at_the_end_of_the_file_may_be_short(spread: Any, server: RangeRequestServer) -> None:
+    size = spread.path.stat().st_size
+    source = HTTPRangeSource(server.url("cube.rumi"))
+    assert source.read_ranges([(size - 10, 100)]) == [spread.path.read_bytes()[-10:]]
+    assert source.known_size() == size
+
+
+def test_a_cube_read_takes_a_timeout(spread: Any, server: RangeRequestServer) -> None:
+    with Cube.open(server.url("cube.rumi")) as cube:
+        server.inject(Fault("silent"))
+        with pytest.raises(StorageError, match="deadline"):
+            cube.read(bands=[0], times=[0], threads=2, timeout=1)
+        server.inject(None)
+        np.testing.assert_array_equal(cube.read(bands=[0], times=[0], timeout=30).data, spread.data[[0]][:, [0]])
+
+
+def test_rumi_read_and_export_take_timeout_seconds(spread: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    out = tmp_path / "out.npy"
+    server.inject(Fault("silent"))
+    result = CliRunner().invoke(cli, ["read", server.url("cube.rumi"), "--bands", "0", "--timeout", "1", "-o", str(out)])
+    assert result.exit_code == 1
+    assert "did not finish within the read's 1 s deadline" in result.output
+    assert not out.exists()
+    result = CliRunner().invoke(cli, ["export", server.url("cube.rumi"), "--timeout", "1", "-o", str(tmp_path / "x.tif")])
+    assert result.exit_code == 1 and "deadline" in result.output
+    for command in ("read", "export", "info"):
+        assert "--timeout SECONDS" in CliRunner().invoke(cli, [command, "--help"]).output
+    local = CliRunner().invoke(cli, ["info", str(spread.path), "--timeout", "5", "--json"])
+    assert local.exit_code == 0, local.output
+
+
+def test_a_remote_blob_claiming_millions_of_frames_is_refused_after_one_head(spread: Any, server: RangeRequestServer) -> None:
+    """2**24 one-byte frames of a 4096 x 4096 image: the file cannot hold them, and one HEAD tells so before any loop."""
+    blob = struct.pack("<IHIIIHHHBBBIB", 0x45564F4C, 1, 4096, 4096, 1, 1, 1, 1, 8, 1, 0, 1, 0)
+    with pytest.raises(HeaderMismatchError, match="end of the last frame"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), blob, threads=1)
+    assert [r.method for r in server.served] == ["HEAD"]
