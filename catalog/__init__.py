@@ -5,6 +5,9 @@
   catalogue (root, one collection per dataset and grid, items) with a
   stac-geoparquet index.
 * :func:`search` finds cubes in a catalogue, its index or a STAC API.
+* :func:`load` mosaics and stacks many items into one lazy, dask-backed
+  xarray dataset (:mod:`catalog.load`); :mod:`catalog.torch` streams
+  training chips to PyTorch.
 * :class:`Cube` opens a cube from its item or its URL (local, ``http(s)://``,
   ``gs://``) and reads bands, times and windows with one request per frame
   run and none for metadata when the item carries the blob.
@@ -28,6 +31,7 @@ from catalog.cube import CubeRead as CubeRead
 from catalog.errors import CatalogError as CatalogError
 from catalog.errors import ChecksumError as ChecksumError
 from catalog.errors import ItemError as ItemError
+from catalog.errors import LoadError as LoadError
 from catalog.errors import SearchError as SearchError
 from catalog.errors import SelectorError as SelectorError
 from catalog.errors import StorageError as StorageError
@@ -42,6 +46,7 @@ from catalog.index import query_index as query_index
 from catalog.index import write_index as write_index
 from catalog.items import ExtraMetadata as ExtraMetadata
 from catalog.items import create_item as create_item
+from catalog.load import load as load
 from catalog.search import SearchHit as SearchHit
 from catalog.search import search as search
 from catalog.selection import TimeRange as TimeRange
@@ -64,6 +69,7 @@ __all__ = [
     "HTTPRangeSource",
     "ChecksumError",
     "ItemError",
+    "LoadError",
     "RumiFields",
     "STACValidationError",
     "SearchError",
@@ -77,6 +83,7 @@ __all__ = [
     "build_catalog",
     "create_item",
     "export_geotiffs",
+    "load",
     "query_index",
     "search",
     "validate_stac",

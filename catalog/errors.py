@@ -18,6 +18,7 @@ __all__ = [
     "ChangedFileError",
     "ChecksumError",
     "ItemError",
+    "LoadError",
     "SearchError",
     "SelectorError",
     "StorageError",
@@ -56,6 +57,10 @@ class SearchError(CatalogError):
 
 class SelectorError(CatalogError, SelectionError):
     """A band, time or bounding-box selector matches nothing or is malformed."""
+
+
+class LoadError(CatalogError):
+    """Items cannot be loaded onto one output grid as asked (different grids, no CRS or resolution)."""
 
 
 class ChangedFileError(CatalogError, HeaderMismatchError):

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Selection", "plan_requests", "read", "resolve_header", "resolve_selection"]
+__all__ = ["FrameRequest", "Selection", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -218,7 +218,7 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _place(
+def place_frame(
     out: NDArray[Any],
     frame: NDArray[Any],
     index: int,
@@ -445,7 +445,7 @@ def read_selection(
         if raw is None:
             raw = decode_raw(f, view, start)
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
-        _place(out, frame, f, layout, sel, band_pos, time_pos, subset)
+        place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 

@@ -20,6 +20,7 @@ import click
 import numpy as np
 
 from catalog.cli.options import parse_bbox
+from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
@@ -49,7 +50,15 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 
 
 @click.command("read")
-@click.argument("target", metavar="ITEM_OR_FILE")
+@click.argument("target", metavar="ITEM_OR_FILE", required=False)
+@click.option(
+    "--catalog",
+    help="Instead of ITEM_OR_FILE: search this catalogue (directory, catalog.json, index or STAC API) with --bbox and "
+    "--datetime, and read every hit as one mosaic.",
+)
+@click.option("--datetime", "when", help="With --catalog: ISO 8601 range A/B (open ends '..'), or one date.")
+@click.option("--crs", help="With --catalog: output CRS, to warp items from several grids onto one.")
+@click.option("--resolution", type=float, help="With --catalog and --crs: output pixel size in CRS units.")
 @click.option(
     "--header",
     "header_path",
@@ -67,7 +76,7 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")
 @timeout_option
 def read_command(
-    target: str,
+    target: str | None,
     header_path: Path | None,
     bands: str | None,
     times: str | None,
@@ -78,12 +87,19 @@ def read_command(
     progress: bool | None,
     output: Path,
     timeout: float | None,
+    catalog: str | None,
+    when: str | None,
+    crs: str | None,
+    resolution: float | None,
 ) -> None:
     """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
 
     A window or bbox reaching past the image is clipped to it, and the
     window read is reported. A ``.tif`` keeps the source's transform,
     ``AREA_OR_POINT`` and no-data value (from the item; a bare file has none).
+
+    With --catalog instead, search the catalogue for --bbox and --datetime and
+    read the hits as one mosaic (see catalog.load).
     """
     suffix = output.suffix.lower()
     if suffix not in (".npy", ".tif", ".tiff"):
@@ -96,6 +112,19 @@ def read_command(
         time_sel = parse_time_selector(times) if times is not None else None
     except SelectorError as err:
         raise OptionError(f"--times: {err}") from err
+    if (catalog is None) == (target is None):
+        raise OptionError("give ITEM_OR_FILE or --catalog, not both and not neither")
+    if catalog is not None:
+        if bbox is None or window is not None or times is not None or header_path is not None:
+            raise OptionError("--catalog reads by --bbox and --datetime: give --bbox, and no --window, --times or --header")
+        check_output_file(output)
+        read_catalog(
+            catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output
+        )
+        return
+    if when is not None or crs is not None or resolution is not None:
+        raise OptionError("--datetime, --crs and --resolution go with --catalog; use --times to select time steps of one item")
+    assert target is not None
     if bbox is not None and window is not None:
         raise OptionError("give --bbox or --window, not both")
     check_output_file(output)

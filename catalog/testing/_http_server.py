@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -71,6 +72,8 @@ class _Handler(BaseHTTPRequestHandler):
         return path if path.is_file() else None
 
     def _send(self, status: int, headers: dict[str, str], body: bytes, *, head: bool = False) -> None:
+        if self.server.latency:
+            time.sleep(self.server.latency)
         # Recorded before anything is sent, so a client never sees an answer the count misses.
         self.server.record(
             ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), status, 0 if head else len(body))
@@ -153,9 +156,10 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, latency: float) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.root = root
+        self.latency = latency
         self.served: list[ServedRequest] = []
         self._lock = threading.Lock()
         self.fault: Fault | None = None
@@ -181,7 +185,9 @@ class RangeRequestServer:
     """Serve a directory over HTTP/1.1 on 127.0.0.1 with ``Range`` support, counting requests and bytes.
 
     Use as a context manager; :meth:`url` gives the URL of a file under the
-    root, :attr:`served` every request answered.
+    root, :attr:`served` every request answered. ``latency`` seconds are
+    waited before each answer, as object storage's first byte takes (for
+    benchmarks; requests on separate connections wait concurrently).
 
     Example:
         >>> import tempfile, pathlib, urllib.request
@@ -193,8 +199,8 @@ class RangeRequestServer:
         (b'234', 1, 3)
     """
 
-    def __init__(self, root: str | os.PathLike[str]) -> None:
-        self._server = _Server(Path(root).resolve())
+    def __init__(self, root: str | os.PathLike[str], *, latency: float = 0.0) -> None:
+        self._server = _Server(Path(root).resolve(), latency)
         self._thread: threading.Thread | None = None
 
     @property

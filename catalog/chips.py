@@ -1,0 +1,359 @@
+"""Training chips: fixed-size ``(T, B, size, size)`` windows of cubes, sampled and read frame by frame.
+
+This module holds what :mod:`catalog.torch` needs without importing PyTorch:
+
+* :class:`ChipSampler` turns a sample index into a chip position, with no
+  state: random positions come from a generator seeded by ``(seed, index)``,
+  so sample ``i`` is the same chip whichever process draws it, and grid
+  positions step by ``size`` and end flush with each item's last row and column;
+* :class:`ChipReader` reads chips. Per process it opens each item once (the
+  header blob is fetched once, or not at all when inline), keeps one HTTP
+  connection pool, and keeps decoded frames in a bounded LRU so that frames
+  shared by neighbouring chips are fetched and decoded once. A chip's
+  missing frames are fetched with one range request per run of adjacent
+  frames (as rumi_core's :func:`~rumi_core.reader.plan_requests` plans it),
+  concurrently, and no request is made for metadata;
+* :class:`Chip` is one chip with its georeference.
+
+Random positions are uniform over every valid top-left pixel of every item
+(an item is drawn with probability proportional to its number of positions).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+
+from catalog.errors import SelectorError
+from catalog.load import open_cube
+from catalog.selection import TimeRange, band_positions, time_positions
+from catalog.storage import Storage
+from rumi_core.codecs import decode_frame
+from rumi_core.reader import place_frame, plan_requests, resolve_selection
+from rumi_core.times import INTERVAL
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from affine import Affine
+    from numpy.typing import NDArray
+
+    from catalog.cube import Cube
+
+__all__ = ["Chip", "ChipPosition", "ChipReader", "ChipSampler", "FrameCache"]
+
+DEFAULT_CACHE_BYTES = 256 << 20
+"""Decoded frames kept per process by default."""
+
+
+@dataclass(frozen=True)
+class ChipPosition:
+    """Where a chip lies: an item and the top-left pixel of its window."""
+
+    item: int
+    """Position of the item in the dataset's item list."""
+    row: int
+    """First row of the window."""
+    col: int
+    """First column of the window."""
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One chip: samples and where they come from."""
+
+    index: int
+    """The sample index that drew it."""
+    data: NDArray[Any]
+    """``(T, B, size, size)`` in the file's sample dtype."""
+    item: str
+    """Where the item's file is."""
+    window: tuple[tuple[int, int], tuple[int, int]]
+    """``((row0, row1), (col0, col1))`` in the item's pixel grid."""
+    crs: str | None
+    """``"EPSG:n"`` of the item's grid."""
+    transform: Affine | None
+    """Transform of the window's top-left pixel."""
+    times: tuple[int, ...]
+    """POSIX seconds of each time step (interval starts)."""
+
+
+class ChipSampler:
+    """Map sample indices to chip positions, statelessly.
+
+    Args:
+        shapes: ``(height, width)`` of each item.
+        size: Chip side, in pixels.
+        sampler: ``"random"`` or ``"grid"``.
+        length: Samples drawn (random), or the most grid positions used
+            (None for all).
+        seed: Seed of the random positions.
+
+    Raises:
+        SelectorError: no item is at least ``size`` pixels on each side, or
+            the sampler is unknown.
+
+    >>> s = ChipSampler([(10, 12)], size=5, sampler="grid", length=None, seed=0)
+    >>> len(s), s.position(0), s.position(5)
+    (6, ChipPosition(item=0, row=0, col=0), ChipPosition(item=0, row=5, col=7))
+    """
+
+    def __init__(
+        self,
+        shapes: Sequence[tuple[int, int]],
+        *,
+        size: int,
+        sampler: Literal["random", "grid"],
+        length: int | None,
+        seed: int,
+    ) -> None:
+        if size < 1:
+            raise SelectorError(f"a chip is at least 1 pixel square, got size={size}")
+        if sampler not in ("random", "grid"):
+            raise SelectorError(f"sampler is 'random' or 'grid', got {sampler!r}")
+        fits = [i for i, (h, w) in enumerate(shapes) if h >= size and w >= size]
+        if not fits:
+            raise SelectorError(f"no item is at least {size} x {size} pixels; the items are {list(shapes)}")
+        self.size = size
+        self.sampler = sampler
+        self.seed = seed
+        self._items = fits
+        if sampler == "random":
+            if length is None or length < 1:
+                raise SelectorError(f"a random sampler needs length >= 1, got {length!r}")
+            counts = np.array([(shapes[i][0] - size + 1) * (shapes[i][1] - size + 1) for i in fits], dtype=np.float64)
+            self._weights = counts / counts.sum()
+            self._shapes = [shapes[i] for i in fits]
+            self._length = length
+        else:
+            self._grids = [(self._starts(shapes[i][0]), self._starts(shapes[i][1])) for i in fits]
+            self._cumulative = np.cumsum([len(r) * len(c) for r, c in self._grids])
+            total = int(self._cumulative[-1])
+            self._length = total if length is None else min(length, total)
+
+    def _starts(self, extent: int) -> list[int]:
+        starts = list(range(0, extent - self.size + 1, self.size))
+        if starts[-1] + self.size < extent:
+            starts.append(extent - self.size)
+        return starts
+
+    def __len__(self) -> int:
+        return self._length
+
+    def position(self, index: int) -> ChipPosition:
+        """The chip of sample ``index``.
+
+        Raises:
+            IndexError: ``index`` is outside ``0..len - 1``.
+        """
+        if not 0 <= index < self._length:
+            raise IndexError(f"sample {index} is outside 0..{self._length - 1}")
+        if self.sampler == "random":
+            rng = np.random.default_rng((self.seed, index))
+            k = int(rng.choice(len(self._items), p=self._weights))
+            h, w = self._shapes[k]
+            return ChipPosition(self._items[k], int(rng.integers(0, h - self.size + 1)), int(rng.integers(0, w - self.size + 1)))
+        k = int(np.searchsorted(self._cumulative, index, side="right"))
+        before = int(self._cumulative[k - 1]) if k else 0
+        rows, cols = self._grids[k]
+        r, c = divmod(index - before, len(cols))
+        return ChipPosition(self._items[k], rows[r], cols[c])
+
+
+class FrameCache:
+    """A bounded LRU of decoded frames, keyed by ``(item, frame_index)``.
+
+    >>> cache = FrameCache(max_bytes=16)
+    >>> cache.put((0, 1), np.zeros(2, "int64")); cache.put((0, 2), np.zeros(1, "int64"))
+    >>> cache.get((0, 1)) is not None, cache.nbytes
+    (False, 8)
+    """
+
+    def __init__(self, *, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.nbytes = 0
+        self._frames: OrderedDict[tuple[int, int], NDArray[Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int]) -> NDArray[Any] | None:
+        """The frame, marked as most recently used, or None."""
+        with self._lock:
+            frame = self._frames.get(key)
+            if frame is not None:
+                self._frames.move_to_end(key)
+            return frame
+
+    def put(self, key: tuple[int, int], frame: NDArray[Any]) -> None:
+        """Keep a frame, dropping the least recently used ones beyond ``max_bytes``."""
+        with self._lock:
+            old = self._frames.pop(key, None)
+            if old is not None:
+                self.nbytes -= old.nbytes
+            self._frames[key] = frame
+            self.nbytes += frame.nbytes
+            while self.nbytes > self.max_bytes and self._frames:
+                _, dropped = self._frames.popitem(last=False)
+                self.nbytes -= dropped.nbytes
+
+
+def _new_storage(headers: Mapping[str, str] | None) -> Storage:
+    import urllib3
+    from urllib3.util.retry import Retry
+
+    # A pool of this process's own: connections inherited through fork() are shared
+    # with the parent and must never be used by a DataLoader worker.
+    retry = Retry(total=3, backoff_factor=0.1, status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET", "HEAD"}))
+    pool = urllib3.PoolManager(maxsize=16, retries=retry, timeout=urllib3.Timeout(connect=10.0, read=60.0))
+    return Storage(http_pool=pool, http_headers=headers)
+
+
+class ChipReader:
+    """Read chips of a fixed list of items, one process at a time.
+
+    Everything that holds sockets or threads is created on first use in the
+    process that uses it, so a reader may be built in a parent process and
+    used, after ``fork`` or pickling, in DataLoader workers.
+
+    Args:
+        items: Items, item hrefs, ``.rumi`` hrefs or search hits.
+        bands: Band names or positions, resolved in each item; None for all.
+        times: Time positions, an ``"A/B"`` range or a :class:`TimeRange`,
+            resolved in each item; None for all.
+        cache_bytes: Decoded frames kept per process.
+        fetch_threads: Concurrent range requests per process.
+        http_headers: Headers sent with every HTTP request.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        *,
+        bands: Sequence[int | str] | None,
+        times: Sequence[int] | str | TimeRange | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        fetch_threads: int = 8,
+        http_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.items = list(items)
+        self.bands = list(bands) if bands is not None else None
+        self.times = TimeRange.parse(times) if isinstance(times, str) else times
+        self.cache_bytes = cache_bytes
+        self.fetch_threads = fetch_threads
+        self.http_headers = dict(http_headers or {})
+        self._pid: int | None = None
+        self._state: _ProcessState | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_pid"] = None
+        state["_state"] = None
+        return state
+
+    @property
+    def state(self) -> _ProcessState:
+        """This process's cubes, cache, pool and threads (created on first use)."""
+        if self._state is None or self._pid != os.getpid():
+            self._state = _ProcessState(self)
+            self._pid = os.getpid()
+        return self._state
+
+    def shapes(self) -> list[tuple[int, int]]:
+        """``(height, width)`` of each item."""
+        return [(c.layout.image_length, c.layout.image_width) for c in self.state.cubes]
+
+    def read(self, index: int, position: ChipPosition, size: int) -> Chip:
+        """Read one chip.
+
+        Raises:
+            SelectorError: the window lies outside the item.
+            StorageError: a request failed.
+            FrameDecodeError: a frame is corrupt.
+        """
+        return self.state.read(index, position, size)
+
+
+class _ProcessState:
+    """What one process keeps to read chips."""
+
+    def __init__(self, reader: ChipReader) -> None:
+        self.storage = _new_storage(reader.http_headers)
+        self.cubes: list[Cube] = [open_cube(t, storage=self.storage) for t in reader.items]
+        self.cache = FrameCache(max_bytes=reader.cache_bytes)
+        # Frame offsets, reconstructed once per item rather than per frame.
+        self.offsets = [c.header.offsets for c in self.cubes]
+        self.pool = ThreadPoolExecutor(max_workers=max(1, reader.fetch_threads), thread_name_prefix="rumi-chips")
+        self.bands = [band_positions(reader.bands, c.bands) if reader.bands is not None else None for c in self.cubes]
+        self.times = [time_positions(reader.times, c.times) if reader.times is not None else None for c in self.cubes]
+
+    def _fetch(self, k: int, offset: int, length: int, frames: Sequence[int]) -> list[tuple[int, NDArray[Any]]]:
+        cube = self.cubes[k]
+        blob = cube.header
+        lay = blob.layout
+        (data,) = cube.source.read_ranges([(offset, length)])
+        view = memoryview(data)
+        offsets = self.offsets[k]
+        out = []
+        for f in frames:
+            start = int(offsets[f]) - offset
+            n = int(blob.byte_counts[f])
+            raw = decode_frame(view[start : start + n], decoded_bytes=lay.decoded_frame_bytes(f))
+            frame = raw.view(lay.encoding.dtype).reshape(lay.frame_shape(f))
+            self.cache.put((k, f), frame)
+            out.append((f, frame))
+        return out
+
+    def read(self, index: int, position: ChipPosition, size: int) -> Chip:
+        k = position.item
+        cube = self.cubes[k]
+        lay = cube.layout
+        blob = cube.header
+        rows = (position.row, position.row + size)
+        cols = (position.col, position.col + size)
+        sel = resolve_selection(lay, bands=self.bands[k], times=self.times[k], window=(rows, cols))
+        frames: dict[int, NDArray[Any]] = {}
+        jobs = []
+        for run in plan_requests(blob, sel):
+            missing = []
+            for f in run.frames:
+                cached = self.cache.get((k, f))
+                if cached is None:
+                    missing.append(f)
+                else:
+                    frames[f] = cached
+            if missing:
+                # The frames of a run are adjacent: fetch from the first missing one to the last.
+                start = int(self.offsets[k][missing[0]])
+                end = int(self.offsets[k][missing[-1] + 1])
+                between = [f for f in run.frames if missing[0] <= f <= missing[-1]]
+                jobs.append(self.pool.submit(self._fetch, k, start, end - start, between))
+        for job in jobs:
+            frames.update(job.result())
+        out = np.empty((len(sel.times), len(sel.bands), size, size), dtype=lay.encoding.dtype)
+        band_pos: dict[int, list[int]] = {}
+        for i, b in enumerate(sel.bands):
+            band_pos.setdefault(b, []).append(i)
+        time_pos: dict[int, list[int]] = {}
+        for i, t in enumerate(sel.times):
+            time_pos.setdefault(t, []).append(i)
+        # Cell frames hold every band and time step: pick the selected ones out of them.
+        subset = sel.times != tuple(range(lay.time_count)) or sel.bands != tuple(range(lay.samples_per_pixel))
+        for f, frame in frames.items():
+            place_frame(out, frame, f, lay, sel, band_pos, time_pos, subset)
+        grid = cube.grid
+        secs = cube.times.seconds
+        step = 2 if cube.times.time_type == INTERVAL else 1
+        return Chip(
+            index=index,
+            data=out,
+            item=cube.name,
+            window=(rows, cols),
+            crs=grid.crs if grid is not None else None,
+            transform=grid.window_transform((rows, cols)) if grid is not None else None,
+            times=tuple(int(secs[t * step]) for t in sel.times),
+        )

@@ -1,0 +1,86 @@
+"""``rumi read --catalog``: search a catalogue and read the hits as one mosaic.
+
+The search takes ``--bbox`` (in ``--bbox-crs``, turned into longitude and
+latitude for the search) and ``--datetime``; the hits are loaded with
+:func:`catalog.load` (one lattice mosaicked, or warped onto ``--crs`` and
+``--resolution``; overlaps take the first valid item in search order) and
+written as a ``.npy`` of ``(T, B, h, w)`` or a ``.tif`` with one band per
+(time, band).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import TYPE_CHECKING
+
+import click
+import numpy as np
+
+from catalog.geotiff import write_geotiff
+from catalog.load import load
+from catalog.search import search
+from rumi_core.cli.header import write_atomic
+from rumi_core.errors import RumiError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from pathlib import Path
+
+__all__ = ["read_catalog"]
+
+
+def _lonlat(bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
+    if bbox_crs == "EPSG:4326":
+        minx, miny, maxx, maxy = bbox
+        return minx, miny, maxx, maxy
+    from rasterio.warp import transform_bounds
+
+    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, "EPSG:4326", *bbox, densify_pts=21)
+    return bounds
+
+
+def read_catalog(
+    catalog: str,
+    *,
+    bands: Sequence[int | str] | None,
+    bbox: tuple[float, float, float, float],
+    bbox_crs: str,
+    datetime: str | None,
+    crs: str | None,
+    resolution: float | None,
+    output: Path,
+) -> None:
+    """Search ``catalog``, load the hits over ``bbox`` and save them as ``output``.
+
+    Raises:
+        click.ClickException: nothing matches, or a search, load or read failed.
+    """
+    try:
+        hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime)
+        if not hits:
+            raise click.ClickException(f"{catalog}: no cube matches the bbox and datetime")
+        ds = load(hits, bands=bands, bbox=bbox, bbox_crs=bbox_crs, datetime=datetime, crs=crs, resolution=resolution)
+        data = ds.data.values
+    except RumiError as err:
+        raise click.ClickException(f"{catalog}: {err}") from err
+    if output.suffix.lower() == ".npy":
+        buf = io.BytesIO()
+        np.save(buf, data, allow_pickle=False)
+        write_atomic(output, buf.getvalue())
+    else:
+        from affine import Affine
+
+        c, a, b, f, d, e = (float(v) for v in ds.spatial_ref.attrs["GeoTransform"].split())
+        t, nb, h, w = data.shape
+        whens = [str(v)[:19] + "Z" for v in ds.time.values]
+        texts = [str(v) for v in ds.description.values]
+        write_geotiff(
+            output,
+            data.reshape(t * nb, h, w),
+            crs=str(ds.attrs["crs"]),
+            transform=Affine(a, b, c, d, e, f),
+            descriptions=[f"{text} @ {when}" for when in whens for text in texts],
+            nodata=float(ds.data.attrs["nodata"]),
+            band_tags=[{"TIME": when} for when in whens for _ in texts],
+        )
+    click.echo(f"{output}: {data.dtype} {tuple(data.shape)} from {len(hits)} items")

@@ -1,0 +1,565 @@
+"""Many cubes as one lazy array: :func:`load` mosaics items in space and stacks them in time.
+
+:func:`load` takes STAC items (or the hits of :func:`catalog.search`) and
+returns one :class:`xarray.Dataset` whose ``data`` variable is
+``(time, band, y, x)`` and backed by dask. Nothing but what opening needs
+is fetched until values are computed (an item's JSON when given by href,
+its header blob unless inline; a bare ``.rumi`` file's head and trailer); each
+dask chunk then reads, through :meth:`catalog.Cube.read`, only the frames it
+overlaps, so a computation sends one request per frame or run of frames.
+
+The output grid:
+
+* when ``crs`` is None, every item must lie on one pixel lattice (same CRS,
+  same pixel size, origins a whole number of pixels apart): the output is
+  that lattice over ``bbox``, and pixels are copied, never resampled. Chunks
+  follow the first item's tiles, so each chunk is a union of whole frames.
+* with ``crs`` (and ``resolution``, unless every item already has it), the
+  output is the north-up lattice of that resolution, snapped to whole
+  multiples of it, over ``bbox``. Items already on that lattice are copied;
+  the others (a neighbouring UTM zone, say) are warped with
+  :func:`rasterio.warp.reproject`, one chunk at a time, from the window of
+  the item the chunk covers and never from the whole item.
+
+Overlaps follow the **first valid** rule: a pixel takes its value from the
+first item, in the order given, that has a valid value there. A value is
+invalid when it equals its band's ``nodata`` or is NaN. Pixels no item
+covers hold the output ``nodata``: the first item's nodata for the first
+selected band, else NaN for floating-point data, else 0.
+
+The time axis is the union of the selected time steps of every item, in
+time order; items sharing a time step are mosaicked there. Intervals keep
+their ends in a CF ``time_bounds`` coordinate. Band names, common names and
+descriptions come from the first item; every item must have each selected
+band.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from catalog.cube import Cube
+from catalog.errors import ItemError, LoadError, SelectorError
+from catalog.search import SearchHit
+from catalog.selection import TimeRange, band_positions, time_positions
+from catalog.storage import Storage
+from rumi_core.times import INTERVAL
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+    import xarray as xr
+    from affine import Affine
+    from numpy.typing import NDArray
+
+    from catalog.bands import Band
+    from catalog.grid import Grid
+
+__all__ = ["load", "open_cube"]
+
+_EPS = 1e-6
+
+# rasterio's in-memory warp datasets are not safe to create from several threads at
+# once (it intermittently reports a missing geotransform it was given): dask's
+# threads warp one block at a time, and fetch and decode in parallel.
+_WARP_LOCK = threading.Lock()
+
+
+def open_cube(target: Any, *, storage: Storage) -> Cube:
+    """Open one item, item href, ``.rumi`` href or :class:`SearchHit` as a :class:`Cube`.
+
+    A hit opens through its item when the search knew the item's href, else
+    through its data file and header blob.
+
+    Raises:
+        ItemError: the target describes no rumi file.
+        StorageError: the item, blob or file cannot be reached.
+    """
+    if isinstance(target, SearchHit):
+        if target.item_href is not None:
+            return Cube.open(target.item_href, storage=storage)
+        if target.data_href is None:
+            raise ItemError(f"search hit {target.id!r} has neither an item nor a data href")
+        header = storage.read(target.header_href) if target.header_href is not None else None
+        return Cube.open(target.data_href, storage=storage, header=header)
+    return Cube.open(target, storage=storage)
+
+
+def _time_keys(cube: Cube, positions: Sequence[int]) -> list[tuple[int, int]]:
+    """``(start, end)`` seconds of time steps (``end == start`` for instants)."""
+    times = cube.times
+    secs = times.seconds
+    if times.time_type == INTERVAL:
+        return [(secs[2 * p], secs[2 * p + 1]) for p in positions]
+    return [(secs[p], secs[p]) for p in positions]
+
+
+def _nodata_value(band: Band) -> float | None:
+    if band.nodata is None:
+        return None
+    return float(band.nodata)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One item of a load: its cube and how its axes map onto the output's."""
+
+    cube: Cube
+    grid: Grid
+    bands: tuple[int, ...]
+    """Item band position of each output band."""
+    times: dict[int, int]
+    """Output time index -> item time position."""
+    nodata: tuple[float | None, ...]
+    """Nodata of each selected band."""
+    offset: tuple[int, int] | None
+    """``(row, col)`` of the item's origin on the output lattice, or None when it must be warped."""
+
+
+@dataclass(frozen=True)
+class _OutputGrid:
+    crs: str
+    transform: Affine
+    height: int
+    width: int
+
+
+def _lattice_offset(grid: Grid, out: _OutputGrid) -> tuple[int, int] | None:
+    """The item's origin in whole output pixels, or None when its pixels are not the output's."""
+    if grid.crs != out.crs:
+        return None
+    a, b, c, d, e, f = grid.area_affine[:6]
+    oa, _, oc, _, oe, of = out.transform[:6]
+    if abs(b) > _EPS or abs(d) > _EPS or abs(a - oa) > _EPS * abs(oa) or abs(e - oe) > _EPS * abs(oe):
+        return None
+    col, row = (c - oc) / oa, (f - of) / oe
+    if abs(col - round(col)) > 1e-3 or abs(row - round(row)) > 1e-3:
+        return None
+    return round(row), round(col)
+
+
+def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
+    if len(bbox) != 4:
+        raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if not (minx < maxx and miny < maxy):
+        raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
+    if bbox_crs == crs:
+        return minx, miny, maxx, maxy
+    from rasterio.warp import transform_bounds
+
+    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, crs, minx, miny, maxx, maxy, densify_pts=21)
+    return bounds
+
+
+def _output_grid(
+    grids: Sequence[Grid],
+    *,
+    bbox: Sequence[float] | None,
+    bbox_crs: str,
+    crs: str | None,
+    resolution: float | tuple[float, float] | None,
+) -> _OutputGrid:
+    from affine import Affine
+
+    first = grids[0]
+    if crs is None:
+        if resolution is not None:
+            raise LoadError("resolution= needs crs=: without a CRS the items' own lattice is used")
+        if first.crs is None:
+            raise LoadError("the first item has no CRS; a load needs georeferenced items")
+        lattice = _OutputGrid(first.crs, first.area_affine, first.height, first.width)
+        for g in grids[1:]:
+            if _lattice_offset(g, lattice) is None:
+                raise LoadError(
+                    f"the items lie on different grids ({first.crs} at {first.transform[:6]} and {g.crs} at {g.transform[:6]}); "
+                    "give crs= and resolution= to reproject them onto one"
+                )
+        origin_x, origin_y = lattice.transform.c, lattice.transform.f
+        res_x, res_y = lattice.transform.a, -lattice.transform.e
+        out_crs = first.crs
+    else:
+        if resolution is None:
+            same = {(g.crs, g.transform[0], g.transform[4]) for g in grids}
+            if len(same) != 1 or next(iter(same))[0] != crs:
+                raise LoadError(f"give resolution=: the items do not all have one pixel size in {crs}")
+            res_x, res_y = first.transform[0], -first.transform[4]
+        elif isinstance(resolution, (int, float)):
+            res_x = res_y = float(resolution)
+        else:
+            res_x, res_y = (float(v) for v in resolution)
+        if not (res_x > 0 and res_y > 0 and math.isfinite(res_x) and math.isfinite(res_y)):
+            raise LoadError(f"resolution is positive, got {resolution!r}")
+        origin_x = origin_y = 0.0
+        out_crs = crs
+    if bbox is not None:
+        minx, miny, maxx, maxy = _bbox_in(out_crs, bbox, bbox_crs)
+    else:
+        corners = []
+        for g in grids:
+            if g.crs is None:
+                raise LoadError("every item of a load needs a CRS")
+            gb = g.bounds()
+            corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
+        minx, miny = min(c[0] for c in corners), min(c[1] for c in corners)
+        maxx, maxy = max(c[2] for c in corners), max(c[3] for c in corners)
+    # Snap outwards to whole pixels of the lattice (a tolerance absorbs rounding of reprojected bounds).
+    c0 = math.floor((minx - origin_x) / res_x + _EPS)
+    c1 = math.ceil((maxx - origin_x) / res_x - _EPS)
+    r0 = math.floor((origin_y - maxy) / res_y + _EPS)
+    r1 = math.ceil((origin_y - miny) / res_y - _EPS)
+    transform = Affine(res_x, 0.0, origin_x + c0 * res_x, 0.0, -res_y, origin_y - r0 * res_y)
+    return _OutputGrid(out_crs, transform, max(r1 - r0, 0), max(c1 - c0, 0))
+
+
+def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
+    """Chunk sizes along an axis of ``length`` whose boundaries fall on multiples of ``step`` (from ``start``)."""
+    sizes: list[int] = []
+    pos = start
+    end = start + length
+    while pos < end:
+        nxt = min(end, (pos // step + 1) * step)
+        sizes.append(nxt - pos)
+        pos = nxt
+    return tuple(sizes) or (0,)
+
+
+def _valid(data: NDArray[Any], nodata: Sequence[float | None]) -> NDArray[np.bool_]:
+    """Where samples (``(..., B, h, w)``) hold data: not their band's nodata, not NaN."""
+    valid = np.ones(data.shape, dtype=bool)
+    if data.dtype.kind in "fc" or data.dtype.kind == "V":
+        with np.errstate(invalid="ignore"):
+            valid &= data == data
+    for b, value in enumerate(nodata):
+        if value is not None and not math.isnan(value):
+            valid[..., b, :, :] &= data[..., b, :, :] != value
+    return valid
+
+
+class _Mosaic:
+    """Computes one output block from the members, first valid wins."""
+
+    def __init__(
+        self,
+        members: Sequence[_Member],
+        out: _OutputGrid,
+        *,
+        dtype: np.dtype[Any],
+        fill: float,
+        resampling: str,
+        threads: int | None,
+    ) -> None:
+        self.members = members
+        self.out = out
+        self.dtype = dtype
+        self.fill = fill
+        self.resampling = resampling
+        self.threads = threads
+
+    def block(self, times: range, bands: range, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
+        shape = (len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0])
+        result = np.full(shape, self.fill, dtype=self.dtype)
+        filled = np.zeros(shape, dtype=bool)
+        for member in self.members:
+            wanted = [(k, member.times[t]) for k, t in enumerate(times) if t in member.times]
+            if not wanted:
+                continue
+            band_pos = [member.bands[b] for b in bands]
+            nodata = [member.nodata[b] for b in bands]
+            if member.offset is not None:
+                self._copy(member, wanted, band_pos, nodata, rows, cols, result, filled)
+            else:
+                self._warp(member, wanted, band_pos, nodata, rows, cols, result, filled)
+            if filled.all():
+                break
+        return result
+
+    def _copy(
+        self,
+        member: _Member,
+        wanted: list[tuple[int, int]],
+        band_pos: list[int],
+        nodata: list[float | None],
+        rows: tuple[int, int],
+        cols: tuple[int, int],
+        result: NDArray[Any],
+        filled: NDArray[np.bool_],
+    ) -> None:
+        assert member.offset is not None
+        dr, dc = member.offset
+        g = member.grid
+        r0, r1 = max(rows[0], dr), min(rows[1], dr + g.height)
+        c0, c1 = max(cols[0], dc), min(cols[1], dc + g.width)
+        if r0 >= r1 or c0 >= c1:
+            return
+        data = member.cube.read(
+            bands=band_pos,
+            times=[t for _, t in wanted],
+            window=((r0 - dr, r1 - dr), (c0 - dc, c1 - dc)),
+            threads=self.threads,
+            labels=False,
+        ).as_cube()
+        ks = [k for k, _ in wanted]
+        dst = (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0]))
+        self._merge(data, nodata, ks, dst, result, filled)
+
+    def _warp(
+        self,
+        member: _Member,
+        wanted: list[tuple[int, int]],
+        band_pos: list[int],
+        nodata: list[float | None],
+        rows: tuple[int, int],
+        cols: tuple[int, int],
+        result: NDArray[Any],
+        filled: NDArray[np.bool_],
+    ) -> None:
+        from affine import Affine
+        from rasterio.enums import Resampling
+        from rasterio.warp import reproject
+
+        out = self.out
+        dst_transform = out.transform @ Affine.translation(cols[0], rows[0])
+        h, w = rows[1] - rows[0], cols[1] - cols[0]
+        minx, maxy = dst_transform @ (0, 0)
+        maxx, miny = dst_transform @ (w, h)
+        g = member.grid
+        try:
+            (sr0, sr1), (sc0, sc1) = g.window_for_bbox((minx, miny, maxx, maxy), out.crs)
+        except SelectorError:
+            return  # the block lies outside the item
+        # A margin of two source pixels keeps every kernel's neighbours in the window.
+        sr0, sc0 = max(0, sr0 - 2), max(0, sc0 - 2)
+        sr1, sc1 = min(g.height, sr1 + 2), min(g.width, sc1 + 2)
+        data = member.cube.read(
+            bands=band_pos, times=[t for _, t in wanted], window=((sr0, sr1), (sc0, sc1)), threads=self.threads, labels=False
+        ).as_cube()
+        src_transform = g.area_affine @ Affine.translation(sc0, sr0)
+        # Work in float64 with NaN for every invalid source sample, so nodata never blends into data.
+        source = data.astype(np.float64)
+        source[~_valid(data, nodata)] = np.nan
+        warped = np.full((len(wanted), len(band_pos), h, w), np.nan)
+        with _WARP_LOCK:
+            for i in range(len(wanted)):
+                reproject(
+                    source[i],
+                    warped[i],
+                    src_transform=src_transform,
+                    src_crs=g.crs,
+                    src_nodata=np.nan,
+                    dst_transform=dst_transform,
+                    dst_crs=out.crs,
+                    dst_nodata=np.nan,
+                    resampling=Resampling[self.resampling],
+                )
+        ks = [k for k, _ in wanted]
+        self._merge(warped, [None] * len(band_pos), ks, (slice(0, h), slice(0, w)), result, filled)
+
+    def _merge(
+        self,
+        data: NDArray[Any],
+        nodata: Sequence[float | None],
+        ks: list[int],
+        dst: tuple[slice, slice],
+        result: NDArray[Any],
+        filled: NDArray[np.bool_],
+    ) -> None:
+        take = _valid(data, nodata) & ~filled[ks][:, :, dst[0], dst[1]]
+        for i, k in enumerate(ks):
+            view = result[k, :, dst[0], dst[1]]
+            view[take[i]] = data[i][take[i]].astype(self.dtype)
+            filled[k, :, dst[0], dst[1]] |= take[i]
+
+
+def _items(items: Iterable[Any] | Any) -> list[Any]:
+    if isinstance(items, (str, os.PathLike, dict, SearchHit)) or hasattr(items, "to_dict"):
+        return [items]
+    return list(items)
+
+
+def _open_members(
+    targets: Sequence[Any],
+    cubes: list[Cube],
+    *,
+    bands: Sequence[int | str] | None,
+    time_range: TimeRange | None,
+    storage: Storage,
+) -> list[tuple[list[int], list[tuple[int, int]], list[int]]]:
+    """Open each target into ``cubes`` (items with no time step in range are closed and left out).
+
+    Returns, per cube kept, its band positions, time keys and time positions.
+    """
+    selected = []
+    for target in targets:
+        cube = open_cube(target, storage=storage)
+        if cube.grid is None:
+            cube.close()
+            raise LoadError(f"{cube.name} is not georeferenced; a load places items by their grid")
+        positions = list(range(cube.layout.time_count))
+        if time_range is not None:
+            try:
+                positions = time_positions(time_range, cube.times)
+            except SelectorError:
+                cube.close()
+                continue
+        cubes.append(cube)
+        band_sel = list(bands) if bands is not None else list(range(len(cubes[0].bands)))
+        selected.append((band_positions(band_sel, cube.bands), _time_keys(cube, positions), positions))
+    return selected
+
+
+def load(
+    items: Iterable[Any] | Any,
+    *,
+    bands: Sequence[int | str] | None,
+    bbox: Sequence[float] | None,
+    bbox_crs: str = "EPSG:4326",
+    datetime: str | TimeRange | None = None,
+    crs: str | None = None,
+    resolution: float | tuple[float, float] | None = None,
+    chunks: Mapping[str, int] | None = None,
+    resampling: str = "nearest",
+    storage: Storage | None = None,
+    threads: int | None = None,
+) -> xr.Dataset:
+    """Load items as one lazy, dask-backed ``(time, band, y, x)`` dataset.
+
+    Args:
+        items: STAC items (dicts, :class:`pystac.Item`, item hrefs), ``.rumi``
+            hrefs or the hits of :func:`catalog.search`. Their order sets the
+            priority of overlaps (first valid wins).
+        bands: Band names (name, common name or description) or positions,
+            resolved in each item; None for every band of the first item.
+        bbox: ``(minx, miny, maxx, maxy)`` in ``bbox_crs``; None for the union
+            of the items.
+        bbox_crs: CRS of ``bbox``.
+        datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`; time
+            steps outside it are left out, and items with none are skipped.
+        crs: Output CRS; None keeps the items' common lattice.
+        resolution: Output pixel size in ``crs`` units, one number or ``(x, y)``.
+        chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``).
+            By default a chunk holds every time step and band of one tile
+            of the first item (whole frames), or 512 pixels square when warping.
+        resampling: A :class:`rasterio.enums.Resampling` name, for warped items.
+        storage: Storage access; a default :class:`Storage` when None.
+        threads: Fetch-and-decode threads of each chunk's read.
+
+    Returns:
+        A dataset with one variable, ``data``, and coordinates ``time``
+        (``time_bounds`` for intervals), ``band`` (with ``common_name`` and
+        ``description``), ``y``, ``x`` and ``spatial_ref``.
+
+    Raises:
+        LoadError: the items do not fit one output grid as asked.
+        SelectorError: a band, the bbox or the datetime selects nothing.
+        ItemError: an item does not describe a rumi file.
+        StorageError: an item or blob cannot be fetched.
+    """
+    import dask.array as da
+    import xarray as xr
+    from dask.base import tokenize
+
+    from catalog.xarray_backend import _spatial_ref
+
+    storage = storage or Storage()
+    targets = _items(items)
+    if not targets:
+        raise LoadError("load needs at least one item")
+    time_range = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
+    cubes: list[Cube] = []
+    try:
+        selected = _open_members(targets, cubes, bands=bands, time_range=time_range, storage=storage)
+        if not cubes:
+            raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
+        grids = [c.grid for c in cubes if c.grid is not None]
+        out = _output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
+        if out.height == 0 or out.width == 0:
+            raise SelectorError(f"bbox {bbox} covers no whole pixel of the output grid")
+    except BaseException:
+        for cube in cubes:
+            cube.close()
+        raise
+
+    keys = sorted({k for _, tk, _ in selected for k in tk})
+    key_index = {k: i for i, k in enumerate(keys)}
+    members = []
+    for cube, (band_pos, tkeys, tpos) in zip(cubes, selected, strict=True):
+        grid = cube.grid
+        assert grid is not None
+        members.append(
+            _Member(
+                cube=cube,
+                grid=grid,
+                bands=tuple(band_pos),
+                times={key_index[k]: p for k, p in zip(tkeys, tpos, strict=True)},
+                nodata=tuple(_nodata_value(cube.bands[b]) for b in band_pos),
+                offset=_lattice_offset(grid, out),
+            )
+        )
+    dtype = np.result_type(*(c.layout.encoding.dtype for c in cubes)) if len(cubes) > 1 else cubes[0].layout.encoding.dtype
+    first_nodata = members[0].nodata[0]
+    fill = first_nodata if first_nodata is not None else (math.nan if dtype.kind == "f" else 0)
+
+    first = members[0]
+    n_bands = len(first.bands)
+    chunks = dict(chunks or {})
+    lay = first.cube.layout
+    aligned = first.offset is not None
+    step_y = chunks.get("y", lay.tile_length if aligned else 512)
+    step_x = chunks.get("x", lay.tile_width if aligned else 512)
+    start_y = -first.offset[0] if first.offset is not None else 0
+    start_x = -first.offset[1] if first.offset is not None else 0
+    row_chunks = _axis_chunks(start_y % step_y, out.height, step_y) if aligned else _axis_chunks(0, out.height, step_y)
+    col_chunks = _axis_chunks(start_x % step_x, out.width, step_x) if aligned else _axis_chunks(0, out.width, step_x)
+    time_chunks = _axis_chunks(0, len(keys), chunks.get("time", len(keys)))
+    band_chunks = _axis_chunks(0, n_bands, chunks.get("band", n_bands))
+    mosaic = _Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
+
+    def compute(block_info: dict[Any, Any] | None = None) -> NDArray[Any]:
+        assert block_info is not None
+        (t0, t1), (b0, b1), rows, cols = block_info[None]["array-location"]
+        return mosaic.block(range(t0, t1), range(b0, b1), rows, cols)
+
+    array = da.map_blocks(
+        compute,
+        chunks=(time_chunks, band_chunks, row_chunks, col_chunks),
+        dtype=dtype,
+        meta=np.empty((0, 0, 0, 0), dtype=dtype),
+        name="rumi-load-"
+        + tokenize(
+            [c.name for c in cubes], out.crs, tuple(out.transform[:6]), out.height, out.width, repr(bands), repr(time_range),
+            resampling, sorted(chunks.items()),
+        ),
+    )
+    band_meta = [first.cube.bands[b] for b in first.bands]
+    starts = np.array([k[0] for k in keys], dtype="datetime64[s]").astype("datetime64[ns]")
+    coords: dict[str, Any] = {
+        "time": ("time", starts),
+        "band": ("band", np.array([b.name for b in band_meta], dtype=object)),
+        "common_name": ("band", np.array([b.common_name or "" for b in band_meta], dtype=object)),
+        "description": ("band", np.array([b.description or b.name for b in band_meta], dtype=object)),
+        "y": ("y", out.transform.f + out.transform.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
+        "x": ("x", out.transform.c + out.transform.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
+        "spatial_ref": _spatial_ref(out.crs, tuple(out.transform[:6])),
+    }
+    if any(k[0] != k[1] for k in keys):
+        bounds = np.array(keys, dtype="datetime64[s]").astype("datetime64[ns]")
+        coords["time_bounds"] = (("time", "nv"), bounds)
+    attrs: dict[str, Any] = {"grid_mapping": "spatial_ref", "nodata": fill}
+    variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
+    ds = xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
+    if "time_bounds" in coords:
+        ds["time"].attrs["bounds"] = "time_bounds"
+
+    def close() -> None:
+        for cube in cubes:
+            cube.close()
+
+    ds.set_close(close)
+    return ds

@@ -1,0 +1,193 @@
+"""PyTorch datasets of training chips streamed from rumi cubes.
+
+:class:`RumiChipDataset` is an :class:`torch.utils.data.IterableDataset`
+that yields ``(T, B, size, size)`` chips drawn at random (or on a grid) from
+a list of items, local or remote; :class:`RumiChipGridDataset` is its
+map-style twin for grid sampling. The reading is :mod:`catalog.chips`: one
+range request per run of adjacent frames a chip needs and none for metadata,
+blobs fetched once per item per worker, one HTTP connection pool per worker
+and a bounded LRU of decoded frames per worker.
+
+Each sample is a dict:
+
+* ``"image"``: the chip as a tensor of the file's exact dtype (bfloat16 and
+  the float8s included), handed over through DLPack without a copy;
+* ``"crs"``: ``"EPSG:n"``; ``"transform"``: the window's six affine
+  coefficients (float64); ``"time"``: POSIX seconds of each time step (int64);
+* ``"item"``: the file's href; ``"window"``: ``[row0, col0]`` (int64);
+  ``"index"``: the sample index.
+
+With ``DataLoader(num_workers=n)`` worker ``w`` yields samples ``w, w + n,
+w + 2n...`` of one sample sequence, so the workers' shards are disjoint and
+the samples a seed gives do not depend on ``n``; with ``batch_size=None``
+(or 1) the DataLoader's round-robin even yields them in the same order.
+Batching stacks chips, so the items of one dataset must give the same number
+of time steps (select ``times`` accordingly).
+
+PyTorch is optional for the catalog package: this module alone needs it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+try:
+    import torch
+    from torch.utils.data import Dataset, IterableDataset, get_worker_info
+    from torch.utils.dlpack import from_dlpack
+except ImportError as err:  # pragma: no cover - exercised only without torch
+    raise ImportError("catalog.torch needs PyTorch: pip install torch") from err
+
+from catalog.chips import DEFAULT_CACHE_BYTES, Chip, ChipReader, ChipSampler
+from rumi_core.dlpack import DLPackArray
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping, Sequence
+
+    from catalog.selection import TimeRange
+
+__all__ = ["RumiChipDataset", "RumiChipGridDataset", "chip_sample"]
+
+
+def chip_sample(chip: Chip) -> dict[str, Any]:
+    """Turn a :class:`~catalog.chips.Chip` into the sample dict (the image through DLPack)."""
+    transform = tuple(chip.transform[:6]) if chip.transform is not None else (float("nan"),) * 6
+    return {
+        "image": from_dlpack(DLPackArray(chip.data)),
+        "crs": chip.crs or "",
+        "transform": torch.tensor(transform, dtype=torch.float64),
+        "time": torch.tensor(chip.times, dtype=torch.int64),
+        "item": chip.item,
+        "window": torch.tensor([chip.window[0][0], chip.window[1][0]], dtype=torch.int64),
+        "index": chip.index,
+    }
+
+
+class _Chips:
+    """The reader and sampler shared by both datasets."""
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        *,
+        bands: Sequence[int | str] | None,
+        times: Sequence[int] | str | TimeRange | None,
+        size: int,
+        sampler: Literal["random", "grid"],
+        length: int | None,
+        seed: int,
+        cache_bytes: int,
+        fetch_threads: int,
+        http_headers: Mapping[str, str] | None,
+    ) -> None:
+        self.reader = ChipReader(
+            items, bands=bands, times=times, cache_bytes=cache_bytes, fetch_threads=fetch_threads, http_headers=http_headers
+        )
+        self.size = size
+        # The sampler needs the items' shapes: opening them here checks every item
+        # (and its band and time selection) before any worker starts.
+        self.sampler = ChipSampler(self.reader.shapes(), size=size, sampler=sampler, length=length, seed=seed)
+
+    def sample(self, index: int) -> dict[str, Any]:
+        return chip_sample(self.reader.read(index, self.sampler.position(index), self.size))
+
+
+class RumiChipDataset(IterableDataset[dict[str, Any]]):
+    """Stream ``(T, B, size, size)`` chips from rumi cubes.
+
+    Args:
+        items: STAC items (dicts, :class:`pystac.Item`, hrefs), ``.rumi``
+            hrefs or the hits of :func:`catalog.search`.
+        bands: Band names or positions, resolved in each item; None for all.
+        times: Time positions, an ``"A/B"`` range or a :class:`TimeRange`,
+            resolved in each item; None for every time step.
+        size: Chip side, in pixels.
+        sampler: ``"random"`` (uniform over every chip position of every
+            item) or ``"grid"`` (steps of ``size``, flush with the far edges).
+        length: Samples per epoch; required for ``"random"``, a cap for ``"grid"``.
+        seed: Seed of the random positions: sample ``i`` is the same chip
+            for one seed, whichever worker reads it.
+        cache_bytes: Decoded frames kept per worker.
+        fetch_threads: Concurrent range requests per worker.
+        http_headers: Headers sent with every HTTP request.
+
+    Raises:
+        SelectorError: a band or time selector matches nothing in an item, or
+            no item holds a chip of ``size``.
+        StorageError: an item or blob cannot be fetched.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        *,
+        bands: Sequence[int | str] | None,
+        times: Sequence[int] | str | TimeRange | None = None,
+        size: int = 256,
+        sampler: Literal["random", "grid"] = "random",
+        length: int | None = None,
+        seed: int = 0,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        fetch_threads: int = 8,
+        http_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__()
+        self._chips = _Chips(
+            items,
+            bands=bands,
+            times=times,
+            size=size,
+            sampler=sampler,
+            length=length,
+            seed=seed,
+            cache_bytes=cache_bytes,
+            fetch_threads=fetch_threads,
+            http_headers=http_headers,
+        )
+
+    def __len__(self) -> int:
+        return len(self._chips.sampler)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        info = get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        for index in range(worker, len(self._chips.sampler), workers):
+            yield self._chips.sample(index)
+
+
+class RumiChipGridDataset(Dataset[dict[str, Any]]):
+    """Map-style chips on a grid: ``dataset[i]`` is the ``i``-th grid position.
+
+    Arguments as for :class:`RumiChipDataset`, without ``sampler`` and ``seed``.
+    """
+
+    def __init__(
+        self,
+        items: Sequence[Any],
+        *,
+        bands: Sequence[int | str] | None,
+        times: Sequence[int] | str | TimeRange | None = None,
+        size: int = 256,
+        length: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        fetch_threads: int = 8,
+        http_headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self._chips = _Chips(
+            items,
+            bands=bands,
+            times=times,
+            size=size,
+            sampler="grid",
+            length=length,
+            seed=0,
+            cache_bytes=cache_bytes,
+            fetch_threads=fetch_threads,
+            http_headers=http_headers,
+        )
+
+    def __len__(self) -> int:
+        return len(self._chips.sampler)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self._chips.sample(index)

