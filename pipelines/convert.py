@@ -164,11 +164,13 @@ def _close(result: Any) -> None:
         client.close()
 
 
-def _remove_if_empty(path: str) -> None:
-    if os.path.isdir(path):
-        leftovers = [n for n in os.listdir(path) if not n.startswith(".")]
-        if not leftovers:
-            shutil.rmtree(path, ignore_errors=True)
+def _remove_work_folder(path: str) -> None:
+    """Remove a finished run's work folder (``.parts``, ``.staging``) with whatever a killed earlier run left in it.
+
+    Once the pipeline has finished, every cube is published or dead-lettered,
+    and a later run rewrites every frame it needs, so nothing in it is still useful.
+    """
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def run(
@@ -219,8 +221,8 @@ def run(
         if monitor is not None:
             monitor.__exit__(*sys.exc_info())
     seconds = time.monotonic() - start
-    _remove_if_empty(options.parts_dir)
-    _remove_if_empty(options.staging_dir)
+    _remove_work_folder(options.parts_dir)
+    _remove_work_folder(options.staging_dir)
     return Summary.from_files(options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result))
 
 

@@ -12,6 +12,7 @@ or follows that transform to turn the same entries into STAC items.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -129,7 +130,9 @@ def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_b
         nodata=nodata,
         tile_size=plan.tile_size,
         frame_unit=plan.frame_unit,
-        codec=codec,
+        # Keys sorted at every level: a cube written now and the same cube found finished on a
+        # re-run (its codec read back from the manifest's sorted JSON) give byte-identical items.
+        codec=json.loads(json.dumps(codec, sort_keys=True)),
         frames=plan.layout.frame_count,
         file_bytes=file_bytes,
         blob_bytes=blob_bytes,
