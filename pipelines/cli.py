@@ -12,7 +12,6 @@ from __future__ import annotations
 import glob
 import os
 import sys
-from pathlib import Path
 
 import click
 
@@ -52,7 +51,7 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Output directory.")
+@click.option("--out", "out", required=True, help="Output directory, or gs://BUCKET/PREFIX.")
 @click.option("--tile-size", default=512, show_default=True, help="Nominal tile size in pixels.")
 @click.option("--frame-unit", default="auto", show_default=True, help="auto (measured per cube), or a frame_unit 0..9.")
 @click.option(
@@ -96,7 +95,7 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 def convert_command(
     inputs: tuple[str, ...],
-    out: Path,
+    out: str,
     tile_size: int,
     frame_unit: str,
     access: str,
@@ -131,7 +130,7 @@ def convert_command(
         raise click.UsageError("give at least one input path, glob, URL or STAC file")
     try:
         options = ConvertOptions(
-            out=str(out),
+            out=out,
             tile_size=tile_size,
             frame_unit=frame_unit,  # type: ignore[arg-type]  # parsed and checked by ConvertOptions
             access=None if access == "any" else access,  # type: ignore[arg-type]  # one of click's choices

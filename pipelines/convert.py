@@ -33,11 +33,13 @@ starts no Prism download), draws progress, and returns a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +49,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.pvalue import PCollection
 
 from pipelines.assembly import AssembleFiles, PrepareParts, SkipExisting, WriteParts
+from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.compression import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.cubes import PlanCubes
 from pipelines.deadletter import DeadLetter
@@ -197,7 +200,13 @@ def run(
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """
-    os.makedirs(options.out, exist_ok=True)
+    in_bucket = is_gs(options.out)
+    if in_bucket:
+        # Temporaries of earlier runs that were killed are stale: every frame is rewritten by this run.
+        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+        options = dataclasses.replace(options, run_id=uuid.uuid4().hex[:16])
+    else:
+        os.makedirs(options.out, exist_ok=True)
     args = list(beam_args)
     if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
         args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
@@ -208,7 +217,8 @@ def run(
     start = time.monotonic()
     pipeline = beam.Pipeline(options=pipeline_options)
     _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
-    monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None else None
+    # The progress display counts part files on disk; a bucket output draws none.
+    monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None
     if monitor is not None:
         monitor.__enter__()
     try:
@@ -221,8 +231,11 @@ def run(
         if monitor is not None:
             monitor.__exit__(*sys.exc_info())
     seconds = time.monotonic() - start
-    _remove_work_folder(options.parts_dir)
-    _remove_work_folder(options.staging_dir)
+    if in_bucket:
+        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+    else:
+        _remove_work_folder(options.parts_dir)
+        _remove_work_folder(options.staging_dir)
     return Summary.from_files(options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result))
 
 

@@ -67,8 +67,9 @@ class ManifestEntry:
     """Size of the samples, uncompressed."""
     input_bytes: int
     """Size of the input files, where known."""
-    sha256: str
-    """SHA-256 of the ``.rumi`` file, hex."""
+    sha256: str | None
+    """SHA-256 of the ``.rumi`` file, hex; None for a file composed in a bucket (``extra["crc32c"]``
+    holds GCS's CRC32C instead: hashing it would mean downloading the whole cube)."""
     pixel_is_point: bool = False
     """Whether the file records PixelIsPoint."""
     inputs: tuple[str, ...] = ()
@@ -111,7 +112,9 @@ class ManifestEntry:
         return cls(**values)
 
 
-def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str) -> ManifestEntry:
+def manifest_entry(
+    plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str | None
+) -> ManifestEntry:
     """The manifest entry of a planned cube whose file exists."""
     nodata: float | str | None = plan.nodata
     if plan.nodata is not None and math.isnan(plan.nodata):

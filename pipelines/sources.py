@@ -3,7 +3,8 @@
 Issue 4, *Discovering scenes*. rasterio opens ``https://`` URLs through
 ``/vsicurl/`` and ``gs://`` URLs through ``/vsigs/`` (credentials and
 endpoints come from GDAL's usual configuration, such as
-``GS_NO_SIGN_REQUEST`` or ``CPL_GS_ENDPOINT``). For URLs the directory
+``GS_NO_SIGN_REQUEST`` or ``CPL_GS_ENDPOINT``; with ``STORAGE_EMULATOR_HOST``
+set, both point at the emulator). For URLs the directory
 listing on open is disabled, so opening a file costs one request, not a
 listing of its bucket.
 
@@ -44,6 +45,11 @@ def gdal_env(href: str) -> rasterio.Env:
     options: dict[str, Any] = {"GDAL_CACHEMAX": GDAL_CACHE_BYTES}
     if is_url(href):
         options["GDAL_DISABLE_READDIR_ON_OPEN"] = "EMPTY_DIR"
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if href.startswith("gs://") and emulator:
+        # As google-cloud-storage does: requests go to the emulator, unsigned, and no credentials are looked up.
+        options["CPL_GS_ENDPOINT"] = emulator.rstrip("/") + "/"
+        options["GS_NO_SIGN_REQUEST"] = "YES"
     return rasterio.Env(**options)
 
 
