@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COMPOSE_LIMIT",
+    "DELETE_THREADS",
     "TMP_DIR",
     "GCSOutput",
     "ObjectStat",
@@ -62,6 +63,9 @@ __all__ = [
 
 COMPOSE_LIMIT: Final = 32
 """Most source objects GCS accepts in one ``compose`` call."""
+
+DELETE_THREADS: Final = 8
+"""Concurrent delete requests when removing temporaries."""
 
 TMP_DIR: Final = ".rumi-tmp"
 """Folder of a bucket output where a run keeps its temporary objects."""
@@ -299,10 +303,16 @@ class GCSOutput:
             self._blob(url).delete(if_generation_match=generation, retry=self._retry())
 
     def delete_tree(self, prefix_url: str) -> int:
-        """Delete every object under ``prefix_url``; return how many there were."""
-        found = self.listing(prefix_url)
-        for url in sorted(found):
-            self.delete(url)
+        """Delete every object under ``prefix_url``; return how many there were.
+
+        GCS deletes one object per request, so a cube's temporaries (one per
+        frame) are deleted from :data:`DELETE_THREADS` threads, each with its own client.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        found = sorted(self.listing(prefix_url))
+        with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
+            list(pool.map(self.delete, found))
         return len(found)
 
     def compose(self, sources: Sequence[str], dest: str, *, if_absent: bool = False, metadata: Mapping[str, str] | None = None) -> bool:

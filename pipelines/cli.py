@@ -92,6 +92,7 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 )
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any input went to the dead-letter output.")
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
+@click.option("--detach", is_flag=True, help="Return once the job is submitted (e.g. from a Dataflow Flex Template launcher).")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 def convert_command(
     inputs: tuple[str, ...],
@@ -116,6 +117,7 @@ def convert_command(
     verify_frames: int,
     strict: bool,
     overwrite: bool,
+    detach: bool,
     progress: bool | None,
 ) -> None:
     """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
@@ -152,6 +154,13 @@ def convert_command(
         )
     except OptionError as err:
         raise click.BadParameter(str(err), param_hint=err.option) from err
+    if detach:
+        from pipelines.convert import submit
+
+        result = submit(paths, options, beam_args, runner=runner)
+        job_id = getattr(result, "job_id", None)
+        click.echo(f"submitted to {runner}" + (f": job {job_id()}" if callable(job_id) else ""))
+        return
     show = sys.stderr.isatty() if progress is None else progress
     summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
     click.echo(summary.table())

@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
 
-__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "default_publishers", "keep", "main", "manifest_publisher", "run"]
+__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "default_publishers", "keep", "main", "manifest_publisher", "run", "submit"]
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +176,46 @@ def _remove_work_folder(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def _build(
+    inputs: Sequence[str], options: ConvertOptions, beam_args: Sequence[str], runner: str | None, publish: tuple[Publisher, ...] | None
+) -> tuple[beam.Pipeline, ConvertOptions]:
+    """Prepare the output (remove a bucket's stale temporaries) and build the pipeline; return it with the run's options."""
+    if is_gs(options.out):
+        # Temporaries of earlier runs that were killed are stale: every frame is rewritten by this run.
+        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+        options = dataclasses.replace(options, run_id=uuid.uuid4().hex[:16])
+    else:
+        os.makedirs(options.out, exist_ok=True)
+    args = list(beam_args)
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+        args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
+    pipeline_options = PipelineOptions(args)
+    standard = pipeline_options.view_as(StandardOptions)
+    standard.runner = runner or standard.runner or DEFAULT_RUNNER
+    logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
+    pipeline = beam.Pipeline(options=pipeline_options)
+    _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
+    return pipeline, options
+
+
+def submit(
+    inputs: Sequence[str],
+    options: ConvertOptions,
+    beam_args: Sequence[str] = (),
+    *,
+    runner: str | None = None,
+    publish: tuple[Publisher, ...] | None = None,
+) -> Any:
+    """Start a conversion and return the runner's ``PipelineResult`` without waiting for it.
+
+    For launchers that return once the job is submitted (a Dataflow Flex
+    Template): the job cleans up after itself except the bucket's folder of
+    temporaries, which every cube's assembler empties and the next run removes.
+    """
+    pipeline, _ = _build(inputs, options, beam_args, runner, publish)
+    return pipeline.run()
+
+
 def run(
     inputs: Sequence[str],
     options: ConvertOptions,
@@ -201,22 +241,8 @@ def run(
         The summary of the run, read from its manifest and dead-letter files.
     """
     in_bucket = is_gs(options.out)
-    if in_bucket:
-        # Temporaries of earlier runs that were killed are stale: every frame is rewritten by this run.
-        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
-        options = dataclasses.replace(options, run_id=uuid.uuid4().hex[:16])
-    else:
-        os.makedirs(options.out, exist_ok=True)
-    args = list(beam_args)
-    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
-        args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
-    pipeline_options = PipelineOptions(args)
-    standard = pipeline_options.view_as(StandardOptions)
-    standard.runner = runner or standard.runner or DEFAULT_RUNNER
-    logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
     start = time.monotonic()
-    pipeline = beam.Pipeline(options=pipeline_options)
-    _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
+    pipeline, options = _build(inputs, options, beam_args, runner, publish)
     # The progress display counts part files on disk; a bucket output draws none.
     monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None
     if monitor is not None:

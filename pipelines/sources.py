@@ -27,10 +27,13 @@ from rasterio.vrt import WarpedVRT
 if TYPE_CHECKING:
     from pipelines.plan import Warp
 
-__all__ = ["GDAL_CACHE_BYTES", "RasterCache", "file_size", "gdal_env", "is_url"]
+__all__ = ["GDAL_CACHE_BYTES", "GDAL_HTTP_MAX_RETRY", "RasterCache", "file_size", "gdal_env", "is_url"]
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """GDAL block cache per worker process."""
+
+GDAL_HTTP_MAX_RETRY: Final = 5
+"""Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
 
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
@@ -45,6 +48,9 @@ def gdal_env(href: str) -> rasterio.Env:
     options: dict[str, Any] = {"GDAL_CACHEMAX": GDAL_CACHE_BYTES}
     if is_url(href):
         options["GDAL_DISABLE_READDIR_ON_OPEN"] = "EMPTY_DIR"
+        # GDAL's own retry policy for 429 and 5xx answers (exponential backoff from the delay).
+        options["GDAL_HTTP_MAX_RETRY"] = GDAL_HTTP_MAX_RETRY
+        options["GDAL_HTTP_RETRY_DELAY"] = 0.5
     emulator = os.environ.get("STORAGE_EMULATOR_HOST")
     if href.startswith("gs://") and emulator:
         # As google-cloud-storage does: requests go to the emulator, unsigned, and no credentials are looked up.
