@@ -68,7 +68,7 @@ from rumi_core.structure import read_structure
 from rumi_core.validate import validate
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
     from numpy.typing import NDArray
 
@@ -456,7 +456,7 @@ def _compose_and_publish(
         store.write(url, data)
         ends.append(ObjectStat(url, len(data), crc32c_of(data), None, {}))
     assembled = store.compose_tree([ends[0], *frames, ends[1]], f"{scratch}/assembled", scratch)
-    source = GCSSource(assembled.url, client=store.client, size=assembled.size)
+    source = _CountedSource(GCSSource(assembled.url, client=store.client, size=assembled.size))
     try:
         structure = read_structure(source)
         header = header_from_head(structure.head)
@@ -479,7 +479,33 @@ def _compose_and_publish(
     final = store.stat(path)
     if final is None or (final.size, final.crc32c) != (assembled.size, assembled.crc32c):
         raise AssemblyError(f"{path}: the published object is not the verified one")
+    # What passed through this process: head, trailer and blob up; head, trailer and the sampled frames down.
+    inc(AssembleFiles, "bucket_bytes_uploaded", sum(e.size for e in ends) + len(blob))
+    inc(AssembleFiles, "bucket_bytes_downloaded", source.bytes_read)
     return final, blob
+
+
+class _CountedSource:
+    """A byte source that counts the bytes it returned (the assembler's downloads)."""
+
+    def __init__(self, source: GCSSource) -> None:
+        self._source = source
+        self.bytes_read = 0
+
+    @property
+    def name(self) -> str:
+        return self._source.name
+
+    def size(self) -> int:
+        return self._source.size()
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        out = self._source.read_ranges(ranges)
+        self.bytes_read += sum(len(b) for b in out)
+        return out
+
+    def close(self) -> None:
+        self._source.close()
 
 
 def _prepare(plan: CubePlan, parts_dir: str) -> CubePlan:
