@@ -93,6 +93,7 @@ def test_real_rasters_gs_to_gs(emulator: GCSEmulator, shared_data: Path, tmp_pat
     assert np.array_equal(_decoded(objects, entry, tmp_path), np.stack(expected))
 
 
+@pytest.mark.slow
 def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -> None:
     """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries."""
     paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(88, 96), seed=4)
@@ -115,6 +116,18 @@ def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -
         n: hashlib.sha256(v).hexdigest() for n, v in objects.items() if n != "manifest.jsonl"
     }
     assert load_jsonl(f"gs://{BUCKET}/cubes/many/manifest.jsonl")[0]["extra"] == entry["extra"]
+
+
+def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``) and needs --no-catalog."""
+    from click.testing import CliRunner
+
+    from pipelines.cli import convert_command
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1"])
+    assert result.exit_code == 2 and "--no-catalog" in result.output
+    assert not (tmp_path / "gs:").exists()
 
 
 def test_catalogue_in_a_bucket_is_refused_clearly() -> None:
