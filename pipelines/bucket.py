@@ -23,8 +23,8 @@ Every request goes through google-cloud-storage's retry policy
 errors and timeouts, with exponential backoff). Uploads of temporaries and
 composes are passed that policy explicitly: both are idempotent here (the
 same name always receives the same bytes), which the library cannot know.
-Objects larger than the library's multipart threshold (8 MiB) are uploaded
-with resumable uploads, which resume from the last acknowledged chunk.
+Objects larger than :data:`RESUMABLE_CHUNK` are uploaded with resumable
+uploads in chunks of that size, which resume from the last acknowledged chunk.
 
 ``STORAGE_EMULATOR_HOST`` is honoured (anonymous client, no credential
 lookup), as in :func:`catalog.gcs.default_client`.
@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 __all__ = [
     "COMPOSE_LIMIT",
     "DELETE_THREADS",
+    "RESUMABLE_CHUNK",
     "TMP_DIR",
     "GCSOutput",
     "ObjectStat",
@@ -63,6 +64,10 @@ __all__ = [
 
 COMPOSE_LIMIT: Final = 32
 """Most source objects GCS accepts in one ``compose`` call."""
+
+RESUMABLE_CHUNK: Final = 8 << 20
+"""Objects larger than this are uploaded with a resumable upload in chunks of this size (a multiple of
+256 KiB, as GCS requires), so a failed request resends one chunk, not the object."""
 
 DELETE_THREADS: Final = 8
 """Concurrent delete requests when removing temporaries."""
@@ -251,6 +256,7 @@ class GCSOutput:
         from google.api_core.exceptions import PreconditionFailed
 
         blob = self._blob(url)
+        blob.chunk_size = RESUMABLE_CHUNK  # above it, a resumable upload in chunks of this size
         if if_absent and self.preconditions:
             try:
                 blob.upload_from_string(data, if_generation_match=0, retry=self._retry(), checksum="crc32c")

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from catalog.testing._gcs_emulator import GCSEmulator
-from pipelines.bucket import output_store
+from pipelines.bucket import RESUMABLE_CHUNK, GCSOutput, output_store
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
@@ -222,3 +222,14 @@ def test_503s_and_dropped_connections_change_nothing(emulator: GCSEmulator, scen
         run([scenes], _options(f"gs://{BUCKET}/faulty"))
     assert proxy.faults["503"] > 0 and proxy.faults["drop-before"] > 0 and proxy.faults["drop-after"] > 0
     assert _snapshot("faulty") == clean
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # as above
+def test_a_large_object_is_uploaded_resumably_through_faults(emulator: GCSEmulator) -> None:
+    data = os.urandom(2 * RESUMABLE_CHUNK + 12345)
+    with _proxy(emulator.host, fail_every=3, drop_every=5) as proxy, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", proxy.host)
+        store = GCSOutput()
+        store.write(f"gs://{BUCKET}/large/object", data)
+        assert store.read(f"gs://{BUCKET}/large/object") == data
+    assert proxy.count > 3 and sum(proxy.faults.values()) > 0  # several chunk requests, some failed and were retried
