@@ -465,11 +465,7 @@ def _compose_and_publish(
         raise VerificationError(f"{assembled.url}: {err}") from err
     blob = header.to_bytes()
     verify_file(source, blob, plan, rasters, frames=options.verify_frames)
-    # A stale pair (another mode, bound or codec) goes file first, so no file is ever left without its blob.
-    for stale in (path, blob_path):
-        old = store.stat(stale)
-        if old is not None:
-            store.delete(stale, generation=old.generation)
+    _remove_stale(path, blob_path, assembled, blob, _object_metadata(plan, codec))
     if not store.write(blob_path, blob, if_absent=True) and store.read(blob_path) != blob:
         raise AssemblyError(f"{blob_path}: another assembler published a different header blob meanwhile")
     if not store.compose([assembled.url], path, if_absent=True, metadata=_object_metadata(plan, codec)):
@@ -483,6 +479,25 @@ def _compose_and_publish(
     inc(AssembleFiles, "bucket_bytes_uploaded", sum(e.size for e in ends) + len(blob))
     inc(AssembleFiles, "bucket_bytes_downloaded", source.bytes_read)
     return final, blob
+
+
+def _remove_stale(path: str, blob_path: str, assembled: ObjectStat, blob: bytes, metadata: Mapping[str, str]) -> None:
+    """Delete a published pair that differs from what is about to be published (another mode, bound or codec).
+
+    The file goes first, so no file is ever left without its blob. A pair equal
+    to this one (published meanwhile by a concurrent attempt) is left alone, so
+    the publishing writes' preconditions keep it.
+    """
+    store = output_store()
+    old = store.stat(path)
+    same_file = old is not None and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
+    if old is not None and not (same_file and all(old.metadata.get(k) == metadata[k] for k in (OBJECT_MODE, OBJECT_BOUND))):
+        store.delete(path, generation=old.generation)
+        old = None
+    if old is None:
+        existing = store.stat(blob_path)
+        if existing is not None and store.read(blob_path) != blob:
+            store.delete(blob_path, generation=existing.generation)
 
 
 class _CountedSource:

@@ -227,3 +227,18 @@ def test_compose_tree_verifies_against_the_parts(emulator: GCSEmulator) -> None:
     wrong = [*parts[:-1], ObjectStat(parts[-1].url, parts[-1].size, (parts[-1].crc32c or 0) ^ 1, None, {})]
     with pytest.raises(Exception, match="CRC32C"):
         store.compose_tree(wrong, f"gs://{BUCKET}/tree/joined2", f"gs://{BUCKET}/tree/scratch2")
+
+
+def test_a_cube_converted_again_lossy_replaces_the_lossless_pair(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """The finished check reads the recorded mode: a lossy run replaces a lossless file and its blob, file first."""
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(64, 48), seed=6)
+    out = f"gs://{BUCKET}/cubes/modes"
+    run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, compression="raster", write_catalog=False))
+    summary = run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, max_abs_error=8, write_catalog=False))
+    (entry,) = summary.entries
+    assert entry.status == "written" and entry.extra["mode"] == "lossy"
+    stat = output_store().stat(f"{out}/{entry.file}")
+    assert stat is not None and stat.metadata["rumi-mode"] == "lossy"
+    objects = _objects("cubes/modes")
+    decoded = _decoded(objects, entry.to_dict(), tmp_path)
+    assert np.abs(decoded.astype(np.int32) - cube.astype(np.int32)).max() <= 8
