@@ -242,3 +242,15 @@ def test_a_cube_converted_again_lossy_replaces_the_lossless_pair(emulator: GCSEm
     objects = _objects("cubes/modes")
     decoded = _decoded(objects, entry.to_dict(), tmp_path)
     assert np.abs(decoded.astype(np.int32) - cube.astype(np.int32)).max() <= 8
+
+
+def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
+    _, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=8)
+    _upload_tree(tmp_path / "scenes", "archive/mixed")
+    out = tmp_path / "out"
+    summary = run([f"gs://{BUCKET}/archive/mixed/*.tif"], ConvertOptions(out=str(out), tile_size=32, write_catalog=False))
+    (entry,) = summary.entries
+    assert entry.inputs[0].startswith(f"gs://{BUCKET}/archive/mixed/") and entry.sha256 is not None
+    blob = (out / entry.blob).read_bytes()
+    rumi_core.validate(out / entry.file, blob)
+    assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
