@@ -9,8 +9,14 @@
 * the band metadata and time coordinates: from the item's ``bands`` and
   ``cube:dimensions``; for a bare file, from its trailer, fetched with one
   request only when a selection names bands or times;
-* the grid: from the item's projection fields; for a bare file, from its
-  head, fetched with one request only when a read uses ``bbox``.
+* the grid: from the item's projection fields; for a bare file, from the
+  160 georeferencing bytes before its frames, fetched with one request only
+  when a read uses ``bbox`` or labels its result (the head itself, which
+  the blob replaces, is never read).
+
+A blob is checked against what is known before any frame is decoded: the
+item's bands, times and shape, and the file size where it costs nothing (a
+local file, or the item's ``file:size``).
 
 A read of an item therefore sends requests for frames only: one per frame,
 or per run of adjacent frames, which rumi_core's reader merges and fetches
@@ -20,38 +26,41 @@ concurrently.
 from __future__ import annotations
 
 import json
+import math
+import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from catalog.bands import Band, band_from_text, stac_data_type
-from catalog.errors import ItemError, SelectorError
+from catalog.bands import Band, stac_data_type
+from catalog.errors import ChangedFileError, ItemError, SelectorError
 from catalog.extension import RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, time_values
-from catalog.selection import TimeRange, band_positions, parse_band_selector, parse_time_selector, time_positions
+from catalog.selection import TimeRange, band_positions, bands_from_texts, parse_band_selector, parse_time_selector, time_positions
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
-from rumi_core.header import HeaderBlob, check_against_head
-from rumi_core.ifd import decode_head
+from rumi_core.georef import GEOREF_BYTES, Georeferencing
+from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection, resolve_selection
 from rumi_core.structure import read_trailer
 from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     import pystac
     from affine import Affine
     from numpy.typing import NDArray
 
     from rumi_core.layout import Layout
+    from rumi_core.reader import Selection
     from rumi_core.sources import ByteSource
 
-__all__ = ["Cube", "CubeRead", "is_rumi_href"]
+__all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
 
 _UNSET: Any = object()
 
@@ -87,11 +96,83 @@ class CubeRead:
     crs: str | None
     """``"EPSG:n"`` of the grid, when known."""
     transform: Affine | None
-    """Transform of the window's top-left pixel, when known."""
+    """Transform of the window's top-left pixel corner, as rasterio reports it, when known.
+
+    For a PixelIsPoint raster this is half a pixel up and left of the stored
+    transform, which locates the first pixel's centre; GDAL writes it back
+    as the stored one when ``AREA_OR_POINT=Point`` is set.
+    """
+    pixel_is_point: bool = False
+    """Whether the raster is PixelIsPoint (``AREA_OR_POINT=Point``)."""
+    nodata: float | None = None
+    """The no-data value shared by the selected bands, when known (NaN for a NaN no-data)."""
 
     def as_cube(self) -> NDArray[Any]:
         """Return the data as ``(T', B', h, w)`` even for an Image."""
         return self.data if self.data.ndim == 4 else self.data[np.newaxis]
+
+
+def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
+
+    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
+    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
+    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
+    what they asked for to report a clip.
+
+    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
+    ((0, 10), (90, 130))
+
+    Raises:
+        SelectorError: the window is malformed, empty, or entirely outside the image.
+    """
+    if hasattr(window, "toranges"):  # rasterio.windows.Window
+        window = window.toranges()
+    try:
+        (r0, r1), (c0, c1) = window
+        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
+    except (TypeError, ValueError) as err:
+        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
+    if r0 >= r1 or c0 >= c1:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
+    rows = (max(0, r0), min(height, r1))
+    cols = (max(0, c0), min(width, c1))
+    if rows[0] >= rows[1] or cols[0] >= cols[1]:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
+    return rows, cols
+
+
+def common_nodata(bands: Iterable[Band]) -> float | None:
+    """The no-data value of a set of bands as a float, when they share one.
+
+    A GeoTIFF (and a CF ``_FillValue``) holds one no-data value for all its
+    bands, so bands that disagree, or where some have none, give None: a
+    value that is valid data in one band must not mask it.
+
+    >>> common_nodata([Band("a", nodata=-9999.0), Band("b", nodata=-9999)])
+    -9999.0
+    >>> common_nodata([Band("a", nodata="nan")])
+    nan
+    >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
+    True
+    """
+    finite: set[float] = set()
+    nan = missing = False
+    for band in bands:
+        if band.nodata is None:
+            missing = True
+            continue
+        try:
+            value = float(band.nodata)
+        except ValueError:
+            return None
+        if math.isnan(value):
+            nan = True
+        else:
+            finite.add(value)
+    if missing or (nan and finite) or len(finite) > 1:
+        return None
+    return math.nan if nan else (next(iter(finite)) if finite else None)
 
 
 def _times_from_values(values: Sequence[str], time_type: str) -> TimeCoordinates:
@@ -212,7 +293,14 @@ class Cube:
                     raise
             header = storage.read(blob_href)
         blob = cls._blob(header)
-        return cls(storage.open(href), blob)
+        source = storage.open(href)
+        if href_kind(href) == "local":
+            try:
+                check_blob_fits(blob, source.size(), where=href)
+            except BaseException:
+                source.close()
+                raise
+        return cls(source, blob)
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:
@@ -272,7 +360,17 @@ class Cube:
             raise ItemError(
                 f"item {doc.get('id')!r} has proj:shape {[grid.height, grid.width]}, its header blob {[lay.image_length, lay.image_width]}"
             )
-        return cls(storage.open(data_href), blob, bands=bands, times=times, grid=grid, item=doc)
+        size = data.get("file:size")
+        if isinstance(size, int) and not isinstance(size, bool):
+            check_blob_fits(blob, size, where=data_href)
+        source = storage.open(data_href)
+        if href_kind(data_href) == "local":
+            try:
+                check_blob_fits(blob, source.size(), where=data_href)
+            except BaseException:
+                source.close()
+                raise
+        return cls(source, blob, bands=bands, times=times, grid=grid, item=doc)
 
     # -- lazily known metadata ----------------------------------------------------------
 
@@ -287,11 +385,7 @@ class Cube:
         return self.header.layout
 
     def _bands_from_texts(self, texts: Sequence[str]) -> tuple[Band, ...]:
-        dtype = stac_data_type(self.layout.encoding.name)
-        bands = [band_from_text(t, data_type=dtype) for t in texts]
-        if len({b.name for b in bands}) != len(bands):
-            bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
-        return tuple(bands)
+        return bands_from_texts(texts, data_type=stac_data_type(self.layout.encoding.name))
 
     def _load_trailer(self) -> None:
         lay = self.layout
@@ -323,23 +417,19 @@ class Cube:
 
     @property
     def grid(self) -> Grid | None:
-        """CRS, transform and shape: from the item, else from the file's head (one request).
+        """CRS, transform and shape: from the item, else from the file (one 160-byte request).
 
+        The header blob replaced the head, so the head is never read: the two
+        georeferencing values are the last 160 bytes before the frames
+        (:data:`~rumi_core.georef.GEOREF_BYTES`), a range the blob locates.
         None for an ungeoreferenced raster.
         """
         if self._grid is _UNSET:
-            size = self.header.base_frame_offset
-            (data,) = self._source.read_ranges([(0, size)])
-
-            def read_at(offset: int, length: int) -> bytes:
-                return data[offset : offset + length]
-
-            head = decode_head(read_at)
-            check_against_head(self.header, head)
-            lay = head.layout
-            self._grid = (
-                Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
-            )
+            end = self.header.base_frame_offset
+            (data,) = self._source.read_ranges([(end - GEOREF_BYTES, GEOREF_BYTES)])
+            georef = Georeferencing.from_bytes(data)
+            lay = self.layout
+            self._grid = Grid.from_georef(georef, height=lay.image_length, width=lay.image_width) if georef.is_georeferenced else None
         grid: Grid | None = self._grid
         return grid
 
@@ -388,7 +478,31 @@ class Cube:
             if grid is None:
                 raise SelectorError("the raster has no CRS, so a bbox cannot be placed on it; use a pixel window")
             window = grid.window_for_bbox(bbox, bbox_crs)
+        elif window is not None:
+            window = clip_window(window, self.layout.image_length, self.layout.image_width)
         return band_pos, time_pos, window
+
+    def selection(
+        self,
+        *,
+        bands: str | Sequence[int | str] | None = None,
+        times: str | Sequence[int] | TimeRange | None = None,
+        bbox: Sequence[float] | None = None,
+        bbox_crs: str | None = "EPSG:4326",
+        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+    ) -> Selection:
+        """The checked rumi_core selection that :meth:`read` reads (see :meth:`resolve`).
+
+        Raises:
+            SelectorError: a selector matches nothing.
+            SelectionError: the selection lies outside the raster.
+        """
+        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        return resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
+
+    def frame_count(self, selection: Selection) -> int:
+        """How many frames a read of ``selection`` decodes."""
+        return len(self.layout.frames_for(bands=selection.bands, times=selection.times, rows=selection.rows, cols=selection.cols))
 
     def read(
         self,
@@ -400,6 +514,7 @@ class Cube:
         window: tuple[tuple[int, int], tuple[int, int]] | None = None,
         threads: int | None = None,
         labels: bool = True,
+        progress: Callable[[int], None] | None = None,
     ) -> CubeRead:
         """Read a selection.
 
@@ -412,16 +527,23 @@ class Cube:
             threads: Fetch-and-decode threads; every CPU when None.
             labels: Also resolve band metadata, time values and the window
                 transform for the result (may cost one request each for a bare file).
+            progress: Called with 1 after each frame is decoded (from the
+                decoding threads); :meth:`frame_count` says how many to expect.
 
         Raises:
             SelectorError: a selector matches nothing.
             SelectionError: the window lies outside the raster.
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
+            ChangedFileError: the file was rewritten after its item was read.
         """
-        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
-        sel = resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
-        data = read_selection(self._source, self.header, sel, threads=threads)
+        sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        try:
+            data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
+        except RumiError:
+            self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+            raise
+        self._check_unchanged()
         window_out = (sel.rows, sel.cols)
         if labels:
             all_bands = self.bands
@@ -437,8 +559,35 @@ class Cube:
             times=tuple(all_times[t] for t in sel.times) if all_times else (),
             window=window_out,
             crs=grid.crs if grid is not None else None,
-            transform=grid.window_transform(window_out) if grid is not None else None,
+            transform=grid.window_area_transform(window_out) if grid is not None else None,
+            pixel_is_point=grid.pixel_is_point if grid is not None else False,
+            nodata=common_nodata(all_bands[b] for b in sel.bands) if labels else None,
         )
+
+    def _check_unchanged(self) -> None:
+        """Fail when the file is not the one the item (and so the blob) describes.
+
+        A file rewritten in place (an open period that gained acquisitions)
+        keeps its name, so a reader holding the old item and blob would locate
+        frames at stale offsets. The item's ``file:size`` is compared with the
+        source's size after the frames are fetched: free for local files and
+        for HTTP, whose ranged answers carry the total; a checksum would mean
+        reading the whole file.
+
+        Raises:
+            ChangedFileError: the sizes differ; the frames just read (or failed to decode) are discarded.
+        """
+        data = ((self.item or {}).get("assets") or {}).get("data") or {}
+        expected = data.get("file:size")
+        if expected is None:
+            return
+        actual = self._source.size()
+        if actual != int(expected):
+            raise ChangedFileError(
+                f"{self.name}: the file is {actual} bytes, its item says file:size {expected}; it was rewritten after the item "
+                "and header blob were read: open the item again",
+                field="file:size",
+            )
 
     # -- lifetime ------------------------------------------------------------------------
 

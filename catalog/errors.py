@@ -11,10 +11,11 @@ one.
 
 from __future__ import annotations
 
-from rumi_core.errors import RumiError, SelectionError, SourceError
+from rumi_core.errors import HeaderMismatchError, RumiError, SelectionError, SourceError
 
 __all__ = [
     "CatalogError",
+    "ChangedFileError",
     "ItemError",
     "SearchError",
     "SelectorError",
@@ -50,3 +51,7 @@ class SearchError(CatalogError):
 
 class SelectorError(CatalogError, SelectionError):
     """A band, time or bounding-box selector matches nothing or is malformed."""
+
+
+class ChangedFileError(CatalogError, HeaderMismatchError):
+    """A file was rewritten after its item and header blob were read: its size is no longer the item's ``file:size``."""

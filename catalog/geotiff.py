@@ -12,22 +12,25 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from catalog.cube import common_nodata
 from catalog.errors import CatalogError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from affine import Affine
     from numpy.typing import NDArray
 
     from catalog.cube import Cube
 
-__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "write_geotiff"]
+__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "export_targets", "write_geotiff"]
 
 GEOTIFF_DTYPES = frozenset(
     {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64", "complex64", "complex128"}
@@ -45,6 +48,7 @@ def write_geotiff(
     nodata: float | None = None,
     tags: dict[str, str] | None = None,
     band_tags: Sequence[dict[str, str]] | None = None,
+    pixel_is_point: bool = False,
 ) -> str:
     """Write ``(B, h, w)`` samples as a GeoTIFF, atomically.
 
@@ -52,11 +56,14 @@ def write_geotiff(
         path: Output path.
         data: ``(B, h, w)`` array (``(h, w)`` is one band).
         crs: ``"EPSG:n"``, or None for no CRS.
-        transform: Transform of the top-left pixel, or None.
+        transform: Transform of the top-left pixel corner, as rasterio
+            reports it (also for a PixelIsPoint raster), or None.
         descriptions: One description per band.
         nodata: The no-data value, if any.
         tags: Dataset-level metadata tags.
         band_tags: Metadata tags per band.
+        pixel_is_point: Write ``AREA_OR_POINT=Point``: GDAL then stores the
+            pixel-centre tiepoint, and rasterio reads ``transform`` back.
 
     Returns:
         The path written.
@@ -104,8 +111,7 @@ def write_geotiff(
                         dst.set_band_description(i + 1, descriptions[i])
                     if band_tags is not None and band_tags[i]:
                         dst.update_tags(i + 1, **band_tags[i])
-                if tags:
-                    dst.update_tags(**tags)
+                dst.update_tags(**(tags or {}), AREA_OR_POINT="Point" if pixel_is_point else "Area")
     except RasterioError as err:
         Path(tmp).unlink(missing_ok=True)
         raise CatalogError(f"cannot write {target}: {err}") from err
@@ -118,57 +124,90 @@ def _stamp(value: str) -> str:
     return re.sub(r"[^0-9T]", "", start.replace("Z", ""))
 
 
-def _nodata(cube: Cube) -> float | None:
-    values = {b.nodata for b in cube.bands if b.nodata is not None}
-    if len(values) != 1:
-        return None
-    (value,) = values
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
-def export_geotiffs(cube: Cube, output: str | os.PathLike[str], *, threads: int | None = None) -> list[str]:
-    """Write every time step of a cube as its own GeoTIFF.
+def export_targets(cube: Cube, output: str | os.PathLike[str]) -> list[Path]:
+    """The paths :func:`export_geotiffs` writes, in time order.
 
     An Image (one time step) goes to ``output`` itself; a Cube's time step
-    ``t`` goes to ``<stem>_<YYYYMMDDTHHMMSS>.tif`` beside it (the start of the
-    step). Each file keeps the CRS and transform, has one description per
-    band (the band text) and a ``TIME`` tag.
+    ``t`` goes to ``<stem>_<YYYYMMDDTHHMMSS>.tif`` beside it (the start of
+    the step), or ``<stem>_<tttt>.tif`` when two steps share a stamp.
+    """
+    out = Path(output)
+    count = cube.layout.time_count
+    if count == 1:
+        return [out]
+    stamps = [_stamp(v) for v in _time_values(cube)]
+    if len(set(stamps)) != len(stamps):
+        stamps = [f"{i:04d}" for i in range(count)]
+    return [out.with_name(f"{out.stem}_{stamp}{out.suffix or '.tif'}") for stamp in stamps]
+
+
+def export_geotiffs(
+    cube: Cube,
+    output: str | os.PathLike[str],
+    *,
+    threads: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> list[str]:
+    """Write every time step of a cube as its own GeoTIFF.
+
+    Paths are those of :func:`export_targets`. Each file keeps the CRS, the
+    transform and ``AREA_OR_POINT`` of the source, the no-data value the
+    bands share (from the item; a bare ``.rumi`` file carries none), one
+    description per band (the band text) and a ``TIME`` tag.
+
+    Every file is first written into a hidden staging directory beside
+    ``output`` and moved into place only once all of them are written, so
+    a failure (a corrupt frame, a full disk) leaves no GeoTIFF behind.
+
+    Args:
+        cube: The cube to export.
+        output: The output ``.tif`` (a Cube adds ``_<time>`` per step).
+        threads: Decoding threads.
+        progress: Called with 1 after each time step is written.
 
     Returns:
         The paths written, in time order.
 
     Raises:
-        CatalogError: the samples cannot be stored in a GeoTIFF.
+        CatalogError: the samples cannot be stored in a GeoTIFF, or the
+            files cannot be written.
     """
-    out = Path(output)
-    lay = cube.layout
+    targets = export_targets(cube, output)
     grid = cube.grid
     bands = cube.bands
-    values = [v for v in _time_values(cube)]
+    values = _time_values(cube)
     descriptions = [b.description or b.name for b in bands]
-    written = []
-    stamps = [_stamp(v) for v in values]
-    if len(set(stamps)) != len(stamps):
-        stamps = [f"{i:04d}" for i in range(len(values))]
-    for t in range(lay.time_count):
-        target = out if lay.time_count == 1 else out.with_name(f"{out.stem}_{stamps[t]}{out.suffix or '.tif'}")
-        result = cube.read(times=[t], threads=threads, labels=False)
-        data = result.as_cube()[0]
-        written.append(
+    nodata = common_nodata(bands)
+    parent = targets[0].parent
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{targets[0].stem}.", suffix=".partial", dir=parent))
+    except OSError as err:
+        raise CatalogError(f"cannot write into {parent or '.'}: {err.strerror}") from err
+    try:
+        staged: list[Path] = []
+        for t, target in enumerate(targets):
+            result = cube.read(times=[t], threads=threads, labels=False)
+            path = staging / target.name
             write_geotiff(
-                target,
-                data,
+                path,
+                result.as_cube()[0],
                 crs=grid.crs if grid is not None else None,
-                transform=grid.affine if grid is not None else None,
+                transform=grid.area_affine if grid is not None else None,
                 descriptions=descriptions,
-                nodata=_nodata(cube),
+                nodata=nodata,
                 tags={"TIME": values[t]},
+                pixel_is_point=grid.pixel_is_point if grid is not None else False,
             )
-        )
-    return written
+            staged.append(path)
+            if progress is not None:
+                progress(1)
+        for path, target in zip(staged, targets, strict=True):
+            os.replace(path, target)
+    except OSError as err:
+        raise CatalogError(f"cannot write {targets[0]}: {err.strerror or err}") from err
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return [os.fspath(t) for t in targets]
 
 
 def _time_values(cube: Cube) -> list[str]:

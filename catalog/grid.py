@@ -171,11 +171,9 @@ class Grid:
         Raises:
             SelectorError: the box is malformed or does not overlap the raster.
         """
-        if len(bbox) != 4:
-            raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
-        minx, miny, maxx, maxy = (float(v) for v in bbox)
-        if not (minx < maxx and miny < maxy):
-            raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
+        from catalog.selection import check_bbox
+
+        minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
             from pyproj import CRS
             from pyproj.exceptions import CRSError as ProjCRSError
@@ -203,6 +201,17 @@ class Grid:
         """The transform of a window's top-left pixel (same pixel convention as the grid)."""
         (r0, _), (c0, _) = window
         return self.affine @ Affine.translation(c0, r0)
+
+    def window_area_transform(self, window: tuple[tuple[int, int], tuple[int, int]]) -> Affine:
+        """The transform of a window's top-left pixel corner, as rasterio reports it.
+
+        GDAL (and so rasterio) always reports the transform of pixel corners,
+        also for an ``AREA_OR_POINT=Point`` raster, and shifts by half a pixel
+        when it writes one; this is the transform to hand to rasterio together
+        with ``AREA_OR_POINT``.
+        """
+        (r0, _), (c0, _) = window
+        return self.area_affine @ Affine.translation(c0, r0)
 
     def x_coords(self, cols: tuple[int, int] | None = None) -> list[float]:
         """Pixel-centre x coordinates of columns ``cols`` (north-up grids)."""

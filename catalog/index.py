@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -35,8 +36,40 @@ INDEX_NAME = "items.parquet"
 """File name of the index at a catalogue root."""
 
 
+_NON_FINITE = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+
+
+def _nodata_as(value: Any, *, to_number: bool) -> Any:
+    """Rewrite every ``nodata`` in a nested item dict: STAC text to a float, or back.
+
+    STAC 1.1 writes a non-finite no-data value as the text ``"nan"``,
+    ``"inf"`` or ``"-inf"`` and a finite one as a number. One arrow column
+    holds one type, so a catalogue mixing a NaN-nodata cube and a numeric one
+    could not be indexed; the index stores every no-data value as a double
+    (IEEE NaN and infinities included) and turns them back into STAC text
+    when it returns items.
+    """
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "nodata" and to_number and isinstance(item, str) and item.lower() in _NON_FINITE:
+                out[key] = _NON_FINITE[item.lower()]
+            elif key == "nodata" and to_number and isinstance(item, int) and not isinstance(item, bool):
+                out[key] = float(item)
+            elif key == "nodata" and not to_number and isinstance(item, float) and not math.isfinite(item):
+                out[key] = "nan" if math.isnan(item) else ("inf" if item > 0 else "-inf")
+            else:
+                out[key] = _nodata_as(item, to_number=to_number)
+        return out
+    if isinstance(value, list):
+        return [_nodata_as(item, to_number=to_number) for item in value]
+    return value
+
+
 def write_index(items: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> str:
     """Write item dicts as a stac-geoparquet file, atomically.
+
+    No-data values are stored as doubles (see :func:`_nodata_as`).
 
     Returns:
         The path written.
@@ -47,7 +80,7 @@ def write_index(items: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -
     from stac_geoparquet.arrow import parse_stac_items_to_arrow, to_parquet
 
     target = os.fspath(path)
-    rows = list(items)
+    rows = [_nodata_as(item, to_number=True) for item in items]
     if not rows:
         raise SearchError("an index needs at least one item")
     tmp = target + ".partial"
@@ -134,7 +167,7 @@ def query_index(
         raise SearchError(f"the index query failed: {err}") from err
     finally:
         con.close()
-    found = list(stac_table_to_items(result))
+    found = [_nodata_as(item, to_number=False) for item in stac_table_to_items(result)]
     if bbox is not None:
         box = shapely.box(*bbox)
         found = [it for it in found if it.get("geometry") is None or shapely.geometry.shape(it["geometry"]).intersects(box)]

@@ -143,6 +143,8 @@ class ExtraMetadata:
     """The compression graph (``{"name": ..., "configuration": {...}}``)."""
     lossy_bound: float | dict[str, Any] | None = None
     """The error bound of a lossy graph."""
+    libraries: dict[str, str] | None = None
+    """Versions of the libraries that wrote the frames (``{"openzl": ..., "geozl": ...}``), as ``rumi:libraries``."""
     sha256: str | None = None
     """Hex SHA-256 of the file, when already computed."""
     properties: dict[str, Any] = field(default_factory=dict)
@@ -173,6 +175,7 @@ class ExtraMetadata:
             unit=data.get("unit"),
             codec=codec,
             lossy_bound=data.get("lossy_bound", data.get("error_bound")),
+            libraries=data.get("libraries"),
             sha256=data.get("sha256"),
             properties=dict(data.get("properties") or {}),
         )
@@ -180,7 +183,7 @@ class ExtraMetadata:
     def to_dict(self) -> dict[str, Any]:
         """Return the fields that are set."""
         out: dict[str, Any] = {}
-        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "sha256"):
+        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "libraries", "sha256"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -337,6 +340,8 @@ def create_item(
         header=blob_bytes if len(blob_bytes) <= inline_header_limit else None,
     )
     properties.update(fields_.to_dict())
+    if meta.libraries:
+        properties["rumi:libraries"] = dict(meta.libraries)
     properties.update(meta.properties)
 
     has_eo = any(b.common_name or b.center_wavelength is not None for b in bands)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.bands import Band
 from catalog.errors import SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
-from catalog.selection import TimeRange, format_time, parse_datetime
+from catalog.selection import TimeRange, check_bbox, format_time, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
 
 if TYPE_CHECKING:
@@ -219,8 +219,11 @@ def search(
     """
     storage = storage or Storage()
     time = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
-    if bbox is not None and len(bbox) != 4:
-        raise SearchError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
+    if bbox is not None:
+        try:
+            bbox = check_bbox(bbox)
+        except SelectorError as err:
+            raise SearchError(str(err)) from err
     href = os.fspath(target)
     wanted = list(bands or [])
     if _is_api(href):

@@ -19,6 +19,7 @@ TimeRange(start=1609459200, end=1610409599)
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = [
     "TimeRange",
     "band_positions",
+    "band_positions_for_texts",
+    "bands_from_texts",
+    "check_bbox",
     "format_time",
     "parse_band_selector",
     "parse_datetime",
@@ -44,6 +48,25 @@ __all__ = [
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
+    """Check a bounding box ``(minx, miny, maxx, maxy)``; the one rule ``search`` and ``read`` share.
+
+    >>> check_bbox([1, 2, 3, 4])
+    (1.0, 2.0, 3.0, 4.0)
+
+    Raises:
+        SelectorError: not four finite numbers, or ``minx >= maxx`` or ``miny >= maxy``.
+    """
+    if len(bbox) != 4:
+        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy, got {list(bbox)}")
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
+        raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
+    if not (minx < maxx and miny < maxy):
+        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx and miny < maxy")
+    return minx, miny, maxx, maxy
 
 
 def parse_datetime(text: str, *, end: bool = False) -> int:
@@ -148,6 +171,33 @@ def parse_band_selector(text: str) -> list[int | str]:
     if not out:
         raise SelectorError(f"--bands {text!r} names no band")
     return out
+
+
+def bands_from_texts(texts: Sequence[str], *, data_type: str | None = None) -> tuple[Band, ...]:
+    """The bands a bare file's trailer texts describe (:func:`~catalog.bands.band_from_text`).
+
+    Names are the texts' first parts; when two bands would share a name,
+    every band is named by its whole text instead (texts are unique).
+    """
+    from catalog.bands import band_from_text
+
+    bands = [band_from_text(t, data_type=data_type) for t in texts]
+    if len({b.name for b in bands}) != len(bands):
+        bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
+    return tuple(bands)
+
+
+def band_positions_for_texts(selectors: Sequence[int | str], texts: Sequence[str]) -> list[int]:
+    """Resolve band selectors against a file's band texts, exactly as ``rumi read`` does.
+
+    This is the ``rumi.band_names`` entry point through which
+    ``rumi_core.read(..., bands=["red", "nir"])`` accepts the names the
+    command line accepts, without rumi_core importing this package.
+
+    Raises:
+        SelectorError: a name matches no band or several, or a position is outside the bands.
+    """
+    return band_positions(selectors, bands_from_texts(texts))
 
 
 def band_positions(selectors: Sequence[int | str], bands: Sequence[Band]) -> list[int]:

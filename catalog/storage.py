@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from rumi_core.sources import ByteSource
 
-__all__ = ["Storage", "href_kind", "join_href"]
+__all__ = ["Storage", "href_kind", "join_href", "open_url"]
 
 
 def href_kind(href: str | os.PathLike[str]) -> str:
@@ -119,7 +119,9 @@ class Storage:
         try:
             return LocalFileSource(text)
         except OSError as err:
-            raise StorageError(f"cannot open: {err}", href=text) from err
+            # LocalFileSource's message names the path already; say it once.
+            reason = getattr(err.__cause__, "strerror", None) or str(err)
+            raise StorageError(f"cannot open: {reason}", href=text) from err
 
     def read(self, href: str | os.PathLike[str]) -> bytes:
         """Fetch a whole (small) object: an item, a header blob, an index.
@@ -140,3 +142,16 @@ class Storage:
 
     def __repr__(self) -> str:
         return "Storage()"
+
+
+def open_url(url: str) -> ByteSource:
+    """Open an ``http(s)://`` or ``gs://`` URL with a default :class:`Storage`.
+
+    This is the ``rumi.sources`` entry point through which rumi_core opens
+    URLs (``rumi info https://...``, ``rumi_core.read("gs://...", blob)``)
+    without importing this package.
+
+    Raises:
+        StorageError: the URL is malformed or cannot be reached.
+    """
+    return Storage().open(url)

@@ -9,7 +9,10 @@ may be absent, so :func:`validate_stac` hands it a schema map that points
 * any other extension schema (projection, datacube, file, EO) at a local
   copy, when a directory of them is given (``schema_dir``, or the
   ``RUMI_STAC_SCHEMAS`` environment variable) laid out as
-  ``<schema_dir>/<extension>/<version>/schema.json``.
+  ``<schema_dir>/<extension>/<version>/schema.json``;
+* the PROJJSON schema those extensions refer to (v0.4 to v0.7) at the copy
+  pyproj ships (``proj_data/projjson.schema.json``, v0.7, which extends the
+  earlier versions).
 
 An extension whose schema is neither local nor reachable is reported in
 :attr:`ValidationReport.unchecked` instead of failing the validation, unless
@@ -70,7 +73,19 @@ def core_schema_map() -> dict[str, str]:
     for name in ("bands", "basics", "common", "data-values", "datetime", "instrument", "licensing", "provider"):
         out[f"{base}/item-spec/json-schema/{name}.json"] = str(spec.joinpath(f"{name}.json"))
     out[SCHEMA_URI] = schema_path()
+    projjson = _projjson_schema()
+    if projjson is not None:
+        for minor in range(4, 8):
+            out[f"https://proj.org/schemas/v0.{minor}/projjson.schema.json"] = projjson
     return out
+
+
+def _projjson_schema() -> str | None:
+    """pyproj's copy of the PROJJSON schema, or None when this pyproj ships none."""
+    from pyproj.datadir import get_data_dir
+
+    path = os.path.join(get_data_dir(), "projjson.schema.json")
+    return path if os.path.isfile(path) else None
 
 
 def _local_extension(url: str, schema_dir: str | None) -> str | None:

@@ -15,8 +15,15 @@ Coordinates:
 * ``band``: band names, with ``description`` (the band texts) beside them;
 * ``y``, ``x``: pixel centres from the transform (pixel indices without a CRS);
 * ``spatial_ref``: a scalar with ``crs_wkt``, ``spatial_ref`` and
-  ``GeoTransform``, named by the variable's ``grid_mapping`` attribute, which
-  is how rioxarray finds the CRS (``ds.data.rio.crs``).
+  ``GeoTransform`` (of pixel corners, as GDAL has it, also for PixelIsPoint),
+  named by the variable's ``grid_mapping`` attribute, which is how rioxarray
+  finds the CRS and transform (``ds.data.rio.crs``, ``rio.transform()``).
+
+The variable carries ``AREA_OR_POINT`` and, when every band shares one
+(from the STAC item; a bare file has none), the no-data value as CF's
+``_FillValue``, which rioxarray reports as ``rio.nodata``. Samples stay as
+stored, as with rioxarray's ``open_rasterio``; ``mask_and_scale=True``
+turns no-data samples into NaN (then ``rio.encoded_nodata`` holds the value).
 
 The target may be a ``.rumi`` path or URL, an item JSON path or URL, an item
 dict or a :class:`pystac.Item`.
@@ -32,7 +39,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from catalog.cube import Cube, is_rumi_href
+from catalog.cube import Cube, common_nodata, is_rumi_href
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
@@ -128,7 +135,9 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     else:
         coords["y"] = ("y", np.arange(lay.image_length, dtype=np.float64))
         coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64))
-    coords["spatial_ref"] = _spatial_ref(grid.crs if grid is not None else None, grid.transform if grid is not None else None)
+    # GDAL's GeoTransform always locates pixel corners, also for PixelIsPoint rasters.
+    area = tuple(grid.area_affine)[:6] if grid is not None else None
+    coords["spatial_ref"] = _spatial_ref(grid.crs if grid is not None else None, area)
     per_frame = lay.unit.holds == "tile"
     preferred = {
         "time": 1 if per_frame else lay.time_count,
@@ -137,9 +146,14 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         "x": lay.tile_width,
     }
     attrs: dict[str, Any] = {"grid_mapping": "spatial_ref"}
-    nodata = {b.nodata for b in bands if b.nodata is not None}
-    if len(nodata) == 1:
-        attrs["nodata"] = next(iter(nodata))
+    if grid is not None:
+        attrs["AREA_OR_POINT"] = "Point" if grid.pixel_is_point else "Area"
+    nodata = common_nodata(bands)
+    if nodata is not None:
+        # CF's _FillValue, of the variable's dtype: xarray masks it (or keeps it
+        # with mask_and_scale=False), and rioxarray reports it as rio.nodata /
+        # rio.encoded_nodata.
+        attrs["_FillValue"] = np.array(nodata).astype(lay.encoding.dtype)[()]
     array = indexing.LazilyIndexedArray(RumiBackendArray(cube, threads=threads))
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     variable.encoding = {"preferred_chunks": preferred, "chunks": tuple(preferred.values()), "dtype": variable.dtype}
@@ -153,23 +167,31 @@ class RumiBackendEntrypoint(BackendEntrypoint):
 
     description = "Open rumi files (.rumi) or their STAC items lazily, with frame-aligned chunks"
     url = "https://github.com/rumi-forge/rumi-forge"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "storage", "threads")
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "storage", "threads")
 
     def open_dataset(
         self,
         filename_or_obj: Any,
         *,
         drop_variables: str | Iterable[str] | None = None,
+        mask_and_scale: bool | None = None,
         storage: Storage | None = None,
         threads: int | None = None,
     ) -> xr.Dataset:
-        """Open a cube lazily; see the module documentation."""
+        """Open a cube lazily; see the module documentation.
+
+        ``mask_and_scale=True`` applies CF decoding: samples equal to
+        ``_FillValue`` become NaN (integers become floats). By default the
+        samples stay as stored, like rioxarray's ``open_rasterio``.
+        """
         cube = Cube.open(filename_or_obj, storage=storage)
         try:
             ds = open_cube_dataset(cube, threads=threads)
         except BaseException:
             cube.close()
             raise
+        if mask_and_scale:
+            ds = xr.decode_cf(ds, mask_and_scale=True, decode_times=False, decode_coords=False)
         if drop_variables is not None:
             ds = ds.drop_vars([drop_variables] if isinstance(drop_variables, str) else list(drop_variables), errors="ignore")
         return ds

@@ -8,7 +8,11 @@ in this order, from
 2. the STAC asset (its ``eo:bands`` name, else its key);
 3. the band token of a single-band file's name (``T33UUU_20170216_B04.tif``
    gives ``B04``);
-4. ``band N``, N counting from 1 within the file.
+4. ``band N``, N counting from 1 within the file; when every file of a
+   cube's single-band band shares a name (:func:`stem_name`: the parts of
+   the stem that hold no digit, ``fmask`` for ``LE70350322008118EDC00_fmask.tif``
+   on every date), the cube's band takes that name once the scenes are
+   grouped (``pipelines.grouping``).
 
 Single-band files that differ only by their band token are the bands of one
 acquisition: :func:`stack_id` names that acquisition, and :func:`natural_key`
@@ -32,12 +36,13 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "unique_band_texts"]
+__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_name", "unique_band_texts"]
 
 BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))$")
 """A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``."""
 
 _DIGITS: Final = re.compile(r"(\d+)")
+_STEM_PARTS: Final = re.compile(r"[_\-. ]+")
 
 
 def _stem(href: str) -> str:
@@ -69,6 +74,21 @@ def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
     """Sort key that orders digit runs by value and the rest case-insensitively."""
     parts = _DIGITS.split(text)
     return tuple((1, int(p)) if i % 2 else (0, p.lower()) for i, p in enumerate(parts) if p)
+
+
+def stem_name(href: str) -> str | None:
+    """Name a file's one quantity after its stem: the parts without digits, joined by ``_``; None if none.
+
+    Parts with digits are dates, scene IDs and counters, which differ from
+    file to file of one series.
+
+    >>> stem_name("lsts/LE70350322008118EDC00/LE70350322008118EDC00_fmask.tif")
+    'fmask'
+    >>> stem_name("/data/2021/ndvi_20210517.tif"), stem_name("/data/20210517.tif")
+    ('ndvi', None)
+    """
+    parts = [p for p in _STEM_PARTS.split(_stem(href)) if p and not any(c.isdigit() for c in p)]
+    return "_".join(parts) or None
 
 
 def band_name(*, description: str | None, hint: str | None, token: str | None, index: int) -> str:

@@ -10,16 +10,74 @@ mistaken for an input.
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import sys
+import tempfile
+from pathlib import Path
 
 import click
 
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.sources import is_url
+from pipelines.sources import RASTER_SUFFIXES, is_url
+from rumi_core.cli.options import OptionError as LineError
 
-__all__ = ["convert_command", "split_beam_args"]
+__all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
+
+logger = logging.getLogger(__name__)
+
+
+SMALL_TILE = 64
+"""``--tile-size`` below this draws a warning (frames of fewer than 4096 pixels compress poorly)."""
+
+
+def check_out_dir(out: str) -> None:
+    """Check that ``--out`` can be a local output directory; URLs are left to their storage.
+
+    The directory need not exist (the run creates it), but it must not be a
+    file, and its nearest existing ancestor must be a directory that accepts
+    a new entry (a probe file is created and removed there). Nothing is
+    created.
+
+    Raises:
+        rumi_core.cli.options.OptionError: one line naming ``--out`` and why.
+    """
+    if is_url(out):
+        return
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise LineError(f"--out {out}: exists and is not a directory")
+    ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), Path("/"))
+    if not ancestor.is_dir():
+        raise LineError(f"--out {out}: {ancestor} is a file, not a directory")
+    try:
+        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=ancestor):
+            pass
+    except OSError as err:
+        raise LineError(f"--out {out}: cannot write into {ancestor}: {err.strerror}") from err
+
+
+def check_inputs(paths: list[str]) -> None:
+    """Fail fast on a local input that finds no raster: a missing path, an empty glob or directory.
+
+    URLs and STAC documents behind URLs are not fetched here; they are
+    checked when the pipeline reads them.
+
+    Raises:
+        rumi_core.cli.options.OptionError: one line naming the first such input.
+    """
+    for text in paths:
+        if is_url(text):
+            continue
+        if any(c in text for c in "*?["):
+            if not any(os.path.isfile(p) for p in glob.iglob(text, recursive=True)):
+                raise LineError(f"input {text}: no file matches this pattern")
+        elif os.path.isdir(text):
+            if not any(n.lower().endswith(RASTER_SUFFIXES) for _, _, names in os.walk(text) for n in names):
+                raise LineError(f"input {text}: the directory holds no {' or '.join(RASTER_SUFFIXES)} file")
+        elif not os.path.isfile(text):
+            raise LineError(f"input {text}: no such file or directory")
 
 
 def _looks_like_input(token: str) -> bool:
@@ -49,9 +107,21 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return inputs, beam_args
 
 
+def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
+    if text is None:
+        return None
+    try:
+        w, s, e, n = (float(v) for v in text.split(","))
+    except ValueError:
+        raise LineError(f"--bbox: expected W,S,E,N in degrees, got {text!r}") from None
+    if not (-180 <= w <= 180 and -180 <= e <= 180 and -90 <= s <= n <= 90):
+        raise LineError(f"--bbox: expected -180 <= W, E <= 180 and -90 <= S <= N <= 90, got {text!r}")
+    return w, s, e, n
+
+
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
-@click.option("--out", "out", required=True, help="Output directory, or gs://BUCKET/PREFIX.")
+@click.option("--out", "out", required=True, help="Output directory (a local path, or a URL such as gs://bucket/prefix).")
 @click.option("--tile-size", default=512, show_default=True, help="Nominal tile size in pixels.")
 @click.option("--frame-unit", default="auto", show_default=True, help="auto (measured per cube), or a frame_unit 0..9.")
 @click.option(
@@ -69,7 +139,10 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--catalog", "catalog_dir", default=None, type=click.Path(file_okay=False), help="STAC catalogue directory (OUT/stac).")
 @click.option("--no-catalog", is_flag=True, help="Do not write the STAC catalogue.")
 @click.option(
-    "--cube-period", type=click.Choice(CUBE_PERIODS), default="none", show_default=True, help="Split each grid's series into cubes."
+    "--cube-period",
+    type=click.Choice(CUBE_PERIODS),
+    default=None,
+    help="Split each grid's series into cubes [default: none; P1M with --stac-api].",
 )
 @click.option("--align", type=click.Choice(ALIGN_MODES), default="fail", show_default=True, help="Off-grid scenes: dead letter, or warp.")
 @click.option(
@@ -94,6 +167,16 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
 @click.option("--detach", is_flag=True, help="Return once the job is submitted (e.g. from a Dataflow Flex Template launcher).")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
+@click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
+@click.option("--collection", default="sentinel-2-l2a", show_default=True, help="--stac-api: the collection searched.")
+@click.option("--bbox", default=None, help="--stac-api: W,S,E,N in degrees.")
+@click.option("--datetime", "datetime_", default=None, help="--stac-api: an instant or a range A/B (.. for open).")
+@click.option("--mgrs", default=None, help="Sentinel-2 L2A: MGRS tiles to keep, e.g. 33UUU,33UVU.")
+@click.option("--max-cloud", type=float, default=None, help="Sentinel-2 L2A: largest eo:cloud_cover kept, percent.")
+@click.option("--bands", default=None, help="Sentinel-2 L2A: bands to convert (ids, common names or asset keys), e.g. red,nir,scl.")
+@click.option(
+    "--resolution", type=click.Choice(["10"]), default=None, help="Sentinel-2 L2A: every band on the 10 m grid (nearest-neighbour)."
+)
 def convert_command(
     inputs: tuple[str, ...],
     out: str,
@@ -119,17 +202,28 @@ def convert_command(
     overwrite: bool,
     detach: bool,
     progress: bool | None,
+    stac_api: str | None,
+    collection: str,
+    bbox: str | None,
+    datetime_: str | None,
+    mgrs: str | None,
+    max_cloud: float | None,
+    bands: str | None,
+    resolution: str | None,
 ) -> None:
     """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
 
     Any other --name=value option is passed to Beam (e.g. --direct_num_workers=2
     --direct_running_mode=multi_processing).
     """
-    from pipelines.convert import run
-
     paths, beam_args = split_beam_args(inputs)
-    if not paths:
-        raise click.UsageError("give at least one input path, glob, URL or STAC file")
+    if not paths and not stac_api:
+        raise LineError("give at least one input path, glob, URL or STAC file, or --stac-api")
+    if paths and stac_api:
+        raise LineError("give either INPUTS or --stac-api, not both")
+    if stac_api is None and (bbox or datetime_):
+        raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+    box = _parse_bbox(bbox)
     try:
         options = ConvertOptions(
             out=out,
@@ -139,7 +233,7 @@ def convert_command(
             compression=compression,
             max_abs_error=max_abs_error,
             max_rel_error=max_rel_error,
-            cube_period=cube_period,
+            cube_period=cube_period or ("P1M" if stac_api else "none"),
             align=align,
             resampling=resampling,
             duplicates=duplicates,
@@ -151,9 +245,35 @@ def convert_command(
             verify_frames=verify_frames,
             catalog=catalog_dir,
             write_catalog=not no_catalog,
+            bands=bands,
+            resolution=int(resolution) if resolution else None,
+            mgrs=tuple(mgrs.split(",")) if mgrs else (),
+            max_cloud=max_cloud,
         )
     except OptionError as err:
-        raise click.BadParameter(str(err), param_hint=err.option) from err
+        raise LineError(str(err)) from err
+    # Everything a user can get wrong is checked before Beam starts and before --out exists.
+    check_out_dir(out)
+    if paths:
+        check_inputs(paths)
+    if tile_size < SMALL_TILE:
+        click.echo(
+            f"warning: --tile-size {tile_size} is below {SMALL_TILE}: frames this small compress poorly "
+            "and a file may come out larger than its pixels",
+            err=True,
+        )
+    if stac_api:
+        from pystac_client.exceptions import APIError
+
+        from pipelines.sentinel2.incremental import stac_api_input
+
+        try:
+            found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
+        except (APIError, OSError, ValueError) as err:
+            raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        if found is None:
+            return
+        paths = [found]
     if detach:
         from pipelines.convert import submit
 
@@ -161,8 +281,23 @@ def convert_command(
         job_id = getattr(result, "job_id", None)
         click.echo(f"submitted to {runner}" + (f": job {job_id()}" if callable(job_id) else ""))
         return
+    from pipelines.convert import run
+
     show = sys.stderr.isatty() if progress is None else progress
-    summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None)
+    publish = None
+    if stac_api:
+        from pipelines.convert import manifest_publisher
+        from pipelines.publish import incremental_catalog_publisher
+
+        publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
+    try:
+        summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None, publish=publish)
+    except Exception as err:
+        # The command's boundary: one line; the traceback only with -vv.
+        logger.debug("the conversion failed", exc_info=True)
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        last = (lines[-1] if lines else type(err).__name__)[:500]
+        raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details)") from err
     click.echo(summary.table())
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")

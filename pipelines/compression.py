@@ -1,6 +1,6 @@
 """Compressing frames in parallel, with one codec chosen per cube.
 
-Issue 4, transform 5. :class:`ChooseCodecs` reads a deterministic sample of
+:class:`ChooseCodecs` reads a deterministic sample of
 each cube's frames (:func:`pipelines.plan.sample_indices`) and asks
 :func:`pipelines.selection.choose_codec` once per cube; the answer, a codec's
 JSON form, reaches every worker of :class:`CompressFrames` as a side input.
@@ -159,7 +159,7 @@ class _CompressFn(beam.DoFn):
 
 @dataclass
 class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
-    """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` (issue 4, transform 5).
+    """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` .
 
     :class:`~pipelines.frames.FrameFailure` values pass through.
     """

@@ -118,7 +118,7 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
         o = self.options
         planned = (
             inputs
-            | "DiscoverScenes" >> DiscoverScenes()
+            | "DiscoverScenes" >> DiscoverScenes(o.s2_request)
             | "ReadSceneMetadata" >> ReadSceneMetadata(o.time_pattern, o.time)
             | "PlanCubes" >> PlanCubes(o)
         )
@@ -253,6 +253,13 @@ def run(
             result.wait_until_finish()
         finally:
             _close(result)
+    except BaseException:
+        # A failed run leaves nothing to resume: PrepareParts clears a cube's parts before
+        # writing them again, and staged files carry one name per attempt. Remove both, so a
+        # failure does not leave .parts/ and .staging/ behind.
+        shutil.rmtree(options.parts_dir, ignore_errors=True)
+        shutil.rmtree(options.staging_dir, ignore_errors=True)
+        raise
     finally:
         if monitor is not None:
             monitor.__exit__(*sys.exc_info())

@@ -33,7 +33,9 @@ REASONS: Final = {
     "band-count-mismatch": "the band set differs from the other scenes of its group",
     "off-grid": "the grid alignment differs from its group's (see --align reproject)",
     "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
+    "family-extent": "a product's cube of this period is already planned on another extent of the same grid",
     "invalid-cube": "the cube cannot be stored as a rumi file",
+    "tile-size": "--tile-size would cut the cube into more frames than a frame has pixels",
     "read-failed": "reading pixels failed during conversion; the cube was not written",
     "verification-failed": "the written file does not decode to the source pixels; it was not published",
 }

@@ -7,9 +7,12 @@ Issue 4, transform 1. Each input text becomes zero or more
 * a directory: every ``.tif``/``.tiff`` file below it;
 * an ``http(s)://`` or ``gs://`` URL of a raster, read later through GDAL's
   virtual file systems (:mod:`pipelines.sources`);
-* a STAC ItemCollection (or single Item) JSON file, local or ``http(s)://``,
+* a STAC ItemCollection (or single Item) JSON file, or a static STAC catalogue
+  or collection (its ``catalog.json``/``collection.json``; every item below it), local or ``http(s)://``,
   whose GeoTIFF assets become scenes dated by their item and stacked by item
-  id, with band names from ``eo:bands`` or the asset key.
+  id, with band names from ``eo:bands`` or the asset key. Items that are
+  Sentinel-2 L2A by their properties go through :mod:`pipelines.sentinel2`
+  instead (band table, radiometry, resolution groups, newest processing).
 
 An input that finds nothing, or a STAC file that cannot be read, becomes a
 :class:`~pipelines.deadletter.DeadLetter`.
@@ -31,20 +34,35 @@ from apache_beam.pvalue import PCollection
 from pipelines.counters import inc
 from pipelines.deadletter import DeadLetter
 from pipelines.scene import SceneRef
-from pipelines.sources import is_url
+from pipelines.sentinel2.bands import select_bands
+from pipelines.sentinel2.items import is_s2_l2a, scene_refs
+from pipelines.sentinel2.search import select_items
+from pipelines.sources import RASTER_SUFFIXES, is_url
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "discover", "stac_scene_refs"]
+__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "S2Request", "discover", "stac_scene_refs"]
 
-RASTER_SUFFIXES: Final = (".tif", ".tiff")
-"""File suffixes a directory input is searched for (case-insensitive)."""
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
+
+
+@dataclass(frozen=True)
+class S2Request:
+    """What a run asks of Sentinel-2 L2A items (``--bands``, ``--resolution``, ``--mgrs``, ``--max-cloud``)."""
+
+    bands: str | None = None
+    """Comma-separated band ids, common names or asset keys; None for every band."""
+    resolution: int | None = None
+    """None: one cube per resolution group; 10: every band on the 10 m grid."""
+    tiles: tuple[str, ...] = ()
+    """MGRS tiles to keep; empty keeps all."""
+    max_cloud: float | None = None
+    """Largest ``eo:cloud_cover`` kept, in percent."""
 
 
 def _resolve(href: str, base: str) -> str:
@@ -61,11 +79,13 @@ def _is_geotiff(asset: Mapping[str, Any]) -> bool:
     return "tiff" in media or href.endswith(RASTER_SUFFIXES)
 
 
-def stac_scene_refs(document: Mapping[str, Any], base: str) -> list[SceneRef]:
+def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None = None) -> list[SceneRef]:
     """The GeoTIFF assets of a STAC ItemCollection or Item as scene references.
 
     Relative asset hrefs are resolved against ``base``, the document's own
     location. Thumbnails, overviews and metadata assets are skipped.
+    Sentinel-2 L2A items become the scenes :func:`pipelines.sentinel2.items.scene_refs`
+    makes of them, as ``s2`` asks.
 
     Raises:
         ValueError: the document is neither a FeatureCollection nor a Feature.
@@ -77,8 +97,13 @@ def stac_scene_refs(document: Mapping[str, Any], base: str) -> list[SceneRef]:
         items = [document]
     else:
         raise ValueError(f"expected a STAC ItemCollection (type FeatureCollection) or Item (type Feature), got type {kind!r}")
-    refs: list[SceneRef] = []
+    s2 = s2 or S2Request()
+    sentinel2 = [item for item in items if is_s2_l2a(item)]
+    selection = select_items(((item, base) for item in sentinel2), tiles=s2.tiles, max_cloud=s2.max_cloud)
+    refs: list[SceneRef] = scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution)
     for item in items:
+        if is_s2_l2a(item):
+            continue
         props = item.get("properties") or {}
         time = props.get("datetime") or props.get("start_datetime")
         assets = item.get("assets") or {}
@@ -102,7 +127,24 @@ def _read_json(href: str) -> Any:
         return json.load(f)
 
 
-def discover(text: str) -> list[SceneRef | DeadLetter]:
+def _catalog_items(href: str) -> dict[str, Any]:
+    """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs."""
+    import pystac
+
+    try:
+        root = pystac.read_file(href)
+    except (pystac.STACError, pystac.STACTypeError) as err:
+        raise ValueError(f"not a readable STAC catalogue: {err}") from err
+    if not isinstance(root, pystac.Catalog):
+        raise ValueError(f"{href} is a {type(root).__name__}, not a catalogue")
+    features = []
+    for item in root.get_items(recursive=True):
+        item.make_asset_hrefs_absolute()
+        features.append(item.to_dict(include_self_link=False))
+    return {"type": "FeatureCollection", "features": sorted(features, key=lambda f: str(f.get("id")))}
+
+
+def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLetter]:
     """Expand one input into scene references, or one dead letter when it finds nothing.
 
     >>> discover("/nonexistent/*.tif")[0].reason
@@ -110,7 +152,10 @@ def discover(text: str) -> list[SceneRef | DeadLetter]:
     """
     if text.lower().split("?", 1)[0].endswith(_STAC_SUFFIXES):
         try:
-            refs = stac_scene_refs(_read_json(text), text)
+            document = _read_json(text)
+            if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
+                document = _catalog_items(text)
+            refs = stac_scene_refs(document, text, s2)
         except (OSError, ValueError, KeyError, TypeError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
         if not refs:
@@ -151,17 +196,21 @@ class DiscoverScenes(beam.PTransform[PCollection[str], PCollection[SceneRef | De
     reshuffled so that reading their metadata spreads over the workers.
     """
 
+    s2: S2Request | None = None
+    """What Sentinel-2 L2A items in STAC inputs are converted to."""
+
     def __post_init__(self) -> None:
         super().__init__()
 
     def expand(self, inputs: PCollection[str]) -> PCollection[SceneRef | DeadLetter]:
         """Discover, count, reshuffle."""
-        found: PCollection[SceneRef | DeadLetter] = inputs | "Discover" >> beam.FlatMap(_discover_counted) | "Spread" >> beam.Reshuffle()
+        discovered = inputs | "Discover" >> beam.FlatMap(_discover_counted, s2=self.s2)
+        found: PCollection[SceneRef | DeadLetter] = discovered | "Spread" >> beam.Reshuffle()
         return found
 
 
-def _discover_counted(text: str) -> list[SceneRef | DeadLetter]:
-    found = discover(text)
+def _discover_counted(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLetter]:
+    found = discover(text, s2)
     for item in found:
         inc(DiscoverScenes, "dead_letter.no-match" if isinstance(item, DeadLetter) else "scenes")
     return found

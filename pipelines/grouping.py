@@ -29,11 +29,12 @@ never by arrival order. The module is pure: no I/O, no Beam.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pipelines.bands import band_token, natural_key, unique_band_texts
+from pipelines.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.deadletter import DeadLetter
 from pipelines.grids import Extent, Grid, is_north_up, snap_extent
 from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
@@ -82,6 +83,10 @@ class Acquisition:
     """Total bytes of its files (0 where unknown)."""
     warp: Warp | None = None
     """Set once an off-grid acquisition is planned to be warped."""
+    family: str | None = None
+    """Cube family of its scenes (:attr:`pipelines.scene.Scene.family`), or None."""
+    tags: tuple[tuple[str, str], ...] = ()
+    """Union of its scenes' tags, sorted."""
 
     @property
     def hrefs(self) -> tuple[str, ...]:
@@ -116,7 +121,16 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
                 DeadLetter(scene.href, "rotated", f"transform {scene.transform} is not north-up; warp it to a north-up grid first", STAGE)
             )
             continue
-        key: tuple[object, ...] = (scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point)
+        key: tuple[object, ...] = (
+            scene.stack,
+            scene.time,
+            scene.epsg,
+            scene.transform,
+            scene.height,
+            scene.width,
+            scene.pixel_is_point,
+            scene.family,
+        )
         stacks[key].append(scene)
     out: list[Acquisition] = []
     for key in sorted(stacks, key=repr):
@@ -153,6 +167,8 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
                 bands=bands,
                 names=unique_band_texts([b.name for _, b in bands]),
                 size=sum(m.size or 0 for m in kept),
+                family=head.family,
+                tags=tuple(sorted({t for m in kept for t in m.tags})),
             )
         )
     return out, rejects
@@ -165,7 +181,8 @@ def _series_key(acq: Acquisition, options: ConvertOptions) -> tuple[object, ...]
         grid.res_x,
         grid.res_y,
         acq.pixel_is_point,
-        period_label(acq.time, options.cube_period),
+        # A family (product-aware discovery) is part of the period slot: families never compete or share a cube.
+        (period_label(acq.time, options.cube_period), acq.family or ""),
         acq.names,
         acq.dtype,
         acq.nodata_key,
@@ -293,11 +310,32 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
     acqs = [acq for step in steps for acq, _ in step]
     inputs = tuple(sorted({h for acq in acqs for h in acq.hrefs}))
     times = tuple(step[0][0].time for step in steps)
+    names = list(ref.names)
+    per_file = Counter(href for href, _ in ref.bands)
+    for b, (href, info) in enumerate(ref.bands):
+        if per_file[href] != 1:
+            continue  # a file's name names none of its several bands
+        # A band that only has its fallback name ("band N") takes the name its files share
+        # (fmask for every *_fmask.tif of a series). Grouping used the fallback name, so
+        # files with different stems still form one cube; they just keep "band N".
+        stems = {stem_name(src.href) for step in sources for src in step[b]}
+        (stem,) = stems if len(stems) == 1 else (None,)
+        if stem and not info.description and names[b] == f"band {info.index}" and stem not in names:
+            names[b] = stem
     bands = tuple(
-        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(ref.names, ref.bands, strict=True)
+        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
     )
+    if ref.family:
+        label = period_label(ref.time, options.cube_period)
+        cube_id = f"{ref.family}_{label}" if label else ref.family
+    else:
+        cube_id = cube_name(grid_slug=grid.slug(), transform=transform, times=times, hrefs=inputs)
+    values: dict[str, set[str]] = defaultdict(set)
+    for acq in acqs:
+        for key, value in acq.tags:
+            values[key].add(value)
     return CubePlan(
-        cube_id=cube_name(grid_slug=grid.slug(), transform=transform, times=times, hrefs=inputs),
+        cube_id=cube_id,
         epsg=ref.epsg,
         transform=transform,
         height=extent.height,
@@ -316,6 +354,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
         dropped=tuple(sorted(dropped)),
         max_abs_error=options.max_abs_error,
         max_rel_error=options.max_rel_error,
+        tags=tuple((key, tuple(sorted(values[key]))) for key in sorted(values)),
     )
 
 
@@ -359,5 +398,31 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
             except InvalidInputError as err:
                 rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
                 continue
+            lay = plan.layout
+            per_frame = math.prod(lay.frame_shape(0))
+            if lay.frame_count > per_frame:
+                # Each frame carries its own OpenZL header and an entry in TileOffsets and
+                # TileByteCounts: with more frames than pixels in a frame, the file grows
+                # past the raw pixels (a 7-pixel tile measured a ratio of 0.93).
+                message = (
+                    f"--tile-size {options.tile_size} cuts cube {plan.cube_id} into {lay.frame_count} frames of {per_frame} "
+                    "pixels: more frames than pixels per frame; use a larger --tile-size (64 or more)"
+                )
+                rejects += [DeadLetter(h, "tile-size", message, STAGE) for h in plan.inputs]
+                continue
             plans.append(plan)
-    return sorted(plans, key=lambda p: p.cube_id), sorted(rejects)
+    # A family names its cubes by period alone, so one family and period on two extents would write one file twice:
+    # the cube with most acquisitions keeps the name (ties: the first extent), the others are dead letters.
+    by_id: dict[str, list[CubePlan]] = defaultdict(list)
+    for plan in plans:
+        by_id[plan.cube_id].append(plan)
+    kept: list[CubePlan] = []
+    for cube_id in sorted(by_id):
+        ranked = sorted(by_id[cube_id], key=lambda p: (-len(p.times), p.transform[2], -p.transform[5]))
+        kept.append(ranked[0])
+        for loser in ranked[1:]:
+            rejects += [
+                DeadLetter(h, "family-extent", f"cube {cube_id} is already planned on another extent of the same grid", STAGE)
+                for h in loser.inputs
+            ]
+    return kept, sorted(rejects)

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.times import iso
+from rumi_core.selection import library_versions
 
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan
 
-__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry"]
+__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry", "tag_extra"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,9 @@ class ManifestEntry:
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for later stages: ``mode`` (``lossless`` or ``lossy``) and, for a lossy cube,
     ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads)."""
+    libraries: dict[str, str] = field(default_factory=library_versions)
+    """Versions of openzl and geozl that chose the codec and wrote the frames (the catalogue's
+    ``rumi:libraries``): the bytes are a function of the data, the options and these."""
 
     @property
     def catalog_extra(self) -> dict[str, Any]:
@@ -145,7 +149,7 @@ def manifest_entry(
         pixel_is_point=plan.pixel_is_point,
         inputs=plan.inputs,
         dropped=plan.dropped,
-        extra=lossy_extra(plan),
+        extra={**lossy_extra(plan), **tag_extra(plan)},
     )
 
 
@@ -155,3 +159,17 @@ def lossy_extra(plan: CubePlan) -> dict[str, Any]:
     if bound is None:
         return {"mode": "lossless"}
     return {"mode": "lossy", "lossy_bound": bound.to_dict()}
+
+
+def tag_extra(plan: CubePlan) -> dict[str, Any]:
+    """``{"properties": {...}}`` from a plan's tags; ``{}`` without tags.
+
+    A key named in the plural (``s2:platforms``) gives the list of its values,
+    any other key its one value (the scenes of a cube agree on it; should they
+    not, the list), so that one property has one type across items, as the
+    catalogue's stac-geoparquet index needs. The catalogue copies
+    ``properties`` into the cube's STAC item.
+    """
+    if not plan.tags:
+        return {}
+    return {"properties": {k: list(v) if k.endswith("s") or len(v) > 1 else v[0] for k, v in plan.tags}}

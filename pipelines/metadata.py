@@ -94,6 +94,15 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             _check_last_block(ds)
             transform = tuple(float(v) for v in ds.transform[:6])
             nodata = None if ds.nodata is None else float(ds.nodata)
+            product = ref.product
+            if product is not None:
+                if ds.count != 1:
+                    raise SceneError(
+                        f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
+                    )
+                # The product's band table knows the text, radiometry and nodata better than the file.
+                bands = (BandInfo(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
+                nodata = product.nodata
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
     except RasterioError as err:
@@ -121,6 +130,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         stack=ref.stack or stack_id(href),
         pixel_is_point=point,
         size=file_size(href),
+        family=ref.product.family if ref.product else None,
+        tags=ref.product.tags if ref.product else (),
     )
 
 

@@ -18,7 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
+from pipelines.sentinel2.bands import select_bands
 from rumi_core.codecs import parse_codec
 from rumi_core.errors import InvalidInputError
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
@@ -178,6 +180,14 @@ class ConvertOptions:
     run_id: str = "run"
     """Name of this run's folder of temporary objects in a ``gs://`` output, ``OUT/.rumi-tmp/<run_id>``;
     :func:`pipelines.convert.run` sets a fresh one. It shapes no output."""
+    bands: str | None = None
+    """Sentinel-2 L2A bands to convert (``--bands red,nir,scl``): ids, common names or asset keys; None for all."""
+    resolution: int | None = None
+    """Sentinel-2 L2A: None for one cube per resolution group, 10 for every band on the 10 m grid (``--resolution``)."""
+    mgrs: tuple[str, ...] = ()
+    """Sentinel-2 L2A MGRS tiles to keep (``--mgrs 33UUU,33UVU``); empty keeps all."""
+    max_cloud: float | None = None
+    """Sentinel-2 L2A: largest ``eo:cloud_cover`` kept, percent (``--max-cloud``)."""
 
     def __post_init__(self) -> None:
         if not self.out:
@@ -230,6 +240,19 @@ class ConvertOptions:
                 )
         if not 1 <= self.shards <= 1 << 16:
             raise OptionError(f"expected 1 to 65536 shards, got {self.shards}", option="--shards")
+        if self.bands is not None:
+            try:
+                select_bands(self.bands)
+            except ValueError as err:
+                raise OptionError(str(err), option="--bands") from err
+        if self.resolution not in (None, 10):
+            raise OptionError(f"expected 10 (every band on the 10 m grid), got {self.resolution!r}", option="--resolution")
+        object.__setattr__(self, "mgrs", tuple(t.strip().upper().removeprefix("T") for t in self.mgrs if t.strip()))
+        for tile in self.mgrs:
+            if not re.fullmatch(r"\d{1,2}[C-X][A-Z]{2}", tile):
+                raise OptionError(f"expected MGRS tiles such as 33UUU, got {tile!r}", option="--mgrs")
+        if self.max_cloud is not None and not 0 <= self.max_cloud <= 100:
+            raise OptionError(f"expected a cloud cover percentage from 0 to 100, got {self.max_cloud}", option="--max-cloud")
         if self.verify_frames < 0:
             raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
 
@@ -237,6 +260,11 @@ class ConvertOptions:
     def error_bound(self) -> ErrorBound | None:
         """The lossy bound every decoded sample honours, or None for lossless."""
         return parse_error_bound(max_abs_error=self.max_abs_error, max_rel_error=self.max_rel_error)
+
+    @property
+    def s2_request(self) -> S2Request:
+        """What Sentinel-2 L2A items are converted to."""
+        return S2Request(self.bands, self.resolution, self.mgrs, self.max_cloud)
 
     @property
     def manifest_path(self) -> str:

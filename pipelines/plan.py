@@ -178,6 +178,8 @@ class CubePlan:
     """Absolute error bound of a lossy cube (``--max-abs-error``), or None."""
     max_rel_error: str | None = None
     """Relative error bound of a lossy cube (``--max-rel-error``), such as ``"1%"``, or None."""
+    tags: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """Facts a product-aware discovery gave about the acquisitions, each key with its distinct values, sorted."""
 
     @property
     def error_bound(self) -> ErrorBound | None:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BandInfo", "Scene", "SceneRef", "nodata_key"]
+__all__ = ["BandInfo", "ProductBand", "Scene", "SceneRef", "nodata_key"]
 
 
 def nodata_key(nodata: float | None) -> str:
@@ -21,6 +21,48 @@ def nodata_key(nodata: float | None) -> str:
     if nodata is None:
         return "none"
     return "nan" if math.isnan(nodata) else repr(float(nodata))
+
+
+@dataclass(frozen=True)
+class ProductBand:
+    """What a product-aware discovery (such as :mod:`pipelines.sentinel2`) knows better than a single-band file.
+
+    The file's own band description, scale, offset and nodata give way to
+    these, and the scene joins a *family*: scenes of different families never
+    share a cube, and a cube of one family is named ``<family>_<period>``, so a
+    rewritten period keeps its name (and its catalogue item).
+    """
+
+    name: str
+    """The band text stored in the trailer."""
+    scale: float
+    """Scale to physical values."""
+    offset: float
+    """Offset to physical values."""
+    nodata: float | None
+    """Nodata value of the band."""
+    family: str
+    """Cube family, e.g. ``S2L2A_T33UUU_20m``."""
+    tags: tuple[tuple[str, str], ...] = ()
+    """``(key, value)`` facts about the acquisition (platform, processing baseline...); a cube records the union of its scenes'."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "name": self.name,
+            "scale": self.scale,
+            "offset": self.offset,
+            "nodata": self.nodata,
+            "family": self.family,
+            "tags": [list(t) for t in self.tags],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProductBand:
+        """Inverse of :meth:`to_dict`."""
+        return cls(
+            data["name"], data["scale"], data["offset"], data.get("nodata"), data["family"], tuple((k, v) for k, v in data.get("tags", ()))
+        )
 
 
 @dataclass(frozen=True)
@@ -35,16 +77,31 @@ class SceneRef:
     """Acquisition id from a STAC item: assets of one item are bands of one acquisition."""
     band_names: tuple[str, ...] | None = None
     """Band names from the STAC asset (``eo:bands`` names, else the asset key)."""
+    product: ProductBand | None = None
+    """Set by a product-aware discovery for a single-band file: its text, radiometry, nodata and cube family."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
-        return {"href": self.href, "time": self.time, "stack": self.stack, "band_names": list(self.band_names) if self.band_names else None}
+        return {
+            "href": self.href,
+            "time": self.time,
+            "stack": self.stack,
+            "band_names": list(self.band_names) if self.band_names else None,
+            "product": self.product.to_dict() if self.product else None,
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SceneRef:
         """Inverse of :meth:`to_dict`."""
         names = data.get("band_names")
-        return cls(data["href"], data.get("time"), data.get("stack"), tuple(names) if names else None)
+        product = data.get("product")
+        return cls(
+            data["href"],
+            data.get("time"),
+            data.get("stack"),
+            tuple(names) if names else None,
+            ProductBand.from_dict(product) if product else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -109,6 +166,10 @@ class Scene:
     """True when the file declares ``AREA_OR_POINT=Point``."""
     size: int | None = None
     """File size in bytes, when known."""
+    family: str | None = None
+    """Cube family from a product-aware discovery (:attr:`ProductBand.family`), or None."""
+    tags: tuple[tuple[str, str], ...] = ()
+    """Facts about the acquisition from a product-aware discovery (:attr:`ProductBand.tags`)."""
 
     @property
     def nodata_key(self) -> str:
@@ -130,6 +191,8 @@ class Scene:
             "stack": self.stack,
             "pixel_is_point": self.pixel_is_point,
             "size": self.size,
+            "family": self.family,
+            "tags": [list(t) for t in self.tags],
         }
 
     @classmethod
@@ -149,4 +212,6 @@ class Scene:
             stack=data["stack"],
             pixel_is_point=bool(data.get("pixel_is_point", False)),
             size=data.get("size"),
+            family=data.get("family"),
+            tags=tuple((k, v) for k, v in data.get("tags", ())),
         )

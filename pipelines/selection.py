@@ -1,7 +1,6 @@
-"""Choosing the frame unit and the codec of a cube (issue 3's selection, wired into issue 4).
+"""Choosing the frame unit and the codec of a cube: :mod:`rumi_core.selection`, wired into the pipeline.
 
-Issue 4, *Compressing frames in parallel*, and issue 3, *Lossless by default,
-chosen per dataset*. The choice is made once per cube, never per frame:
+The choice is made once per cube, never per frame:
 
 * :func:`choose_frame_unit` runs when the cube is planned, from its shape;
 * :func:`choose_codec` runs once per cube on a deterministic sample of its
@@ -16,25 +15,19 @@ unit 0, then :func:`measure_frame_unit` measures the units valid for the cube
 on sample cells it is handed (the caller reads them); this module does no I/O.
 
 Determinism. The runners must write identical bytes, and the Dask runner may
-compute the codec side input more than once in one run, so the codec of a
-cube must not depend on how fast the machine happened to be. Sizes are
-deterministic; decode speeds are timed. :data:`PIPELINE_DECODE_FLOOR` is the
-decode-speed floor the pipeline applies: a quarter of issue 3's 300 MB/s, so
-it only excludes candidates *far* below the floor (wp_static's predictor,
-tens of MB/s), while every ordinary candidate decodes two to eight times
-faster than it (230 MB/s for 48-pixel tiles, 500 for 150-pixel ones on this
-machine class). With the full floor, small tiles put every candidate just
-under it, ``_pick`` falls back to the fastest decoder among near-equal
-timings (232, 237 and 248 MB/s in one measurement) and runs disagree. Timing
-once on the launcher does not help either: each run is its own launcher. A
-run that wants the strict floor calls :func:`rumi_core.write`, which applies
-it.
+compute the codec side input more than once in one run, so the choice of a
+cube is a pure function of its sample, its options and the library versions:
+:mod:`rumi_core.selection` predicts decode speeds from a static cost model
+(:mod:`rumi_core.decode_cost`) instead of timing them. The pipeline therefore
+applies the same floor as :func:`rumi_core.write`
+(:data:`rumi_core.selection.DECODE_FLOOR`), and makes the same choice on any
+worker, under any load.
 """
 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -49,10 +42,7 @@ if TYPE_CHECKING:
 
     from pipelines.plan import CubePlan
 
-__all__ = ["PIPELINE_DECODE_FLOOR", "choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
-
-PIPELINE_DECODE_FLOOR: Final = DECODE_FLOOR / 4
-"""Decode-speed floor of the pipeline's selection, bytes/s: only far slower candidates are excluded (module docstring)."""
+__all__ = ["choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
 
 
 def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: int) -> int:
@@ -70,14 +60,13 @@ def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: in
 
 
 def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "cell"] | None = None) -> int:
-    """Choose the frame unit of an ``auto`` cube by measuring it (issue 3, *frame_unit="auto"*).
+    """Choose the frame unit of an ``auto`` cube by measuring it (``frame_unit="auto"``).
 
     ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
     :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.selection.select_layout`
     reads a few sample cells of it, compresses them as tiles and as every cell
-    unit valid for ``(B, T)`` and returns the smallest. Decode speeds are
-    screened at :data:`PIPELINE_DECODE_FLOOR` for the reason given above, so
-    every runner makes the same choice. ``access`` (``--access``) keeps tile or
+    unit valid for ``(B, T)`` and returns the smallest that is predicted to
+    decode at :data:`~rumi_core.selection.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
     cell frames whatever their size, since a frame is the smallest thing a
     reader decodes.
     """
@@ -90,7 +79,7 @@ def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "ce
         mode="auto" if spec is not None else plan.compression,  # type: ignore[arg-type]  # one of MODES
         nodata=selection_nodata(plan),
         bound=plan.error_bound,
-        decode_floor=PIPELINE_DECODE_FLOOR,
+        decode_floor=DECODE_FLOOR,
         codec=parse_codec(spec) if spec is not None else None,
     )
     return plan.frame_unit if selection.frame_unit is None else int(selection.frame_unit)
@@ -119,7 +108,7 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
 
     Returns:
         The requested codec, or the one :func:`rumi_core.selection.profile_codecs`
-        picks at :data:`PIPELINE_DECODE_FLOOR`.
+        picks at :data:`~rumi_core.selection.DECODE_FLOOR`.
 
     Raises:
         rumi_core.InvalidInputError: no sample frame, or a bound the
@@ -141,6 +130,6 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
         mode=plan.compression,  # type: ignore[arg-type]  # one of MODES, checked above
         nodata=selection_nodata(plan),
         bound=bound,
-        decode_floor=PIPELINE_DECODE_FLOOR,
+        decode_floor=DECODE_FLOOR,
     )
     return selection.codec

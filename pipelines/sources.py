@@ -27,7 +27,10 @@ from rasterio.vrt import WarpedVRT
 if TYPE_CHECKING:
     from pipelines.plan import Warp
 
-__all__ = ["GDAL_CACHE_BYTES", "GDAL_HTTP_MAX_RETRY", "RasterCache", "file_size", "gdal_env", "is_url"]
+__all__ = ["GDAL_CACHE_BYTES", "GDAL_HTTP_MAX_RETRY", "RASTER_SUFFIXES", "RasterCache", "file_size", "gdal_env", "is_url"]
+
+RASTER_SUFFIXES: Final = (".tif", ".tiff")
+"""File suffixes a directory input is searched for (case-insensitive)."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """GDAL block cache per worker process."""
@@ -60,9 +63,24 @@ def gdal_env(href: str) -> rasterio.Env:
 
 
 def file_size(href: str) -> int | None:
-    """Size of a local file in bytes; None for URLs or a missing file."""
+    """Size of a local file or a URL's object in bytes; None when it cannot be learnt.
+
+    A URL costs one request (HTTP ``HEAD`` or a GCS metadata ``GET``) through
+    :class:`catalog.storage.Storage`, so the run summary reports the input
+    size of remote scenes too.
+    """
     if is_url(href):
-        return None
+        from catalog.storage import Storage
+        from rumi_core.errors import RumiError
+
+        try:
+            source = Storage().open(href)
+            try:
+                return source.size()
+            finally:
+                source.close()
+        except (OSError, RumiError):
+            return None
     try:
         return os.path.getsize(href)
     except OSError:

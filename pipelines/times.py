@@ -8,16 +8,28 @@ time is taken, in this order, from
    named groups ``year``, ``month``, ``day``, ``doy`` (day of year), ``hour``,
    ``minute``, ``second``, or one group ``date``/``time`` holding
    ``YYYYMMDD[THHMMSS]`` or ISO 8601 text;
-3. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
+3. a scene ID in the file name, else in its directories
+   (:data:`SCENE_ID_PATTERNS`): Landsat Collection 1 and 2 product IDs
+   (``LC08_L1TP_044034_20150502_20200909_02_T1``, the acquisition date),
+   pre-collection Landsat scene IDs (``LC81070352015122LGN00``, year and day
+   of year), Sentinel-2 SAFE names and tile file names
+   (``S2A_MSIL1C_20170216T102101_...``, ``T33UUU_20170216T102101_B04``,
+   the sensing start) and MODIS granules (``MOD09GA.A2015122...``);
+4. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
    ``ACQUISITIONDATETIME`` imagery metadata (except 1970-01-01 00:00:00,
    which GDAL writes when it found no date);
-4. ``--time``, for scenes nothing else dates.
+5. ``--time``, for scenes nothing else dates.
+
+Scene IDs come before the tags: ``TIFFTAG_DATETIME`` is often the time the
+file was processed, while a scene ID names the acquisition.
 
 rumi stores whole POSIX seconds (specification, *Time coordinates*), so a
 fraction of a second is dropped (floored). The module is pure: no I/O.
 
 >>> iso(time_from_pattern(r"L[ETC]\\d{7}(?P<year>\\d{4})(?P<doy>\\d{3})", "lsts/LE70350322008118EDC00_b3.tif"))
 '2008-04-27T00:00:00Z'
+>>> iso(time_from_scene_id("LC08_L1TP_044034_20150502_20200909_02_T1_B4.TIF"))
+'2015-05-02T00:00:00Z'
 >>> period_label(parse_time("2021-05-17T10:00:00Z"), "P3M")
 '2021-Q2'
 """
@@ -32,6 +44,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 __all__ = [
+    "SCENE_ID_PATTERNS",
     "TIME_TAGS",
     "compact",
     "iso",
@@ -39,6 +52,7 @@ __all__ = [
     "period_label",
     "resolve_time",
     "time_from_pattern",
+    "time_from_scene_id",
     "time_from_tags",
 ]
 
@@ -46,6 +60,22 @@ _EPOCH: Final = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 TIME_TAGS: Final = ("TIFFTAG_DATETIME", "ACQUISITIONDATETIME")
 """Tags (default and ``IMAGERY`` domains) read for an acquisition time, in order."""
+
+_NOT_AFTER_ALNUM = r"(?<![A-Za-z0-9])"
+
+SCENE_ID_PATTERNS: Final = (
+    # Landsat Collection 1 and 2 product ID: LXSS_LLLL_PPPRRR_YYYYMMDD_yyyymmdd_CC_TX (acquisition, then processing date).
+    ("Landsat product ID", _NOT_AFTER_ALNUM + r"L[COTEM]0\d_L[12][A-Z0-9]{2}_\d{6}_(?P<date>\d{8})_\d{8}_\d{2}_[A-Z0-9]{2}"),
+    # Pre-collection Landsat scene ID: LXSPPPRRRYYYYDDDGSIVV.
+    ("Landsat scene ID", _NOT_AFTER_ALNUM + r"L[COTEM][1-9]\d{6}(?P<year>\d{4})(?P<doy>\d{3})[A-Z]{3}\d{2}"),
+    # Sentinel-2 SAFE product: MMM_MSIXXX_YYYYMMDDTHHMMSS_... (datatake sensing start).
+    ("Sentinel-2 product", _NOT_AFTER_ALNUM + r"S2[A-D]_MSI(?:L1B|L1C|L2A|L2B)_(?P<date>\d{8}T\d{6})_"),
+    # Sentinel-2 tile file (granule band): TxxXXX_YYYYMMDDTHHMMSS_Bnn.
+    ("Sentinel-2 tile", _NOT_AFTER_ALNUM + r"T\d{2}[A-Z]{3}_(?P<date>\d{8}T\d{6})(?![0-9])"),
+    # MODIS granule: PRODUCT.AYYYYDDD.hHHvVV... (year and day of year of the acquisition).
+    ("MODIS granule", r"(?:^|[._/])A(?P<year>(?:19|20)\d{2})(?P<doy>\d{3})(?=[._])"),
+)
+"""``(name, regular expression)`` of the scene IDs whose dates are read without ``--time-pattern``."""
 
 _COMPACT: Final = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:[T_ ]?(\d{2})(\d{2})(\d{2})?)?$")
 _TIFF: Final = re.compile(r"^(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
@@ -85,6 +115,15 @@ def time_from_pattern(pattern: str, href: str) -> int | None:
     match = re.search(pattern, href)
     if match is None:
         return None
+    return _time_from_match(match)
+
+
+def _time_from_match(match: re.Match[str]) -> int:
+    """The time held by a match's named groups (see :func:`time_from_pattern`).
+
+    Raises:
+        ValueError: the groups are no valid date.
+    """
     groups = {k: v for k, v in match.groupdict().items() if v}
     for name in ("date", "time"):
         if name in groups:
@@ -101,6 +140,32 @@ def time_from_pattern(pattern: str, href: str) -> int | None:
     else:
         day = dt.datetime(year, int(groups.get("month", 1)), int(groups.get("day", 1)))
     return _seconds(day + clock)
+
+
+def time_from_scene_id(href: str) -> int | None:
+    """Return the acquisition time in a scene ID of the file name, else of its directories, or None.
+
+    A name that only looks like a scene ID but holds no valid date (day of
+    year 400, month 13) is not one: it is skipped, not an error.
+
+    >>> iso(time_from_scene_id("lsts/LE70350322008118EDC00/LE70350322008118EDC00_b3.tif"))
+    '2008-04-27T00:00:00Z'
+    >>> iso(time_from_scene_id("S2B_MSIL2A_20210517T103619_N0300_R008_T32TQM_20210517T131653.SAFE/B04.jp2"))
+    '2021-05-17T10:36:19Z'
+    >>> iso(time_from_scene_id("MOD13Q1.A2015122.h18v04.061.2021320.hdf"))
+    '2015-05-02T00:00:00Z'
+    >>> time_from_scene_id("/data/scene_B04.tif") is None
+    True
+    """
+    path = href.split("?", 1)[0].replace("\\", "/")
+    for text in (path.rsplit("/", 1)[-1], path):
+        for _, pattern in SCENE_ID_PATTERNS:
+            for match in re.finditer(pattern, text):
+                try:
+                    return _time_from_match(match)
+                except ValueError:
+                    continue
+    return None
 
 
 def time_from_tags(tags: Mapping[str, str]) -> int | None:
@@ -130,6 +195,9 @@ def resolve_time(*, href: str, stac: str | None, tags: Mapping[str, str], patter
         found = time_from_pattern(pattern, href)
         if found is not None:
             return found
+    found = time_from_scene_id(href)
+    if found is not None:
+        return found
     found = time_from_tags(tags)
     if found is not None:
         return found

@@ -35,7 +35,18 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
     from rumi_core.trailer import Trailer
 
-__all__ = ["FileAssembler", "assemble"]
+__all__ = ["FileAssembler", "assemble", "umask_mode"]
+
+
+def umask_mode() -> int:
+    """The mode ``open()`` gives a new file under the current umask (0644 under umask 022).
+
+    Files written to a temporary name with :func:`tempfile.mkstemp` (0600)
+    get this mode before they are published.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 class FileAssembler:
@@ -112,9 +123,9 @@ class FileAssembler:
         self._file.seek(0)
         self._file.write(encode_head(self.layout, self.georef, self._counts))
         self._file.flush()
-        # mkstemp creates the file 0600; a published file is readable by all,
-        # as one written with open() under the usual umask would be.
-        os.fchmod(self._file.fileno(), 0o644)
+        # mkstemp creates the file 0600; a published file gets the mode open()
+        # would give it under the process's umask.
+        os.fchmod(self._file.fileno(), umask_mode())
         os.fsync(self._file.fileno())
         self._file.close()
         blob = build_header(self._tmp)

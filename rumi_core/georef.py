@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import struct
 from dataclasses import dataclass
 from typing import Any
 
 from rumi_core.errors import CRSError, InvalidFileError, InvalidInputError
 
 __all__ = [
+    "GEOREF_BYTES",
     "PIXEL_IS_AREA",
     "PIXEL_IS_POINT",
     "UNDEFINED_MATRIX",
@@ -50,6 +52,15 @@ UNDEFINED_MATRIX = (1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 
 """``ModelTransformationTag`` of a file without georeferencing."""
 
 _IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+GEOREF_BYTES = 160
+"""Size of the two georeferencing values, which are always the last external values of the head.
+
+*Deriving base_frame_offset*: ``ModelTransformationTag`` (128 bytes) and
+``GeoKeyDirectoryTag`` (32 bytes) are the last values before the frames, so
+they occupy ``[base_frame_offset - 160, base_frame_offset)``, a range a reader
+holding the header blob computes without reading the head.
+"""
 
 
 def epsg_kind(code: int) -> int:
@@ -210,6 +221,23 @@ class Georeferencing:
     def to_tags(self) -> tuple[tuple[float, ...], tuple[int, ...]]:
         """Return ``(matrix, geokeys)``."""
         return self.matrix(), self.geokeys()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, *, check_registry: bool = True) -> Georeferencing:
+        """Parse the :data:`GEOREF_BYTES` that precede the frames (16 doubles, then 16 shorts, little-endian).
+
+        Raises:
+            InvalidFileError: the bytes are short or break *Georeferencing*.
+        """
+        if len(data) != GEOREF_BYTES:
+            raise InvalidFileError(
+                f"the georeferencing values are {GEOREF_BYTES} bytes before the frames, got {len(data)}",
+                field="ModelTransformationTag",
+                rule="The two tags always occupy 160 bytes",
+            )
+        matrix = struct.unpack("<16d", data[:128])
+        keys = struct.unpack("<16H", data[128:])
+        return cls.from_tags(matrix, keys, check_registry=check_registry)
 
     @classmethod
     def from_tags(cls, matrix: tuple[float, ...], keys: tuple[int, ...], *, check_registry: bool = True) -> Georeferencing:

@@ -20,6 +20,7 @@ unused bits and the exact size.
 
 from __future__ import annotations
 
+import os
 import struct
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,12 +34,11 @@ from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
 from rumi_core.layout import Layout
 
 if TYPE_CHECKING:
-    import os
-
     from numpy.typing import NDArray
 
 __all__ = [
     "HEADER_MAGIC",
+    "check_blob_fits",
     "HEADER_SIZE",
     "HEADER_VERSION",
     "HeaderBlob",
@@ -256,6 +256,27 @@ def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
         )
 
 
+def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file") -> None:
+    """Refuse a blob whose frames cannot fit a file of ``file_size`` bytes, before any frame is read.
+
+    The blob places the last frame's end at ``trailer_offset``; a shorter
+    file is truncated or is not the blob's file (a blob from another file
+    would otherwise surface as an OpenZL corruption error). The trailer's own
+    size is not checked: a reader MUST NOT use the trailer to read frames.
+
+    Raises:
+        HeaderMismatchError: the file is too short for the blob's frames.
+    """
+    end = blob.trailer_offset
+    if file_size < end:
+        raise HeaderMismatchError(
+            f"the header blob does not fit {where}: its frames end at byte {end}, the file has {file_size} bytes "
+            "(a truncated file, or the blob of another file; rumi header FILE builds the right one)",
+            field="frame_byte_counts",
+            rule="The blob's frame byte counts MUST equal the file's TileByteCounts",
+        )
+
+
 def build_header(path: str | os.PathLike[str]) -> bytes:
     """Create the header blob of a finalized ``.rumi`` file.
 
@@ -267,11 +288,14 @@ def build_header(path: str | os.PathLike[str]) -> bytes:
         InvalidFileError: the file is not a compliant rumi file.
         SourceError: the file cannot be read.
     """
-    from rumi_core.sources import LocalFileSource
+    from rumi_core.sources import open_source
     from rumi_core.structure import read_structure
 
-    with LocalFileSource(path) as source:
+    source, _ = open_source(os.fspath(path))
+    try:
         structure = read_structure(source)
+    finally:
+        source.close()
     blob = header_from_head(structure.head)
     check_against_head(blob, structure.head)
     return blob.to_bytes()

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rumi_core.codecs import decode_frame
-from rumi_core.errors import InvalidFileError, ResourceLimitError, SelectionError
-from rumi_core.header import HeaderBlob, check_against_head, header_from_head
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.errors import FrameDecodeError, InvalidFileError, ResourceLimitError, SelectionError
+from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
+from rumi_core.sources import ByteSource, BytesSource, LocalFileSource, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -293,6 +293,14 @@ def _decode_together(
             raise error
 
 
+def describe_frame(layout: Layout, index: int) -> str:
+    """Name a frame for a message: its index, band, time step and tile."""
+    row, col, band, time = layout.frame_location(index)
+    what = "every band" if band is None else f"band {band}"
+    when = "every time step" if time is None else f"time step {time}"
+    return f"frame {index} ({what}, {when}, tile row {row} col {col})"
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -301,8 +309,13 @@ def read_selection(
     threads: int | None = None,
     verify: bool = True,
     limits: Limits = DEFAULT_LIMITS,
+    progress: Callable[[int], None] | None = None,
 ) -> NDArray[Any]:
-    """Read a resolved selection; the engine behind :func:`read`."""
+    """Read a resolved selection; the engine behind :func:`read`.
+
+    ``progress``, when given, is called with 1 after each frame is placed
+    (from the decoding threads), for a progress bar.
+    """
     layout = blob.layout
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
@@ -341,9 +354,20 @@ def read_selection(
     def decode(f: int, view: memoryview, start: int) -> None:
         o = int(offsets[f]) - start
         n = int(blob.byte_counts[f])
-        raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        try:
+            raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
+        except FrameDecodeError as err:
+            # Name where the failure is, on one line: the decoder's text can span several.
+            raise FrameDecodeError(
+                f"{source.name}: {describe_frame(layout, f)}: {' '.join(err.message.split())}",
+                field=err.field,
+                rule=err.rule,
+                offset=int(offsets[f]),
+            ) from err
         frame = raw.view(dtype).reshape(layout.frame_shape(f))
         _place(out, frame, f, layout, sel, band_pos, time_pos)
+        if progress is not None:
+            progress(1)
 
     workers = min(threads or default_threads(), len(frames))
     if workers == 1:
@@ -356,11 +380,25 @@ def read_selection(
     return out if layout.is_cube else out[0]
 
 
+def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any) -> Any:
+    """Band positions of a selection that names bands (one request for the trailer's texts); others unchanged."""
+    if isinstance(bands, str):
+        bands = [bands]
+    if not isinstance(bands, (list, tuple)) or not any(isinstance(b, str) for b in bands):
+        return bands
+    from rumi_core.band_names import band_positions
+    from rumi_core.structure import read_trailer
+
+    lay = blob.layout
+    trailer = read_trailer(source, trailer_offset=blob.trailer_offset, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count)
+    return band_positions(bands, trailer.band_texts)
+
+
 def read(
     source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview,
     header: HeaderBlob | bytes | bytearray | memoryview | None = None,
     *,
-    bands: Sequence[int] | None = None,
+    bands: Sequence[int | str] | None = None,
     times: Sequence[int] | None = None,
     window: Any = None,
     threads: int | None = None,
@@ -373,7 +411,11 @@ def read(
         source: A local path, the file's bytes, or any :class:`ByteSource`.
         header: The file's header blob. When None, it is built from the file
             (which reads the head and trailer once).
-        bands: Band positions, in the order wanted; None for all.
+        bands: Band positions or names (``["red", "nir"]``, ``[0, "B8"]``), in
+            the order wanted; None for all. Names are matched as ``rumi read``
+            matches them (the band's name, EO common name or any part of its
+            text; see :mod:`rumi_core.band_names`), which costs one request
+            for the trailer.
         times: Time positions; None for all.
         window: ``((row_start, row_stop), (col_start, col_stop))`` or a
             :class:`rasterio.windows.Window`; None for the whole image.
@@ -395,7 +437,11 @@ def read(
     src, owned = open_source(source)
     try:
         blob = resolve_header(src, header, limits=limits)
-        sel = resolve_selection(blob.layout, bands=bands, times=times, window=window)
+        if header is not None and isinstance(src, (LocalFileSource, BytesSource)):
+            # The size costs nothing here; remote sizes are checked by their callers when known.
+            check_blob_fits(blob, src.size(), where=src.name)
+        positions = _band_positions(src, blob, bands)
+        sel = resolve_selection(blob.layout, bands=positions, times=times, window=window)
         return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:
         if owned:

@@ -16,32 +16,40 @@ How a choice is made (``mode="auto"``):
    gives the same sample.
 2. **Screen.** The planes of the sampled frames (the images stacked before
    ``h``) are compressed with each geozl predictor (``planar``, ``med``,
-   ``average``, ``delta_w``, ``delta_n``, ``wp_static``, or none); the best of
-   them and the usual leaders (``med``, ``planar``) also run on the plane's
-   exact difference from the previous plane (the inter-band or inter-date
-   difference) and on the residual of a first ``planar`` stage; the best
-   option then tries every back end (``transpose>entropy``, ``entropy``,
-   ``field_lz``, ``zstd``, ``transpose>zstd``, as the width allows). Slow
-   coders try one plane first and go on only if they come within 1 %. Planes
-   of one band share a class screened on a few of its planes (a long time
-   series has hundreds); each plane then picks among its class's two best
-   options of either kind. Sizes are exact frame sizes from geozl.
+   ``average``, ``delta_w``, ``delta_n``, ``wp_static``, or none); the best
+   two of them and the usual leaders (``med``, ``planar``) also run on the
+   plane's exact difference from the previous plane (the inter-band or
+   inter-date difference) and on the residual of a first ``planar`` stage;
+   the best two options then try every back end (``transpose>entropy``,
+   ``entropy``, ``field_lz``, ``zstd``, ``transpose>zstd``, as the width
+   allows), so a runner-up is never dropped after one stage. Slow coders try
+   the centres of two planes first and go on only if they come within 1 %.
+   Planes of one band share a class screened on up to four of its planes (a
+   long time series has hundreds); each plane then picks among its class's
+   two best options of either kind. Sizes are exact frame sizes from geozl.
 3. **Assemble.** A :class:`~rumi_core.codecs.StackCodec` with each plane's
    pick; the best single coding for all planes, as a stack and as a
    one-stream geozl recipe; OpenZL's ``compress`` graph (probed on one frame
    first); and, when the sample holds ``nodata`` (or NaN), the per-plane stack
    behind geozl's nodata stage.
-4. **Measure.** Each candidate compresses the whole sample for real. Decoding
-   is timed on this thread's CPU clock (other processes barely disturb it),
-   best of three, and only as far down the size order as needed: the smallest
-   candidate that decodes at ``decode_floor`` (with 10 % headroom) wins. A
+4. **Measure.** Each candidate compresses the whole sample for real; its
+   decode speed is *predicted* by the static cost model of
+   :mod:`rumi_core.decode_cost` (per predictor, back end and sample width,
+   fitted once by ``benchmarks/decode_cost.py``). The smallest candidate
+   predicted to decode at ``decode_floor`` (with 10 % headroom) wins. A
    per-plane stack that misses the floor is rebuilt from faster predictors
    and back ends, tier by tier.
+
+Every decision above is a pure function of the sample, the options and the
+library versions (:func:`library_versions`): nothing reads a clock, depends
+on thread scheduling or on the machine, so the same call writes the same
+bytes anywhere, under any load.
 
 With ``frame_unit="auto"`` (:func:`select_layout`) this runs for every unit
 that fits the access preference: tile units (0; 9 compresses identically),
 the cell units that stack bands or dates as planes, and a quick probe of the
-interleaved ones. Units are compared by stored bytes per raw byte.
+interleaved ones. Units are compared by stored bytes per raw byte, every one
+on the same sampled planes (tile units see every plane of the sampled cells).
 
 ``mode="max"`` keeps the best three chains of each plane and lets OpenZL pick
 among them on every frame. ``mode="portable"`` admits only OpenZL's built-in
@@ -66,8 +74,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib.metadata
 import math
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -81,10 +89,10 @@ from rumi_core.codecs import (
     OpenZLGraph,
     PlaneCoding,
     StackCodec,
-    decode_frame,
     parse_codec,
     parse_nodata,
 )
+from rumi_core.decode_cost import MODEL
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.frame_units import FRAME_UNITS
@@ -109,6 +117,7 @@ __all__ = [
     "Selection",
     "choose_compression",
     "describe",
+    "library_versions",
     "parse_mode",
     "profile_codecs",
     "sample_budget",
@@ -122,7 +131,8 @@ MODES: Final[tuple[str, ...]] = ("auto", "max", "portable")
 """The selection modes of :func:`select_codec` and ``rumi_core.write(compression=...)``."""
 
 DECODE_FLOOR: Final = 300e6
-"""Slowest decode accepted, in bytes of decoded samples per second on one core."""
+"""Slowest decode accepted, in bytes of decoded samples per second on one core,
+as predicted by :data:`rumi_core.decode_cost.MODEL`."""
 
 SAMPLE_LOCATIONS: Final = 4
 """Tile locations sampled per dataset."""
@@ -145,8 +155,6 @@ _SLOW_PENALTY: Final = 0.005
 """A slow encoder must save more than this fraction to be preferred: wp_static
 encodes at 35-80 MB/s against 300-650 for the other predictors."""
 _MAX_ALTERNATIVES: Final = 3
-_MAX_TILE_FRAMES: Final = 64
-_DECODE_REPS: Final = 3
 _FLOOR_HEADROOM: Final = 1.1
 """The floor is applied to frame decoding with 10 % to spare: a whole read also
 fetches, checks and places the frames."""
@@ -157,14 +165,6 @@ _UINT: Final[dict[int, np.dtype[Any]]] = {1: np.dtype("<u1"), 2: np.dtype("<u2")
 # --------------------------------------------------------------------------- #
 # Results
 # --------------------------------------------------------------------------- #
-
-
-@dataclass(frozen=True)
-class _Pending:
-    """A candidate's encoded sample frames and, for lossless codecs, the original bytes."""
-
-    encoded: tuple[bytes, ...]
-    originals: tuple[bytes, ...]
 
 
 @dataclass(frozen=True)
@@ -179,15 +179,12 @@ class Candidate:
     """Total size of the sample's frames."""
     raw_bytes: int
     """Total decoded size of the sample's frames."""
-    encode_mbps: float
-    """Encode speed on this thread's CPU clock, MB/s of decoded samples."""
     decode_mbps: float
-    """Decode speed on this thread's CPU clock, best of three, MB/s; NaN when
-    not measured (candidates larger than the pick need no timing)."""
+    """Decode speed predicted by the cost model (:mod:`rumi_core.decode_cost`), MB/s on one core."""
     lossless_frames: int = 0
     """Under an error bound: sample frames stored losslessly because the bound failed."""
-    pending: _Pending | None = dataclasses.field(default=None, repr=False, compare=False)
-    """The encoded sample, kept until decoding is timed."""
+    first_frame_bytes: int = dataclasses.field(default=0, repr=False, compare=False)
+    """Size of the first sample frame, for probes that compress one frame only."""
 
     @property
     def ratio(self) -> float:
@@ -202,8 +199,7 @@ class Candidate:
             "compressed_bytes": self.compressed_bytes,
             "raw_bytes": self.raw_bytes,
             "ratio": round(self.ratio, 4),
-            "encode_mbps": round(self.encode_mbps, 1),
-            "decode_mbps": None if math.isnan(self.decode_mbps) else round(self.decode_mbps, 1),
+            "decode_mbps": round(self.decode_mbps, 1),
             "lossless_frames": self.lossless_frames,
         }
 
@@ -226,8 +222,6 @@ class Selection:
     """Sampled tile locations (row-major spatial index) or frame positions."""
     bound: ErrorBound | None = None
     """The error bound, or None for lossless."""
-    seconds: float = 0.0
-    """Wall-clock time the selection took."""
 
     @property
     def chosen(self) -> Candidate | None:
@@ -246,7 +240,6 @@ class Selection:
             "bound": None if self.bound is None else self.bound.to_dict(),
             "decode_floor_mbps": self.decode_floor / 1e6,
             "sample": list(self.sample),
-            "seconds": round(self.seconds, 3),
             "candidates": [c.to_dict() for c in self.candidates],
         }
 
@@ -523,28 +516,31 @@ def _screen(
             table[cls][option] = sum(found) / len(found) * len(members[cls])
 
     def probe(cls: Any, subset: list[tuple[int, int]], option: _Option) -> None:
-        # Slow coders (wp_static's fit, LZ back ends) try the centre of one
-        # plane first and go on only if they come within 1 % of the best
-        # option there.
-        first = [(f, p) for f, p in subset if option.variant in variants[f][p]][:1]
-        if not first or not table[cls]:
-            add(cls, subset, option)
-            return
-        f, p = first[0]
-        best = min(table[cls].items(), key=lambda kv: kv[1])[0]
-        if best.variant not in variants[f][p]:
+        # Slow coders (wp_static's fit, LZ back ends) try the centres of the
+        # first and last screened planes first, and go on only if they come
+        # within 1 % of the best option there: one plane alone can misjudge a
+        # class whose planes differ (a cloudy and a clear date).
+        best = min(table[cls].items(), key=lambda kv: kv[1])[0] if table[cls] else None
+        both = [(f, p) for f, p in subset if option.variant in variants[f][p] and best is not None and best.variant in variants[f][p]]
+        probes = list(dict.fromkeys(both[:1] + both[-1:]))
+        if best is None or not probes:
             add(cls, subset, option)
             return
 
         def centre(o: _Option) -> int:
-            key, make = variants[f][p][o.variant]
-            return screen.size((*key, "centre"), functools.partial(_centre, make), o.recipe)
+            total = 0
+            for f, p in probes:
+                key, make = variants[f][p][o.variant]
+                total += screen.size((*key, "centre"), functools.partial(_centre, make), o.recipe)
+            return total
 
         if centre(option) <= centre(best) * 1.01:
             add(cls, subset, option)
 
     portable_heads = ("id", "delta_1d")
-    finalists = 2 if mode == "max" else 1
+    # The runner-up stays alive through every stage: a predictor second on
+    # the plane itself may still win on its difference or with another back end.
+    finalists = 2
     for cls, positions in members.items():
         step = len(positions) / min(len(positions), _PER_CLASS)
         subset = sorted({positions[int(i * step)] for i in range(min(len(positions), _PER_CLASS))})
@@ -553,10 +549,10 @@ def _screen(
         for head in portable_heads if mode == "portable" else heads:
             (probe if head in _SLOW_HEADS else add)(cls, subset, _Option("x", head, default))
         # The plane itself ranks the predictors; its difference from the
-        # previous plane and its planar residual try the best one and the two
+        # previous plane and its planar residual try the best two and the two
         # that usually lead, not all seven again.
-        best_x = min(table[cls].items(), key=lambda kv: kv[1])[0].head if table[cls] else "planar"
-        second = [h for h in dict.fromkeys((best_x, "med", "planar")) if h in heads]
+        leaders = [o.head for o, _ in sorted(table[cls].items(), key=lambda kv: kv[1])[:finalists]] or ["planar"]
+        second = [h for h in dict.fromkeys((*leaders, "med", "planar")) if h in heads]
         for variant in sorted(names - {"x"}):
             for head in second:
                 if variant == "px" and head not in _AFTER_PLANAR:
@@ -609,94 +605,52 @@ def _refine(
 # --------------------------------------------------------------------------- #
 
 
-def _measure(
-    codec: FrameCodec, frames: Sequence[npt.NDArray[Any]], axes: tuple[str, ...], unit: int | None, *, lossless: bool = True
-) -> Candidate | None:
-    """Compress the sample for real (decoding is timed later, when needed); None if the codec refuses it."""
-    encoded: list[bytes] = []
+def _measure(codec: FrameCodec, frames: Sequence[npt.NDArray[Any]], axes: tuple[str, ...], unit: int | None) -> Candidate | None:
+    """Compress the sample for real and predict its decode speed; None if the codec refuses it."""
+    sizes: list[int] = []
     lossy_kept = 0
-    raw = 0
-    start = time.thread_time()
     try:
         for frame in frames:
             if isinstance(codec, BoundedCodec):
                 result = codec.encode_frame(frame, axes=axes)
-                encoded.append(result.data)
+                sizes.append(len(result.data))
                 lossy_kept += result.lossy
             else:
-                encoded.append(codec.encode(frame, axes=axes))
-            raw += frame.nbytes
+                sizes.append(len(codec.encode(frame, axes=axes)))
     except InvalidInputError:
         return None
-    encode_s = time.thread_time() - start
     lossless_frames = len(frames) - lossy_kept if isinstance(codec, BoundedCodec) else 0
     return Candidate(
         codec,
         unit,
-        sum(len(e) for e in encoded),
-        raw,
-        raw / max(encode_s, 1e-9) / 1e6,
-        math.nan,
+        sum(sizes),
+        sum(f.nbytes for f in frames),
+        MODEL.decode_speed(codec, frames, axes) / 1e6,
         lossless_frames,
-        _Pending(tuple(encoded), tuple(np.ascontiguousarray(f).tobytes() for f in frames) if lossless else ()),
+        sizes[0],
     )
 
 
-def _timed(candidate: Candidate) -> Candidate:
-    """The candidate with its decode speed measured (best of three), and its lossless round trip checked."""
-    pending = candidate.pending
-    if pending is None or not math.isnan(candidate.decode_mbps):
-        return candidate
-    best = math.inf
-    outs: list[npt.NDArray[np.uint8]] = []
-    sizes = [len(raw) for raw in pending.originals] if pending.originals else None
-    for _ in range(_DECODE_REPS):
-        start = time.thread_time()
-        if sizes is not None:
-            outs = [decode_frame(data, decoded_bytes=n) for data, n in zip(pending.encoded, sizes, strict=True)]
-        else:
-            outs = [decode_frame(data, decoded_bytes=_declared(data)) for data in pending.encoded]
-        best = min(best, time.thread_time() - start)
-    for out, original in zip(outs, pending.originals, strict=False):
-        if out.tobytes() != original:  # pragma: no cover - a codec bug
-            raise AssertionError(f"{candidate.codec!r} did not round-trip a sample frame")
-    return dataclasses.replace(candidate, decode_mbps=candidate.raw_bytes / max(best, 1e-9) / 1e6)
-
-
-def _declared(frame: bytes) -> int:
-    from rumi_core.codecs import _declared_size
-
-    return _declared_size(frame)
-
-
 def _pick(candidates: list[Candidate], floor: float) -> Candidate:
-    """Smallest candidate that decodes at the floor or faster; the fastest decoder if none does.
+    """Smallest candidate predicted to decode at the floor; the fastest predicted if none does.
 
-    Decoding is timed only as far down the size order as needed; the timed
-    candidates replace the untimed ones in ``candidates``.
+    Candidates are ranked by stored bytes per raw byte, so units measured on
+    different frames compare; equal ones keep their order (earlier wins).
 
     Raises:
         InvalidInputError: no candidate took the samples.
     """
     if not candidates:
         raise InvalidInputError("no candidate codec takes these samples", field="compression")
-    # By stored bytes per raw byte, so units measured on different frames compare.
-    for i in sorted(range(len(candidates)), key=lambda i: candidates[i].compressed_bytes / candidates[i].raw_bytes):
-        candidates[i] = _timed(candidates[i])
-        if _meets(candidates[i], floor):
-            return candidates[i]
-    for i, c in enumerate(candidates):
-        candidates[i] = _timed(c)
-    return max(candidates, key=lambda c: c.decode_mbps)
+    ranked = sorted(candidates, key=lambda c: c.compressed_bytes / c.raw_bytes)
+    for candidate in ranked:
+        if _meets(candidate, floor):
+            return candidate
+    return max(ranked, key=lambda c: c.decode_mbps)
 
 
 def _meets(candidate: Candidate, floor: float) -> bool:
     return candidate.decode_mbps * 1e6 >= floor * _FLOOR_HEADROOM
-
-
-def _settled(candidates: Sequence[Candidate]) -> tuple[Candidate, ...]:
-    """Candidates for the report: the encoded sample dropped."""
-    return tuple(dataclasses.replace(c, pending=None) for c in candidates)
 
 
 # --------------------------------------------------------------------------- #
@@ -715,9 +669,7 @@ def _stack_from(
 ) -> StackCodec | None:
     codings = []
     for plane, options in enumerate(per_plane):
-        ranked = sorted(
-            ((o, s) for o, s in options.items() if allowed(o) and (plane > 0 or not o.reference)), key=lambda kv: _cost(*kv)
-        )
+        ranked = sorted(((o, s) for o, s in options.items() if allowed(o) and (plane > 0 or not o.reference)), key=lambda kv: _cost(*kv))
         if not ranked:
             return None
         best = ranked[0][0]
@@ -774,15 +726,13 @@ def _choose_lossless(
         # and measure the whole sample only if they come within 5 % there.
         # Compared with candidates known to hold the floor: a smaller one that
         # decodes too slowly must not hide a built-in graph that does not.
-        first = [
-            c.pending.encoded[0] for c in measured if c.pending is not None and c.pending.encoded and (floor <= 0 or _meets(c, floor))
-        ]
+        first = [c.first_frame_bytes for c in measured if floor <= 0 or _meets(c, floor)]
         if first and len(frames.frames) > 1:
             try:
                 own = len(codec.encode(frames.frames[0], axes=frames.axes))
             except InvalidInputError:
                 return
-            if own > min(len(f) for f in first) * 1.05:
+            if own > min(first) * 1.05:
                 return
         run(codec)
 
@@ -791,10 +741,7 @@ def _choose_lossless(
         found = run(codec)
         if found is None:
             return False
-        if floor <= 0:
-            return True
-        measured[-1] = _timed(found)
-        return _meets(measured[-1], floor)
+        return floor <= 0 or _meets(found, floor)
 
     # Huffman over whole 2-byte symbols decodes at about 100 MB/s: the
     # terminal the faster tiers drop first.
@@ -859,9 +806,7 @@ def _probe_interleaved(frames: _Frames, *, unit: int | None, mode: Mode) -> list
     return measured
 
 
-def _choose_bounded(
-    frames: _Frames, *, unit: int | None, bound: ErrorBound, nodata: int | float | None, floor: float
-) -> list[Candidate]:
+def _choose_bounded(frames: _Frames, *, unit: int | None, bound: ErrorBound, nodata: int | float | None, floor: float) -> list[Candidate]:
     """Measure geozl's quantized recipes on this layout."""
     bounded_encoding_check(frames.encoding, bound)
     width = frames.encoding.component_bytes
@@ -871,7 +816,7 @@ def _choose_bounded(
 
     def run(recipe: str) -> Candidate | None:
         codec = BoundedCodec(recipe, nodata=nodata, **kwargs)
-        found = _measure(codec, frames.frames, frames.axes, unit, lossless=False)
+        found = _measure(codec, frames.frames, frames.axes, unit)
         if found is not None:
             measured.append(found)
         return found
@@ -989,7 +934,6 @@ def profile_codecs(
         InvalidInputError: no frames, frames of different dtypes or axes
             counts, a bad mode, or a bound the quantizers cannot honour.
     """
-    started = time.perf_counter()
     chosen_mode = parse_mode(mode)
     floor = _parse_floor(decode_floor)
     axes_t = tuple(axes)
@@ -1015,10 +959,9 @@ def profile_codecs(
         None,
         chosen_mode,
         floor,
-        _settled(candidates),
+        tuple(candidates),
         tuple(range(len(frames))),
         bound,
-        time.perf_counter() - started,
     )
 
 
@@ -1085,11 +1028,8 @@ def _unit_frames(
                 for t in range(times):
                     frames.append(cell[t, b])
                     labels.append([(loc, t, b)])
-        if len(frames) > _MAX_TILE_FRAMES:
-            # Per-frame work dominates for many small tiles: an even spread of
-            # them stands for the rest (units are compared by ratio).
-            keep = sorted({(2 * k + 1) * len(frames) // (2 * _MAX_TILE_FRAMES) for k in range(_MAX_TILE_FRAMES)})
-            frames, labels = [frames[i] for i in keep], [labels[i] for i in keep]
+        # Every plane of every sampled cell, as the cell units see them: units
+        # are compared on the same samples.
         return frames, axes, labels, [[(label[0][2], False)] for label in labels]
     for loc, cell in zip(locations, cells, strict=True):
         current = ["t", "b", "h", "w"]
@@ -1149,7 +1089,6 @@ def select_layout(
         InvalidInputError: a bad mode, access or unit, or a bound the
             quantizers cannot honour.
     """
-    started = time.perf_counter()
     chosen_mode = parse_mode(mode)
     floor = _parse_floor(decode_floor)
     nodata = parse_nodata(nodata)
@@ -1174,7 +1113,7 @@ def select_layout(
         frames, axes, labels, classes = _unit_frames(cells, unit, bands, times, picked)
         prepared = _Frames.build(frames, axes, labels, classes)
         if codec is not None:
-            measured = _measure(codec, prepared.frames, axes, unit, lossless=not isinstance(codec, BoundedCodec))
+            measured = _measure(codec, prepared.frames, axes, unit)
             found = [] if measured is None else [measured]
             if not found:
                 continue
@@ -1197,11 +1136,19 @@ def select_layout(
         best.frame_unit,
         chosen_mode,
         floor,
-        _settled(candidates),
+        tuple(candidates),
         picked,
         bound,
-        time.perf_counter() - started,
     )
+
+
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape the frames' bytes: ``{"openzl": ..., "geozl": ...}``.
+
+    A choice is a pure function of the data, the options and these versions;
+    two machines with different versions may write different bytes.
+    """
+    return {name: importlib.metadata.version(name) for name in ("openzl", "geozl")}
 
 
 @dataclass(frozen=True)
@@ -1222,6 +1169,8 @@ class CompressionChoice:
     """The error bound every sample honours, or None for lossless."""
     selection: Selection | None = None
     """The measurements behind the choice, when a selection ran."""
+    libraries: dict[str, str] = dataclasses.field(default_factory=library_versions)
+    """Versions of openzl and geozl that chose and wrote the frames (:func:`library_versions`)."""
 
     @property
     def mode(self) -> str:
@@ -1229,13 +1178,14 @@ class CompressionChoice:
         return "lossless" if self.bound is None else "lossy"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready record (codec, frame unit, mode, bound, selection)."""
+        """Return a JSON-ready record (codec, frame unit, mode, bound, library versions, selection)."""
         return {
             "codec": self.codec.to_dict(),
             "frame_unit": self.frame_unit,
             "compression": self.compression,
             "mode": self.mode,
             "bound": None if self.bound is None else self.bound.to_dict(),
+            "libraries": dict(self.libraries),
             "selection": None if self.selection is None else self.selection.to_dict(),
         }
 
@@ -1318,8 +1268,4 @@ def describe(selection: Selection) -> Iterable[str]:
     """Yield a readable table of a selection's candidates, the chosen one marked."""
     for c in selection.candidates:
         mark = "*" if c.codec == selection.codec and c.frame_unit == selection.frame_unit else " "
-        yield (
-            f"{mark} unit {c.frame_unit!s:>4} ratio {c.ratio:7.4f} enc {c.encode_mbps:7.1f} dec {c.decode_mbps:7.1f} MB/s  "
-            f"{c.codec.to_dict()}"
-        )
-
+        yield (f"{mark} unit {c.frame_unit!s:>4} ratio {c.ratio:7.4f} predicted decode {c.decode_mbps:7.1f} MB/s  {c.codec.to_dict()}")

@@ -10,6 +10,15 @@ A source returns fewer bytes than asked only at the end of the file; the
 caller decides whether that is an error (a truncated file is invalid, not an
 I/O failure).
 
+URLs work wherever a path does (:func:`open_source`): a ``scheme://`` text is
+opened by the function registered for its scheme in the ``rumi.sources``
+entry-point group, a callable ``(url) -> ByteSource``. The ``catalog``
+package registers ``http``, ``https`` and ``gs``. An entry point rather than
+an import or a registry filled at import time: rumi_core must not import
+catalog (dependencies point one way), and ``rumi info https://...`` runs
+without anything having imported catalog first; installed metadata is the
+one place both packages can meet, as the ``rumi.commands`` group already is.
+
 >>> with BytesSource(b"0123456789") as src:
 ...     src.read_ranges([(2, 3), (8, 5)])
 [b'234', b'89']
@@ -18,6 +27,7 @@ I/O failure).
 from __future__ import annotations
 
 import os
+import re
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rumi_core.errors import SourceError
@@ -26,7 +36,12 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
 
-__all__ = ["ByteSource", "BytesSource", "LocalFileSource", "open_source"]
+__all__ = ["SOURCE_ENTRY_POINTS", "ByteSource", "BytesSource", "LocalFileSource", "open_source", "open_url", "url_scheme"]
+
+SOURCE_ENTRY_POINTS = "rumi.sources"
+"""Entry-point group of URL openers, one per scheme (``http``, ``gs``...)."""
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
 
 @runtime_checkable
@@ -148,17 +163,48 @@ class BytesSource(_SourceBase):
         return [bytes(self._data[o : o + n]) for o, n in ranges]
 
 
+def url_scheme(text: str) -> str | None:
+    """The scheme of a URL (``"https"``), or None for a local path.
+
+    >>> url_scheme("https://example.org/a.rumi"), url_scheme("/data/a.rumi"), url_scheme("C:/a.rumi")
+    ('https', None, None)
+    """
+    match = _SCHEME.match(text)
+    return match.group(1).lower() if match else None
+
+
+def open_url(url: str) -> ByteSource:
+    """Open a URL with the opener registered for its scheme (see the module documentation).
+
+    Raises:
+        SourceError: no installed package opens the scheme, or the opener failed.
+    """
+    from importlib.metadata import entry_points
+
+    scheme = url_scheme(url)
+    found = list(entry_points(group=SOURCE_ENTRY_POINTS, name=scheme or ""))
+    if not found:
+        raise SourceError(f"cannot open {url}: no installed package reads {scheme}:// URLs (install rumi-forge with its catalog package)")
+    opener = found[0].load()
+    source = opener(url)
+    if not isinstance(source, ByteSource):
+        raise SourceError(f"cannot open {url}: the {scheme}:// opener {found[0].value} returned {type(source).__name__}, not a ByteSource")
+    return source
+
+
 def open_source(source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview) -> tuple[ByteSource, bool]:
-    """Return a source for a path, bytes or an existing source.
+    """Return a source for a path, a URL, bytes or an existing source.
 
     The second value says whether the caller opened it and must close it.
 
     Raises:
-        SourceError: a path cannot be opened.
+        SourceError: a path or URL cannot be opened.
         TypeError: ``source`` is none of the accepted kinds.
     """
     if isinstance(source, (bytes, bytearray, memoryview)):
         return BytesSource(source), True
+    if isinstance(source, str) and url_scheme(source) is not None:
+        return open_url(source), True
     if isinstance(source, (str, os.PathLike)):
         return LocalFileSource(source), True
     if isinstance(source, ByteSource):

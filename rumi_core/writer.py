@@ -178,7 +178,8 @@ class WriteResult(bytes):
     blob is), so callers that only want the blob need not change. The choice
     rides along for the run to report and the catalogue to record: the codec
     (its JSON form is ``result.codec.to_dict()``), the frame unit, whether the
-    write was lossless or error-bounded, and the measurements behind the choice.
+    write was lossless or error-bounded, the openzl and geozl versions, and the
+    measurements behind the choice.
     """
 
     choice: CompressionChoice
@@ -215,8 +216,17 @@ class WriteResult(bytes):
         """The error bound every sample honours, or None for lossless."""
         return self.choice.bound
 
+    @property
+    def libraries(self) -> dict[str, str]:
+        """Versions of openzl and geozl that chose the codec and wrote the frames.
+
+        The choice is a pure function of the data, the options and these
+        versions: the same call writes the same bytes wherever they match.
+        """
+        return dict(self.choice.libraries)
+
     def report(self) -> dict[str, Any]:
-        """Return a JSON-ready record of the choice: codec, frame unit, mode, bound, selection."""
+        """Return a JSON-ready record of the choice: codec, frame unit, mode, bound, library versions, selection."""
         return {**self.choice.to_dict(), "lossless_frames": self.lossless_frames}
 
 
@@ -254,8 +264,9 @@ def write(
             ``"auto"`` to measure the units that fit ``access`` and keep the
             smallest (*Choosing a frame unit*).
         compression: ``"auto"`` (the default; None means the same) measures
-            candidate codecs on a sample and keeps the smallest that decodes at
-            300 MB/s per core; ``"max"`` also lets each frame pick among each
+            candidate codecs on a sample and keeps the smallest predicted to
+            decode at 300 MB/s per core (a static cost model, never a clock:
+            the same call writes the same bytes on any machine); ``"max"`` also lets each frame pick among each
             plane's best chains; ``"portable"`` uses OpenZL's built-in codecs
             only. A codec, codec name or codec dict is used as given. See
             :mod:`rumi_core.selection`.

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve().parents[2] / "shared" / "stac-schemas"))
 
 
 @pytest.fixture(scope="session")
@@ -23,6 +24,14 @@ def shared_data() -> Path:
     if not (SHARED_DATA / "MANIFEST.md").is_file():
         pytest.skip(f"real test data not found at {SHARED_DATA} (set RUMI_SHARED_DATA)")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def stac_schemas() -> Path:
+    """The STAC extension schemas of ``../shared/stac-schemas`` (``<ext>/<version>/schema.json``); skips where absent."""
+    if not STAC_SCHEMAS.is_dir():
+        pytest.skip(f"STAC extension schemas not found at {STAC_SCHEMAS} (set RUMI_STAC_SCHEMAS)")
+    return STAC_SCHEMAS
 
 
 @pytest.fixture

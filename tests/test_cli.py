@@ -88,10 +88,20 @@ def test_read_bad_window_is_a_usage_error(cube_file: tuple[Path, bytes, np.ndarr
     assert "y0:y1,x0:x1" in result.output
 
 
+def test_read_window_partly_outside_is_clipped_and_reported(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, data = cube_file
+    out = tmp_path / "x.npy"
+    result = CliRunner().invoke(cli, ["read", str(path), "--window", "-5:5000,0:10", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "clipped to the image: 0:100,0:10" in result.output
+    np.testing.assert_array_equal(np.load(out), data[:, :, 0:100, 0:10])
+
+
 def test_read_window_outside_image_fails_cleanly(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
     path, _, _ = cube_file
     out = tmp_path / "x.npy"
-    result = CliRunner().invoke(cli, ["read", str(path), "--window", "0:5000,0:10", "-o", str(out)])
+    result = CliRunner().invoke(cli, ["read", str(path), "--window", "4000:5000,0:10", "-o", str(out)])
     assert result.exit_code == 1
     assert "outside" in result.output
+    assert len(result.output.strip().splitlines()) == 1
     assert not out.exists()

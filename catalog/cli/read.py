@@ -12,7 +12,9 @@ when several time steps are read, with the CRS and the window's transform.
 from __future__ import annotations
 
 import io
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -23,10 +25,26 @@ from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selection import parse_band_selector, parse_time_selector
 from rumi_core.cli.header import write_atomic
-from rumi_core.cli.options import parse_window, read_header_file
+from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file
 from rumi_core.errors import RumiError
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = ["read_command"]
+
+
+def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | None:
+    """``update`` made safe to call from the decoding threads."""
+    if update is None:
+        return None
+    lock = threading.Lock()
+
+    def locked(n: int) -> None:
+        with lock:
+            update(n)
+
+    return locked
 
 
 @click.command("read")
@@ -34,7 +52,7 @@ __all__ = ["read_command"]
 @click.option(
     "--header",
     "header_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="The file's header blob (.rumih). By default the item's, or <file>h, or one built from the file.",
 )
@@ -44,7 +62,8 @@ __all__ = ["read_command"]
 @click.option("--bbox", callback=parse_bbox, help="Bounding box minx,miny,maxx,maxy in --bbox-crs.")
 @click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), required=True, help="Output .npy or .tif file.")
+@click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")
 def read_command(
     target: str,
     header_path: Path | None,
@@ -54,24 +73,45 @@ def read_command(
     bbox: tuple[float, float, float, float] | None,
     bbox_crs: str,
     threads: int | None,
+    progress: bool | None,
     output: Path,
 ) -> None:
-    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif)."""
+    """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
+
+    A window or bbox reaching past the image is clipped to it, and the
+    window read is reported. A ``.tif`` keeps the source's transform,
+    ``AREA_OR_POINT`` and no-data value (from the item; a bare file has none).
+    """
     suffix = output.suffix.lower()
     if suffix not in (".npy", ".tif", ".tiff"):
-        raise click.BadParameter("the output must end in .npy or .tif", param_hint="-o")
+        raise OptionError(f"-o {output}: the output must end in .npy or .tif")
     try:
         band_sel = parse_band_selector(bands) if bands is not None else None
+    except SelectorError as err:
+        raise OptionError(f"--bands: {err}") from err
+    try:
         time_sel = parse_time_selector(times) if times is not None else None
     except SelectorError as err:
-        raise click.BadParameter(str(err)) from err
+        raise OptionError(f"--times: {err}") from err
     if bbox is not None and window is not None:
-        raise click.BadParameter("give --bbox or --window, not both")
+        raise OptionError("give --bbox or --window, not both")
+    check_output_file(output)
+    blob = read_header_file(header_path)
     try:
-        with Cube.open(target, header=read_header_file(header_path)) as cube:
-            result = cube.read(
-                bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window, threads=threads, labels=suffix != ".npy"
-            )
+        with Cube.open(target, header=blob) as cube:
+            frames = cube.frame_count(cube.selection(bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window))
+            with progress_bar(frames, label=f"read {frames} frames", enabled=progress) as update:
+                result = cube.read(
+                    bands=band_sel,
+                    times=time_sel,
+                    bbox=bbox,
+                    bbox_crs=bbox_crs,
+                    window=window,
+                    threads=threads,
+                    labels=suffix != ".npy",
+                    progress=_locked(update),
+                )
+            bare = cube.item is None
             if suffix == ".npy":
                 buf = io.BytesIO()
                 np.save(buf, result.data, allow_pickle=False)
@@ -90,11 +130,19 @@ def read_command(
                     transform=result.transform,
                     descriptions=descriptions,
                     band_tags=band_tags,
+                    nodata=result.nodata,
+                    pixel_is_point=result.pixel_is_point,
                 )
-    except RumiError as err:
-        raise click.ClickException(f"{target}: {err}") from err
+    except (RumiError, OSError) as err:
+        raise failure(target, err) from err
     data = result.data
-    click.echo(f"{output}: {data.dtype} {tuple(data.shape)}")
+    (r0, r1), (c0, c1) = result.window
+    click.echo(f"{output}: {data.dtype} {tuple(data.shape)} window {r0}:{r1},{c0}:{c1}")
+    if window is not None and result.window != window:
+        (w0, w1), (w2, w3) = window
+        click.echo(f"note: --window {w0}:{w1},{w2}:{w3} clipped to the image: {r0}:{r1},{c0}:{c1}", err=True)
+    if suffix != ".npy" and bare and result.nodata is None:
+        click.echo("note: a bare .rumi file carries no no-data value; read its STAC item to keep it", err=True)
     if suffix == ".npy" and data.dtype.kind == "V" and data.dtype.fields is None:
         # .npy has no code for the ml_dtypes types: numpy stores their exact bits as opaque void items.
         click.echo(

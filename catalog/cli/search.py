@@ -8,6 +8,7 @@ import click
 
 from catalog.cli.options import parse_bbox
 from catalog.search import search
+from rumi_core.cli.options import failure
 from rumi_core.errors import RumiError
 
 __all__ = ["search_command"]
@@ -28,7 +29,7 @@ def search_command(
     try:
         hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit)
     except RumiError as err:
-        raise click.ClickException(f"{target}: {err}") from err
+        raise failure(target, err) from err
     if as_json:
         click.echo(json.dumps([h.to_dict() for h in hits], indent=2))
         return

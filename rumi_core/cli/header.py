@@ -8,18 +8,26 @@ from pathlib import Path
 
 import click
 
+from rumi_core.assemble import umask_mode
+from rumi_core.cli.options import check_output_file, failure
 from rumi_core.errors import RumiError
 from rumi_core.header import build_header
+from rumi_core.sources import url_scheme
 
 __all__ = ["header_command", "write_atomic"]
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place."""
+    """Write ``data`` to a temporary file beside ``path`` and rename it into place.
+
+    The file gets the mode a plain ``open()`` would give it (mkstemp's 0600
+    would make a published output unreadable to others).
+    """
     fd, tmp = tempfile.mkstemp(prefix=".", suffix=".partial", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
+            os.fchmod(f.fileno(), umask_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -28,23 +36,25 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 @click.command("header")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE_OR_URL")
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Where to write the blob (default: FILE with suffix .rumih).",
 )
-def header_command(file: Path, output: Path | None) -> None:
-    """Build the header blob of FILE after checking it against the IFD."""
+def header_command(file: str, output: Path | None) -> None:
+    """Build the header blob of FILE_OR_URL after checking it against the IFD."""
+    # A URL's blob goes to the current directory, named after the file.
+    out = output or Path(file.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] if url_scheme(file) else file).with_suffix(".rumih")
+    check_output_file(out)
     try:
         blob = build_header(file)
     except RumiError as err:
-        raise click.ClickException(f"{file}: {err}") from err
-    out = output or file.with_suffix(".rumih")
+        raise failure(file, err) from err
     try:
         write_atomic(out, blob)
     except OSError as err:
-        raise click.FileError(str(out), hint=err.strerror) from err
+        raise failure(out, err) from err
     click.echo(f"{out}: {len(blob)} bytes")

@@ -3,27 +3,30 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from rumi_core.cli.options import header_option, read_header_file
+from rumi_core.cli.options import failure, header_option, read_header_file
 from rumi_core.errors import RumiError
 from rumi_core.info import info
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["info_command"]
 
 
 @click.command("info")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE_OR_URL")
 @header_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
-def info_command(file: Path, header_path: Path | None, as_json: bool) -> None:
-    """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE."""
+def info_command(file: str, header_path: Path | None, as_json: bool) -> None:
+    """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE_OR_URL."""
     try:
         found = info(file, read_header_file(header_path))
     except RumiError as err:
-        raise click.ClickException(f"{file}: {err}") from err
+        raise failure(file, err) from err
     data = found.to_dict()
     if as_json:
         click.echo(json.dumps(data, indent=2))

@@ -1,12 +1,107 @@
-"""Options and argument parsers shared by the ``rumi`` subcommands."""
+"""Options, argument parsers and output checks shared by the ``rumi`` subcommands.
+
+Errors a user can act on are one line (``Error: <what> <where>``): a bad
+value or an unusable output location is an :class:`OptionError` (exit status
+2, like click's usage errors, but without the usage text), reported before
+any work starts.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
+import tempfile
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-__all__ = ["header_option", "parse_int_list", "parse_window", "read_header_file"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+
+__all__ = [
+    "OptionError",
+    "check_output_file",
+    "failure",
+    "header_option",
+    "one_line",
+    "parse_int_list",
+    "parse_window",
+    "progress_bar",
+    "read_header_file",
+]
+
+
+@contextlib.contextmanager
+def progress_bar(length: int, *, label: str, enabled: bool | None = None) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr for a long command, as an ``update(n)`` callable.
+
+    Shown when ``enabled`` is True, or when it is None and stderr is a
+    terminal; otherwise nothing is printed (click's hidden bar would still
+    print its label) and None is yielded.
+    """
+    show = enabled if enabled is not None else sys.stderr.isatty()
+    if not show or length <= 1:
+        yield None
+        return
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def one_line(err: BaseException) -> str:
+    """The error's message on one line: decoder messages can span several."""
+    return " ".join(str(err).split())
+
+
+def failure(target: object, err: BaseException) -> click.ClickException:
+    """A one-line ``Error: <target>: <message>`` (exit status 1) for a failed command.
+
+    The target is named once: not again when the message already names it.
+    """
+    text = one_line(err)
+    where = os.fspath(target) if isinstance(target, (str, os.PathLike)) else str(target)
+    return click.ClickException(text if where in text else f"{where}: {text}")
+
+
+class OptionError(click.UsageError):
+    """A command-line value that cannot be used, shown as one line (exit status 2)."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print ``Error: <message>`` only: the message names the option."""
+        click.echo(f"Error: {self.format_message()}", file=file, err=True)
+
+
+def check_output_file(path: Path, *, option: str = "-o") -> None:
+    """Check that a file can be written at ``path`` before any work starts.
+
+    The path must not be a directory or a special file (``/dev/null``), and
+    its directory must exist and accept a new file: a hidden probe file is
+    created and removed there, which also catches read-only filesystems and
+    permissions that ``os.access`` misjudges for root.
+
+    Raises:
+        OptionError: the location cannot take the output; the message says why.
+    """
+    if path.is_dir():
+        raise OptionError(f"{option} {path}: is a directory; give a file name")
+    if path.exists() and not path.is_file():
+        raise OptionError(f"{option} {path}: is not a regular file")
+    parent = path.parent
+    if not parent.exists():
+        raise OptionError(f"{option} {path}: directory {parent} does not exist")
+    if not parent.is_dir():
+        raise OptionError(f"{option} {path}: {parent} is not a directory")
+    try:
+        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=parent):
+            pass
+    except OSError as err:
+        raise OptionError(f"{option} {path}: cannot write into {parent}: {err.strerror}") from err
+
+
+def _name(param: click.Parameter | None) -> str:
+    opts = getattr(param, "opts", None)
+    return str(opts[0]) if opts else "value"
 
 
 def parse_int_list(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> list[int] | None:
@@ -16,7 +111,7 @@ def parse_int_list(ctx: click.Context | None, param: click.Parameter | None, val
     try:
         return [int(v) for v in value.split(",") if v.strip()]
     except ValueError as err:
-        raise click.BadParameter(f"expected comma-separated integers such as 0,2, got {value!r}") from err
+        raise OptionError(f"{_name(param)}: expected comma-separated integers such as 0,2, got {value!r}") from err
 
 
 def parse_window(
@@ -30,7 +125,7 @@ def parse_window(
         r0, r1 = (int(v) for v in rows.split(":"))
         c0, c1 = (int(v) for v in cols.split(":"))
     except ValueError as err:
-        raise click.BadParameter(f"expected y0:y1,x0:x1 such as 0:512,256:768, got {value!r}") from err
+        raise OptionError(f"{_name(param)}: expected y0:y1,x0:x1 such as 0:512,256:768, got {value!r}") from err
     return (r0, r1), (c0, c1)
 
 
@@ -41,13 +136,13 @@ def read_header_file(path: Path | None) -> bytes | None:
     try:
         return path.read_bytes()
     except OSError as err:
-        raise click.FileError(str(path), hint=err.strerror) from err
+        raise OptionError(f"--header {path}: cannot read: {err.strerror}") from err
 
 
 header_option = click.option(
     "--header",
     "header_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="The file's header blob (.rumih). Without it, one is built from the file.",
 )

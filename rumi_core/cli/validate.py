@@ -8,47 +8,40 @@ file invalid).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from rumi_core.cli.options import header_option, read_header_file
+from rumi_core.cli.options import header_option, one_line, read_header_file
 from rumi_core.errors import ResourceLimitError, RumiError, SourceError
 from rumi_core.validate import validate
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = ["validate_command"]
 
 
-def _one_line(err: BaseException) -> str:
-    """The error's message on one line: decoder messages can span several."""
-    return " ".join(str(err).split())
-
-
 @click.command("validate")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", metavar="FILE_OR_URL")
 @header_option
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
-def validate_command(file: Path, header_path: Path | None, quick: bool) -> None:
-    """Check FILE against the rumi 0.1.0 specification."""
-    try:
-        blob = read_header_file(header_path)
-    except click.FileError as err:
-        # An unreadable blob is an I/O error (exit 2), not an invalid file;
-        # click's own FileError would exit with 1.
-        click.echo(f"{header_path}: cannot read: {_one_line(err)}", err=True)
-        sys.exit(2)
+def validate_command(file: str, header_path: Path | None, quick: bool) -> None:
+    """Check FILE_OR_URL against the rumi 0.1.0 specification."""
+    # An unreadable blob is an I/O error: OptionError exits with 2, not 1.
+    blob = read_header_file(header_path)
     try:
         structure = validate(file, blob, quick=quick)
     except SourceError as err:
-        click.echo(f"{file}: cannot read: {_one_line(err)}", err=True)
+        click.echo(f"{file}: cannot read: {one_line(err)}", err=True)
         sys.exit(2)
     except ResourceLimitError as err:
         # Resource limits: exceeding one "does not make the rumi file invalid",
         # so this is not exit 1 but a failure to check (exit 2).
-        click.echo(f"{file}: cannot check: {_one_line(err)}", err=True)
+        click.echo(f"{file}: cannot check: {one_line(err)}", err=True)
         sys.exit(2)
     except RumiError as err:
-        click.echo(f"{file}: invalid: {_one_line(err)}", err=True)
+        click.echo(f"{file}: invalid: {one_line(err)}", err=True)
         sys.exit(1)
     lay = structure.head.layout
     what = "structure" if quick else f"structure and {lay.frame_count} frames"

@@ -80,15 +80,15 @@ def test_broken_core_field_fails_validation(cube: Any) -> None:
         validate_stac(d)
 
 
-def test_extension_schemas_when_available(cube: Any) -> None:
-    """Projection, datacube, file and EO schemas are not bundled anywhere installable; check them when present."""
-    import os
-
-    schema_dir = os.environ.get("RUMI_STAC_SCHEMAS")
-    if not schema_dir:
-        pytest.skip("set RUMI_STAC_SCHEMAS to a directory of extension schemas (<name>/<version>/schema.json) to check them offline")
-    report = validate_stac(create_item(cube.path, cube.blob_path, thumbnail=False).to_dict(), schema_dir=schema_dir, require_all=True)
+def test_extension_schemas_when_available(cube: Any, stac_schemas: Path) -> None:
+    """Projection, datacube, file and EO schemas are not installable; ../shared/stac-schemas holds them."""
+    item = create_item(cube.path, cube.blob_path, thumbnail=False).to_dict()
+    report = validate_stac(item, schema_dir=str(stac_schemas), require_all=True)
     assert not report.unchecked
+    assert len(report.checked) == 1 + len(item["stac_extensions"])
+    broken = {**item, "properties": {**item["properties"], "proj:shape": "not a shape"}}
+    with pytest.raises(STACValidationError, match="projection"):
+        validate_stac(broken, schema_dir=str(stac_schemas), require_all=True)
 
 
 def test_extra_metadata_overrides_the_band_texts(cube: Any) -> None:

@@ -96,7 +96,7 @@ def test_bare_file_names_and_bbox_cost_one_request_each(cube: Any, server: Range
         result = c.read(bands="nir", times="2021-01-21/..", bbox=(500100, 3999500, 500200, 3999900), bbox_crs="EPSG:32633")
     np.testing.assert_array_equal(result.data, cube.data[[2]][:, [3], 10:50, 10:20])
     runs = expected_runs(cube.blob, bands=[3], times=[2], rows=(10, 50), cols=(10, 20))
-    assert server.requests("cube.rumi") == len(runs) + 2  # + trailer + head
+    assert server.requests("cube.rumi") == len(runs) + 2  # + trailer + the 160 georeferencing bytes
 
 
 def test_lonlat_bbox_selects_the_covering_window(cube: Any, server: RangeRequestServer) -> None:

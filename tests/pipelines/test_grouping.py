@@ -157,3 +157,25 @@ def test_invalid_cube_is_a_dead_letter() -> None:
     assert not plans
     assert rejects[0].reason == "invalid-cube"
     assert "frame_unit 9" in rejects[0].message
+
+
+def test_tiles_smaller_than_their_frame_count_are_refused() -> None:
+    """A 64 x 64 scene in 7-pixel tiles: 100 frames of 49 pixels would cost more than the pixels."""
+    scenes = bands_of("2023-01-05", tokens=("B04",))
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=7))
+    assert not plans
+    (reject,) = rejects
+    assert reject.reason == "tile-size"
+    assert "into 100 frames of 49 pixels" in reject.message
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=8))  # 64 frames of 64 pixels: allowed
+    assert plans and not rejects
+
+
+def test_a_band_without_a_name_takes_its_files_shared_stem() -> None:
+    scenes = [make_scene(f"/s/{scene}/{scene}_fmask.tif", day, bands=("band 1",)) for scene, day in
+              (("LE70350322008118EDC00", "2008-04-27"), ("LT50350322008126PAC01", "2008-05-05"))]  # fmt: skip
+    (plan,), _ = plan_cubes(scenes, opts())
+    assert [b.name for b in plan.bands] == ["fmask"]
+    other = [make_scene("/s/north.tif", "2023-01-01", bands=("band 1",)), make_scene("/s/south.tif", "2023-02-01", bands=("band 1",))]
+    (plan,), _ = plan_cubes(other, opts())
+    assert [b.name for b in plan.bands] == ["band 1"]  # different stems: no shared name, still one cube

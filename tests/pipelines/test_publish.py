@@ -210,9 +210,7 @@ def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], 
     entry = _only_entry(out)
     blob = (out / entry["file"]).with_suffix(".rumih").read_bytes()
     assert np.array_equal(rumi_core.read(out / entry["file"], blob), cube)
-    expected = rumi_core.selection.select_layout(
-        cube, tile_size=(48, 48), frame_unit="auto", decode_floor=rumi_core.selection.DECODE_FLOOR / 4
-    ).frame_unit
+    expected = rumi_core.selection.select_layout(cube, tile_size=(48, 48), frame_unit="auto").frame_unit
     assert entry["frame_unit"] == expected == HeaderBlob.from_bytes(blob).layout.frame_unit
     # Explicit units are kept as given.
     run([str(directory)], ConvertOptions(out=str(tmp_path / "fixed"), tile_size=48, frame_unit=4, write_catalog=False))

@@ -204,7 +204,8 @@ class TestReadScene:
         _, paths, _ = series
         (root / "a_B02.tif").write_bytes(Path(paths[0]).read_bytes())
         scene = read_scene(SceneRef(f"{url}/a_B02.tif"))
-        assert scene.href.startswith("http://") and scene.size is None and scene.bands[0].name == "B02"
+        assert scene.href.startswith("http://") and scene.bands[0].name == "B02"
+        assert scene.size == Path(paths[0]).stat().st_size  # the summary's input size, learnt with one request
 
 
 class TestFrames:

@@ -1,0 +1,170 @@
+"""Scheduled, incremental Sentinel-2 runs: the catalogue is the state.
+
+A nightly ``rumi convert --stac-api ...`` searches the area again.
+:func:`held_acquisitions` reads, from the STAC catalogue the earlier runs
+wrote, which acquisitions each tile and resolution group already holds (the
+items' ``s2:mgrs_tile``, ``s2:resolution_group`` and datacube ``time``
+values). :func:`increment` then keeps
+
+* every acquisition **newer** than the latest one held for its tile and
+  group: these are what the run adds; the periods they fall in (per tile and
+  group) are the *touched* periods;
+* the held acquisitions of the touched periods, so that their cubes are
+  planned whole: the cube of a period that gains acquisitions (the open
+  month) keeps its name, is rewritten atomically (staged, verified, renamed
+  over the old file) and its item is replaced in place in the catalogue and
+  its index; a cube of a touched period that gained nothing (the other side
+  of the 04.00 split) validates against its file and is skipped.
+
+Everything else is left alone: cubes of untouched periods are neither planned
+nor read, and their items are carried over into the new catalogue
+(:func:`pipelines.publish.incremental_catalog_publisher`). Acquisitions older
+than the latest held one that the catalogue does not hold (late arrivals,
+reprocessings of held datatakes) are left out: a run never rewrites the past
+behind the catalogue's back. A search window that misses held acquisitions of
+a touched period would rewrite that cube without them, so it is an error
+(:class:`IncompleteSearchError`): start ``--datetime`` at or before the
+beginning of the open period.
+
+When nothing is newer, :func:`stac_api_input` returns None and the command
+says so and writes nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipelines.assembly import write_atomic
+from pipelines.errors import PipelineError
+from pipelines.sentinel2.bands import select_bands
+from pipelines.sentinel2.items import resolution_group
+from pipelines.sentinel2.search import search_items, select_items
+from pipelines.times import iso, parse_time, period_label
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from pipelines.options import ConvertOptions
+    from pipelines.sentinel2.items import S2Item
+
+__all__ = ["SEARCH_FILE", "Held", "IncompleteSearchError", "held_acquisitions", "increment", "stac_api_input"]
+
+SEARCH_FILE = "stac-search.json"
+"""The ItemCollection a ``--stac-api`` run converts, written in the output directory."""
+
+
+class IncompleteSearchError(PipelineError):
+    """The search misses acquisitions the catalogue holds in a period this run would rewrite."""
+
+
+@dataclass(frozen=True)
+class Held:
+    """Acquisition times (POSIX seconds) the catalogue holds, per ``(tile, resolution group)``."""
+
+    times: dict[tuple[str, str], set[int]] = field(default_factory=dict)
+
+    def latest(self, key: tuple[str, str]) -> int | None:
+        """The newest acquisition held for a tile and group, or None."""
+        held = self.times.get(key)
+        return max(held) if held else None
+
+
+def held_acquisitions(catalog_dir: str) -> Held:
+    """What a catalogue written by earlier runs holds; empty when there is none yet."""
+    import pystac
+
+    root = os.path.join(catalog_dir, "catalog.json")
+    if not os.path.isfile(root):
+        return Held()
+    times: dict[tuple[str, str], set[int]] = defaultdict(set)
+    for item in pystac.Catalog.from_file(root).get_items(recursive=True):
+        props = item.properties
+        tile, group = props.get("s2:mgrs_tile"), props.get("s2:resolution_group")
+        if not tile or not group:
+            continue
+        values = props.get("cube:dimensions", {}).get("time", {}).get("values", [])
+        times[(str(tile), str(group))].update(parse_time(str(v)) for v in values)
+    return Held(dict(times))
+
+
+def _groups(item: S2Item, bands: str | None, resolution: int | None) -> set[str]:
+    present = {band_id for band_id, _ in item.assets}
+    return {resolution_group(b, resolution) for b in select_bands(bands) if b.id in present}
+
+
+def increment(
+    items: Sequence[S2Item], held: Held, *, bands: str | None, resolution: int | None, period: str
+) -> tuple[list[S2Item], list[S2Item]]:
+    """``(items to plan, items that are new)``; see the module docstring.
+
+    Raises:
+        IncompleteSearchError: a held acquisition of a touched period is not among ``items``.
+    """
+
+    def keys(item: S2Item) -> list[tuple[str, str]]:
+        return [(item.tile, g) for g in sorted(_groups(item, bands, resolution))]
+
+    new: list[S2Item] = []
+    touched: set[tuple[str, str, str]] = set()
+    for item in items:
+        when = parse_time(item.datetime)
+        fresh = [k for k in keys(item) if (latest := held.latest(k)) is None or when > latest]
+        touched.update((*k, period_label(when, period)) for k in fresh)
+        if fresh:
+            new.append(item)
+
+    def rebuilt(item: S2Item) -> bool:
+        when = parse_time(item.datetime)
+        return any((*k, period_label(when, period)) in touched and when in held.times.get(k, ()) for k in keys(item))
+
+    run = [item for item in items if item in new or rebuilt(item)]
+    found = {(k, parse_time(i.datetime)) for i in items for k in keys(i)}
+    missing = sorted((k, t) for k, ts in held.times.items() for t in ts if (*k, period_label(t, period)) in touched and (k, t) not in found)
+    if missing:
+        (tile, group), first = missing[0]
+        start = period_label(first, period) or "the series"
+        raise IncompleteSearchError(
+            f"the search misses {len({t for _, t in missing})} acquisitions the catalogue holds in the periods this run rewrites "
+            f"(first: T{tile} {group} {iso(first)}); start --datetime at or before the start of {start}"
+        )
+    return run, new
+
+
+def stac_api_input(
+    options: ConvertOptions,
+    *,
+    url: str,
+    collection: str,
+    bbox: Sequence[float] | None,
+    datetime: str | None,
+    echo: Callable[[str], Any],
+) -> str | None:
+    """Search a STAC API and write the ItemCollection this run converts; None when nothing is new.
+
+    The ItemCollection (``OUT/stac-search.json``, items sorted by id) holds the
+    kept items as the API gave them; :mod:`pipelines.discovery` reads it like
+    any ItemCollection file.
+    """
+    documents = search_items(url, collection=collection, bbox=bbox, datetime=datetime, max_cloud=options.max_cloud)
+    selection = select_items(((d, None) for d in documents), tiles=options.mgrs, max_cloud=options.max_cloud)
+    held = held_acquisitions(options.catalog_dir) if options.write_catalog else Held()
+    run, new = increment(selection.items, held, bands=options.bands, resolution=options.resolution, period=options.cube_period)
+    echo(
+        f"search: {len(documents)} items, {len(selection.items)} Sentinel-2 L2A acquisitions kept "
+        f"({len(selection.reprocessed)} older processings and {len(selection.other)} other items left out), {len(new)} new"
+    )
+    if not new:
+        latest = max((max(t) for t in held.times.values() if t), default=None)
+        since = f" (latest held: {iso(latest)})" if latest is not None else ""
+        echo(f"nothing new since the last run{since}: nothing was converted or rewritten")
+        return None
+    keep = {i.id for i in run}
+    features = sorted((d for d in documents if d.get("id") in keep), key=lambda d: str(d.get("id")))
+    path = os.path.join(options.out, SEARCH_FILE)
+    os.makedirs(options.out, exist_ok=True)
+    write_atomic(path, json.dumps({"type": "FeatureCollection", "features": features}, sort_keys=True).encode())
+    return path

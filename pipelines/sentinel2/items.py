@@ -1,0 +1,259 @@
+"""Sentinel-2 L2A STAC items: recognition, radiometry, duplicates, filters, and scene references.
+
+An item is Sentinel-2 L2A when its **properties** say so (:func:`is_s2_l2a`):
+a Sentinel-2 ``constellation`` or ``platform``, an ``s2:processing_baseline``,
+and an MGRS tile (``s2:mgrs_tile``, or the MGRS extension's ``mgrs:utm_zone``,
+``mgrs:latitude_band`` and ``mgrs:grid_square``); a product type or
+processing level, where given, must be L2A. File names are never consulted.
+
+Radiometry (:func:`radiometry`): DNs are stored unchanged. Reflectance bands
+record ``scale`` 0.0001 and ``offset`` -0.1 from processing baseline 04.00 on
+(which adds 1000 to every L2A DN), 0 before it, and 0 as well when Earth
+Search already removed the offset (``earthsearch:boa_offset_applied``), so it
+is never applied twice. The offset is part of the cube family, so a month that
+straddles baseline 04.00 becomes two cubes, one per offset.
+
+Duplicates (:func:`keep_newest`): items of one datatake (platform, tile and
+sensing time) are reprocessings of each other; the one with the newest
+processing (baseline, then generation time, then id) is kept. Acquisitions of
+different relative orbits on one tile differ in time, so they simply follow
+each other in the tile's cube.
+
+:func:`scene_refs` turns the kept items' band assets into
+:class:`~pipelines.scene.SceneRef` objects whose :class:`~pipelines.scene.ProductBand`
+carries the band text, radiometry, nodata 0 and the family
+``S2L2A_T<tile>_<group>[_o1000]``; with ``resolution=10`` every band is read
+on the 10 m grid through GDAL's ``vrt://`` with nearest-neighbour
+upsampling (integer factors 2 and 6: every stored value is an original DN and
+nodata stays exact, which bilinear or cubic would break at every nodata edge).
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from pipelines.scene import ProductBand, SceneRef
+from pipelines.sentinel2.bands import S2Band, band_for_asset, band_text
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = [
+    "OFFSET_BASELINE",
+    "REFLECTANCE_SCALE",
+    "S2Item",
+    "is_s2_l2a",
+    "keep_newest",
+    "parse_item",
+    "radiometry",
+    "resolution_group",
+    "scene_refs",
+]
+
+REFLECTANCE_SCALE: Final = 0.0001
+"""L2A DN to surface reflectance."""
+OFFSET_BASELINE: Final = (4, 0)
+"""Processing baseline from which L2A DNs carry +1000 (``BOA_ADD_OFFSET`` -1000)."""
+_OFFSET: Final = -0.1
+_PROCESSED: Final = ("s2:generation_time", "processing:datetime", "updated", "created")
+
+
+def _baseline(text: str) -> tuple[int, int]:
+    major, _, minor = text.strip().partition(".")
+    return int(major), int(minor or 0)
+
+
+def tile_of(props: Mapping[str, Any]) -> str | None:
+    """The MGRS tile (``33UUU``) from ``s2:mgrs_tile`` or the MGRS extension's fields, or None."""
+    tile = props.get("s2:mgrs_tile")
+    if isinstance(tile, str) and tile:
+        return tile.upper().removeprefix("T")
+    zone, band, square = props.get("mgrs:utm_zone"), props.get("mgrs:latitude_band"), props.get("mgrs:grid_square")
+    if zone is not None and band and square:
+        return f"{int(zone):02d}{band}{square}".upper()
+    return None
+
+
+def is_s2_l2a(item: Mapping[str, Any]) -> bool:
+    """Whether a STAC item (as a dict) is a Sentinel-2 L2A product, judged by its properties alone."""
+    props = item.get("properties") or {}
+    mission = str(props.get("constellation") or props.get("platform") or "").lower().replace(" ", "-")
+    if not mission.startswith("sentinel-2"):
+        return False
+    if not props.get("s2:processing_baseline") or tile_of(props) is None:
+        return False
+    kind = props.get("s2:product_type")
+    level = props.get("processing:level")
+    return (kind is None or str(kind).upper() == "S2MSI2A") and (level is None or str(level).upper() == "L2A")
+
+
+def radiometry(band: S2Band, baseline: str, *, boa_offset_applied: bool) -> tuple[float, float]:
+    """``(scale, offset)`` of a band's DNs for a processing baseline.
+
+    >>> from pipelines.sentinel2.bands import BANDS
+    >>> radiometry(BANDS["B04"], "05.09", boa_offset_applied=False), radiometry(BANDS["B04"], "03.01", boa_offset_applied=False)
+    ((0.0001, -0.1), (0.0001, 0.0))
+    >>> from pipelines.sentinel2.bands import BANDS
+    >>> radiometry(BANDS["B04"], "05.09", boa_offset_applied=True), radiometry(BANDS["SCL"], "05.09", boa_offset_applied=False)
+    ((0.0001, 0.0), (1.0, 0.0))
+    """
+    if band.group == "scl":
+        return 1.0, 0.0
+    offset = _OFFSET if _baseline(baseline) >= OFFSET_BASELINE and not boa_offset_applied else 0.0
+    return REFLECTANCE_SCALE, offset
+
+
+@dataclass(frozen=True)
+class S2Item:
+    """What a Sentinel-2 L2A item says, in the catalogue-independent form the pipeline uses."""
+
+    id: str
+    """Item id."""
+    datetime: str
+    """Sensing time, ISO 8601."""
+    tile: str
+    """MGRS tile, ``33UUU``."""
+    platform: str
+    """``sentinel-2a``, ``sentinel-2b``..."""
+    baseline: str
+    """Processing baseline, ``05.09``."""
+    boa_offset_applied: bool
+    """Earth Search removed the +1000 already."""
+    cloud_cover: float | None
+    """``eo:cloud_cover`` in percent, if given."""
+    processed: str
+    """When this processing was made, for ordering reprocessings: ``s2:generation_time``,
+    ``processing:datetime``, ``updated`` or ``created``."""
+    assets: tuple[tuple[str, str], ...]
+    """``(band id, href)`` of every band asset, hrefs resolved."""
+
+    @property
+    def orbit(self) -> str:
+        """The datatake: platform, tile and sensing time; reprocessings share it."""
+        return f"{self.platform}/{self.tile}/{self.datetime}"
+
+
+def _resolve(href: str, base: str | None) -> str:
+    if base is None or "://" in href or os.path.isabs(href):
+        return href
+    if "://" in base:
+        return posixpath.join(posixpath.dirname(base), href)
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)), href))
+
+
+def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
+    """Read a Sentinel-2 L2A item (check :func:`is_s2_l2a` first).
+
+    Args:
+        item: The STAC item as a dict.
+        base: Where the item was read from; relative asset hrefs resolve against it.
+
+    Raises:
+        ValueError: the item has no datetime.
+    """
+    props = item.get("properties") or {}
+    when = props.get("datetime") or props.get("start_datetime")
+    if not when:
+        raise ValueError(f"STAC item {item.get('id')!r} has no datetime")
+    assets: dict[str, str] = {}
+    for key in sorted((item.get("assets") or {}).keys()):
+        band = band_for_asset(key)
+        asset = item["assets"][key]
+        if band is None or "href" not in asset or band.id in assets:
+            continue
+        assets[band.id] = _resolve(str(asset["href"]), base)
+    cloud = props.get("eo:cloud_cover")
+    return S2Item(
+        id=str(item.get("id")),
+        datetime=str(when),
+        tile=tile_of(props) or "",
+        platform=str(props.get("platform") or props.get("constellation") or "sentinel-2").lower(),
+        baseline=str(props["s2:processing_baseline"]),
+        boa_offset_applied=bool(props.get("earthsearch:boa_offset_applied", False)),
+        cloud_cover=None if cloud is None else float(cloud),
+        processed=str(next((props[k] for k in _PROCESSED if props.get(k)), "")),
+        assets=tuple(sorted(assets.items())),
+    )
+
+
+def keep_newest(items: Iterable[S2Item]) -> tuple[list[S2Item], list[S2Item]]:
+    """Keep the newest processing of each datatake; return ``(kept, dropped)``, each sorted by time then id."""
+    best: dict[str, S2Item] = {}
+    for item in items:
+        held = best.get(item.orbit)
+        if held is None or (_baseline(item.baseline), item.processed, item.id) > (_baseline(held.baseline), held.processed, held.id):
+            best[item.orbit] = item
+    kept = sorted(best.values(), key=lambda i: (i.datetime, i.id))
+    dropped = sorted((i for i in items if best[i.orbit] is not i), key=lambda i: (i.datetime, i.id)) if best else []
+    return kept, dropped
+
+
+def filter_items(items: Iterable[S2Item], *, tiles: Sequence[str] = (), max_cloud: float | None = None) -> list[S2Item]:
+    """The items on one of ``tiles`` (all when empty) with ``eo:cloud_cover`` at most ``max_cloud`` (unknown cover passes)."""
+    wanted = {t.upper().removeprefix("T") for t in tiles}
+    return [
+        i for i in items if (not wanted or i.tile in wanted) and (max_cloud is None or i.cloud_cover is None or i.cloud_cover <= max_cloud)
+    ]
+
+
+def _gdal_path(href: str) -> str:
+    if href.startswith(("http://", "https://")):
+        return "/vsicurl/" + href
+    if href.startswith("gs://"):
+        return "/vsigs/" + href.removeprefix("gs://")
+    return href
+
+
+def _on_10m(href: str, band: S2Band) -> str:
+    factor = band.resolution // 10
+    if factor == 1:
+        return href
+    return f"vrt://{_gdal_path(href)}?outsize={factor * 100}%,{factor * 100}%&r=nearest"
+
+
+def resolution_group(band: S2Band, resolution: int | None) -> str:
+    """The group a band's cube belongs to: its own (``10m``, ``20m``, ``60m``, ``scl``), or ``all10m`` with ``resolution=10``.
+
+    >>> from pipelines.sentinel2.bands import BANDS
+    >>> resolution_group(BANDS["B05"], None), resolution_group(BANDS["B05"], 10), resolution_group(BANDS["SCL"], 10)
+    ('20m', 'all10m', 'scl')
+    """
+    return band.group if resolution is None or band.group == "scl" else f"all{resolution}m"
+
+
+def scene_refs(items: Iterable[S2Item], bands: Sequence[S2Band], *, resolution: int | None = None) -> list[SceneRef]:
+    """The scene references of the selected bands of every item.
+
+    Args:
+        items: Kept items (see :func:`keep_newest`).
+        bands: Bands to convert.
+        resolution: None for one cube per resolution group (SCL on its 20 m
+            grid), or 10 to put every band on the 10 m grid (SCL stays a cube
+            of its own, nearest-neighbour like every band).
+    """
+    refs: list[SceneRef] = []
+    for item in items:
+        hrefs = dict(item.assets)
+        for band in bands:
+            href = hrefs.get(band.id)
+            if href is None:
+                continue
+            scale, offset = radiometry(band, item.baseline, boa_offset_applied=item.boa_offset_applied)
+            group = resolution_group(band, resolution)
+            family = f"S2L2A_T{item.tile}_{group}" + ("_o1000" if offset != 0 else "")
+            tags = (
+                ("constellation", "sentinel-2"),
+                ("s2:mgrs_tile", item.tile),
+                ("s2:resolution_group", group),
+                ("s2:platforms", item.platform),
+                ("s2:processing_baselines", item.baseline),
+                ("s2:offset_split_at_baseline", "04.00"),
+            )
+            text = band_text(band)
+            product = ProductBand(text, scale, offset, 0.0, family, tags)
+            source = href if resolution is None else _on_10m(href, band)
+            refs.append(SceneRef(source, item.datetime, f"{item.id}#{group}", (text,), product))
+    return refs

@@ -1,0 +1,71 @@
+"""Finding Sentinel-2 L2A items: a STAC API through pystac-client, or STAC documents already read.
+
+:func:`search_items` asks a STAC API's ``/search`` (Earth Search v1, the
+Planetary Computer, CDSE...) for one collection, bbox and datetime range, with
+the cloud-cover limit sent to the server as a CQL2 ``filter`` where the API
+conforms to it, else as a ``query``; pystac-client follows the ``next`` links.
+:func:`select_items` then keeps the Sentinel-2 L2A items (:func:`~pipelines.sentinel2.items.is_s2_l2a`)
+on the asked tiles and under the cloud limit, and the newest processing of
+each datatake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newest, parse_item
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["Selection", "search_items", "select_items"]
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The items a run keeps, and why the others were left out."""
+
+    items: list[S2Item]
+    """Kept: Sentinel-2 L2A, on the tiles, under the cloud limit, newest processing of their datatake."""
+    reprocessed: list[S2Item] = field(default_factory=list)
+    """Older processings of a kept datatake."""
+    other: list[str] = field(default_factory=list)
+    """Ids of items that are not Sentinel-2 L2A."""
+
+
+def search_items(
+    url: str, *, collection: str, bbox: Sequence[float] | None, datetime: str | None, max_cloud: float | None
+) -> list[dict[str, Any]]:
+    """Every item of a STAC API search, as dicts, in the order the API pages them.
+
+    Raises:
+        pystac_client.exceptions.APIError: the API answered with an error.
+    """
+    from pystac_client import Client
+    from pystac_client.conformance import ConformanceClasses
+
+    client = Client.open(url)
+    kwargs: dict[str, Any] = {"collections": [collection], "bbox": list(bbox) if bbox else None, "datetime": datetime}
+    if max_cloud is not None:
+        if client.conforms_to(ConformanceClasses.FILTER):
+            kwargs["filter"] = {"op": "<=", "args": [{"property": "eo:cloud_cover"}, max_cloud]}
+            kwargs["filter_lang"] = "cql2-json"
+        else:
+            kwargs["query"] = {"eo:cloud_cover": {"lte": max_cloud}}
+    return list(client.search(**kwargs).items_as_dicts())
+
+
+def select_items(
+    documents: Iterable[tuple[Mapping[str, Any], str | None]], *, tiles: Sequence[str] = (), max_cloud: float | None = None
+) -> Selection:
+    """Keep the Sentinel-2 L2A items of ``(item, base)`` pairs; see the module docstring."""
+    found: list[S2Item] = []
+    other: list[str] = []
+    for item, base in documents:
+        if is_s2_l2a(item):
+            found.append(parse_item(item, base))
+        else:
+            other.append(str(item.get("id")))
+    kept, dropped = keep_newest(filter_items(found, tiles=tiles, max_cloud=max_cloud))
+    return Selection(kept, dropped, sorted(other))

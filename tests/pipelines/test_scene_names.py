@@ -1,0 +1,66 @@
+"""What file names tell the pipeline: acquisition dates in scene IDs, and band names from stems."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+from pipelines.summary import load_jsonl
+from pipelines.testing import write_geotiff
+from pipelines.times import iso, resolve_time, time_from_scene_id
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [
+        ("/l/LC08_L1TP_044034_20150502_20200909_02_T1_B4.TIF", "2015-05-02T00:00:00Z"),  # Collection 2
+        ("/l/LC08_L1TP_107035_20150502_20170409_01_T1/LC08_L1TP_107035_20150502_20170409_01_T1_B2.TIF", "2015-05-02T00:00:00Z"),
+        ("/l/LE07_L2SP_035032_20080427_20200914_02_T1_SR_B3.TIF", "2008-04-27T00:00:00Z"),
+        ("/l/LC81070352015122LGN00_B3.TIF", "2015-05-02T00:00:00Z"),  # pre-collection: year + day of year
+        ("/l/LT50350322011278PAC01/LT50350322011278PAC01_b4.tif", "2011-10-05T00:00:00Z"),
+        ("/s2/S2A_MSIL1C_20170216T102101_N0204_R065_T33UUU_20170216T102204.SAFE/GRANULE/x/IMG_DATA/B04.jp2", "2017-02-16T10:21:01Z"),
+        ("/s2/T33UUU_20170216T102101_B8A.jp2", "2017-02-16T10:21:01Z"),
+        ("/s2/T32TQM_20210517T103619_B04_10m.jp2", "2021-05-17T10:36:19Z"),
+        ("/m/MOD09GA.A2015122.h18v04.061.2021320182934_b01.tif", "2015-05-02T00:00:00Z"),
+    ],
+)
+def test_scene_ids_carry_dates(href: str, expected: str) -> None:
+    found = time_from_scene_id(href)
+    assert found is not None and iso(found) == expected
+    assert resolve_time(href=href, stac=None, tags={}, pattern=None, fallback=None) == found
+
+
+@pytest.mark.parametrize("href", ["/d/scene_B04.tif", "/d/A2015999.tif", "/d/LC81070352015400LGN00.tif", "/d/T33UUU_B04.tif"])
+def test_names_without_a_valid_scene_id(href: str) -> None:
+    assert time_from_scene_id(href) is None
+
+
+def test_precedence_pattern_then_scene_id_then_tags() -> None:
+    href = "/l/LC81070352015122LGN00_B3.TIF"
+    tags = {"TIFFTAG_DATETIME": "2019:01:01 00:00:00"}
+    assert iso(resolve_time(href=href, stac=None, tags=tags, pattern=None, fallback=None) or 0) == "2015-05-02T00:00:00Z"
+    got = resolve_time(href=href, stac=None, tags=tags, pattern=r"LC8\d{6}(?P<year>\d{4})", fallback=None)
+    assert iso(got or 0) == "2015-01-01T00:00:00Z"
+
+
+def test_landsat_series_dates_itself_and_names_fmask(tmp_path: Path) -> None:
+    """Scene folders as USGS names them: no --time-pattern, no --time, and a mask band with no token."""
+    rng = np.random.default_rng(5)
+    transform = (30.0, 0.0, 336375.0, 0.0, -30.0, 4462425.0)
+    for scene in ("LE70350322008118EDC00", "LT50350322008126PAC01", "LE70350322008150EDC00"):
+        folder = tmp_path / "in" / scene
+        folder.mkdir(parents=True)
+        write_geotiff(str(folder / f"{scene}_fmask.tif"), rng.integers(0, 5, (1, 20, 30), dtype="uint8"), epsg=32613, transform=transform)
+    out = tmp_path / "out"
+    summary = run([str(tmp_path / "in")], ConvertOptions(out=str(out), write_catalog=False))
+    assert not summary.dead_letters
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert [b["name"] for b in entry["bands"]] == ["fmask"]
+    assert entry["times"] == ["2008-04-27T00:00:00Z", "2008-05-05T00:00:00Z", "2008-05-29T00:00:00Z"]

@@ -1,0 +1,338 @@
+"""Sentinel-2 L2A from STAC: recognition, band table, radiometry, resolution groups, SCL, incremental runs.
+
+Everything runs offline: the items (Earth Search v1 and Planetary Computer shapes) are served by a
+static STAC API on 127.0.0.1 and their COG assets by a range-request server; see :mod:`pipelines.sentinel2.testing`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pystac
+import pytest
+from click.testing import CliRunner
+
+import rumi_core
+from catalog import Cube
+from catalog.errors import ChangedFileError
+from catalog.testing import RangeRequestServer, StaticStacApi
+from pipelines.deadletter import DeadLetter
+from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
+from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
+from pipelines.sentinel2.search import search_items, select_items
+from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+BBOX = "14.9,52.2,15.1,52.4"
+SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[dict[str, Any]]]]:
+    """The assets on a range server, and their items (real 20 m pixels where ../shared/data exists)."""
+    root = tmp_path_factory.mktemp("s2")
+    shared = SHARED_DATA if (SHARED_DATA / "MANIFEST.md").is_file() else None
+    with RangeRequestServer(root) as files:
+        yield root, write_archive(root, files.base_url, shared)
+
+
+@pytest.fixture
+def api(archive: tuple[Path, list[dict[str, Any]]]) -> Iterator[StaticStacApi]:
+    """The items as a STAC API, two per page."""
+    with StaticStacApi(archive[1], page_size=2) as server:
+        yield server
+
+
+def _item(out: Path, cube_id: str) -> dict[str, Any]:
+    found = list(out.glob(f"stac/*/{cube_id}/{cube_id}.json"))
+    assert len(found) == 1, f"{cube_id}: {found}"
+    return dict(json.loads(found[0].read_text()))
+
+
+def _convert(*args: str) -> str:
+    result = CliRunner().invoke(cli, ["convert", *args, "--no-progress"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def _snapshot(out: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(out)): (p.stat().st_mtime_ns, p.stat().st_size) for p in sorted(out.rglob("*"))}
+
+
+# -- the band table and the items, without a pipeline ---------------------------------------
+
+
+def test_band_table_maps_both_catalogues_naming_to_one_band_id() -> None:
+    assert [b.id for b in BANDS.values() if b.group == "10m"] == ["B02", "B03", "B04", "B08"]
+    assert [b.id for b in BANDS.values() if b.group == "20m"] == ["B05", "B06", "B07", "B8A", "B11", "B12"]
+    assert [b.id for b in BANDS.values() if b.group == "60m"] == ["B01", "B09"]
+    earth_search = [
+        "blue",
+        "green",
+        "red",
+        "nir",
+        "rededge1",
+        "rededge2",
+        "rededge3",
+        "nir08",
+        "swir16",
+        "swir22",
+        "coastal",
+        "nir09",
+        "scl",
+    ]
+    planetary = ["B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A", "B11", "B12", "B01", "B09", "SCL"]
+    assert [band_for_asset(k).id for k in earth_search] == planetary  # type: ignore[union-attr]
+    assert band_for_asset("red-jp2") is None and band_for_asset("visual") is None
+    assert band_text(BANDS["B04"]) == "B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)"
+    assert band_text(BANDS["SCL"]) == "SCL, scene classification"
+    assert [b.id for b in select_bands("nir,red,scl")] == ["B04", "B08", "SCL"]
+    with pytest.raises(ValueError, match="no Sentinel-2 L2A band"):
+        select_bands("red,thermal")
+
+
+def test_items_are_recognised_by_their_properties_never_their_names(archive: tuple[Path, list[dict[str, Any]]]) -> None:
+    items = archive[1]
+    assert all(is_s2_l2a(i) for i in items)  # Earth Search and Planetary Computer shapes
+    l1c = {**items[0], "properties": {**items[0]["properties"], "s2:product_type": "S2MSI1C"}}
+    landsat = {**items[0], "properties": {"datetime": "2023-06-05T10:00:00Z", "platform": "landsat-8"}}
+    named_only = {**items[0], "properties": {"datetime": "2023-06-05T10:00:00Z"}}  # an S2 id and S2 file names, nothing else
+    assert not any(is_s2_l2a(i) for i in (l1c, landsat, named_only))
+    parsed = [parse_item(i) for i in items]
+    assert {p.tile for p in parsed} == {"33UUU", "33UVU"}
+    assert {p.platform for p in parsed} == {"sentinel-2a", "sentinel-2b"}
+    kept, dropped = keep_newest(parsed)
+    assert [d.baseline for d in dropped] == ["05.00"]  # the older processing of the 2023-06-08 datatake
+    assert len(kept) == len(ACQUISITIONS) - 1
+
+
+def test_offsets_follow_the_processing_baseline_and_are_never_applied_twice() -> None:
+    red = BANDS["B04"]
+    assert radiometry(red, "03.01", boa_offset_applied=False) == (0.0001, 0.0)
+    assert radiometry(red, "04.00", boa_offset_applied=False) == (0.0001, -0.1)
+    assert radiometry(red, "05.09", boa_offset_applied=False) == (0.0001, -0.1)
+    assert radiometry(red, "05.09", boa_offset_applied=True) == (0.0001, 0.0)
+    assert radiometry(BANDS["SCL"], "05.09", boa_offset_applied=False) == (1.0, 0.0)
+
+
+def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_pages(api: StaticStacApi) -> None:
+    every = search_items(api.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=None)
+    assert len(every) == len(ACQUISITIONS)
+    assert api.searches == 4  # seven items, two per page
+    june_uuu = search_items(
+        api.url, collection="sentinel-2-l2a", bbox=(14.9, 52.2, 15.1, 52.4), datetime="2023-06-01/2023-06-10", max_cloud=None
+    )
+    assert sorted(i["id"] for i in june_uuu) == sorted(a.id for a in ACQUISITIONS if a.tile == "33UUU" and a.datetime < "2023-06-10")
+    clear = search_items(api.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30)
+    assert all(i["properties"]["eo:cloud_cover"] <= 30 for i in clear) and len(clear) == len(ACQUISITIONS) - 1
+    assert search_items(api.url, collection="landsat-c2-l2", bbox=None, datetime=None, max_cloud=None) == []
+    with StaticStacApi(every, cql2=False) as query_only:  # an API without CQL2 gets the query extension instead
+        assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
+    selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
+    assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18", "2023-07-05"]
+
+
+def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    from pipelines.discovery import S2Request, discover
+
+    catalogue = pystac.Catalog(id="s2", description="Sentinel-2 L2A items")
+    for item in archive[1]:
+        catalogue.add_item(pystac.Item.from_dict(item))
+    catalogue.normalize_and_save(str(tmp_path / "static"), catalog_type=pystac.CatalogType.SELF_CONTAINED)
+    refs = discover(str(tmp_path / "static" / "catalog.json"), S2Request(bands="red,scl", tiles=("33UUU",)))
+    kept = [a for a in ACQUISITIONS if a.tile == "33UUU" and a.baseline != "05.00"]  # the 05.00 processing is superseded
+    assert len(refs) == 2 * len(kept)
+    assert {r.product.name for r in refs if not isinstance(r, DeadLetter) and r.product} == {
+        band_text(BANDS["B04"]),
+        band_text(BANDS["SCL"]),
+    }
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+
+def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
+    archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    root, items = archive
+    collection = tmp_path / "items.json"
+    june = [i for i in items if i["properties"]["datetime"] < "2023-07"]
+    collection.write_text(json.dumps({"type": "FeatureCollection", "features": june}))
+    out = tmp_path / "out"
+    _convert(str(collection), "--mgrs", "33UUU", "--max-cloud", "30", "--cube-period", "P1M", "--out", str(out))
+    entries = {e["cube_id"]: e for e in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
+    # 03.01 (offset 0) and 05.09 (offset -0.1) in one month: split, so each cube has one offset; SCL has none to split.
+    assert sorted(entries) == sorted(
+        [f"S2L2A_T33UUU_{g}_2023-06" for g in ("10m", "20m", "60m", "scl")]
+        + [f"S2L2A_T33UUU_{g}_o1000_2023-06" for g in ("10m", "20m", "60m")]
+    )
+    shapes = {cid: tuple(e["shape"]) for cid, e in entries.items()}
+    assert shapes["S2L2A_T33UUU_10m_2023-06"] == (1, 4, 96, 96)
+    assert shapes["S2L2A_T33UUU_20m_o1000_2023-06"] == (2, 6, 48, 48)  # relative orbits 65 and 22, merged by datetime
+    assert shapes["S2L2A_T33UUU_60m_o1000_2023-06"] == (2, 2, 16, 16)
+    assert shapes["S2L2A_T33UUU_scl_2023-06"] == (3, 1, 48, 48)
+
+    twenty = out / "S2L2A_T33UUU_20m_o1000_2023-06.rumi"
+    info = rumi_core.info(twenty, (out / "S2L2A_T33UUU_20m_o1000_2023-06.rumih").read_bytes())
+    assert info.band_texts == tuple(band_text(BANDS[b]) for b in ("B05", "B06", "B07", "B8A", "B11", "B12"))
+    item = _item(out, "S2L2A_T33UUU_20m_o1000_2023-06")
+    bands = item["assets"]["data"]["bands"]
+    assert [b["eo:common_name"] for b in bands] == ["rededge071", "rededge075", "rededge078", "nir08", "swir16", "swir22"]
+    assert bands[3]["eo:center_wavelength"] == pytest.approx(0.8647)
+    assert {(b["scale"], b["offset"], b["nodata"]) for b in bands} == {(0.0001, -0.1, 0)}
+    assert item["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z", "2023-06-18T10:00:21Z"]
+    assert item["properties"]["s2:processing_baselines"] == ["05.09"]  # the reprocessing, not 05.00
+    assert item["properties"]["s2:offset_split_at_baseline"] == "04.00"
+    old = _item(out, "S2L2A_T33UUU_20m_2023-06")["assets"]["data"]["bands"]
+    assert {(b["scale"], b["offset"]) for b in old} == {(0.0001, 0.0)}
+
+    # DNs unchanged, nodata 0 exact, and the kept processing's pixels (05.09, not 05.00).
+    blob = (out / "S2L2A_T33UUU_20m_o1000_2023-06.rumih").read_bytes()
+    cube = rumi_core.read(twenty, blob)
+    newest = "S2B_MSIL2A_20230608T101559_R065_T33UUU_20240301T120000"
+    np.testing.assert_array_equal(cube[0, 3], source_pixels(root, newest, "B8A"))
+    np.testing.assert_array_equal(cube[1, 4], source_pixels(root, "S2B_33UUU_20230618_0_L2A", "B11"))
+    assert (cube[:, :, :6] == 0).all()
+
+    scl_path = out / "S2L2A_T33UUU_scl_2023-06.rumi"
+    scl = _item(out, "S2L2A_T33UUU_scl_2023-06")["assets"]["data"]["bands"]
+    assert scl == [{"name": "SCL, scene classification", "data_type": "uint8", "nodata": 0, "scale": 1.0, "offset": 0.0}]
+    scl_data = rumi_core.read(scl_path, (out / "S2L2A_T33UUU_scl_2023-06.rumih").read_bytes())
+    assert scl_data.dtype == np.uint8 and (scl_data[:, :, :6] == 0).all()
+
+
+def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
+    archive: tuple[Path, list[dict[str, Any]]], api: StaticStacApi, tmp_path: Path
+) -> None:
+    root, _ = archive
+    out = tmp_path / "out"
+    common = ["--stac-api", api.url, "--bbox", BBOX, "--max-cloud", "30", "--bands", "red,nir,scl", "--out", str(out)]
+    first = _convert(*common, "--datetime", "2023-06-01/2023-06-10")
+    assert "2 new" in first
+    # A window that starts after held acquisitions of the month it would rewrite: refused, nothing written.
+    before_refusal = _snapshot(out)
+    refused = CliRunner().invoke(cli, ["convert", *common, "--datetime", "2023-06-15/2023-06-30", "--no-progress"])
+    assert refused.exit_code == 1 and "misses 2 acquisitions" in refused.output and "2023-06" in refused.output, refused.output
+    assert _snapshot(out) == before_refusal
+    open_id = "S2L2A_T33UUU_10m_o1000_2023-06"
+    before = _item(out, open_id)
+    assert before["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z"]
+    assert [b["eo:common_name"] for b in before["assets"]["data"]["bands"]] == ["red", "nir"]
+    closed = out / "S2L2A_T33UUU_10m_2023-06.rumi"
+    closed_stat = closed.stat().st_mtime_ns
+    served = RangeRequestServer(out).start()
+    # A remote reader holding the old item and its inline blob.
+    old_cube = Cube.open(served.url("stac/" + "/".join(_item_path(out, open_id))))
+
+    # The next night: one more acquisition (2023-06-18) in the open month.
+    second = _convert(*common, "--datetime", "2023-06-01/2023-06-30")
+    assert "1 new" in second
+    after = _item(out, open_id)
+    assert after["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z", "2023-06-18T10:00:21Z"]
+    ids = [i.id for i in pystac.Catalog.from_file(str(out / "stac" / "catalog.json")).get_items(recursive=True)]
+    assert sorted(ids) == sorted(set(ids)) and open_id in ids  # replaced in place: one item per cube
+    assert closed.stat().st_mtime_ns == closed_stat  # the cube that gained nothing was not rewritten
+    data = rumi_core.read(out / f"{open_id}.rumi", (out / f"{open_id}.rumih").read_bytes())
+    np.testing.assert_array_equal(data[1, 0], source_pixels(root, "S2B_33UUU_20230618_0_L2A", "B04"))
+    with pytest.raises(ChangedFileError, match="file:size"):
+        old_cube.read(bands="red")  # never the wrong pixels
+    old_cube.close()
+    served.stop()
+
+    # The index knows the new dates; search and read select bands by common name.
+    hits = CliRunner().invoke(cli, ["search", str(out / "stac"), "--bands", "red", "--datetime", "2023-06-15/2023-06-30", "--json"])
+    assert hits.exit_code == 0, hits.output
+    assert [h["id"] for h in json.loads(hits.output)] == [open_id]
+    npy = tmp_path / "rn.npy"
+    read = CliRunner().invoke(cli, ["read", str(out / "stac" / Path(*_item_path(out, open_id))), "--bands", "red,nir", "-o", str(npy)])
+    assert read.exit_code == 0, read.output
+    red_nir = np.load(npy)
+    assert red_nir.shape == (2, 2, 96, 96)
+    np.testing.assert_array_equal(red_nir[1, 1], source_pixels(root, "S2B_33UUU_20230618_0_L2A", "B08"))
+
+    # The same night again: nothing new, nothing written.
+    snapshot = _snapshot(out)
+    third = _convert(*common, "--datetime", "2023-06-01/2023-06-30")
+    assert "nothing new" in third and "nothing was converted or rewritten" in third
+    assert _snapshot(out) == snapshot
+
+    # July: a new period. June's cubes are neither planned nor read, their items are carried over.
+    june_files = {k: v for k, v in snapshot.items() if k.endswith((".rumi", ".rumih"))}
+    july = _convert(*common, "--datetime", "2023-07-01/2023-07-31")
+    assert "1 new" in july
+    manifest = [json.loads(line)["cube_id"] for line in (out / "manifest.jsonl").read_text().splitlines()]
+    assert manifest == ["S2L2A_T33UUU_10m_o1000_2023-07", "S2L2A_T33UUU_scl_2023-07"]
+    assert {k: v for k, v in _snapshot(out).items() if k in june_files} == june_files
+    ids = sorted(i.id for i in pystac.Catalog.from_file(str(out / "stac" / "catalog.json")).get_items(recursive=True))
+    assert ids == sorted([*manifest, "S2L2A_T33UUU_10m_2023-06", open_id, "S2L2A_T33UUU_scl_2023-06"])
+    hits = CliRunner().invoke(cli, ["search", str(out / "stac"), "--bands", "red", "--json"])
+    assert sorted(h["id"] for h in json.loads(hits.output)) == sorted(i for i in ids if "_scl_" not in i)
+    carried = _item(out, open_id)
+    assert carried["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z", "2023-06-18T10:00:21Z"]
+    assert (out / "stac" / Path(*_item_path(out, open_id))).parent.joinpath(carried["assets"]["thumbnail"]["href"]).resolve().is_file()
+
+
+def _item_path(out: Path, cube_id: str) -> tuple[str, ...]:
+    (found,) = out.glob(f"stac/*/{cube_id}/{cube_id}.json")
+    return found.relative_to(out / "stac").parts
+
+
+def test_resolution_10_puts_every_band_on_the_10m_grid_with_nearest_neighbour(
+    archive: tuple[Path, list[dict[str, Any]]], api: StaticStacApi, tmp_path: Path
+) -> None:
+    root, _ = archive
+    out = tmp_path / "out"
+    args = ["--stac-api", api.url, "--datetime", "2023-06-18", "--bands", "red,nir08,coastal,scl", "--resolution", "10"]
+    _convert(*args, "--out", str(out))
+    entries = {e["cube_id"]: e for e in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
+    assert sorted(entries) == ["S2L2A_T33UUU_all10m_o1000_2023-06", "S2L2A_T33UUU_scl_2023-06"]
+    assert entries["S2L2A_T33UUU_all10m_o1000_2023-06"]["shape"] == [1, 3, 96, 96]
+    assert entries["S2L2A_T33UUU_scl_2023-06"]["shape"] == [1, 1, 96, 96]
+    data = rumi_core.read(out / "S2L2A_T33UUU_all10m_o1000_2023-06.rumi", (out / "S2L2A_T33UUU_all10m_o1000_2023-06.rumih").read_bytes())
+    acq = "S2B_33UUU_20230618_0_L2A"
+    assert data.shape == (3, 96, 96)  # one date: read back as an image, bands in band-table order B01, B04, B8A
+    np.testing.assert_array_equal(data[0], np.repeat(np.repeat(source_pixels(root, acq, "B01"), 6, 0), 6, 1))
+    np.testing.assert_array_equal(data[1], source_pixels(root, acq, "B04"))
+    np.testing.assert_array_equal(data[2], np.repeat(np.repeat(source_pixels(root, acq, "B8A"), 2, 0), 2, 1))
+    scl = rumi_core.read(out / "S2L2A_T33UUU_scl_2023-06.rumi", (out / "S2L2A_T33UUU_scl_2023-06.rumih").read_bytes())
+    np.testing.assert_array_equal(scl[0], np.repeat(np.repeat(source_pixels(root, acq, "SCL"), 2, 0), 2, 1))
+    assert os.path.isfile(out / "stac-search.json")
+
+
+def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for args, needle in (
+        (["--stac-api", "http://127.0.0.1:1/", "--bands", "red,thermal"], "--bands"),
+        (["--stac-api", "http://127.0.0.1:1/", "--mgrs", "33UU"], "--mgrs"),
+        (["--stac-api", "http://127.0.0.1:1/", "--max-cloud", "120"], "--max-cloud"),
+        (["--stac-api", "http://127.0.0.1:1/", "--bbox", "1,2,3"], "--bbox"),
+        (["--datetime", "2023-06-01/2023-06-30", str(tmp_path)], "--stac-api"),
+    ):
+        result = runner.invoke(cli, ["convert", *args, "--out", str(tmp_path / "out")])
+        assert result.exit_code == 2 and needle in result.output and "Traceback" not in result.output, result.output
+    unreachable = runner.invoke(cli, ["convert", "--stac-api", "http://127.0.0.1:1/", "--out", str(tmp_path / "out")])
+    assert unreachable.exit_code == 1 and "Error: --stac-api http://127.0.0.1:1/" in unreachable.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
+    from pipelines.grouping import plan_cubes
+    from pipelines.options import ConvertOptions
+    from pipelines.scene import BandInfo, Scene
+
+    def scene(href: str, x0: float, day: int) -> Scene:
+        band = BandInfo(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
+        return Scene(href, 32633, (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8, "uint16", 0.0, (band,), 1685577600 + day * 86400,
+                     href, family="S2L2A_T33UUU_10m_o1000")  # fmt: skip
+
+    scenes = [scene("a.tif", 300000.0, 1), scene("b.tif", 300000.0, 2), scene("c.tif", 400000.0, 3)]
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="/tmp/unused", cube_period="P1M", frame_unit=0))
+    assert [(p.cube_id, p.inputs) for p in plans] == [("S2L2A_T33UUU_10m_o1000_2023-06", ("a.tif", "b.tif"))]
+    assert [(r.href, r.reason) for r in rejects] == [("c.tif", "family-extent")]

@@ -1,0 +1,287 @@
+"""Errors a user can act on: one line, the right exit status, nothing left behind.
+
+Each test drives a ``rumi`` command the way a user would and checks that the
+message is a single line that says what failed and where, that the exit
+status is 2 for a command line that cannot be used (checked before any work)
+and 1 for a failure while working, and that no output is left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+from click.testing import CliRunner, Result
+
+import rumi_core
+from rumi_core.cli.main import cli
+from rumi_core.header import HeaderBlob
+from rumi_core.testing import synthetic_cube
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+UNWRITABLE = "/sys"
+"""A directory no process may create files in, even as root (sysfs)."""
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli, list(args))
+
+
+def one_line(result: Result) -> str:
+    """The output, which must be exactly one line starting with ``Error:``, and no traceback."""
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith("Error: "), result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return lines[0]
+
+
+def files_in(directory: Path) -> set[str]:
+    return {str(p.relative_to(directory)) for p in directory.rglob("*")}
+
+
+@pytest.fixture
+def cube(tmp_path: Path) -> tuple[Path, bytes, np.ndarray]:
+    """A (3, 2, 40, 50) cube of 16 x 16 tiles, its blob beside it, and its samples."""
+    data = synthetic_cube(3, 2, 40, 50, seed=3)
+    path = tmp_path / "cube.rumi"
+    blob = rumi_core.write(
+        path, data, bands=["B4, Red", "B8, NIR"], times=["2021-01-01", "2021-02-01", "2021-03-01"], crs="EPSG:32633",
+        transform=(10, 0, 500000, 0, -10, 4000000), tile_size=16,
+    )  # fmt: skip
+    (tmp_path / "cube.rumih").write_bytes(blob)
+    return path, blob, data
+
+
+def corrupt_frame(path: Path, blob: bytes, index: int) -> None:
+    offset, length = HeaderBlob.from_bytes(blob).frame_range(index)
+    raw = bytearray(path.read_bytes())
+    for i in range(offset + length // 3, offset + length):
+        raw[i] ^= 0x5A
+    path.write_bytes(bytes(raw))
+
+
+# -- output locations, checked before any work -----------------------------------------
+
+
+@pytest.mark.parametrize("command", ["read", "export"])
+@pytest.mark.parametrize("where", ["missing-dir", "a-file-as-dir", "a-directory", "unwritable", "dev-null"])
+def test_unusable_output_is_one_line_before_any_work(cube: tuple[Path, bytes, np.ndarray], command: str, where: str) -> None:
+    path, _, _ = cube
+    before = files_in(path.parent)
+    suffix = "tif"
+    target = {
+        "missing-dir": str(path.parent / "nowhere" / f"x.{suffix}"),
+        "a-file-as-dir": str(path / f"x.{suffix}"),
+        "a-directory": str(path.parent),
+        "unwritable": f"{UNWRITABLE}/x.{suffix}",
+        "dev-null": os.devnull,
+    }[where]
+    if where == "dev-null":
+        result = invoke(command, str(path), "-o", target)
+        assert result.exit_code == 2
+        assert "must end in" in one_line(result) or "not a regular file" in one_line(result)
+        return
+    result = invoke(command, str(path), "-o", target)
+    assert result.exit_code == 2, result.output
+    assert f"-o {target}" in one_line(result)
+    assert files_in(path.parent) == before
+
+
+def test_dev_null_is_not_an_output_file(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, _ = cube
+    (tmp_path / "dev").mkdir()
+    os.symlink(os.devnull, tmp_path / "dev" / "null.npy")
+    result = invoke("read", str(path), "-o", str(tmp_path / "dev" / "null.npy"))
+    assert result.exit_code == 2 and "is not a regular file" in one_line(result)
+
+
+def test_header_output_is_checked_before_the_blob_is_built(cube: tuple[Path, bytes, np.ndarray]) -> None:
+    path, _, _ = cube
+    result = invoke("header", str(path), "-o", str(path.parent / "nowhere" / "x.rumih"))
+    assert result.exit_code == 2 and "does not exist" in one_line(result)
+
+
+@pytest.mark.parametrize(
+    ("out", "why"),
+    [("{file}/sub", "is a file, not a directory"), (os.devnull, "exists and is not a directory"), (f"{UNWRITABLE}/out", "cannot write")],
+    ids=["under-a-file", "dev-null", "unwritable"],
+)
+def test_convert_out_is_checked_before_beam_starts(tmp_path: Path, out: str, why: str) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    scene = tmp_path / "s_B04.tif"
+    scene.write_bytes(b"not read: the --out check comes first")
+    target = out.format(file=afile)
+    result = invoke("convert", str(scene), "--out", target)
+    assert result.exit_code == 2
+    line = one_line(result)
+    assert f"--out {target}" in line and why in line
+
+
+@pytest.mark.parametrize(
+    ("given", "why"),
+    [("{d}/nonexistent.tif", "no such file"), ("{d}/*.nothing", "no file matches"), ("{d}/empty", "holds no .tif")],
+    ids=["missing-path", "empty-glob", "empty-directory"],
+)
+def test_convert_inputs_are_checked_first_and_no_output_is_created(tmp_path: Path, given: str, why: str) -> None:
+    (tmp_path / "empty").mkdir()
+    out = tmp_path / "out"
+    result = invoke("convert", given.format(d=tmp_path), "--out", str(out))
+    assert result.exit_code == 2
+    assert why in one_line(result)
+    assert not out.exists()
+
+
+def test_option_errors_name_the_option_once(tmp_path: Path) -> None:
+    scene = tmp_path / "s_B04.tif"
+    scene.write_bytes(b"x")
+    line = one_line(invoke("convert", str(scene), "--out", str(tmp_path / "out"), "--tile-size", "0"))
+    assert line.count("--tile-size") == 1
+    assert not (tmp_path / "out").exists()
+
+
+# -- failures while working ------------------------------------------------------------
+
+
+def test_missing_input_is_named_once(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nonexist.rumi")
+    for args in (["read", missing, "-o", str(tmp_path / "x.npy")], ["info", missing], ["export", missing, "-o", str(tmp_path / "x.tif")]):
+        result = invoke(*args)
+        assert result.exit_code == 1
+        line = one_line(result)
+        assert line.count("nonexist.rumi") == 1 and "No such file" in line, line
+        assert line.count("cannot open") == 1
+
+
+def test_corrupt_frame_names_frame_band_and_time(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, blob, _ = cube
+    layout = HeaderBlob.from_bytes(blob).layout
+    index = next(i for i in range(layout.frame_count) if layout.frame_location(i) == (0, 1, 1, 2))  # tile (0, 1), band 1, time 2
+    corrupt_frame(path, blob, index)
+    out = tmp_path / "x.npy"
+    result = invoke("read", str(path), "-o", str(out))
+    assert result.exit_code == 1
+    line = one_line(result)
+    assert f"frame {index} (band 1, time step 2, tile row 0 col 1)" in line
+    assert not out.exists()
+
+
+def test_export_with_a_corrupt_frame_leaves_no_geotiff(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, blob, _ = cube
+    layout = HeaderBlob.from_bytes(blob).layout
+    last = next(i for i in range(layout.frame_count) if layout.frame_location(i)[3] == 2)  # a frame of the last time step
+    corrupt_frame(path, blob, last)
+    before = files_in(tmp_path)
+    result = invoke("export", str(path), "-o", str(tmp_path / "x.tif"))
+    assert result.exit_code == 1
+    assert f"frame {last} " in one_line(result)
+    assert files_in(tmp_path) == before  # the two good time steps were not published either
+
+
+def test_a_blob_of_another_file_is_refused_before_decoding(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, data = cube
+    other = tmp_path / "other.rumi"
+    bigger = np.repeat(data, 2, axis=0)
+    blob = rumi_core.write(other, bigger, bands=["a", "b"], times=[f"2021-01-{d:02d}" for d in range(1, 7)], tile_size=16)
+    (tmp_path / "other.rumih").write_bytes(blob)
+    result = invoke("read", str(path), "--header", str(tmp_path / "other.rumih"), "-o", str(tmp_path / "x.npy"))
+    assert result.exit_code == 1
+    line = one_line(result)
+    assert "does not fit" in line and "OpenZL" not in line
+
+
+# -- windows: one clipping rule ----------------------------------------------------------
+
+
+def test_window_and_bbox_are_clipped_alike_and_reported(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, data = cube
+    out = tmp_path / "w.npy"
+    result = invoke("read", str(path), "--window", "30:60,-5:10", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert "clipped to the image: 30:40,0:10" in result.output
+    np.testing.assert_array_equal(np.load(out), data[:, :, 30:40, 0:10])
+    # The same area as a bbox, reaching past the image the same way.
+    bbox = "499950,3999600,500100,3999700"  # cols -5..10, rows 30..40 of 10 m pixels
+    result = invoke("read", str(path), "--bbox", bbox, "--bbox-crs", "EPSG:32633", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert "window 30:40,0:10" in result.output
+    np.testing.assert_array_equal(np.load(out), data[:, :, 30:40, 0:10])
+
+
+@pytest.mark.parametrize("command", ["search", "read"])
+def test_inverted_bbox_is_refused_alike(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path, command: str) -> None:
+    path, _, _ = cube
+    args = [command, str(path if command == "read" else tmp_path), "--bbox", "15,40,14,41"]
+    if command == "read":
+        args += ["-o", str(tmp_path / "x.npy")]
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert "--bbox: bbox [15.0, 40.0, 14.0, 41.0] is empty or inverted" in one_line(result)
+
+
+# -- small things ------------------------------------------------------------------------
+
+
+def test_outputs_follow_the_umask(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, _ = cube
+    previous = os.umask(0o027)
+    try:
+        assert invoke("read", str(path), "-o", str(tmp_path / "x.npy")).exit_code == 0
+        assert invoke("header", str(path), "-o", str(tmp_path / "x.rumih")).exit_code == 0
+        assert invoke("read", str(path), "-o", str(tmp_path / "x.tif")).exit_code == 0
+        rumi_core.write(tmp_path / "x.rumi", np.zeros((1, 8, 8), "uint8"), bands=["a"], times=["2021-01-01"])
+    finally:
+        os.umask(previous)
+    for name in ("x.npy", "x.rumih", "x.tif", "x.rumi"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o640, name
+
+
+def test_export_progress_bar_on_request(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, _, _ = cube
+    shown = invoke("export", str(path), "-o", str(tmp_path / "p.tif"), "--progress")
+    assert shown.exit_code == 0 and "export 3 time steps" in shown.output
+    quiet = invoke("export", str(path), "-o", str(tmp_path / "q.tif"))
+    assert quiet.exit_code == 0 and "export 3 time steps" not in quiet.output
+
+
+def test_the_command_group_imports_neither_beam_nor_ml_dtypes() -> None:
+    """``rumi --version`` and ``rumi --help`` stay fast and print no Beam warning."""
+    code = "import sys, rumi_core.cli.main; print('apache_beam' in sys.modules, 'ml_dtypes' in sys.modules)"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["False", "False"]
+    helped = subprocess.run(
+        [sys.executable, "-c", "from rumi_core.cli.main import main; main()", "--help"], capture_output=True, text=True, check=False
+    )
+    assert helped.returncode == 0 and "convert" in helped.stdout
+    assert "apitools" not in helped.stderr + helped.stdout
+
+
+def test_read_progress_bar_on_request(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    path, blob, data = cube
+    frames = HeaderBlob.from_bytes(blob).layout.frame_count
+    shown = invoke("read", str(path), "-o", str(tmp_path / "p.npy"), "--progress", "--threads", "2")
+    assert shown.exit_code == 0 and f"read {frames} frames" in shown.output
+    np.testing.assert_array_equal(np.load(tmp_path / "p.npy"), data)
+    quiet = invoke("read", str(path), "-o", str(tmp_path / "q.npy"))
+    assert quiet.exit_code == 0 and "frames" not in quiet.output
+
+
+def test_tiny_tiles_warn_and_a_cube_they_would_bloat_is_refused(tmp_path: Path) -> None:
+    from pipelines.testing import write_geotiff
+
+    scene = write_geotiff(
+        str(tmp_path / "s_20210517_B04.tif"), np.ones((1, 64, 64), "uint16"), epsg=32632, transform=(10, 0, 600000, 0, -10, 5300000)
+    )
+    out = tmp_path / "out"
+    result = invoke("convert", scene, "--out", str(out), "--tile-size", "7", "--time", "2021-05-17", "--no-catalog")
+    assert "warning: --tile-size 7 is below 64" in result.output
+    assert result.exit_code == 1 and "nothing was produced" in result.output
+    assert "more frames than pixels per frame" in (out / "dead-letter.jsonl").read_text()
+    assert not list(out.glob("*.rumi"))
