@@ -165,6 +165,7 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
 )
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any input went to the dead-letter output.")
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
+@click.option("--detach", is_flag=True, help="Return once the job is submitted (e.g. from a Dataflow Flex Template launcher).")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 @click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
 @click.option("--collection", default="sentinel-2-l2a", show_default=True, help="--stac-api: the collection searched.")
@@ -199,6 +200,7 @@ def convert_command(
     verify_frames: int,
     strict: bool,
     overwrite: bool,
+    detach: bool,
     progress: bool | None,
     stac_api: str | None,
     collection: str,
@@ -272,6 +274,13 @@ def convert_command(
         if found is None:
             return
         paths = [found]
+    if detach:
+        from pipelines.convert import submit
+
+        result = submit(paths, options, beam_args, runner=runner)
+        job_id = getattr(result, "job_id", None)
+        click.echo(f"submitted to {runner}" + (f": job {job_id()}" if callable(job_id) else ""))
+        return
     from pipelines.convert import run
 
     show = sys.stderr.isatty() if progress is None else progress

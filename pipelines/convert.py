@@ -33,11 +33,13 @@ starts no Prism download), draws progress, and returns a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
 import sys
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -47,6 +49,7 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.pvalue import PCollection
 
 from pipelines.assembly import AssembleFiles, PrepareParts, SkipExisting, WriteParts
+from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.compression import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.cubes import PlanCubes
 from pipelines.deadletter import DeadLetter
@@ -64,7 +67,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
 
-__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "default_publishers", "keep", "main", "manifest_publisher", "run"]
+__all__ = ["DEFAULT_RUNNER", "Convert", "Publisher", "default_publishers", "keep", "main", "manifest_publisher", "run", "submit"]
 
 logger = logging.getLogger(__name__)
 
@@ -164,11 +167,53 @@ def _close(result: Any) -> None:
         client.close()
 
 
-def _remove_if_empty(path: str) -> None:
-    if os.path.isdir(path):
-        leftovers = [n for n in os.listdir(path) if not n.startswith(".")]
-        if not leftovers:
-            shutil.rmtree(path, ignore_errors=True)
+def _remove_work_folder(path: str) -> None:
+    """Remove a finished run's work folder (``.parts``, ``.staging``) with whatever a killed earlier run left in it.
+
+    Once the pipeline has finished, every cube is published or dead-lettered,
+    and a later run rewrites every frame it needs, so nothing in it is still useful.
+    """
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _build(
+    inputs: Sequence[str], options: ConvertOptions, beam_args: Sequence[str], runner: str | None, publish: tuple[Publisher, ...] | None
+) -> tuple[beam.Pipeline, ConvertOptions]:
+    """Prepare the output (remove a bucket's stale temporaries) and build the pipeline; return it with the run's options."""
+    if is_gs(options.out):
+        # Temporaries of earlier runs that were killed are stale: every frame is rewritten by this run.
+        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+        options = dataclasses.replace(options, run_id=uuid.uuid4().hex[:16])
+    else:
+        os.makedirs(options.out, exist_ok=True)
+    args = list(beam_args)
+    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
+        args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
+    pipeline_options = PipelineOptions(args)
+    standard = pipeline_options.view_as(StandardOptions)
+    standard.runner = runner or standard.runner or DEFAULT_RUNNER
+    logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
+    pipeline = beam.Pipeline(options=pipeline_options)
+    _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
+    return pipeline, options
+
+
+def submit(
+    inputs: Sequence[str],
+    options: ConvertOptions,
+    beam_args: Sequence[str] = (),
+    *,
+    runner: str | None = None,
+    publish: tuple[Publisher, ...] | None = None,
+) -> Any:
+    """Start a conversion and return the runner's ``PipelineResult`` without waiting for it.
+
+    For launchers that return once the job is submitted (a Dataflow Flex
+    Template): the job cleans up after itself except the bucket's folder of
+    temporaries, which every cube's assembler empties and the next run removes.
+    """
+    pipeline, _ = _build(inputs, options, beam_args, runner, publish)
+    return pipeline.run()
 
 
 def run(
@@ -195,18 +240,11 @@ def run(
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """
-    os.makedirs(options.out, exist_ok=True)
-    args = list(beam_args)
-    if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
-        args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
-    pipeline_options = PipelineOptions(args)
-    standard = pipeline_options.view_as(StandardOptions)
-    standard.runner = runner or standard.runner or DEFAULT_RUNNER
-    logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
+    in_bucket = is_gs(options.out)
     start = time.monotonic()
-    pipeline = beam.Pipeline(options=pipeline_options)
-    _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
-    monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None else None
+    pipeline, options = _build(inputs, options, beam_args, runner, publish)
+    # The progress display counts part files on disk; a bucket output draws none.
+    monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None
     if monitor is not None:
         monitor.__enter__()
     try:
@@ -226,8 +264,11 @@ def run(
         if monitor is not None:
             monitor.__exit__(*sys.exc_info())
     seconds = time.monotonic() - start
-    _remove_if_empty(options.parts_dir)
-    _remove_if_empty(options.staging_dir)
+    if in_bucket:
+        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+    else:
+        _remove_work_folder(options.parts_dir)
+        _remove_work_folder(options.staging_dir)
     return Summary.from_files(options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result))
 
 

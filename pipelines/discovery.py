@@ -161,6 +161,13 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         if not refs:
             return [DeadLetter(text, "no-match", "the STAC document has no GeoTIFF asset", STAGE)]
         return list(refs)
+    if text.startswith("gs://") and _GLOB_CHARS & set(text):
+        from pipelines.bucket import output_store
+
+        matched = output_store().glob(text)
+        if not matched:
+            return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
+        return [SceneRef(url) for url in matched]
     if is_url(text):
         return [SceneRef(text)]
     if _GLOB_CHARS & set(text):

@@ -12,6 +12,7 @@ or follows that transform to turn the same entries into STAC items.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -67,8 +68,9 @@ class ManifestEntry:
     """Size of the samples, uncompressed."""
     input_bytes: int
     """Size of the input files, where known."""
-    sha256: str
-    """SHA-256 of the ``.rumi`` file, hex."""
+    sha256: str | None
+    """SHA-256 of the ``.rumi`` file, hex; None for a file composed in a bucket (``extra["crc32c"]``
+    holds GCS's CRC32C instead: hashing it would mean downloading the whole cube)."""
     pixel_is_point: bool = False
     """Whether the file records PixelIsPoint."""
     inputs: tuple[str, ...] = ()
@@ -114,7 +116,9 @@ class ManifestEntry:
         return cls(**values)
 
 
-def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str) -> ManifestEntry:
+def manifest_entry(
+    plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str | None
+) -> ManifestEntry:
     """The manifest entry of a planned cube whose file exists."""
     nodata: float | str | None = plan.nodata
     if plan.nodata is not None and math.isnan(plan.nodata):
@@ -133,7 +137,9 @@ def manifest_entry(plan: CubePlan, *, status: str, codec: dict[str, Any], file_b
         nodata=nodata,
         tile_size=plan.tile_size,
         frame_unit=plan.frame_unit,
-        codec=codec,
+        # Keys sorted at every level: a cube written now and the same cube found finished on a
+        # re-run (its codec read back from the manifest's sorted JSON) give byte-identical items.
+        codec=json.loads(json.dumps(codec, sort_keys=True)),
         frames=plan.layout.frame_count,
         file_bytes=file_bytes,
         blob_bytes=blob_bytes,

@@ -177,6 +177,9 @@ class ConvertOptions:
     """Directory of the STAC catalogue (``--catalog``); None for ``OUT/stac``."""
     write_catalog: bool = True
     """Write the STAC catalogue (``--no-catalog`` turns it off)."""
+    run_id: str = "run"
+    """Name of this run's folder of temporary objects in a ``gs://`` output, ``OUT/.rumi-tmp/<run_id>``;
+    :func:`pipelines.convert.run` sets a fresh one. It shapes no output."""
     bands: str | None = None
     """Sentinel-2 L2A bands to convert (``--bands red,nir,scl``): ids, common names or asset keys; None for all."""
     resolution: int | None = None
@@ -190,6 +193,14 @@ class ConvertOptions:
         if not self.out:
             raise OptionError("an output directory is required", option="--out")
         object.__setattr__(self, "out", os.fspath(self.out))
+        if self.out.startswith("gs://"):
+            object.__setattr__(self, "out", self.out.rstrip("/"))
+            if self.out.count("/") < 2 or not self.out[5:]:
+                raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.out!r}", option="--out")
+        if self.write_catalog and (self.out.startswith("gs://") or str(self.catalog or "").startswith("gs://")):
+            # Items are built from the finished file (thumbnail, checksum), which catalog.create_item
+            # reads from a local path; until it reads through catalog.Storage, refuse rather than download cubes.
+            raise OptionError("a STAC catalogue for gs:// output is not written yet; add --no-catalog", option="--catalog")
         if isinstance(self.tile_size, bool) or not isinstance(self.tile_size, int) or not 1 <= self.tile_size <= 0xFFFF:
             raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
         object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))
@@ -272,7 +283,13 @@ class ConvertOptions:
 
     @property
     def parts_dir(self) -> str:
-        """Where workers leave compressed frames until a file is assembled: ``OUT/.parts``."""
+        """Where workers leave compressed frames until a file is assembled.
+
+        ``OUT/.parts`` on a filesystem; in a bucket, this run's temporary
+        objects ``OUT/.rumi-tmp/<run_id>``.
+        """
+        if self.out.startswith("gs://"):
+            return f"{self.out}/.rumi-tmp/{self.run_id}"
         return os.path.join(self.out, ".parts")
 
     @property

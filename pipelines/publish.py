@@ -9,7 +9,8 @@ codec, lossy bound) and writes the tree and its ``items.parquet`` index with
 
 The catalogue is built in a temporary sibling of its directory and then
 swapped in, so a reader sees the old catalogue or the new one, never half of
-one, and a failed build leaves the old one in place. The sibling sits in the
+one, and a failed build leaves the old one in place. Siblings that a killed
+run left behind are removed before the next build. The sibling sits in the
 same parent, so the relative links to the files stay valid after the rename.
 """
 
@@ -58,6 +59,7 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     root = os.path.abspath(root)
     parent, name = os.path.split(root)
     os.makedirs(parent, exist_ok=True)
+    _remove_stale(parent, name)
     token = uuid.uuid4().hex
     # No dot-suffix on these names: pystac takes a path ending in ".tmp" for a file and
     # would write the item links relative to its parent.
@@ -82,6 +84,17 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
         shutil.rmtree(staging, ignore_errors=True)
     inc(WriteCatalog, "items", len(items))
     return len(items)
+
+
+def _remove_stale(parent: str, name: str) -> None:
+    """Remove ``.<name>-*-staging`` and ``.<name>-*-old`` folders that a killed run left beside the catalogue.
+
+    The catalogue is written by one step of one run at a time (the run owns its
+    catalogue folder), so any such sibling is a leftover, never work in progress.
+    """
+    for entry in os.listdir(parent):
+        if entry.startswith(f".{name}-") and entry.endswith(("-staging", "-old")):
+            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
 def _carried_over(root: str, produced: set[str], thumbnails: str) -> list[pystac.Item]:

@@ -22,6 +22,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.assembly import write_atomic
+from pipelines.bucket import is_gs, output_store
 from pipelines.collect import Collect
 from pipelines.counters import inc
 
@@ -35,9 +36,12 @@ __all__ = ["WriteDeadLetters", "WriteManifest", "write_jsonl"]
 
 
 def write_jsonl(path: str, records: Sequence[dict[str, Any]]) -> int:
-    """Write one JSON object per line, atomically; return the number of lines."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines."""
     text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+    if is_gs(path):
+        output_store().write(path, text.encode("utf-8"))
+        return len(records)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_atomic(path, text.encode("utf-8"))
     return len(records)
 

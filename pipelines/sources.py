@@ -3,7 +3,8 @@
 Issue 4, *Discovering scenes*. rasterio opens ``https://`` URLs through
 ``/vsicurl/`` and ``gs://`` URLs through ``/vsigs/`` (credentials and
 endpoints come from GDAL's usual configuration, such as
-``GS_NO_SIGN_REQUEST`` or ``CPL_GS_ENDPOINT``). For URLs the directory
+``GS_NO_SIGN_REQUEST`` or ``CPL_GS_ENDPOINT``; with ``STORAGE_EMULATOR_HOST``
+set, both point at the emulator). For URLs the directory
 listing on open is disabled, so opening a file costs one request, not a
 listing of its bucket.
 
@@ -26,13 +27,16 @@ from rasterio.vrt import WarpedVRT
 if TYPE_CHECKING:
     from pipelines.plan import Warp
 
-__all__ = ["GDAL_CACHE_BYTES", "RASTER_SUFFIXES", "RasterCache", "file_size", "gdal_env", "is_url"]
+__all__ = ["GDAL_CACHE_BYTES", "GDAL_HTTP_MAX_RETRY", "RASTER_SUFFIXES", "RasterCache", "file_size", "gdal_env", "is_url"]
 
 RASTER_SUFFIXES: Final = (".tif", ".tiff")
 """File suffixes a directory input is searched for (case-insensitive)."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """GDAL block cache per worker process."""
+
+GDAL_HTTP_MAX_RETRY: Final = 5
+"""Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
 
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
@@ -47,6 +51,14 @@ def gdal_env(href: str) -> rasterio.Env:
     options: dict[str, Any] = {"GDAL_CACHEMAX": GDAL_CACHE_BYTES}
     if is_url(href):
         options["GDAL_DISABLE_READDIR_ON_OPEN"] = "EMPTY_DIR"
+        # GDAL's own retry policy for 429 and 5xx answers (exponential backoff from the delay).
+        options["GDAL_HTTP_MAX_RETRY"] = GDAL_HTTP_MAX_RETRY
+        options["GDAL_HTTP_RETRY_DELAY"] = 0.5
+    emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+    if href.startswith("gs://") and emulator:
+        # As google-cloud-storage does: requests go to the emulator, unsigned, and no credentials are looked up.
+        options["CPL_GS_ENDPOINT"] = emulator.rstrip("/") + "/"
+        options["GS_NO_SIGN_REQUEST"] = "YES"
     return rasterio.Env(**options)
 
 

