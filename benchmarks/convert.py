@@ -1,4 +1,4 @@
-"""Conversion benchmark (issue 4): ``rumi convert`` on 2 workers against GDAL's COG driver.
+"""Conversion benchmark: ``rumi convert`` on 2 workers against GDAL's COG driver.
 
 Generates 20 dates x 4 bands of Sentinel-2-like 2048 x 2048 uint16 scenes (one
 DEFLATE GeoTIFF per date and band, 80 files), then in the same run

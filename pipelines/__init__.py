@@ -3,7 +3,7 @@
 Turns archives of GeoTIFF scenes into grid-aligned rumi cubes: discover
 scenes, read their metadata, group them into cubes, split the cubes into
 frames read through windows, compress the frames in parallel, assemble and
-verify each file, build its header blob, and write the run manifest (issue 4).
+verify each file, build its header blob, and write the run manifest.
 Runs unchanged on the FnApiRunner (in memory or multi-processing), the
 portable runner and the Dask runner.
 

@@ -1,6 +1,6 @@
 """Assembling, verifying and publishing files from compressed frames.
 
-Issue 4, transforms 6 and 7. Workers write each compressed frame to a part
+Workers write each compressed frame to a part
 file ``OUT/.parts/<cube_id>/<frame_index>`` (written to a temporary name and
 renamed, so a retried bundle overwrites it with the same bytes and never
 leaves half a frame). Only the frame sizes travel through the pipeline to the
@@ -555,7 +555,7 @@ def _write_part(element: tuple[FrameKey, bytes | FrameFailure], parts_dir: str) 
 
 @dataclass
 class WriteParts(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple[str, Any]]]):
-    """Write each compressed frame to its part file; emit ``(cube_id, FramePart)`` (issue 4, transform 6)."""
+    """Write each compressed frame to its part file; emit ``(cube_id, FramePart)``."""
 
     parts_dir: str
     """``OUT/.parts``."""
@@ -615,7 +615,7 @@ class _AssembleFn(beam.DoFn):
 
 @dataclass
 class AssembleFiles(beam.PTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
-    """Group frame sizes per cube, then assemble, verify and publish each file (issue 4, transforms 6-7).
+    """Group frame sizes per cube, then assemble, verify and publish each file.
 
     Output: one :class:`~pipelines.manifest.ManifestEntry` per published
     cube, or :class:`~pipelines.deadletter.DeadLetter` records for a cube that

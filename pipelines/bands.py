@@ -1,6 +1,6 @@
 """Band names: where each band text of a cube comes from.
 
-Issue 4, *Reading scene metadata*. A rumi file stores one unique text per band
+A rumi file stores one unique text per band
 (specification section *Trailer*, band descriptions). The pipeline takes it,
 in this order, from
 

@@ -1,6 +1,6 @@
 """``rumi convert``: the command-line face of :func:`pipelines.convert.run`.
 
-Issue 4, *The command*. Registered in the ``rumi.commands`` entry-point group,
+Registered in the ``rumi.commands`` entry-point group,
 so ``rumi convert`` works wherever the package is installed. Any option the
 command does not define is a Beam pipeline option and goes to the runner; it
 must be written ``--name=value`` (``--direct_num_workers=2``) so it cannot be

@@ -1,6 +1,6 @@
 """The conversion pipeline: GeoTIFF scenes to verified rumi files and header blobs.
 
-Issue 4. :class:`Convert` composes the transforms of the issue's list:
+:class:`Convert` composes the transforms:
 
 ==========================  ==================================================
 ``DiscoverScenes``          paths, globs, URLs, STAC ItemCollections
@@ -15,7 +15,7 @@ Issue 4. :class:`Convert` composes the transforms of the issue's list:
 ``WriteParts``              one part file per frame; only sizes travel on
 ``AssembleFiles``           head ‖ frames ‖ trailer, verify, publish
 ``publish``                 the run manifest (``WriteManifest``) and the STAC
-                            catalogue (``WriteCatalog``, issue 5), replaceable
+                            catalogue (``WriteCatalog``), replaceable
 ``WriteDeadLetters``        rejected inputs with their reasons
 ==========================  ==================================================
 
@@ -97,7 +97,7 @@ def keep(item: object, kind: type | tuple[type, ...]) -> list[Any]:
 
 @dataclass
 class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
-    """Convert input paths, globs, URLs and STAC files into rumi files (issue 4).
+    """Convert input paths, globs, URLs and STAC files into rumi files.
 
     Input: the input texts. Output: one count per sink (published entries
     and dead letters), the pipeline's final step.

@@ -1,6 +1,6 @@
 """Grouping scenes into cubes, as a Beam transform.
 
-Issue 4, transform 3. Planning needs every scene's metadata at once (which
+Planning needs every scene's metadata at once (which
 scenes share a grid, a band set, a time), and that metadata is small, so
 :class:`PlanCubes` collects it in one place and runs the pure
 :func:`pipelines.grouping.plan_cubes`. It emits the plans and the dead
@@ -40,7 +40,7 @@ def plan_all(items: list[Scene | DeadLetter], options: ConvertOptions) -> list[C
 
 @dataclass
 class PlanCubes(beam.PTransform[PCollection[Any], PCollection[Any]]):
-    """``Scene | DeadLetter`` elements in, ``CubePlan | DeadLetter`` elements out (issue 4, transform 3)."""
+    """``Scene | DeadLetter`` elements in, ``CubePlan | DeadLetter`` elements out."""
 
     options: ConvertOptions
     """Grouping, tiling and compression options."""

@@ -1,6 +1,6 @@
 """Dead letters: inputs that could not be converted, and why.
 
-Issue 4, *Bad input*. An unreadable or corrupt GeoTIFF, a missing CRS, a dtype
+An unreadable or corrupt GeoTIFF, a missing CRS, a dtype
 or band-count mismatch inside a group, an off-grid scene or an unknown time
 does not stop the run: the input becomes a :class:`DeadLetter`, written as
 one JSON line to ``OUT/dead-letter.jsonl``, and counted by a Beam counter of

@@ -1,6 +1,6 @@
 """Discovering scenes: paths, globs, directories, URLs and STAC ItemCollections.
 
-Issue 4, transform 1. Each input text becomes zero or more
+Each input text becomes zero or more
 :class:`~pipelines.scene.SceneRef` objects:
 
 * a local path, or a glob (``scenes/*/*_B0[2348].tif``, ``**`` recursing);
@@ -190,7 +190,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
 
 @dataclass
 class DiscoverScenes(beam.PTransform[PCollection[str], PCollection[SceneRef | DeadLetter]]):
-    """Expand input texts into scene references and dead letters (issue 4, transform 1).
+    """Expand input texts into scene references and dead letters.
 
     Input: ``PCollection[str]``. Output: ``PCollection[SceneRef | DeadLetter]``,
     reshuffled so that reading their metadata spreads over the workers.

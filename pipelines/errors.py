@@ -3,7 +3,7 @@
 Every exception raised by :mod:`pipelines` derives from :class:`PipelineError`,
 itself a :class:`rumi_core.RumiError` (and so a :class:`ValueError`), so a
 caller can catch the pipeline's failures alone or every rumi failure at once.
-Issue 4, *Bad input*: failures caused by one input file carry its ``href``
+Failures caused by one input file carry its ``href``
 and a short machine-readable ``reason``, which is what the dead-letter output
 records.
 """

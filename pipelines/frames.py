@@ -1,6 +1,6 @@
 """Splitting cubes into frames: one element per frame, read through a window.
 
-Issue 4, transform 4. Every frame of every planned cube becomes one element
+Every frame of every planned cube becomes one element
 keyed :class:`~pipelines.keys.FrameKey`. Its samples come from windowed
 rasterio reads of exactly the tile the frame covers, so no worker ever holds
 a whole cube or a whole scene: a tile frame (units 0 and 9) is one window of
@@ -240,7 +240,7 @@ class ReadFrames(beam.PTransform[PCollection[FrameKey], PCollection[tuple[FrameK
 
 @dataclass
 class SplitFrames(beam.PTransform[PCollection["CubePlan"], PCollection[tuple[FrameKey, Any]]]):
-    """Split planned cubes into ``(FrameKey, samples)`` elements (issue 4, transform 4)."""
+    """Split planned cubes into ``(FrameKey, samples)`` elements."""
 
     shards: int = 64
     """See :class:`FrameKeys`."""

@@ -1,6 +1,6 @@
 """Pixel grids: which scenes share one, and where each sits on it.
 
-Issue 4, *Grouping scenes into cubes*. Two north-up rasters in one CRS with
+Two north-up rasters in one CRS with
 the same pixel size share a grid when their origins differ by a whole number
 of pixels, that is, when ``origin mod pixel size`` (the *alignment*) is equal.
 On a shared grid a raster's footprint is an integer :class:`Extent` (first

@@ -1,6 +1,6 @@
 """Grouping scenes into cubes: the pure planning algorithm of ``rumi convert``.
 
-Issue 4, *Grouping scenes into cubes*. :func:`plan_cubes` turns the metadata
+:func:`plan_cubes` turns the metadata
 of every input scene into :class:`~pipelines.plan.CubePlan` objects and
 :class:`~pipelines.deadletter.DeadLetter` records, in five steps:
 

@@ -1,6 +1,6 @@
 """The run manifest: one JSON line per cube of a conversion.
 
-Issue 4, transform 8, and the hand-off to the catalogue (issue 5). A
+A
 :class:`ManifestEntry` records what a cube's file holds and where: file and
 header blob names (relative to the output directory), shape, dtype, bands with
 their metadata, times and time range, CRS, transform, nodata, tiling, frame

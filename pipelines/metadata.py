@@ -1,6 +1,6 @@
 """Reading scene metadata with rasterio.
 
-Issue 4, transform 2. :func:`read_scene` opens one scene and returns its
+:func:`read_scene` opens one scene and returns its
 :class:`~pipelines.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
 nodata, raster type, band descriptions, scale, offset and unit, and the
 acquisition time (:mod:`pipelines.times`). It also reads the file's last
@@ -137,7 +137,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
 
 @dataclass
 class ReadSceneMetadata(beam.PTransform[PCollection[SceneRef | DeadLetter], PCollection[Scene | DeadLetter]]):
-    """Read each scene's metadata; unusable scenes become dead letters (issue 4, transform 2).
+    """Read each scene's metadata; unusable scenes become dead letters.
 
     Dead letters already in the input pass through unchanged.
     """

@@ -1,6 +1,6 @@
 """Conversion options: everything ``rumi convert`` decides before reading a pixel.
 
-Issue 4, *The command*. :class:`ConvertOptions` is an immutable value object
+:class:`ConvertOptions` is an immutable value object
 whose fields are the whole configuration of a conversion apart from the Beam
 runner; the transforms take it as a field, so it travels to the workers by
 pickling. Each field is checked when the object is built, and a bad value
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 AUTO: Final = "auto"
-"""Let the pipeline choose (issue 3 measures; until then the defaults of :mod:`pipelines.selection`)."""
+"""Let the pipeline choose (the defaults of :mod:`pipelines.selection`)."""
 
 CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
 """``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
@@ -127,7 +127,7 @@ def _choice(value: str, allowed: tuple[str, ...], option: str) -> str:
 
 @dataclass(frozen=True)
 class ConvertOptions:
-    """The configuration of one conversion (issue 4, *The command*)."""
+    """The configuration of one conversion."""
 
     out: str
     """Output directory: files, header blobs, manifest and dead-letter output go here."""

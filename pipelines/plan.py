@@ -1,6 +1,6 @@
 """Cube plans: everything decided about one output file before a frame is read.
 
-Issue 4, *Grouping scenes into cubes* and *Splitting into frames*. A
+A
 :class:`CubePlan` is the unit of work of the frame stage. It names the file
 (:func:`cube_name`), fixes its shape, bands, times, grid, tiling and frame
 unit, and maps every ``(time, band)`` of the cube to the file bands that fill

@@ -1,6 +1,6 @@
 """A progress bar for local runs, drawn by the launcher from the part files.
 
-Issue 4, *The command*: on the local runner ``rumi convert`` shows progress.
+On the local runner ``rumi convert`` shows progress.
 Runners report no live metrics to the launcher, but the frame stage leaves
 one part file per compressed frame in ``OUT/.parts/<cube_id>/`` next to the
 cube's frame count (:data:`pipelines.assembly.FRAME_COUNT_FILE`), so a thread

@@ -1,4 +1,4 @@
-"""Publishing a run's cubes as a STAC catalogue (issue 5's hand-off from issue 4).
+"""Publishing a run's cubes as a STAC catalogue.
 
 :class:`WriteCatalog` is a publisher (see :data:`pipelines.convert.Publisher`):
 it collects the run's :class:`~pipelines.manifest.ManifestEntry` values in one
@@ -145,7 +145,7 @@ def _write(entries: list[ManifestEntry], out: str, root: str, carry_over: bool) 
 
 @dataclass
 class WriteCatalog(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
-    """Write the run's STAC catalogue and its stac-geoparquet index (issue 5, *Where*)."""
+    """Write the run's STAC catalogue and its stac-geoparquet index."""
 
     out: str
     """The output directory the manifest's file names are relative to."""

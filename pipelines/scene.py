@@ -1,6 +1,6 @@
 """Scenes: one input raster file and what the pipeline knows about it.
 
-Issue 4, *Discovering scenes* and *Reading scene metadata*. A :class:`SceneRef`
+A :class:`SceneRef`
 is what discovery finds: a path or URL, plus what a STAC item says about it. A
 :class:`Scene` is what reading its metadata adds: grid, shape, dtype, nodata,
 bands and acquisition time. Both are immutable and picklable, and both have a

@@ -1,12 +1,12 @@
 """Writing the run's JSON-lines outputs: the manifest and the dead letters.
 
-Issue 4, transform 8 and *Bad input*. Both sinks collect their elements in
+Both sinks collect their elements in
 one place, sort them (by cube id, by href) so the bytes do not depend on the
 runner, and replace the file atomically. Each emits the number of lines it
 wrote, so a pipeline can end in one step that depends on every sink (the Dask
 runner computes only what its last step needs).
 
-:class:`WriteManifest` is the hand-off to the catalogue (issue 5): a
+:class:`WriteManifest` is the hand-off to the catalogue: a
 conversion takes a tuple of publishing transforms, each applied to the
 ``PCollection`` of :class:`~pipelines.manifest.ManifestEntry`.
 """
@@ -61,7 +61,7 @@ def _write_dead_letters(letters: list[DeadLetter], path: str) -> int:
 
 @dataclass
 class WriteManifest(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
-    """Write the run manifest: one JSON line per cube, sorted by cube id (issue 4, transform 8)."""
+    """Write the run manifest: one JSON line per cube, sorted by cube id."""
 
     path: str
     """Usually ``OUT/manifest.jsonl``."""

@@ -1,6 +1,6 @@
 """Opening input rasters: local paths, and URLs through GDAL's virtual file systems.
 
-Issue 4, *Discovering scenes*. rasterio opens ``https://`` URLs through
+rasterio opens ``https://`` URLs through
 ``/vsicurl/`` and ``gs://`` URLs through ``/vsigs/`` (credentials and
 endpoints come from GDAL's usual configuration, such as
 ``GS_NO_SIGN_REQUEST`` or ``CPL_GS_ENDPOINT``; with ``STORAGE_EMULATOR_HOST``

@@ -1,6 +1,6 @@
 """The run summary: what a conversion produced, as a table.
 
-Issue 4, *The command*: ``rumi convert`` ends with a table of cubes, frames,
+``rumi convert`` ends with a table of cubes, frames,
 input bytes, output bytes, ratio and throughput. :class:`Summary` is built
 from the run's manifest and dead-letter files (so it is the same on every
 runner, including those that report no metrics) plus the wall time and any

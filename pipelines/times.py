@@ -1,6 +1,6 @@
 """Acquisition times: from STAC, a path pattern, TIFF tags or an option, and cube periods.
 
-Issue 4, *Reading scene metadata* and *Grouping scenes into cubes*. A scene's
+A scene's
 time is taken, in this order, from
 
 1. its STAC item (``datetime``, else ``start_datetime``);

@@ -9,11 +9,11 @@ maps both to a :class:`S2Band`.
 Central wavelengths, in nanometres, per platform:
 
 * S2A and S2B: ESA, *Sentinel-2 Spectral Response Functions*,
-  COPE-GSEG-EOPG-TN-15-0007, issue 3.0 (2017), the per-band centres
+  COPE-GSEG-EOPG-TN-15-0007, v3.0 (2017), the per-band centres
   (``S2A_SR_AV_Bn`` / ``S2B_SR_AV_Bn`` columns).
 * S2C: the nominal MSI band centres of the ESA *Sentinel-2 User Handbook*
-  (issue 1.2, 2015, table "MSI spectral bands"), which is what the mission
-  specifies for every unit; S2C's measured response functions (issue 4.0 of
+  (v1.2, 2015, table "MSI spectral bands"), which is what the mission
+  specifies for every unit; S2C's measured response functions (v4.0 of
   the document above) were not at hand offline, so its values here are the
   nominal ones.
 

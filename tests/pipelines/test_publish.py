@@ -1,4 +1,4 @@
-"""Issue 3 and 5 in the pipeline: the selected codec, the lossy bound and the STAC catalogue of a conversion."""
+"""In the pipeline: the selected codec, the lossy bound and the STAC catalogue of a conversion."""
 
 from __future__ import annotations
 
@@ -201,7 +201,7 @@ def test_rerun_with_another_mode_converts_again(scenes: tuple[Path, np.ndarray[A
 
 
 def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
-    """``--frame-unit auto --access any`` measures the units valid for (B, T) and keeps the smallest (issue 3)."""
+    """``--frame-unit auto --access any`` measures the units valid for (B, T) and keeps the smallest."""
     import rumi_core.selection
 
     directory, cube = scenes
