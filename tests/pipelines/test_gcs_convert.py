@@ -119,20 +119,23 @@ def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -
 
 
 def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``) and needs --no-catalog."""
+    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``)."""
     from click.testing import CliRunner
 
     from pipelines.cli import convert_command
 
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1"])
-    assert result.exit_code == 2 and "--no-catalog" in result.output
+    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1", "--catalog", "gs://"])
+    assert result.exit_code == 2 and "--catalog" in result.output and "gs://BUCKET" in result.output
     assert not (tmp_path / "gs:").exists()
 
 
-def test_catalogue_in_a_bucket_is_refused_clearly() -> None:
-    with pytest.raises(OptionError, match="--no-catalog"):
-        ConvertOptions(out="gs://cubes/run1")
+def test_bucket_options() -> None:
+    """The catalogue defaults to OUT/stac in the bucket; one in a bucket needs files in a bucket."""
+    assert ConvertOptions(out="gs://cubes/run1/").catalog_dir == "gs://cubes/run1/stac"
+    assert ConvertOptions(out="gs://cubes/run1", catalog="gs://cubes/stac/").catalog_dir == "gs://cubes/stac"
+    with pytest.raises(OptionError, match="describes files in a bucket"):
+        ConvertOptions(out="/data/cubes", catalog="gs://cubes/stac")
     with pytest.raises(OptionError, match="gs://BUCKET"):
         ConvertOptions(out="gs://", write_catalog=False)
 
