@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from catalog.errors import ItemError
+from catalog.items import create_item
 from catalog.search import search
 from catalog.storage import join_href
 from catalog.testing._gcs_emulator import GCSEmulator
@@ -143,3 +145,31 @@ def test_bucket_to_bucket_catalogue_in_another_bucket(emulator: GCSEmulator, tmp
     assert hit.item_href is not None
     assert join_href(hit.item_href, thumb).startswith(f"gs://{OTHER_BUCKET}/stac/thumbnails/")
     _read_through_item(catalogue, tmp_path, cube, item["bbox"])
+
+
+def test_create_item_on_a_bucket_object(emulator: GCSEmulator, cube_file: tuple[Path, bytes, Any], tmp_path: Path) -> None:
+    """Without a manifest, the item records the CRC32C that GCS reports and no SHA-256 it would have to download for."""
+    path, blob, _ = cube_file
+    data = path.read_bytes()
+    bucket = output_store().client.bucket(BUCKET)
+    bucket.blob("items/cube.rumi").upload_from_string(data)
+    bucket.blob("items/cube.rumih").upload_from_string(blob)
+    url = f"gs://{BUCKET}/items/cube.rumi"
+    with pytest.raises(ItemError, match="thumbnail_path"):
+        create_item(url, url + "h")
+    item = create_item(url, url + "h", thumbnail_path=tmp_path / "cube.png").to_dict()
+    assert item["id"] == "cube"
+    asset = item["assets"]["data"]
+    assert (asset["href"], asset["file:size"], asset["rumi:crc32c"]) == (url, len(data), f"{crc32c_of(data):08x}")
+    assert "file:checksum" not in asset
+    assert item["assets"]["header"]["file:checksum"] == "1220" + hashlib.sha256(blob).hexdigest()
+    assert item["assets"]["thumbnail"]["href"] == str(tmp_path / "cube.png")
+    assert (tmp_path / "cube.png").read_bytes().startswith(b"\x89PNG")
+    validate_stac(item)
+
+
+def test_incremental_run_refuses_a_bucket_catalogue(tmp_path: Path) -> None:
+    """Keeping an earlier catalogue's other items is implemented on disk only: refused before anything runs."""
+    args = ["convert", "--stac-api", "http://127.0.0.1:9/stac", "--out", "gs://cubes/run1", "--bbox", "10,47,11,48"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and "--stac-api keeps earlier items in a local catalogue only" in result.output
