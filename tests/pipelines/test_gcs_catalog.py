@@ -24,9 +24,10 @@ from catalog.search import search
 from catalog.storage import join_href
 from catalog.testing._gcs_emulator import GCSEmulator
 from catalog.validation import validate_stac
-from pipelines.bucket import crc32c_of, output_store
+from pipelines.bucket import GCSOutput, crc32c_of, output_store
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
+from pipelines.publish import write_catalog
 from pipelines.testing import write_series
 from rumi_core.cli.main import cli
 
@@ -173,3 +174,38 @@ def test_incremental_run_refuses_a_bucket_catalogue(tmp_path: Path) -> None:
     args = ["convert", "--stac-api", "http://127.0.0.1:9/stac", "--out", "gs://cubes/run1", "--bbox", "10,47,11,48"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 2 and "--stac-api keeps earlier items in a local catalogue only" in result.output
+
+
+def test_publish_writes_the_root_last_and_a_failed_publish_converges(
+    emulator: GCSEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upload order is items and thumbnails, collections, index, root; a publish that dies before its
+    root (the upload of catalog.json fails, as a killed process would never send it) leaves no root, and the
+    next publish ends byte-identical to a clean one. The emulator stores every object; only the order is observed."""
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=DATES, size=(40, 48), seed=9)
+    out = f"gs://{BUCKET}/order/run1"
+    summary = run(sorted(paths), ConvertOptions(out=out, tile_size=32, compression="raster", write_catalog=False))
+    written: list[str] = []
+    dies_at_root = [False]
+    real_write = GCSOutput.write
+
+    def spy(self: GCSOutput, url: str, data: bytes, *, if_absent: bool = False) -> bool:
+        if dies_at_root[0] and url.endswith("/catalog.json"):
+            dies_at_root[0] = False
+            raise ConnectionError("the publishing process died")
+        written.append(url)
+        return real_write(self, url, data, if_absent=if_absent)
+
+    monkeypatch.setattr(GCSOutput, "write", spy)
+    write_catalog(summary.entries, out=out, root=f"{out}/stac-b")
+    assert [w.rsplit("/", 1)[-1] for w in written[-3:]] == ["collection.json", "items.parquet", "catalog.json"]
+    assert all(w.endswith((".png", ".json")) for w in written[:-3]) and not any("collection.json" in w for w in written[:-3])
+    clean = {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "order/run1/stac-b").items()}
+
+    dies_at_root[0] = True
+    with pytest.raises(ConnectionError):
+        write_catalog(summary.entries, out=out, root=f"{out}/stac-a")
+    left = _objects(BUCKET, "order/run1/stac-a")
+    assert "catalog.json" not in left and "items.parquet" in left
+    write_catalog(summary.entries, out=out, root=f"{out}/stac-a")
+    assert {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "order/run1/stac-a").items()} == clean
