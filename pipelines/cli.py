@@ -262,9 +262,6 @@ def convert_command(
             "and a file may come out larger than its pixels",
             err=True,
         )
-    if stac_api and options.write_catalog and options.catalog_dir.startswith("gs://"):
-        # An incremental run keeps the earlier catalogue's other items, which is implemented for a local catalogue only.
-        raise LineError("--stac-api keeps earlier items in a local catalogue only; give a local --catalog or --no-catalog")
     if stac_api:
         from pystac_client.exceptions import APIError
 

@@ -32,6 +32,7 @@ byte-identical to a clean run.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -68,14 +69,14 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     cube-id order. A local ``root`` is built in a temporary directory beside
     it that then replaces it; a ``gs://`` root is built locally and uploaded
     root last (see the module docstring). With ``carry_over``, the items of
-    the catalogue already at a local ``root`` that this run did not produce
-    (and whose data files still exist) are kept, with their thumbnails: an
-    incremental run rewrites only what it converted.
+    the catalogue already at ``root`` that this run did not produce (and whose
+    data files still exist) are kept, with their thumbnails: an incremental
+    run rewrites only what it converted.
     """
     if not entries:
         return 0
     if is_gs(root):
-        count = _write_bucket_catalog(entries, out=out, root=root, catalog_id=catalog_id)
+        count = _write_bucket_catalog(entries, out=out, root=root, catalog_id=catalog_id, carry_over=carry_over)
         inc(WriteCatalog, "items", count)
         return count
     import catalog
@@ -133,7 +134,7 @@ _CATALOG_OBJECT = re.compile(r"(catalog\.json|items\.parquet|thumbnails/[^/]+\.p
 so a catalogue sharing its prefix with other outputs never removes them."""
 
 
-def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str) -> int:
+def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str, carry_over: bool) -> int:
     """Build the catalogue in a local mirror of the bucket, then upload it leaves first and the root last."""
     import catalog
     from catalog.gcs import split_gs_url
@@ -154,9 +155,51 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
         staging = local(root + "/catalog.json")[: -len("/catalog.json")]
         os.makedirs(os.path.join(staging, "thumbnails"))
         items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
+        if carry_over:
+            items += _carried_over_bucket(root, {e.cube_id for e in entries}, os.path.join(staging, "thumbnails"), href)
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _upload_tree(staging, root)
     return len(items)
+
+
+def _carried_over_bucket(root: str, produced: set[str], thumbnails: str, href: Callable[[str], str]) -> list[pystac.Item]:
+    """The items of the catalogue at a ``gs://`` root not in ``produced`` and whose data objects exist.
+
+    Their asset hrefs are mapped with ``href`` (as new items' are) and their
+    thumbnails downloaded to ``thumbnails``, so the rebuilt catalogue holds them as a clean build would.
+    """
+    import pystac
+
+    from catalog.storage import join_href
+
+    store = output_store()
+    kept = []
+    stack = [f"{root}/catalog.json"]
+    while stack:
+        url = stack.pop()
+        raw = store.read(url)
+        if raw is None:
+            continue
+        doc = json.loads(raw)
+        if doc.get("type") != "Feature":
+            stack += [join_href(url, ln["href"]) for ln in doc.get("links", []) if ln.get("rel") in ("child", "item")]
+            continue
+        assets = doc.get("assets") or {}
+        data = assets.get("data")
+        if doc["id"] in produced or data is None or store.stat(join_href(url, data["href"])) is None:
+            continue
+        thumb = assets.pop("thumbnail", None)
+        for asset in assets.values():
+            asset["href"] = href(join_href(url, asset["href"]))
+        png = None if thumb is None else store.read(join_href(url, thumb["href"]))
+        if png is not None and thumb is not None:
+            path = os.path.join(thumbnails, f"{doc['id']}.png")
+            with open(path, "wb") as f:
+                f.write(png)
+            assets["thumbnail"] = {**thumb, "href": path}
+        item = pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
+        kept.append(item)
+    return kept
 
 
 def _upload_rank(name: str) -> int:

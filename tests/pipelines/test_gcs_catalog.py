@@ -169,13 +169,6 @@ def test_create_item_on_a_bucket_object(emulator: GCSEmulator, cube_file: tuple[
     validate_stac(item)
 
 
-def test_incremental_run_refuses_a_bucket_catalogue(tmp_path: Path) -> None:
-    """Keeping an earlier catalogue's other items is implemented on disk only: refused before anything runs."""
-    args = ["convert", "--stac-api", "http://127.0.0.1:9/stac", "--out", "gs://cubes/run1", "--bbox", "10,47,11,48"]
-    result = CliRunner().invoke(cli, args)
-    assert result.exit_code == 2 and "--stac-api keeps earlier items in a local catalogue only" in result.output
-
-
 def test_publish_writes_the_root_last_and_a_failed_publish_converges(
     emulator: GCSEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -209,3 +202,21 @@ def test_publish_writes_the_root_last_and_a_failed_publish_converges(
     assert "catalog.json" not in left and "items.parquet" in left
     write_catalog(summary.entries, out=out, root=f"{out}/stac-a")
     assert {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "order/run1/stac-a").items()} == clean
+
+
+def test_incremental_publish_keeps_earlier_items_in_a_bucket(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """``carry_over`` (``--stac-api`` runs) keeps the items of the bucket catalogue that a run did not produce,
+    with their thumbnails: the result equals a clean catalogue of both runs' cubes."""
+    out = f"gs://{BUCKET}/incremental/run"
+    options = ConvertOptions(out=out, tile_size=32, compression="raster", write_catalog=False)
+    first, _ = write_series(str(tmp_path / "a"), dates=DATES, size=(40, 48), seed=10)
+    second, _ = write_series(str(tmp_path / "b"), dates=DATES, size=(40, 48), seed=11, origin=(700000.0, 5300040.0))
+    entries_a = run(sorted(first), options).entries
+    entries_b = run(sorted(second), options).entries
+    write_catalog(entries_a, out=out, root=f"{out}/stac-inc")
+    write_catalog(entries_b, out=out, root=f"{out}/stac-inc", carry_over=True)
+    write_catalog([*entries_a, *entries_b], out=out, root=f"{out}/stac-all")
+    incremental = {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "incremental/run/stac-inc").items()}
+    assert len([n for n in incremental if n.startswith("thumbnails/")]) == 2
+    assert incremental == {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "incremental/run/stac-all").items()}
+    assert len(search(f"{out}/stac-inc")) == 2
