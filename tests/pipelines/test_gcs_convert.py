@@ -95,10 +95,12 @@ def test_real_rasters_gs_to_gs(emulator: GCSEmulator, shared_data: Path, tmp_pat
 
 @pytest.mark.slow
 def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -> None:
-    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries."""
-    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(88, 96), seed=4)
+    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries.
+
+    Tiles of 40 x 40 keep the frame count below the pixels per frame, which the planner requires."""
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(440, 480), seed=4)
     # Frame unit 0 (one band and date per frame) and a fixed codec, so the re-run's bytes cannot depend on a measured choice.
-    options = ConvertOptions(out=f"gs://{BUCKET}/cubes/many", tile_size=8, frame_unit=0, compression="raster", write_catalog=False)
+    options = ConvertOptions(out=f"gs://{BUCKET}/cubes/many", tile_size=40, frame_unit=0, compression="raster", write_catalog=False)
     run(sorted(paths), options)
     objects = _objects("cubes/many")
     (entry,) = [json.loads(line) for line in objects["manifest.jsonl"].decode().splitlines()]
