@@ -20,6 +20,11 @@ They are prefixed ``rumi:`` and declared by the extension schema
 ``rumi:header_checksum``  multihash SHA2-256 of the header blob, inline or not
 ========================  ==================================================
 
+On the ``data`` asset of a file in a bucket, ``rumi:crc32c`` records the
+CRC-32C (Castagnoli) that GCS reports for the object, as 8 lowercase hex
+digits: there ``file:checksum`` (a SHA-256 multihash) is left out, since
+computing it would download the whole cube.
+
 >>> f = RumiFields(frame_unit=0, frame_axes="hw", tile_size=(512, 512), time_type="instant", header=b"LOVE")
 >>> f.to_dict()["rumi:header"]
 'TE9WRQ=='

@@ -99,6 +99,8 @@ class GCSSource:
         self._factory = client_factory or default_client
         self._local = threading.local()
         self._size = size
+        self._crc32c: int | None = None
+        self._stat_read = False
         self._slot = OperationSlot(timeout)
 
     @property
@@ -150,14 +152,10 @@ class GCSSource:
         code = getattr(err, "code", None)
         return StorageError(f"{what} failed: {err}", href=self._url, status=code if isinstance(code, int) else None)
 
-    def size(self) -> int:
-        """Size of the object: one metadata request, unless already known.
+    def _read_metadata(self) -> None:
+        """One object metadata request: size and CRC32C."""
+        import base64
 
-        Raises:
-            StorageError: the object does not exist or cannot be read.
-        """
-        if self._size is not None:
-            return self._size
         from google.api_core import exceptions as api_exceptions
         from google.auth.exceptions import GoogleAuthError
 
@@ -169,7 +167,34 @@ class GCSSource:
         if blob.size is None:
             raise StorageError("the object has no size", href=self._url)
         self._size = int(blob.size)
+        # GCS reports CRC32C as base64 of its 4 big-endian bytes.
+        self._crc32c = None if blob.crc32c is None else int.from_bytes(base64.b64decode(blob.crc32c), "big")
+        self._stat_read = True
+
+    def size(self) -> int:
+        """Size of the object: one metadata request, unless already known.
+
+        Raises:
+            StorageError: the object does not exist or cannot be read.
+        """
+        if self._size is None:
+            self._read_metadata()
+        assert self._size is not None  # set by _read_metadata or given
         return self._size
+
+    def crc32c(self) -> int | None:
+        """The CRC-32C (Castagnoli) GCS reports for the whole object, or None when it reports none.
+
+        One metadata request, shared with :meth:`size`. GCS computes it for
+        every object, composite ones included (unlike MD5), so it is how a
+        caller can name the object's content without downloading it.
+
+        Raises:
+            StorageError: the object does not exist or cannot be read.
+        """
+        if not self._stat_read:
+            self._read_metadata()
+        return self._crc32c
 
     def read_range(self, offset: int, length: int) -> bytes:
         """Download one range.

@@ -21,15 +21,28 @@ pipeline knows (:class:`ExtraMetadata`), it returns a STAC 1.1
 Only the head and trailer of the file are read (and, for the thumbnail, one
 time step at reduced resolution); the checksum streams the file once unless
 the pipeline gives it.
+
+The file and its blob may also be ``gs://`` or ``http(s)://`` objects, read
+through a :class:`catalog.storage.Storage` with ranged requests: the head,
+the trailer and the frames of the thumbnail, never the whole file. A remote
+file is therefore given no ``file:checksum`` unless its SHA-256 is already
+known: ``file:checksum`` is a multihash of a cryptographic digest, and
+computing one would download the whole cube. The strict, honest record is
+what the store itself vouches for: the CRC-32C that GCS reports for the
+object (composite objects included; GCS keeps MD5 only for objects uploaded
+whole), on the data asset as ``rumi:crc32c``. The header asset keeps its
+SHA-256 ``file:checksum`` (the blob is small and at hand), and so does
+``rumi:header_checksum``, which every item-based read verifies.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 import pystac
@@ -40,14 +53,15 @@ from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.grid import Grid
 from catalog.selection import format_time
+from catalog.storage import Storage, href_kind
 from rumi_core.header import HeaderBlob
-from rumi_core.sources import LocalFileSource
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from rumi_core.info import Info
+    from rumi_core.sources import ByteSource
     from rumi_core.times import TimeCoordinates
 
 __all__ = [
@@ -183,6 +197,8 @@ class ExtraMetadata:
     """Versions of the libraries that wrote the frames (``{"openzl": ..., "geozl": ...}``), as ``rumi:libraries``."""
     sha256: str | None = None
     """Hex SHA-256 of the file, when already computed."""
+    crc32c: str | None = None
+    """CRC-32C of a file in a bucket as GCS reports it, 8 hex digits (the run manifest's ``crc32c``)."""
     properties: dict[str, Any] = field(default_factory=dict)
     """Further item properties, copied as they are."""
 
@@ -213,13 +229,14 @@ class ExtraMetadata:
             lossy_bound=data.get("lossy_bound", data.get("error_bound")),
             libraries=data.get("libraries"),
             sha256=data.get("sha256"),
+            crc32c=data.get("crc32c"),
             properties=dict(data.get("properties") or {}),
         )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the fields that are set."""
         out: dict[str, Any] = {}
-        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "libraries", "sha256"):
+        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "libraries", "sha256", "crc32c"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value
@@ -291,17 +308,21 @@ def _geometry(grid: Grid | None) -> tuple[dict[str, Any] | None, list[float] | N
     return {"type": "Polygon", "coordinates": [[[lon, lat] for lon, lat in ring]]}, bbox
 
 
-def _read_blob(rumi_path: str, blob_path: str | os.PathLike[str] | None) -> tuple[bytes, str | None]:
-    if blob_path is None:
-        beside = rumi_path + "h"
-        if os.path.isfile(beside):
-            blob_path = beside
+def _read_blob(rumi_href: str, blob_href: str | os.PathLike[str] | None, storage: Storage) -> tuple[bytes, str | None]:
+    """The blob's bytes and href: the one given, ``<file>h`` beside a local file, or one built from the file."""
+    if blob_href is None:
+        beside = rumi_href + "h"
+        if href_kind(rumi_href) == "local" and os.path.isfile(beside):
+            blob_href = beside
         else:
-            return rumi_core.build_header(rumi_path), None
+            return rumi_core.build_header(rumi_href), None
+    text = os.fspath(blob_href)
+    if href_kind(text) != "local":
+        return storage.read(text), text
     try:
-        return Path(blob_path).read_bytes(), os.fspath(blob_path)
+        return Path(text).read_bytes(), os.path.abspath(text)
     except OSError as err:
-        raise ItemError(f"cannot read the header blob {os.fspath(blob_path)}: {err.strerror}") from err
+        raise ItemError(f"cannot read the header blob {text}: {err.strerror}") from err
 
 
 def create_item(
@@ -315,23 +336,27 @@ def create_item(
     thumbnail_path: str | os.PathLike[str] | None = None,
     inline_header_limit: int = INLINE_HEADER_LIMIT,
     threads: int | None = None,
+    storage: Storage | None = None,
 ) -> pystac.Item:
     """Build the STAC item of a finished rumi file.
 
     Args:
-        rumi_path: The local ``.rumi`` file.
-        blob_path: Its header blob; ``<rumi_path>h`` when None and that file
-            exists, else a blob is built in memory (and no ``header`` asset is
-            written).
+        rumi_path: The ``.rumi`` file: a local path, or a ``gs://`` or
+            ``http(s)://`` URL read with ranged requests through ``storage``.
+        blob_path: Its header blob (a path or URL); for a local file,
+            ``<rumi_path>h`` when None and that file exists; otherwise a blob
+            is built from the file (and no ``header`` asset is written).
         extra: Metadata the pipeline knows: an :class:`ExtraMetadata` or a
             mapping such as a run-manifest line.
         data_href: Href of the ``data`` asset; the absolute path when None.
             :func:`catalog.collections.build_catalog` makes local hrefs relative.
         header_href: Href of the ``header`` asset; the blob's absolute path when None.
         thumbnail: Render a PNG quicklook of the first time step.
-        thumbnail_path: Where to write it; ``<rumi_path stem>.thumb.png`` beside the file when None.
+        thumbnail_path: Local path to write it to; ``<rumi_path stem>.thumb.png`` beside a
+            local file when None (a remote file needs one).
         inline_header_limit: Blobs up to this size are also inlined as ``rumi:header``.
         threads: Decoding threads for the thumbnail.
+        storage: Reaches remote files and blobs; a default :class:`~catalog.storage.Storage` when None.
 
     Returns:
         The item, not yet part of any catalogue.
@@ -339,16 +364,31 @@ def create_item(
     Raises:
         InvalidFileError: the file is not a compliant rumi file.
         HeaderMismatchError: the blob does not belong to the file.
-        ItemError: the extra metadata does not fit the file.
+        ItemError: the extra metadata does not fit the file, or a remote
+            file's thumbnail has no ``thumbnail_path``.
+        StorageError: a remote file or blob cannot be read.
     """
-    path = os.path.abspath(os.fspath(rumi_path))
-    blob_bytes, blob_file = _read_blob(path, blob_path)
+    storage = storage or Storage()
+    path = os.fspath(rumi_path)
+    remote = href_kind(path) != "local"
+    if not remote:
+        path = os.path.abspath(path)
+    if remote and thumbnail and thumbnail_path is None:
+        raise ItemError(f"{path}: a thumbnail of a remote file is written locally; give thumbnail_path")
+    blob_bytes, blob_file = _read_blob(path, blob_path, storage)
     blob = HeaderBlob.from_bytes(blob_bytes)
-    info = rumi_core.info(path, blob)
     meta = extra if isinstance(extra, ExtraMetadata) else ExtraMetadata.from_dict(extra or {})
+    with contextlib.closing(storage.open(path)) as source:
+        info = rumi_core.info(source, blob)
+        bands = _bands(info, meta)
+        crc32c = meta.crc32c or _reported_crc32c(source)
+        png = None
+        if thumbnail:
+            from catalog.thumbnails import render_thumbnail
+
+            png = render_thumbnail(source, blob, bands, threads=threads)
     lay = info.layout
     grid = Grid.from_georef(info.georef, height=lay.image_length, width=lay.image_width) if info.georef.is_georeferenced else None
-    bands = _bands(info, meta)
     geometry, bbox = _geometry(grid)
 
     secs = info.times.seconds
@@ -384,7 +424,7 @@ def create_item(
     has_eo = any(b.common_name or b.center_wavelength is not None for b in bands)
     extensions = [u for u in EXTENSIONS if u != EO_URI or has_eo]
     item = pystac.Item(
-        id=meta.id or Path(path).stem,
+        id=meta.id or (PurePosixPath(path) if remote else Path(path)).stem,
         geometry=geometry,
         bbox=bbox,
         datetime=_to_datetime(start) if single else None,
@@ -392,24 +432,24 @@ def create_item(
         stac_extensions=extensions,
     )
 
-    checksum = multihash_sha256(meta.sha256 or _sha256_file(path))
+    file_fields: dict[str, Any] = {"file:size": info.file_size}
+    if meta.sha256 or not remote:
+        file_fields["file:checksum"] = multihash_sha256(meta.sha256 or _sha256_file(path))
+    if crc32c is not None:
+        file_fields["rumi:crc32c"] = crc32c
     data_asset = pystac.Asset(
         href=data_href or path,
         media_type=DATA_MEDIA_TYPE,
         roles=["data"],
         title="rumi " + ("Cube" if lay.is_cube else "Image"),
-        extra_fields={
-            "file:size": info.file_size,
-            "file:checksum": checksum,
-            "bands": [b.to_dict() for b in bands],
-        },
+        extra_fields={**file_fields, "bands": [b.to_dict() for b in bands]},
     )
     item.add_asset("data", data_asset)
     if blob_file is not None:
         item.add_asset(
             "header",
             pystac.Asset(
-                href=header_href or os.path.abspath(blob_file),
+                href=header_href or blob_file,
                 media_type=HEADER_MEDIA_TYPE,
                 roles=["metadata", "index"],
                 title="rumi header blob",
@@ -419,12 +459,8 @@ def create_item(
                 },
             ),
         )
-    if thumbnail:
-        from catalog.thumbnails import render_thumbnail
-
+    if png is not None:
         png_path = os.fspath(thumbnail_path) if thumbnail_path is not None else str(Path(path).with_suffix(".thumb.png"))
-        with LocalFileSource(path) as source:
-            png = render_thumbnail(source, blob, bands, threads=threads)
         tmp = png_path + ".partial"
         Path(tmp).write_bytes(png)
         os.replace(tmp, png_path)
@@ -433,3 +469,12 @@ def create_item(
             pystac.Asset(href=os.path.abspath(png_path), media_type=pystac.MediaType.PNG, roles=["thumbnail"], title="quicklook"),
         )
     return item
+
+
+def _reported_crc32c(source: ByteSource) -> str | None:
+    """The CRC-32C the store reports for the object (GCS does), as 8 hex digits; None for other sources."""
+    report = getattr(source, "crc32c", None)
+    if report is None:
+        return None
+    value = report()
+    return None if value is None else f"{value:08x}"

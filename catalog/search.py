@@ -6,7 +6,8 @@ matching cube: its id, time range, band names and the hrefs a read needs.
 
 Where to look:
 
-* a catalogue directory, its ``catalog.json``, or their URLs: the catalogue's
+* a catalogue directory, its ``catalog.json``, their URLs, or a ``gs://``
+  prefix holding ``catalog.json``: the catalogue's
   stac-geoparquet index (linked from the root as ``alternate``, or
   ``items.parquet`` beside it) is queried with DuckDB (:mod:`catalog.index`);
   a catalogue without an index is walked item by item;
@@ -232,6 +233,9 @@ def search(
         return hits[:limit] if limit is not None else hits
     if href_kind(href) == "local" and os.path.isdir(href):
         href = os.path.join(href, "catalog.json")
+    elif href_kind(href) == "gs" and not href.endswith((".json", ".parquet")):
+        # A bucket has no folders to list: a prefix names the catalogue whose root is <prefix>/catalog.json.
+        href = href.rstrip("/") + "/catalog.json"
     if href.split("?", 1)[0].endswith(".parquet"):
         index_href: str | None = href
     else:

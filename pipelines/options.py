@@ -197,10 +197,15 @@ class ConvertOptions:
             object.__setattr__(self, "out", self.out.rstrip("/"))
             if self.out.count("/") < 2 or not self.out[5:]:
                 raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.out!r}", option="--out")
-        if self.write_catalog and (self.out.startswith("gs://") or str(self.catalog or "").startswith("gs://")):
-            # Items are built from the finished file (thumbnail, checksum), which catalog.create_item
-            # reads from a local path; until it reads through catalog.Storage, refuse rather than download cubes.
-            raise OptionError("a STAC catalogue for gs:// output is not written yet; add --no-catalog", option="--catalog")
+        if self.catalog is not None and os.fspath(self.catalog).startswith("gs://"):
+            object.__setattr__(self, "catalog", os.fspath(self.catalog).rstrip("/"))
+            if not self.catalog[5:]:
+                raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.catalog!r}", option="--catalog")
+            if self.write_catalog and not self.out.startswith("gs://"):
+                # Its items would point at paths on this machine, which no reader of the bucket can open.
+                raise OptionError(
+                    "a catalogue in a bucket describes files in a bucket; give --out gs://… or a local --catalog", option="--catalog"
+                )
         if isinstance(self.tile_size, bool) or not isinstance(self.tile_size, int) or not 1 <= self.tile_size <= 0xFFFF:
             raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
         object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))

@@ -12,13 +12,31 @@ swapped in, so a reader sees the old catalogue or the new one, never half of
 one, and a failed build leaves the old one in place. Siblings that a killed
 run left behind are removed before the next build. The sibling sits in the
 same parent, so the relative links to the files stay valid after the rename.
+
+Files in a bucket (``--out gs://…``) are read for their items through
+:class:`catalog.Storage` with ranged requests (head, trailer, the frames of
+the thumbnail). A catalogue in a bucket (``--catalog gs://…``, or the
+default ``OUT/stac``) is built in a local temporary directory laid out like
+the bucket, so the hrefs of files in the same bucket come out relative as
+they do on disk, and then uploaded with google-cloud-storage. GCS has no
+rename, so there is no swap: the objects are written leaves first (items and
+thumbnails, then collections, then the ``items.parquet`` index) and the
+root ``catalog.json`` last. Every object a reader can reach from a root it
+has read is therefore whole, and a killed publish leaves the earlier root
+(or none) in place. Objects whose bytes are already there are not
+rewritten; catalogue objects of an earlier run that the new catalogue no
+longer has are deleted after the root is written, so a re-run ends
+byte-identical to a clean run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import re
 import shutil
+import tempfile
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,11 +44,12 @@ from typing import TYPE_CHECKING
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store
 from pipelines.collect import Collect
 from pipelines.counters import inc
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     import pystac
 
@@ -47,15 +66,21 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     """Write the STAC catalogue of ``entries`` (files under ``out``) to ``root``; return the item count.
 
     No entries write nothing (an earlier catalogue stays). Items are built in
-    cube-id order, in a temporary directory beside ``root`` that then replaces it.
-    With ``carry_over``, the items of the catalogue already at ``root`` that
-    this run did not produce (and whose data files still exist) are kept, with
-    their thumbnails: an incremental run rewrites only what it converted.
+    cube-id order. A local ``root`` is built in a temporary directory beside
+    it that then replaces it; a ``gs://`` root is built locally and uploaded
+    root last (see the module docstring). With ``carry_over``, the items of
+    the catalogue already at ``root`` that this run did not produce (and whose
+    data files still exist) are kept, with their thumbnails: an incremental
+    run rewrites only what it converted.
     """
-    import catalog
-
     if not entries:
         return 0
+    if is_gs(root):
+        count = _write_bucket_catalog(entries, out=out, root=root, catalog_id=catalog_id, carry_over=carry_over)
+        inc(WriteCatalog, "items", count)
+        return count
+    import catalog
+
     root = os.path.abspath(root)
     parent, name = os.path.split(root)
     os.makedirs(parent, exist_ok=True)
@@ -66,16 +91,7 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     staging = os.path.join(parent, f".{name}-{token}-staging")
     os.makedirs(os.path.join(staging, "thumbnails"))
     try:
-        items = []
-        for entry in sorted(entries, key=lambda e: e.cube_id):
-            items.append(
-                catalog.create_item(
-                    os.path.join(out, entry.file),
-                    os.path.join(out, entry.blob),
-                    extra=entry.catalog_extra,
-                    thumbnail_path=os.path.join(staging, "thumbnails", f"{entry.cube_id}.png"),
-                )
-            )
+        items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url)
         kept = _carried_over(root, {e.cube_id for e in entries}, os.path.join(staging, "thumbnails")) if carry_over else []
         items += kept
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
@@ -84,6 +100,142 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
         shutil.rmtree(staging, ignore_errors=True)
     inc(WriteCatalog, "items", len(items))
     return len(items)
+
+
+def _items(entries: Sequence[ManifestEntry], out: str, thumbnails: str, href: Callable[[str], str]) -> list[pystac.Item]:
+    """One item per entry, in cube-id order; ``href`` maps a file's location to its asset href."""
+    import catalog
+
+    storage = catalog.Storage()
+    items = []
+    for entry in sorted(entries, key=lambda e: e.cube_id):
+        data = _join(out, entry.file)
+        blob = _join(out, entry.blob)
+        items.append(
+            catalog.create_item(
+                data,
+                blob,
+                extra=entry.catalog_extra,
+                data_href=href(data) if is_gs(data) else None,
+                header_href=href(blob) if is_gs(blob) else None,
+                thumbnail_path=os.path.join(thumbnails, f"{entry.cube_id}.png"),
+                storage=storage,
+            )
+        )
+    return items
+
+
+def _join(base: str, name: str) -> str:
+    return f"{base.rstrip('/')}/{name}" if is_gs(base) else os.path.join(base, name)
+
+
+_CATALOG_OBJECT = re.compile(r"(catalog\.json|items\.parquet|thumbnails/[^/]+\.png|[^/]+/collection\.json|[^/]+/[^/]+/[^/]+\.json)")
+"""Relative names of the objects a catalogue consists of: only these are ever deleted under a ``gs://`` root,
+so a catalogue sharing its prefix with other outputs never removes them."""
+
+
+def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str, carry_over: bool) -> int:
+    """Build the catalogue in a local mirror of the bucket, then upload it leaves first and the root last."""
+    import catalog
+    from catalog.gcs import split_gs_url
+
+    root = root.rstrip("/")
+    root_bucket, _ = split_gs_url(root + "/catalog.json")
+    with tempfile.TemporaryDirectory(prefix="rumi-stac-") as mirror:
+
+        def local(url: str) -> str:
+            bucket, name = split_gs_url(url)
+            return os.path.join(mirror, bucket, *name.split("/"))
+
+        def href(url: str) -> str:
+            # A file in the catalogue's bucket gets a relative href (computed between mirrored paths);
+            # one in another bucket keeps its absolute gs:// URL.
+            return local(url) if split_gs_url(url)[0] == root_bucket else url
+
+        staging = local(root + "/catalog.json")[: -len("/catalog.json")]
+        os.makedirs(os.path.join(staging, "thumbnails"))
+        items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
+        if carry_over:
+            items += _carried_over_bucket(root, {e.cube_id for e in entries}, os.path.join(staging, "thumbnails"), href)
+        catalog.build_catalog(items, staging, catalog_id=catalog_id)
+        _upload_tree(staging, root)
+    return len(items)
+
+
+def _carried_over_bucket(root: str, produced: set[str], thumbnails: str, href: Callable[[str], str]) -> list[pystac.Item]:
+    """The items of the catalogue at a ``gs://`` root not in ``produced`` and whose data objects exist.
+
+    Their asset hrefs are mapped with ``href`` (as new items' are) and their
+    thumbnails downloaded to ``thumbnails``, so the rebuilt catalogue holds them as a clean build would.
+    """
+    import pystac
+
+    from catalog.storage import join_href
+
+    store = output_store()
+    kept = []
+    stack = [f"{root}/catalog.json"]
+    while stack:
+        url = stack.pop()
+        raw = store.read(url)
+        if raw is None:
+            continue
+        doc = json.loads(raw)
+        if doc.get("type") != "Feature":
+            stack += [join_href(url, ln["href"]) for ln in doc.get("links", []) if ln.get("rel") in ("child", "item")]
+            continue
+        assets = doc.get("assets") or {}
+        data = assets.get("data")
+        if doc["id"] in produced or data is None or store.stat(join_href(url, data["href"])) is None:
+            continue
+        thumb = assets.pop("thumbnail", None)
+        for asset in assets.values():
+            asset["href"] = href(join_href(url, asset["href"]))
+        png = None if thumb is None else store.read(join_href(url, thumb["href"]))
+        if png is not None and thumb is not None:
+            path = os.path.join(thumbnails, f"{doc['id']}.png")
+            with open(path, "wb") as f:
+                f.write(png)
+            assets["thumbnail"] = {**thumb, "href": path}
+        item = pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
+        kept.append(item)
+    return kept
+
+
+def _upload_rank(name: str) -> int:
+    """Upload order: items and thumbnails, then collections, then the index, then the root."""
+    if name == "catalog.json":
+        return 3
+    if name == "items.parquet":
+        return 2
+    return 1 if name.endswith("/collection.json") else 0
+
+
+def _upload_tree(staging: str, root: str) -> None:
+    """Upload every file under ``staging`` to ``root``, root last; then delete catalogue objects it no longer has."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = output_store()
+    present = {url[len(root) + 1 :]: stat for url, stat in store.listing(root).items()}
+    files: dict[str, bytes] = {}
+    for folder, _, names in os.walk(staging):
+        for file_name in names:
+            path = os.path.join(folder, file_name)
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, staging).replace(os.sep, "/")] = f.read()
+
+    def upload(name: str) -> None:
+        data = files[name]
+        old = present.get(name)
+        if old is None or old.size != len(data) or old.crc32c != crc32c_of(data):
+            store.write(f"{root}/{name}", data)
+
+    with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
+        for rank in range(4):
+            # Each rank is written completely before the next starts.
+            list(pool.map(upload, sorted(n for n in files if _upload_rank(n) == rank)))
+        stale = sorted(f"{root}/{n}" for n in present if n not in files and _CATALOG_OBJECT.fullmatch(n))
+        list(pool.map(store.delete, stale))
 
 
 def _remove_stale(parent: str, name: str) -> None:

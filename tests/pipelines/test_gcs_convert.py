@@ -95,10 +95,11 @@ def test_real_rasters_gs_to_gs(emulator: GCSEmulator, shared_data: Path, tmp_pat
 
 @pytest.mark.slow
 def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -> None:
-    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries."""
+    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries.
+
+    Tiles of 40 x 40 keep the frame count below the pixels per frame, which the planner requires."""
     paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(440, 480), seed=4)
     # Frame unit 0 (one band and date per frame) and a fixed codec, so the re-run's bytes cannot depend on a measured choice.
-    # Tiles of 40² (1,600 pixels per frame): rumi convert refuses tiles whose frames outnumber their pixels.
     options = ConvertOptions(out=f"gs://{BUCKET}/cubes/many", tile_size=40, frame_unit=0, compression="raster", write_catalog=False)
     run(sorted(paths), options)
     objects = _objects("cubes/many")
@@ -120,20 +121,23 @@ def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -
 
 
 def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``) and needs --no-catalog."""
+    """``--out gs://…`` reaches the options as a URL (it once became a local folder ``gs:``)."""
     from click.testing import CliRunner
 
     from pipelines.cli import convert_command
 
     monkeypatch.chdir(tmp_path)
-    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1"])
-    assert result.exit_code == 2 and "--no-catalog" in result.output
+    result = CliRunner().invoke(convert_command, [str(tmp_path), "--out", "gs://cubes/run1", "--catalog", "gs://"])
+    assert result.exit_code == 2 and "--catalog" in result.output and "gs://BUCKET" in result.output
     assert not (tmp_path / "gs:").exists()
 
 
-def test_catalogue_in_a_bucket_is_refused_clearly() -> None:
-    with pytest.raises(OptionError, match="--no-catalog"):
-        ConvertOptions(out="gs://cubes/run1")
+def test_bucket_options() -> None:
+    """The catalogue defaults to OUT/stac in the bucket; one in a bucket needs files in a bucket."""
+    assert ConvertOptions(out="gs://cubes/run1/").catalog_dir == "gs://cubes/run1/stac"
+    assert ConvertOptions(out="gs://cubes/run1", catalog="gs://cubes/stac/").catalog_dir == "gs://cubes/stac"
+    with pytest.raises(OptionError, match="describes files in a bucket"):
+        ConvertOptions(out="/data/cubes", catalog="gs://cubes/stac")
     with pytest.raises(OptionError, match="gs://BUCKET"):
         ConvertOptions(out="gs://", write_catalog=False)
 
