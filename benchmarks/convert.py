@@ -4,13 +4,18 @@ Generates 20 dates x 4 bands of Sentinel-2-like 2048 x 2048 uint16 scenes (one
 DEFLATE GeoTIFF per date and band, 80 files), then in the same run
 
 * converts them with the pipeline on the FnApiRunner with two worker
-  processes, sampling the resident memory (RSS) of every worker process;
+  processes;
 * converts each scene to a Cloud Optimized GeoTIFF with rasterio/GDAL
   (ZSTD, predictor 2, 512 px blocks) on a pool of two processes;
 
-and prints input MB/s (uncompressed pixels per second of wall time), output
-sizes and compression ratios as a Markdown table for ``benchmarks/README.md``.
-Not a timed test: run it by hand (``python benchmarks/convert.py``).
+sampling, for both, the resident memory (RSS) and CPU time (user + system)
+of every child process. It prints input MB/s (uncompressed pixels per second
+of wall time) and the same-run ratio rumi / COG, CPU seconds per GB of pixels
+(summed over the worker processes, plus the launching process), the peak RSS
+of each worker and what conversion added over a process with the same
+imports, output sizes and compression ratios, as Markdown for
+``benchmarks/README.md``, with the load average before and after. Not a timed
+test: run it by hand (``python benchmarks/convert.py``).
 """
 
 from __future__ import annotations
@@ -36,30 +41,50 @@ from pipelines.testing import write_series
 DATES = [f"2023-{m:02d}-{d:02d}" for m in range(3, 13) for d in (5, 20)]
 
 
-class PeakRSS(threading.Thread):
-    """Sample the RSS of this process and its children (the Beam workers) every ``interval`` seconds."""
+class ChildMonitor(threading.Thread):
+    """Sample the RSS and CPU time of every child process (Beam or pool workers) every ``interval`` seconds.
+
+    A worker's CPU time is the last sample seen before it exits, so at most one
+    interval of each worker's work goes uncounted.
+    """
 
     def __init__(self, interval: float = 0.05) -> None:
         super().__init__(daemon=True)
         self.interval = interval
         self.peaks: dict[int, int] = {}
-        self.launcher = 0
+        self.cpu: dict[int, float] = {}
+        self.launcher_rss = 0
+        self._launcher_cpu = time.process_time()
+        self.launcher_cpu = 0.0
         self._halt = threading.Event()
 
     def run(self) -> None:
         me = psutil.Process()
         while not self._halt.wait(self.interval):
-            self.launcher = max(self.launcher, me.memory_info().rss)
+            self.launcher_rss = max(self.launcher_rss, me.memory_info().rss)
             for child in me.children(recursive=True):
                 try:
-                    rss = child.memory_info().rss
+                    with child.oneshot():
+                        rss = child.memory_info().rss
+                        times = child.cpu_times()
                 except psutil.Error:
                     continue
                 self.peaks[child.pid] = max(self.peaks.get(child.pid, 0), rss)
+                self.cpu[child.pid] = times.user + times.system
 
     def stop(self) -> None:
         self._halt.set()
         self.join()
+        self.launcher_cpu = time.process_time() - self._launcher_cpu
+
+    @property
+    def workers_cpu(self) -> float:
+        """CPU seconds of every child process seen."""
+        return sum(self.cpu.values())
+
+    def busiest(self, n: int) -> list[tuple[int, int]]:
+        """The ``n`` children with the highest peak RSS, as ``(pid, bytes)``."""
+        return sorted(self.peaks.items(), key=lambda kv: -kv[1])[:n]
 
 
 def import_baseline() -> int:
@@ -103,49 +128,66 @@ def main(argv: list[str] | None = None) -> int:
             f" ready in {time.perf_counter() - t0:.0f} s"
         )
 
+        load_before = os.getloadavg()
         out = work / "rumi"
         shutil.rmtree(out, ignore_errors=True)
-        monitor = PeakRSS()
-        monitor.start()
+        rumi_monitor = ChildMonitor()
+        rumi_monitor.start()
         options = ConvertOptions(out=str(out), tile_size=args.tile_size)
         summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
-        monitor.stop()
+        rumi_monitor.stop()
         rumi_s = summary.seconds
         rumi_bytes = sum(e.file_bytes for e in summary.entries)
-        workers = sorted(monitor.peaks.items(), key=lambda kv: -kv[1])[:2]
 
         cogs = work / "cog"
         shutil.rmtree(cogs, ignore_errors=True)
         cogs.mkdir()
+        cog_monitor = ChildMonitor()
+        cog_monitor.start()
         t0 = time.perf_counter()
         with ProcessPoolExecutor(2) as pool:
             cog_bytes = sum(pool.map(to_cog, [(p, str(cogs / Path(p).name)) for p in paths]))
         cog_s = time.perf_counter() - t0
+        cog_monitor.stop()
+        load_after = os.getloadavg()
 
+        gb = pixels / 1e9
         print()
         print(summary.table())
         print()
-        print(f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | output MB | ratio |")
-        print("|---|---:|---:|---:|---:|")
         print(
-            f"| rumi convert, 2 workers (FnApiRunner) | {rumi_s:.1f} s | {pixels / 1e6 / rumi_s:.1f} |"
-            f" {rumi_bytes / 1e6:.1f} | {pixels / rumi_bytes:.3f} |"
+            f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s "
+            "| CPU s/GB, workers | CPU s/GB, launcher | output MB | ratio |"
         )
-        print(
-            f"| COG ZSTD+predictor 2, 2 processes | {cog_s:.1f} s | {pixels / 1e6 / cog_s:.1f} |"
-            f" {cog_bytes / 1e6:.1f} | {pixels / cog_bytes:.3f} |"
-        )
-        print(f"| input GeoTIFF (DEFLATE) | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for name, seconds, monitor, nbytes in (
+            ("rumi convert, 2 workers (FnApiRunner)", rumi_s, rumi_monitor, rumi_bytes),
+            ("COG ZSTD+predictor 2, 2 processes", cog_s, cog_monitor, cog_bytes),
+        ):
+            print(
+                f"| {name} | {seconds:.1f} s | {pixels / 1e6 / seconds:.1f} | {monitor.workers_cpu / gb:.1f} "
+                f"| {monitor.launcher_cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |"
+            )
+        print(f"| input GeoTIFF (DEFLATE) | | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
         print()
+        rumi_cpu = rumi_monitor.workers_cpu + rumi_monitor.launcher_cpu
+        cog_cpu = cog_monitor.workers_cpu + cog_monitor.launcher_cpu
+        print(
+            f"same run: rumi / COG input MB/s {cog_s / rumi_s:.2f}x (goal >= 2x); "
+            f"CPU s/GB, workers and launcher: rumi {rumi_cpu / gb:.1f}, COG {cog_cpu / gb:.1f} (rumi: {rumi_cpu / cog_cpu:.2f}x the CPU)"
+        )
+        print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} CPUs")
         baseline = import_baseline()
-        for pid, peak in workers:
+        for pid, peak in rumi_monitor.busiest(2):
             growth = peak - baseline
             print(
-                f"worker {pid}: peak RSS {peak / 2**20:.0f} MiB; a process with the same imports holds {baseline / 2**20:.0f} MiB, "
-                f"so conversion added {growth / 2**20:.0f} MiB = {growth / scene_bytes:.2f}x one 4-band scene"
-                f" ({scene_bytes / 2**20:.0f} MiB)"
+                f"rumi worker {pid}: peak RSS {peak / 2**20:.0f} MiB; one with the same imports holds {baseline / 2**20:.0f} MiB, "
+                f"so {growth / 2**20:.0f} MiB were added = {growth / scene_bytes:.2f}x one 4-band scene "
+                f"({scene_bytes / 2**20:.0f} MiB; goal < 2x)"
             )
-        print(f"launcher: peak RSS {monitor.launcher / 2**20:.0f} MiB")
+        for pid, peak in cog_monitor.busiest(2):
+            print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB")
+        print(f"launcher: peak RSS {rumi_monitor.launcher_rss / 2**20:.0f} MiB")
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

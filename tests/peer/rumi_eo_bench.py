@@ -12,7 +12,8 @@ beside rumi_core. Two commands, each printing one JSON document::
 process-wide and fixed at the first read, hence one process per setting),
 then times ``rumi.read`` for each scenario ``{"name", "window", "reps",
 "warmup"}`` with the same loop ``benchmarks/read.py`` uses for rumi_core, and
-reports every time in seconds and a SHA-256 of the samples read.
+reports every time in seconds, a SHA-256 of the samples read, and the
+process's resident memory before the first read and its peak after the last.
 """
 
 from __future__ import annotations
@@ -42,7 +43,27 @@ def write(data_path: str, path: str, recipe: str, tile: int) -> dict[str, Any]:
     return {"header": header.hex(), "frames": len(tf), "compressed_bytes": int(tf.nbytes), "frame_unit": int(tf.frame_unit)}
 
 
+def _status_kib(field: str) -> int:
+    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(field + ":"))
+    return int(line.split()[1]) * 1024
+
+
+def peak_rss() -> int:
+    """Peak resident memory of this process so far, in bytes (Linux ``VmHWM``).
+
+    Not ``getrusage``'s ``ru_maxrss``: Linux carries that over ``exec`` from
+    the parent, so a child would report the benchmark process's peak.
+    """
+    return _status_kib("VmHWM")
+
+
+def current_rss() -> int:
+    """Resident memory of this process now, in bytes (Linux ``VmRSS``)."""
+    return _status_kib("VmRSS")
+
+
 def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
+    rss_before = current_rss()
     rumi.set_num_threads(threads)
     rumi.set_checksum_verification(verify)
     out: dict[str, Any] = {"threads": rumi.get_num_threads(), "verify": rumi.get_checksum_verification(), "scenarios": {}}
@@ -64,6 +85,7 @@ def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: 
             "shape": list(arr.shape),
             "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
         }
+    out["peak_rss_before"], out["peak_rss"] = rss_before, peak_rss()
     return out
 
 
