@@ -35,7 +35,7 @@ from catalog.load import open_cube
 from catalog.selection import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
 from rumi_core.codecs import decode_frame
-from rumi_core.reader import place_frame, plan_requests, resolve_selection
+from rumi_core.reader import output_positions, place_frame, plan_requests, resolve_selection
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
@@ -335,14 +335,7 @@ class _ProcessState:
         for job in jobs:
             frames.update(job.result())
         out = np.empty((len(sel.times), len(sel.bands), size, size), dtype=lay.encoding.dtype)
-        band_pos: dict[int, list[int]] = {}
-        for i, b in enumerate(sel.bands):
-            band_pos.setdefault(b, []).append(i)
-        time_pos: dict[int, list[int]] = {}
-        for i, t in enumerate(sel.times):
-            time_pos.setdefault(t, []).append(i)
-        # Cell frames hold every band and time step: pick the selected ones out of them.
-        subset = sel.times != tuple(range(lay.time_count)) or sel.bands != tuple(range(lay.samples_per_pixel))
+        band_pos, time_pos, subset = output_positions(lay, sel)
         for f, frame in frames.items():
             place_frame(out, frame, f, lay, sel, band_pos, time_pos, subset)
         grid = cube.grid

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Selection", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
+__all__ = ["FrameRequest", "Selection", "output_positions", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,25 @@ def default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def output_positions(layout: Layout, sel: Selection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
+    """Where each selected band and time lands in the output, for :func:`place_frame`.
+
+    Returns:
+        ``(band_pos, time_pos, subset)``: the output positions of each band
+        and time (a position may be selected twice), and whether the selection
+        is a subset or reordering of the file's bands and times (then cell
+        frames, which hold all of them, are picked from).
+    """
+    band_pos: dict[int, list[int]] = {}
+    for i, b in enumerate(sel.bands):
+        band_pos.setdefault(b, []).append(i)
+    time_pos: dict[int, list[int]] = {}
+    for i, t in enumerate(sel.times):
+        time_pos.setdefault(t, []).append(i)
+    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
+    return band_pos, time_pos, subset
 
 
 def place_frame(
@@ -428,13 +447,7 @@ def read_selection(
     _check_file_holds(source, blob)
     early = {frames[0]: decode_raw(frames[0], prefetched[runs[0].offset], runs[0].offset)}
     out = np.empty(shape, dtype=dtype)
-    band_pos: dict[int, list[int]] = {}
-    for i, b in enumerate(sel.bands):
-        band_pos.setdefault(b, []).append(i)
-    time_pos: dict[int, list[int]] = {}
-    for i, t in enumerate(sel.times):
-        time_pos.setdefault(t, []).append(i)
-    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
+    band_pos, time_pos, subset = output_positions(layout, sel)
 
     def fetch_once(run: FrameRequest) -> memoryview:
         view = prefetched.pop(run.offset, None)
