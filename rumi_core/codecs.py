@@ -519,7 +519,7 @@ class OpenZLGraph(FrameCodec):
 # geozl recipes
 # --------------------------------------------------------------------------- #
 
-_GEOZL_ENCODINGS: Final = frozenset(
+GEOZL_ENCODINGS: Final = frozenset(
     {
         "uint8",
         "uint16",
@@ -645,7 +645,7 @@ class GeoZLGraph(FrameCodec):
         Whether a recipe takes a sample width depends on the width alone, so
         the answer comes from compressing a small probe once per encoding.
         """
-        if encoding.name not in _GEOZL_ENCODINGS:
+        if encoding.name not in GEOZL_ENCODINGS:
             return False
         key = (self.recipe, encoding.name)
         found = _GEOZL_ACCEPTS.get(key)
@@ -663,10 +663,10 @@ class GeoZLGraph(FrameCodec):
     def encode(self, samples: npt.NDArray[Any], *, axes: tuple[str, ...]) -> bytes:
         """Compress one frame; see :meth:`FrameCodec.encode`."""
         frame = _prepare(samples, axes)
-        if frame.encoding.name not in _GEOZL_ENCODINGS:
+        if frame.encoding.name not in GEOZL_ENCODINGS:
             raise InvalidInputError(
                 f"geozl has no codes for {frame.encoding.name} samples; it takes "
-                f"{', '.join(sorted(_GEOZL_ENCODINGS))}. Use the 'openzl' or 'raster' codec",
+                f"{', '.join(sorted(GEOZL_ENCODINGS))}. Use the 'openzl' or 'raster' codec",
                 field="samples",
             )
         if not self.accepts(frame.encoding):
@@ -1020,7 +1020,7 @@ class StackCodec(FrameCodec):
 
     def accepts(self, encoding: SampleEncoding) -> bool:
         """Return whether every chain takes ``encoding``'s component width (and nodata its dtype)."""
-        if self.nodata is not None and encoding.name not in _GEOZL_ENCODINGS:
+        if self.nodata is not None and encoding.name not in GEOZL_ENCODINGS:
             return False
         width = encoding.component_bytes
         return all(c.accepts_width(width) for p in self.planes for c in p.parsed)

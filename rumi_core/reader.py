@@ -200,9 +200,12 @@ _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-def _pool(threads: int) -> ThreadPoolExecutor:
-    # One long-lived pool per size keeps each thread's decompression context
-    # alive across reads.
+def thread_pool(threads: int) -> ThreadPoolExecutor:
+    """The process-wide pool of ``threads`` decoding threads.
+
+    One long-lived pool per size keeps each thread's decompression context
+    alive across reads.
+    """
     with _POOLS_LOCK:
         pool = _POOLS.get(threads)
         if pool is None:
@@ -325,7 +328,7 @@ def _decode_together(
             failed.set()
             raise
 
-    pool = _pool(workers - 1)
+    pool = thread_pool(workers - 1)
     helpers = [pool.submit(participate) for _ in range(workers - 1)]
     try:
         participate()

@@ -83,7 +83,7 @@ import geozl
 import numpy as np
 
 from rumi_core.codecs import (
-    _GEOZL_ENCODINGS,
+    GEOZL_ENCODINGS,
     FrameCodec,
     GeoZLGraph,
     OpenZLGraph,
@@ -766,11 +766,11 @@ def _choose_lossless(
     if uniform:
         run(StackCodec((PlaneCoding(tuple(o.chain for o in uniform)),)))
         first = uniform[0]
-        if first.variant == "x" and frames.encoding.name in _GEOZL_ENCODINGS and mode != "portable":
+        if first.variant == "x" and frames.encoding.name in GEOZL_ENCODINGS and mode != "portable":
             run(GeoZLGraph(first.recipe))
     if nodata is None and frames.encoding.name in ("float32", "float64") and any(np.isnan(f).any() for f in frames.frames):
         nodata = math.nan
-    if nodata is not None and mode != "portable" and frames.encoding.name in _GEOZL_ENCODINGS and frames.with_nodata(nodata):
+    if nodata is not None and mode != "portable" and frames.encoding.name in GEOZL_ENCODINGS and frames.with_nodata(nodata):
         filled = _screen(screen, frames, mode=mode, filled=True, heads=heads, references=references, chains=chains)
         if planes == 1:
             best = _uniform(filled, lambda o: True, alternatives)
@@ -798,7 +798,7 @@ def _probe_interleaved(frames: _Frames, *, unit: int | None, mode: Mode) -> list
     measured = []
     for head in heads:
         chain = f"{head}>{terminal}" if head in ("id", "delta_1d") else f"{head}>zigzag>{terminal}"
-        geozl_ok = frames.encoding.name in _GEOZL_ENCODINGS and mode != "portable"
+        geozl_ok = frames.encoding.name in GEOZL_ENCODINGS and mode != "portable"
         codec: FrameCodec = GeoZLGraph(chain) if geozl_ok else StackCodec((PlaneCoding((chain,)),))
         found = _measure(codec, frames.frames, frames.axes, unit)
         if found is not None:

@@ -24,7 +24,7 @@ from rumi_core.codecs import decode_frame
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.reader import _pool, default_threads
+from rumi_core.reader import default_threads, thread_pool
 from rumi_core.sources import ByteSource, open_source
 from rumi_core.structure import FileStructure, read_structure
 
@@ -60,7 +60,7 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
 
     index = 0
     n = layout.frame_count
-    pool = _pool(threads) if threads > 1 else None
+    pool = thread_pool(threads) if threads > 1 else None
     while index < n:
         # Read a batch of contiguous frames in one request, then decode it.
         stop = index + 1
