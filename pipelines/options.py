@@ -21,9 +21,8 @@ from typing import Any, Final, Literal
 from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
-from rumi_core.codecs import parse_codec
+from rumi_core.codecs import BoundedCodec, ErrorBound, parse_codec, parse_error_bound
 from rumi_core.errors import InvalidInputError
-from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
 from rumi_core.selection import MODES
 from rumi_core.times import to_seconds
 

@@ -31,8 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from rumi_core.codecs import DEFAULT_CODEC, FrameCodec, parse_codec
-from rumi_core.lossy import BoundedCodec
+from rumi_core.codecs import DEFAULT_CODEC, BoundedCodec, FrameCodec, parse_codec
 from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs, select_layout
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from rumi_core.assemble import FileAssembler as FileAssembler
     from rumi_core.assemble import assemble as assemble
     from rumi_core.codecs import DEFAULT_CODEC as DEFAULT_CODEC
+    from rumi_core.codecs import ErrorBound as ErrorBound
     from rumi_core.codecs import FrameCodec as FrameCodec
     from rumi_core.codecs import decode_frame as decode_frame
     from rumi_core.codecs import parse_codec as parse_codec
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from rumi_core.info import info as info
     from rumi_core.layout import Layout as Layout
     from rumi_core.limits import Limits as Limits
-    from rumi_core.lossy import ErrorBound as ErrorBound
     from rumi_core.reader import FrameRequest as FrameRequest
     from rumi_core.reader import plan_requests as plan_requests
     from rumi_core.reader import read as read
@@ -99,7 +99,7 @@ _LAZY: dict[str, str] = {
     "info": "rumi_core.info",
     "Layout": "rumi_core.layout",
     "Limits": "rumi_core.limits",
-    "ErrorBound": "rumi_core.lossy",
+    "ErrorBound": "rumi_core.codecs",
     "FrameRequest": "rumi_core.reader",
     "plan_requests": "rumi_core.reader",
     "read": "rumi_core.reader",

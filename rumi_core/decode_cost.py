@@ -46,10 +46,9 @@ from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import TYPE_CHECKING, Any, Final
 
-from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, RasterCodec, StackCodec
+from rumi_core.codecs import BoundedCodec, FrameCodec, GeoZLGraph, OpenZLGraph, RasterCodec, StackCodec
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
-from rumi_core.lossy import BoundedCodec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -53,7 +53,7 @@ on the same sampled planes (tile units see every plane of the sampled cells).
 
 ``mode="max"`` keeps the best three chains of each plane and lets OpenZL pick
 among them on every frame. ``mode="portable"`` admits only OpenZL's built-in
-codecs (no geozl decoder needed). An :class:`~rumi_core.lossy.ErrorBound`
+codecs (no geozl decoder needed). An :class:`~rumi_core.codecs.ErrorBound`
 selects among geozl's quantized recipes instead.
 
 :func:`select_codec` chooses a codec for given sample frames (the hook a
@@ -84,19 +84,23 @@ import numpy as np
 
 from rumi_core.codecs import (
     GEOZL_ENCODINGS,
+    BoundedCodec,
+    ErrorBound,
     FrameCodec,
     GeoZLGraph,
     OpenZLGraph,
     PlaneCoding,
     StackCodec,
+    bounded_encoding_check,
+    nodata_mask,
     parse_codec,
+    parse_error_bound,
     parse_nodata,
 )
 from rumi_core.decode_cost import MODEL
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.frame_units import FRAME_UNITS
-from rumi_core.lossy import BoundedCodec, ErrorBound, bounded_encoding_check, nodata_mask, parse_error_bound
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -990,7 +994,7 @@ def select_codec(
             (also lets each frame pick among each plane's best three chains)
             or ``portable`` (OpenZL's built-in codecs only).
         nodata: The nodata sentinel or NaN, considered for geozl's nodata stage.
-        bound: An :class:`~rumi_core.lossy.ErrorBound` for lossy frames.
+        bound: An :class:`~rumi_core.codecs.ErrorBound` for lossy frames.
         decode_floor: Slowest decode accepted, bytes/s on one core (0: none).
 
     Returns:
@@ -1214,7 +1218,7 @@ def choose_compression(
     Raises:
         InvalidInputError: a bad mode, unit, access or bound, a bound on an
             encoding the quantizers cannot honour, or a bound with a codec
-            that is not a :class:`~rumi_core.lossy.BoundedCodec`.
+            that is not a :class:`~rumi_core.codecs.BoundedCodec`.
     """
     bound = parse_error_bound(max_abs_error=max_abs_error, max_rel_error=max_rel_error)
     nodata = parse_nodata(nodata)

@@ -23,13 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from rumi_core.assemble import FileAssembler
-from rumi_core.codecs import FrameCodec, parse_codec
+from rumi_core.codecs import BoundedCodec, FrameCodec, parse_codec
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
 from rumi_core.ifd import base_frame_offset
 from rumi_core.layout import Layout
-from rumi_core.lossy import BoundedCodec
 from rumi_core.selection import MODES, CompressionChoice, choose_compression
 from rumi_core.times import TimeCoordinates
 from rumi_core.trailer import Trailer
@@ -40,7 +39,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from rumi_core.lossy import ErrorBound
+    from rumi_core.codecs import ErrorBound
 
 __all__ = ["MAX_FILE_OFFSET", "WritePlan", "WriteResult", "frame_samples", "iter_frame_samples", "parse_tile_size", "plan_write", "write"]
 
@@ -276,7 +275,7 @@ def write(
         max_abs_error: Write lossy frames with ``|x - x̂| <= max_abs_error`` for
             every sample (integer or float data); nodata and NaN stay exact.
         max_rel_error: Write lossy frames with ``|x - x̂| <= P/100 * |x|``, given
-            as ``"P%"``. See :mod:`rumi_core.lossy`.
+            as ``"P%"``. See :mod:`rumi_core.codecs`.
         nodata: The nodata sentinel (or NaN): always kept exact, and handed to
             geozl's nodata stage where that compresses better.
 

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import geozl
 import ml_dtypes
 import numpy as np
 import pytest
@@ -370,7 +371,7 @@ def test_decode_accepts_bytes_like(kind: type) -> None:
 def test_wrong_size_frame_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch, delta: int) -> None:
     frame, samples = _frame(DEFAULT_CODEC)
     calls: list[object] = []
-    monkeypatch.setattr(codecs.geozl, "decompress", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(geozl, "decompress", lambda *a, **k: calls.append(a))
     expected = samples.nbytes + delta
     with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}") as info:
         decode_frame(frame, decoded_bytes=expected)

@@ -1,4 +1,4 @@
-"""Tests for rumi_core.lossy and error-bounded writes: |x - x̂| <= E for every sample, nodata and NaN exact."""
+"""Tests for rumi_core.codecs and error-bounded writes: |x - x̂| <= E for every sample, nodata and NaN exact."""
 
 from __future__ import annotations
 
@@ -13,9 +13,17 @@ import numpy as np
 import pytest
 
 import rumi_core
-from rumi_core.codecs import RasterCodec, StackCodec, codec_from_dict, decode_frame
+from rumi_core.codecs import (
+    BoundedCodec,
+    ErrorBound,
+    RasterCodec,
+    StackCodec,
+    codec_from_dict,
+    decode_frame,
+    parse_error_bound,
+    within_bound,
+)
 from rumi_core.errors import InvalidInputError
-from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound, within_bound
 
 if TYPE_CHECKING:
     from pathlib import Path

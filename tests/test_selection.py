@@ -515,8 +515,8 @@ def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
 
 
 def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
+    from rumi_core.codecs import BoundedCodec
     from rumi_core.decode_cost import WIDTHS
-    from rumi_core.lossy import BoundedCodec
     from rumi_core.selection import _HEADS, _terminals
 
     for width in WIDTHS:
