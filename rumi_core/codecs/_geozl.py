@@ -13,7 +13,7 @@ import numpy as np
 from rumi_core.codecs._context import FORMAT_VERSION, ThreadLocalCache
 from rumi_core.codecs._decoding import frame_format_version
 from rumi_core.codecs._frames import prepare_frame
-from rumi_core.codecs._nodata import nodata_key, nodata_to_json, parse_nodata
+from rumi_core.codecs._nodata import nodata_cache_key, nodata_to_json, parse_nodata
 from rumi_core.codecs._registry import FrameCodec, register_codec
 from rumi_core.errors import InvalidInputError
 
@@ -44,7 +44,7 @@ def _graph(recipe: str, width: int, planes: int, dtype: np.dtype[Any], nodata: i
     def build() -> geozl.Graph:
         return geozl.graph(np.zeros((planes, 1, width), dtype), recipe, width=width, planes=planes, nodata=nodata)
 
-    return _GRAPHS.get((recipe, width, planes, dtype.str, nodata_key(nodata)), build)
+    return _GRAPHS.get((recipe, width, planes, dtype.str, nodata_cache_key(nodata)), build)
 
 
 @functools.cache

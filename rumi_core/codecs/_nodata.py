@@ -19,7 +19,7 @@ from rumi_core.errors import InvalidInputError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["nodata_key", "nodata_mask", "nodata_to_json", "parse_nodata"]
+__all__ = ["nodata_cache_key", "nodata_mask", "nodata_to_json", "parse_nodata"]
 
 _NODATA_WORDS: Final[dict[str, float]] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """JSON spellings of the non-finite nodata values, as Zarr writes fill values."""
@@ -58,7 +58,7 @@ def nodata_to_json(value: int | float) -> int | float | str:
     return value
 
 
-def nodata_key(value: int | float | None) -> str:
+def nodata_cache_key(value: int | float | None) -> str:
     """Return a hashable spelling of a nodata value that tells NaN, -0.0 and 0.0 apart."""
     if value is None:
         return "-"

@@ -1,8 +1,7 @@
 """The default codec, and :func:`parse_codec`, which returns it when none is named.
 
 Specification section *Frames*: the default is a fixed choice that needs no
-measuring; :func:`rumi_core.write` measures instead (``compression="auto"``,
-:mod:`rumi_core.selection`).
+measuring; :func:`rumi_core.write` measures instead (``compression="auto"``).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Specification sections *Frames* and *Choosing a frame unit*: inter-band and
 inter-date prediction stays inside one self-contained OpenZL frame, which
-rumi-eo and geozl's decoders read. It is what :mod:`rumi_core.selection`
-assembles.
+rumi-eo and geozl's decoders read. Automatic codec selection assembles it
+from each plane's best chains.
 """
 
 from __future__ import annotations
