@@ -145,21 +145,25 @@ def terminal_graph(c: Any, terminal: str) -> Any:
     return zl.nodes.ConvertNumToStructLE()(c, zl.nodes.TransposeSplit()(c, back))
 
 
-def chain_graph(c: Any, chain: Chain, row: int, planes: int = 1) -> Any:
-    """Register ``chain`` on compressor ``c`` for ``planes`` planes of rows of ``row`` elements; return its GraphID."""
+def chain_graph(c: Any, chain: Chain, row: int) -> Any:
+    """Register ``chain`` on compressor ``c`` for one plane of rows of ``row`` elements; return its GraphID.
+
+    A stack codec cuts its frame into one segment per plane, so every
+    predictor here sees a single plane (a plane count of 1).
+    """
     graph = terminal_graph(c, chain.terminal)
     predictors = list(chain.predictors)
     if chain.zigzag:
         last = predictors[-1] if predictors else None
         if last in _FUSED_ZIGZAG:
-            graph = getattr(gl, _FUSED_ZIGZAG[last])(row, planes)(c, graph)
+            graph = getattr(gl, _FUSED_ZIGZAG[last])(row, 1)(c, graph)
             predictors.pop()
         else:
             graph = zl.nodes.Zigzag()(c, graph)
     for name in reversed(predictors):
         node = getattr(gl, _PLAIN_PREDICTOR[name])
         # delta_w reads only to its left, so it has no plane count to restart at.
-        graph = (node(row) if name == "delta_w" else node(row, planes))(c, graph)
+        graph = (node(row) if name == "delta_w" else node(row, 1))(c, graph)
     if chain.delta_1d:
         graph = zl.nodes.DeltaInt()(c, graph)
     return graph
