@@ -171,7 +171,7 @@ class Grid:
         Raises:
             SelectorError: the box is malformed or does not overlap the raster.
         """
-        from catalog.selection import check_bbox
+        from catalog.selectors import check_bbox
 
         minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:

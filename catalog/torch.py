@@ -44,7 +44,7 @@ from rumi_core.dlpack import DLPackArray
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
-    from catalog.selection import TimeRange
+    from catalog.selectors import TimeRange
 
 __all__ = ["RumiChipDataset", "RumiChipGridDataset", "chip_sample"]
 

@@ -12,7 +12,7 @@ from affine import Affine
 from rasterio.windows import Window
 
 import rumi_core
-from catalog.selection import parse_datetime
+from catalog.selectors import parse_datetime
 from catalog.testing import RangeRequestServer, Scene, write_scene
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (make install adds the local CPU wheel)")
