@@ -158,16 +158,9 @@ class Band:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the STAC 1.1 band object (absent fields omitted)."""
-        out: dict[str, Any] = {"name": self.name}
-        for key in ("description", "data_type", "nodata", "scale", "offset", "unit"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.common_name is not None:
-            out["eo:common_name"] = self.common_name
-        if self.center_wavelength is not None:
-            out["eo:center_wavelength"] = self.center_wavelength
-        return out
+        fields_ = {key: getattr(self, key) for key in ("name", "description", "data_type", "nodata", "scale", "offset", "unit")}
+        fields_.update({"eo:common_name": self.common_name, "eo:center_wavelength": self.center_wavelength})
+        return {key: value for key, value in fields_.items() if value is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Band:
