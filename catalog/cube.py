@@ -34,7 +34,7 @@ import numpy as np
 
 from catalog.bands import Band, common_nodata, stac_data_type
 from catalog.errors import ChangedFileError, ItemError, SelectorError
-from catalog.grid import Grid
+from catalog.grid import Grid, file_grid
 from catalog.item_parts import ItemParts, single_item
 from catalog.items import time_values
 from catalog.selectors import (
@@ -208,12 +208,9 @@ class Cube:
 
         structure = read_structure(source)
         head = structure.head
-        blob = HeaderBlob(head.layout, head.byte_counts)
-        lay = head.layout
-        cube = cls(source, blob, times=structure.trailer.times)
-        cube._bands = cube._bands_from_texts(structure.trailer.band_texts)
-        cube._grid = Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
-        return cube
+        bands = bands_from_texts(structure.trailer.band_texts, data_type=stac_data_type(head.layout.encoding.name))
+        grid = file_grid(head.georef, head.layout)
+        return cls(source, HeaderBlob(head.layout, head.byte_counts), bands=bands, times=structure.trailer.times, grid=grid)
 
     @classmethod
     def _from_item(cls, doc: dict[str, Any], where: str | None, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
@@ -276,9 +273,7 @@ class Cube:
         if self._grid is _UNSET:
             end = self.header.base_frame_offset
             (data,) = self._source.read_ranges([(end - GEOREF_BYTES, GEOREF_BYTES)])
-            georef = Georeferencing.from_bytes(data)
-            lay = self.layout
-            self._grid = Grid.from_georef(georef, height=lay.image_length, width=lay.image_width) if georef.is_georeferenced else None
+            self._grid = file_grid(Georeferencing.from_bytes(data), self.layout)
         grid: Grid | None = self._grid
         return grid
 

@@ -51,7 +51,7 @@ from catalog.bands import Band, band_from_text, stac_data_type
 from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.extra_metadata import ExtraMetadata
-from catalog.grid import Grid
+from catalog.grid import Grid, file_grid
 from catalog.selectors import format_time
 from catalog.storage import Storage, href_kind
 from rumi_core.header import HeaderBlob
@@ -291,7 +291,7 @@ def create_item(
 
             png = render_thumbnail(source, blob, bands, threads=threads)
     lay = info.layout
-    grid = Grid.from_georef(info.georef, height=lay.image_length, width=lay.image_width) if info.georef.is_georeferenced else None
+    grid = file_grid(info.georef, lay)
     geometry, bbox = _geometry(grid)
 
     secs = info.times.seconds
