@@ -2,7 +2,8 @@
 
 :meth:`Cube.open` accepts a STAC item (a path or URL of its JSON, a dict or a
 :class:`pystac.Item`) or a ``.rumi`` file (a local path, an ``http(s)://`` or a
-``gs://`` URL). It resolves what a read needs before touching the file:
+``gs://`` URL). It resolves what a read needs before touching the file
+(for an item, through :class:`~catalog.item_parts.ItemParts`):
 
 * the header blob: inline in the item (``rumi:header``), else one ``GET`` of
   the item's ``header`` asset, else one ``GET`` of ``<file>h``;

@@ -21,6 +21,8 @@ The output grid:
   :func:`rasterio.warp.reproject`, one chunk at a time, from the window of
   the item the chunk covers and never from the whole item.
 
+The grid and the blocks are computed by :mod:`catalog.mosaic`.
+
 Overlaps follow the **first valid** rule: a pixel takes its value from the
 first item, in the order given, that has a valid value there. A value is
 invalid when it equals its band's ``nodata`` or is NaN. Pixels no item
