@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from rumi_core.codecs import FrameCodec as FrameCodec
     from rumi_core.codecs import decode_frame as decode_frame
     from rumi_core.codecs import parse_codec as parse_codec
+    from rumi_core.compression import Selection as Selection
+    from rumi_core.compression import select_codec as select_codec
     from rumi_core.dataset import Dataset as Dataset
     from rumi_core.dataset import open as open  # noqa: A004
     from rumi_core.dlpack import DLPackArray as DLPackArray
@@ -52,15 +54,13 @@ if TYPE_CHECKING:
     from rumi_core.reader import FrameRequest as FrameRequest
     from rumi_core.reader import plan_requests as plan_requests
     from rumi_core.reader import read as read
-    from rumi_core.selection import CompressionChoice as CompressionChoice
-    from rumi_core.selection import Selection as Selection
-    from rumi_core.selection import select_codec as select_codec
     from rumi_core.sources import ByteSource as ByteSource
     from rumi_core.sources import BytesSource as BytesSource
     from rumi_core.sources import LocalFileSource as LocalFileSource
     from rumi_core.times import TimeCoordinates as TimeCoordinates
     from rumi_core.trailer import Trailer as Trailer
     from rumi_core.validate import validate as validate
+    from rumi_core.writer import CompressionChoice as CompressionChoice
     from rumi_core.writer import WriteResult as WriteResult
     from rumi_core.writer import write as write
 
@@ -103,9 +103,9 @@ _LAZY: dict[str, str] = {
     "FrameRequest": "rumi_core.reader",
     "plan_requests": "rumi_core.reader",
     "read": "rumi_core.reader",
-    "CompressionChoice": "rumi_core.selection",
-    "Selection": "rumi_core.selection",
-    "select_codec": "rumi_core.selection",
+    "CompressionChoice": "rumi_core.writer",
+    "Selection": "rumi_core.compression",
+    "select_codec": "rumi_core.compression",
     "ByteSource": "rumi_core.sources",
     "BytesSource": "rumi_core.sources",
     "LocalFileSource": "rumi_core.sources",

@@ -1,7 +1,7 @@
 """Tests for rumi_core.selection: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
 
 No assertion depends on timing, and neither does the selection: decode speeds
-are predicted by the committed cost model (rumi_core.decode_cost), so the
+are predicted by the committed cost model (rumi_core.compression.decode_cost), so the
 floor tests check the rule against the model's predictions.
 """
 
@@ -24,17 +24,11 @@ import pytest
 
 import rumi_core
 from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
-from rumi_core.decode_cost import MODEL
+from rumi_core.compression import profile_codecs, sample_locations, select_codec, select_layout
+from rumi_core.compression.decode_cost import MODEL
 from rumi_core.errors import InvalidInputError
-from rumi_core.selection import (
-    CompressionChoice,
-    choose_compression,
-    profile_codecs,
-    sample_locations,
-    select_codec,
-    select_layout,
-)
 from rumi_core.testing import random_samples, synthetic_cube
+from rumi_core.writer import CompressionChoice, choose_compression
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -515,14 +509,14 @@ def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
 
 
 def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
-    from rumi_core.decode_cost import WIDTHS
+    from rumi_core.compression.decode_cost import WIDTHS
+    from rumi_core.compression.screening import HEADS, terminals
     from rumi_core.lossy import BoundedCodec
-    from rumi_core.selection import _HEADS, _terminals
 
     for width in WIDTHS:
         frame = np.zeros((3, 32, 32), f"<u{width}")
-        for terminal in (*_terminals(width), "compress"):
-            for head in _HEADS:
+        for terminal in (*terminals(width), "compress"):
+            for head in HEADS:
                 chain = f"{head}>{terminal}" if head == "id" else f"{head}>zigzag>{terminal}"
                 after = PlaneCoding((chain if head == "id" else f"planar>{chain}",))
                 codec = StackCodec((PlaneCoding((chain,)), PlaneCoding((chain,), True), after))
@@ -530,15 +524,15 @@ def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
             assert MODEL.decode_speed(StackCodec((PlaneCoding((f"delta_1d>{terminal}",)),), -1), [frame], ("b", "h", "w")) > 0
         for graph in ("compress", "field_lz", "zstd", "bitpack", "store", *(("entropy", "huffman") if width <= 2 else ())):
             assert MODEL.decode_speed(OpenZLGraph(graph), [frame], ("b", "h", "w")) > 0
-        for terminal in (*_terminals(width), "pfor"):
+        for terminal in (*terminals(width), "pfor"):
             bounded = BoundedCodec(f"planar>zigzag>{terminal}", max_abs_error=1, nodata=0)
             assert MODEL.decode_speed(bounded, [frame], ("b", "h", "w")) > 0
-        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{_terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
         assert MODEL.decode_speed(rumi_core.codecs.DEFAULT_CODEC, [frame], ("b", "h", "w")) > 0
 
 
 def test_the_cost_model_is_a_committed_table_with_its_provenance() -> None:
-    from rumi_core.decode_cost import DecodeCostModel, recipe_stages
+    from rumi_core.compression.decode_cost import DecodeCostModel, recipe_stages
 
     assert DecodeCostModel.from_dict(MODEL.to_dict()) == MODEL
     assert {"date", "machine", "openzl", "geozl", "command"} <= set(MODEL.fitted)
