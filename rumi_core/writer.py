@@ -24,7 +24,7 @@ import numpy as np
 
 from rumi_core.assemble import FileAssembler
 from rumi_core.codecs import FrameCodec, parse_codec, parse_nodata
-from rumi_core.compression import DECODE_FLOOR, MODES, Selection, library_versions, parse_mode, select_layout
+from rumi_core.compression import DECODE_FLOOR, MODES, CodecMeasurements, library_versions, parse_mode, select_layout
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
@@ -187,7 +187,7 @@ class CompressionChoice:
     """``auto``, ``max``, ``portable``, or ``explicit`` for a codec the caller gave."""
     bound: ErrorBound | None = None
     """The error bound every sample honours, or None for lossless."""
-    selection: Selection | None = None
+    selection: CodecMeasurements | None = None
     """The measurements behind the choice, when a selection ran."""
     libraries: dict[str, str] = dataclasses.field(default_factory=library_versions)
     """Versions of openzl and geozl that chose and wrote the frames (:func:`library_versions`)."""

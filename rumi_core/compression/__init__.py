@@ -49,7 +49,7 @@ codecs (no geozl decoder needed).
 >>> import numpy as np
 >>> y, x = np.mgrid[0:64, 0:64]
 >>> frames = [(1000 + 3 * y + x + b * 7).astype("<u2")[np.newaxis].repeat(3, 0) for b in range(2)]
->>> codec = select_codec(frames, axes=("b", "h", "w"), decode_floor=0)
+>>> codec = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=0).codec
 >>> codec.name
 'stack'
 """
@@ -57,8 +57,8 @@ codecs (no geozl decoder needed).
 from rumi_core.compression.candidates import DECODE_FLOOR as DECODE_FLOOR
 from rumi_core.compression.candidates import MODES as MODES
 from rumi_core.compression.candidates import Candidate as Candidate
+from rumi_core.compression.candidates import CodecMeasurements as CodecMeasurements
 from rumi_core.compression.candidates import Mode as Mode
-from rumi_core.compression.candidates import Selection as Selection
 from rumi_core.compression.candidates import library_versions as library_versions
 from rumi_core.compression.candidates import parse_mode as parse_mode
 from rumi_core.compression.sampling import SAMPLE_BUDGET as SAMPLE_BUDGET
@@ -67,7 +67,6 @@ from rumi_core.compression.sampling import SAMPLE_MIN as SAMPLE_MIN
 from rumi_core.compression.sampling import sample_budget as sample_budget
 from rumi_core.compression.sampling import sample_locations as sample_locations
 from rumi_core.compression.select import profile_codecs as profile_codecs
-from rumi_core.compression.select import select_codec as select_codec
 from rumi_core.compression.select import select_layout as select_layout
 
 __all__ = [
@@ -78,12 +77,11 @@ __all__ = [
     "SAMPLE_MIN",
     "Candidate",
     "Mode",
-    "Selection",
+    "CodecMeasurements",
     "library_versions",
     "parse_mode",
     "profile_codecs",
     "sample_budget",
     "sample_locations",
-    "select_codec",
     "select_layout",
 ]

@@ -35,7 +35,7 @@ __all__ = [
     "MODES",
     "Candidate",
     "Mode",
-    "Selection",
+    "CodecMeasurements",
     "library_versions",
     "measure",
     "meets_floor",
@@ -95,7 +95,7 @@ class Candidate:
 
 
 @dataclass(frozen=True)
-class Selection:
+class CodecMeasurements:
     """The outcome of a selection, with every candidate that was measured."""
 
     codec: FrameCodec

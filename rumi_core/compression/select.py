@@ -2,10 +2,11 @@
 
 Specification sections *Frames* and *Choosing a frame unit*.
 :func:`profile_codecs` chooses a codec for given sample frames (the hook a
-pipeline calls once per cube); :func:`select_layout` also samples the dataset
+pipeline calls once per cube: write every frame with ``.codec`` and keep its
+JSON form to report the choice); :func:`select_layout` also samples the dataset
 (:mod:`rumi_core.compression.sampling`) and chooses the frame unit, as
 :func:`rumi_core.write` does with ``frame_unit="auto"``. Both return a
-:class:`~rumi_core.compression.candidates.Selection` recording every candidate
+:class:`~rumi_core.compression.candidates.CodecMeasurements` recording every candidate
 measured, so a run can report its choice.
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from rumi_core.codecs import parse_nodata
 from rumi_core.compression.bounded import choose_bounded
-from rumi_core.compression.candidates import DECODE_FLOOR, Candidate, Mode, Selection, measure, parse_decode_floor, parse_mode, pick
+from rumi_core.compression.candidates import DECODE_FLOOR, Candidate, CodecMeasurements, Mode, measure, parse_decode_floor, parse_mode, pick
 from rumi_core.compression.lossless import choose_lossless, probe_interleaved
 from rumi_core.compression.sampling import SAMPLE_BUDGET, SAMPLE_LOCATIONS, SampleFrames, crop_frames, sample_cells, unit_frames
 from rumi_core.compression.screening import SizeCache
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from rumi_core.encodings import SampleEncoding
     from rumi_core.lossy import ErrorBound
 
-__all__ = ["profile_codecs", "select_codec", "select_layout"]
+__all__ = ["profile_codecs", "select_layout"]
 
 
 def _measured(
@@ -82,7 +83,7 @@ def profile_codecs(
     bound: ErrorBound | None = None,
     decode_floor: float = DECODE_FLOOR,
     budget: int = SAMPLE_BUDGET,
-) -> Selection:
+) -> CodecMeasurements:
     """Measure candidate codecs on sample frames and return the full record.
 
     Args:
@@ -99,7 +100,7 @@ def profile_codecs(
         budget: Most samples to screen; larger samples are cropped.
 
     Returns:
-        The :class:`~rumi_core.compression.candidates.Selection`; ``frame_unit`` is None.
+        The :class:`~rumi_core.compression.candidates.CodecMeasurements`; ``frame_unit`` is None.
 
     Raises:
         InvalidInputError: no frames, frames of different dtypes or axes
@@ -114,46 +115,7 @@ def profile_codecs(
     prepared = SampleFrames.build(crop_frames(frames, axes_t, budget)[0], axes_t)
     candidates = _measured(SizeCache(), prepared, unit=None, mode=chosen_mode, bound=bound, nodata=nodata, floor=floor)
     best = pick(candidates, floor)
-    return Selection(best.codec, None, chosen_mode, floor, candidates, tuple(range(len(frames))), bound)
-
-
-def select_codec(
-    sample_frames: Sequence[npt.NDArray[Any]],
-    *,
-    axes: Sequence[str],
-    encoding: SampleEncoding | str | None = None,
-    mode: Mode = "auto",
-    nodata: int | float | None = None,
-    bound: ErrorBound | None = None,
-    decode_floor: float = DECODE_FLOOR,
-) -> FrameCodec:
-    """Choose the codec for a dataset from a few of its frames.
-
-    This is the once-per-cube hook: give it a deterministic sample of the
-    cube's frames (all with the same ``axes``), write every frame with the
-    codec it returns, and keep the codec's JSON form (``codec.to_dict()``) to
-    report the choice. :func:`profile_codecs` returns the measurements too.
-
-    Args:
-        sample_frames: A few frames of the dataset, in their decoded layout.
-        axes: Their axis names, such as ``("h", "w")`` or ``("t", "b", "h", "w")``.
-        encoding: The sample encoding, checked against the frames when given.
-        mode: ``auto`` (smallest that decodes at ``decode_floor``), ``max``
-            (also lets each frame pick among each plane's best three chains)
-            or ``portable`` (OpenZL's built-in codecs only).
-        nodata: The nodata sentinel or NaN, considered for geozl's nodata stage.
-        bound: An :class:`~rumi_core.lossy.ErrorBound` for lossy frames.
-        decode_floor: Slowest decode accepted, bytes/s on one core (0: none).
-
-    Returns:
-        A registered :class:`~rumi_core.codecs.FrameCodec`.
-
-    Raises:
-        InvalidInputError: see :func:`profile_codecs`.
-    """
-    return profile_codecs(
-        sample_frames, axes=axes, encoding=encoding, mode=mode, nodata=nodata, bound=bound, decode_floor=decode_floor
-    ).codec
+    return CodecMeasurements(best.codec, None, chosen_mode, floor, candidates, tuple(range(len(frames))), bound)
 
 
 def _candidate_units(frame_unit: object, access: str | None, *, bands: int, times: int) -> list[int]:
@@ -183,7 +145,7 @@ def select_layout(
     locations: int = SAMPLE_LOCATIONS,
     budget: int = SAMPLE_BUDGET,
     codec: FrameCodec | None = None,
-) -> Selection:
+) -> CodecMeasurements:
     """Choose the frame unit and the codec of a dataset by measuring a sample of it.
 
     With ``frame_unit="auto"`` every unit valid for ``(B, T)`` that fits
@@ -203,7 +165,7 @@ def select_layout(
         codec: A codec to keep; then only the frame unit is chosen.
 
     Returns:
-        The :class:`~rumi_core.compression.candidates.Selection` with ``frame_unit`` set.
+        The :class:`~rumi_core.compression.candidates.CodecMeasurements` with ``frame_unit`` set.
 
     Raises:
         InvalidInputError: a bad mode, access or unit, or a bound the
@@ -236,4 +198,4 @@ def select_layout(
     # One pick over every unit: the smallest that holds the floor (earlier,
     # finer units win ties, since sorting is stable).
     best = pick(candidates, floor)
-    return Selection(best.codec, best.frame_unit, chosen_mode, floor, candidates, picked, bound)
+    return CodecMeasurements(best.codec, best.frame_unit, chosen_mode, floor, candidates, picked, bound)
