@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from rumi_core.codecs import decode_frame as decode_frame
     from rumi_core.codecs import parse_codec as parse_codec
     from rumi_core.compression import CodecMeasurements as CodecMeasurements
+    from rumi_core.compression import CompressionChoice as CompressionChoice
     from rumi_core.compression import profile_codecs as profile_codecs
     from rumi_core.dataset import Dataset as Dataset
     from rumi_core.dataset import open as open  # noqa: A004
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
     from rumi_core.times import TimeCoordinates as TimeCoordinates
     from rumi_core.trailer import Trailer as Trailer
     from rumi_core.validate import validate as validate
-    from rumi_core.writer import CompressionChoice as CompressionChoice
     from rumi_core.writer import WriteResult as WriteResult
     from rumi_core.writer import write as write
 
@@ -103,7 +103,7 @@ _LAZY: dict[str, str] = {
     "FrameRequest": "rumi_core.reader",
     "plan_requests": "rumi_core.reader",
     "read": "rumi_core.reader",
-    "CompressionChoice": "rumi_core.writer",
+    "CompressionChoice": "rumi_core.compression",
     "CodecMeasurements": "rumi_core.compression",
     "profile_codecs": "rumi_core.compression",
     "ByteSource": "rumi_core.sources",

@@ -24,7 +24,7 @@ import numpy as np
 
 from rumi_core.assemble import FileAssembler
 from rumi_core.codecs import FrameCodec, parse_codec, parse_nodata
-from rumi_core.compression import DECODE_FLOOR, MODES, CodecMeasurements, library_versions, parse_mode, select_layout
+from rumi_core.compression import DECODE_FLOOR, MODES, CompressionChoice, parse_frame_unit_choice, parse_mode, select_layout
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_FILE_OFFSET",
-    "CompressionChoice",
     "WritePlan",
     "WriteResult",
     "choose_compression",
@@ -170,46 +169,6 @@ def frame_samples(data: Any, layout: Layout, index: int) -> NDArray[Any]:
     return np.ascontiguousarray(block, dtype=layout.encoding.dtype)
 
 
-@dataclass(frozen=True)
-class CompressionChoice:
-    """What :func:`rumi_core.write` decided about compression, for the run to report.
-
-    >>> from rumi_core.codecs import OpenZLGraph
-    >>> CompressionChoice(OpenZLGraph("zstd"), 0, "explicit").to_dict()["mode"]
-    'lossless'
-    """
-
-    codec: FrameCodec
-    """The codec every frame is written with."""
-    frame_unit: int
-    """The frame unit."""
-    compression: str
-    """``auto``, ``max``, ``portable``, or ``explicit`` for a codec the caller gave."""
-    bound: ErrorBound | None = None
-    """The error bound every sample honours, or None for lossless."""
-    selection: CodecMeasurements | None = None
-    """The measurements behind the choice, when a selection ran."""
-    libraries: dict[str, str] = dataclasses.field(default_factory=library_versions)
-    """Versions of openzl and geozl that chose and wrote the frames (:func:`library_versions`)."""
-
-    @property
-    def mode(self) -> str:
-        """``lossless`` or ``lossy``."""
-        return "lossless" if self.bound is None else "lossy"
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready record (codec, frame unit, mode, bound, library versions, selection)."""
-        return {
-            "codec": self.codec.to_dict(),
-            "frame_unit": self.frame_unit,
-            "compression": self.compression,
-            "mode": self.mode,
-            "bound": None if self.bound is None else self.bound.to_dict(),
-            "libraries": dict(self.libraries),
-            "selection": None if self.selection is None else self.selection.to_dict(),
-        }
-
-
 def choose_compression(
     data: Any,
     *,
@@ -238,7 +197,7 @@ def choose_compression(
     """
     bound = parse_error_bound(max_abs_error=max_abs_error, max_rel_error=max_rel_error)
     nodata = parse_nodata(nodata)
-    if compression is None or (isinstance(compression, str) and compression in MODES):
+    if _selects(compression):
         mode = parse_mode("auto" if compression is None else compression)
         if bound is not None:
             bounded_encoding_check(encoding_for_dtype(data.dtype), bound)
@@ -262,13 +221,17 @@ def choose_compression(
         )
     if isinstance(codec, BoundedCodec):
         bound = codec.bound
-    if frame_unit == "auto":
+    unit = parse_frame_unit_choice(frame_unit)
+    if unit == "auto":
         selection = select_layout(data, tile_size=tile_size, access=access, codec=codec, decode_floor=decode_floor, nodata=nodata)
         assert selection.frame_unit is not None
         return CompressionChoice(codec, selection.frame_unit, "explicit", bound, selection)
-    if isinstance(frame_unit, bool) or not isinstance(frame_unit, int):
-        raise InvalidInputError(f"frame_unit is 'auto' or an integer 0..9, got {frame_unit!r}", field="frame_unit")
-    return CompressionChoice(codec, frame_unit, "explicit", bound)
+    return CompressionChoice(codec, unit, "explicit", bound)
+
+
+def _selects(compression: object) -> bool:
+    """Whether ``compression`` asks to select by measuring (a mode, or None for ``auto``) rather than naming a codec."""
+    return compression is None or (isinstance(compression, str) and compression in MODES)
 
 
 def _check_boolean(samples: NDArray[Any], index: int) -> None:
@@ -401,7 +364,6 @@ def write(
         >>> len(blob)
         32
     """
-    selecting = compression is None or (isinstance(compression, str) and compression in MODES)
     # Every input is checked before the (measuring) choice of compression.
     checked = plan_write(
         data.shape,
@@ -412,7 +374,7 @@ def write(
         transform=transform,
         tile_size=tile_size,
         frame_unit=0 if frame_unit == "auto" else frame_unit,
-        compression=None if selecting else compression,
+        compression=None if _selects(compression) else compression,
         pixel_is_point=pixel_is_point,
     )
     choice = choose_compression(

@@ -24,11 +24,11 @@ import pytest
 
 import rumi_core
 from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
-from rumi_core.compression import profile_codecs, sample_locations, select_layout
+from rumi_core.compression import CompressionChoice, profile_codecs, sample_locations, select_layout
 from rumi_core.compression.decode_cost import MODEL
 from rumi_core.errors import InvalidInputError
 from rumi_core.testing import random_samples, synthetic_cube
-from rumi_core.writer import CompressionChoice, choose_compression
+from rumi_core.writer import choose_compression
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

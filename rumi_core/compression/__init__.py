@@ -58,6 +58,7 @@ from rumi_core.compression.candidates import DECODE_FLOOR as DECODE_FLOOR
 from rumi_core.compression.candidates import MODES as MODES
 from rumi_core.compression.candidates import Candidate as Candidate
 from rumi_core.compression.candidates import CodecMeasurements as CodecMeasurements
+from rumi_core.compression.candidates import CompressionChoice as CompressionChoice
 from rumi_core.compression.candidates import Mode as Mode
 from rumi_core.compression.candidates import library_versions as library_versions
 from rumi_core.compression.candidates import parse_mode as parse_mode
@@ -66,6 +67,7 @@ from rumi_core.compression.sampling import SAMPLE_LOCATIONS as SAMPLE_LOCATIONS
 from rumi_core.compression.sampling import SAMPLE_MIN as SAMPLE_MIN
 from rumi_core.compression.sampling import sample_budget as sample_budget
 from rumi_core.compression.sampling import sample_locations as sample_locations
+from rumi_core.compression.select import parse_frame_unit_choice as parse_frame_unit_choice
 from rumi_core.compression.select import profile_codecs as profile_codecs
 from rumi_core.compression.select import select_layout as select_layout
 
@@ -78,7 +80,9 @@ __all__ = [
     "Candidate",
     "Mode",
     "CodecMeasurements",
+    "CompressionChoice",
     "library_versions",
+    "parse_frame_unit_choice",
     "parse_mode",
     "profile_codecs",
     "sample_budget",

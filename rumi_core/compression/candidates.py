@@ -34,8 +34,9 @@ __all__ = [
     "DECODE_FLOOR",
     "MODES",
     "Candidate",
-    "Mode",
     "CodecMeasurements",
+    "CompressionChoice",
+    "Mode",
     "library_versions",
     "measure",
     "meets_floor",
@@ -134,6 +135,55 @@ class CodecMeasurements:
         }
 
 
+def library_versions() -> dict[str, str]:
+    """Versions of the libraries that shape the frames' bytes: ``{"openzl": ..., "geozl": ...}``.
+
+    A choice is a pure function of the data, the options and these versions;
+    two machines with different versions may write different bytes.
+    """
+    return {name: importlib.metadata.version(name) for name in ("openzl", "geozl")}
+
+
+@dataclass(frozen=True)
+class CompressionChoice:
+    """What :func:`rumi_core.write` decided about compression (codec, frame unit, bound), for the run to report.
+
+    >>> from rumi_core.codecs import OpenZLGraph
+    >>> CompressionChoice(OpenZLGraph("zstd"), 0, "explicit").to_dict()["mode"]
+    'lossless'
+    """
+
+    codec: FrameCodec
+    """The codec every frame is written with."""
+    frame_unit: int
+    """The frame unit."""
+    compression: str
+    """``auto``, ``max``, ``portable``, or ``explicit`` for a codec the caller gave."""
+    bound: ErrorBound | None = None
+    """The error bound every sample honours, or None for lossless."""
+    selection: CodecMeasurements | None = None
+    """The measurements behind the choice, when a selection ran."""
+    libraries: dict[str, str] = dataclasses.field(default_factory=library_versions)
+    """Versions of openzl and geozl that chose and wrote the frames (:func:`library_versions`)."""
+
+    @property
+    def mode(self) -> str:
+        """``lossless`` or ``lossy``."""
+        return "lossless" if self.bound is None else "lossy"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready record (codec, frame unit, mode, bound, library versions, selection)."""
+        return {
+            "codec": self.codec.to_dict(),
+            "frame_unit": self.frame_unit,
+            "compression": self.compression,
+            "mode": self.mode,
+            "bound": None if self.bound is None else self.bound.to_dict(),
+            "libraries": dict(self.libraries),
+            "selection": None if self.selection is None else self.selection.to_dict(),
+        }
+
+
 def parse_mode(mode: object) -> Mode:
     """Check a selection mode.
 
@@ -207,12 +257,3 @@ def pick(candidates: Sequence[Candidate], floor: float) -> Candidate:
 def meets_floor(candidate: Candidate, floor: float) -> bool:
     """Whether ``candidate`` is predicted to decode at ``floor`` bytes/s, with the headroom."""
     return candidate.decode_mbps * 1e6 >= floor * _FLOOR_HEADROOM
-
-
-def library_versions() -> dict[str, str]:
-    """Versions of the libraries that shape the frames' bytes: ``{"openzl": ..., "geozl": ...}``.
-
-    A choice is a pure function of the data, the options and these versions;
-    two machines with different versions may write different bytes.
-    """
-    return {name: importlib.metadata.version(name) for name in ("openzl", "geozl")}

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from rumi_core.encodings import SampleEncoding
     from rumi_core.lossy import ErrorBound
 
-__all__ = ["profile_codecs", "select_layout"]
+__all__ = ["parse_frame_unit_choice", "profile_codecs", "select_layout"]
 
 
 def _measured(
@@ -118,12 +118,24 @@ def profile_codecs(
     return CodecMeasurements(best.codec, None, chosen_mode, floor, candidates, tuple(range(len(frames))), bound)
 
 
+def parse_frame_unit_choice(frame_unit: object) -> int | Literal["auto"]:
+    """Check a ``frame_unit`` argument: ``"auto"`` or an integer (its registration is checked with the layout).
+
+    Raises:
+        InvalidInputError: neither ``"auto"`` nor an integer.
+    """
+    if frame_unit == "auto":
+        return "auto"
+    if isinstance(frame_unit, bool) or not isinstance(frame_unit, int):
+        raise InvalidInputError(f"frame_unit is 'auto' or an integer 0..9, got {frame_unit!r}", field="frame_unit")
+    return frame_unit
+
+
 def _candidate_units(frame_unit: object, access: str | None, *, bands: int, times: int) -> list[int]:
     """The frame units to measure: the one given, or every unit valid for ``(B, T)`` that fits ``access``."""
-    if frame_unit != "auto":
-        if isinstance(frame_unit, bool) or not isinstance(frame_unit, int):
-            raise InvalidInputError(f"frame_unit is 'auto' or an integer 0..9, got {frame_unit!r}", field="frame_unit")
-        return [frame_unit]
+    chosen = parse_frame_unit_choice(frame_unit)
+    if chosen != "auto":
+        return [chosen]
     valid = [u for u in FRAME_UNITS.values() if u.is_valid(bands=bands, times=times) and u.value != 9]
     if access == "tile":
         valid = [u for u in valid if u.holds == "tile"]
