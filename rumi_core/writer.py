@@ -6,6 +6,10 @@ header blob*. :func:`write` takes an Image ``(B, Y, X)`` or a Cube
 each frame as one self-contained OpenZL frame and assembles the file with
 :class:`~rumi_core.assemble.FileAssembler`.
 
+The compression arguments (``compression``, ``frame_unit="auto"``, ``access``,
+the error bounds, ``nodata``) resolve into a codec and a frame unit through
+:func:`choose_compression`, which measures with :mod:`rumi_core.compression`.
+
 Every input is checked before anything is written: dimensions against the
 field widths, the dtype against the 21 sample encodings, band texts, time
 order, the CRS and the transform. The file is written to a temporary name and

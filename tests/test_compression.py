@@ -1,4 +1,4 @@
-"""Tests for rumi_core.selection: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
+"""Tests for rumi_core.compression: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
 
 No assertion depends on timing, and neither does the selection: decode speeds
 are predicted by the committed cost model (rumi_core.compression.decode_cost), so the
