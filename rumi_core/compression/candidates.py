@@ -97,7 +97,7 @@ class Candidate:
 
 @dataclass(frozen=True)
 class CodecMeasurements:
-    """The outcome of a selection, with every candidate that was measured."""
+    """The codec measurements behind a choice: the codec and unit chosen, and every candidate measured."""
 
     codec: FrameCodec
     """The chosen codec."""

@@ -234,7 +234,9 @@ class SampleFrames:
     frames: list[npt.NDArray[Any]]
     """The frames as given (typed), for real measurements."""
     axes: tuple[str, ...]
+    """Their decoded axis names (*Frames* / ``frame_unit``)."""
     encoding: SampleEncoding
+    """Their sample encoding (*Sample encodings*)."""
     planes: list[npt.NDArray[Any]]
     """Per frame, ``(P, rows, row)`` unsigned components."""
     labels: list[list[Hashable]]
