@@ -22,9 +22,9 @@ from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
 from rumi_core.codecs import parse_codec
+from rumi_core.compression import MODES
 from rumi_core.errors import InvalidInputError
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
-from rumi_core.selection import MODES
 from rumi_core.times import to_seconds
 
 __all__ = [

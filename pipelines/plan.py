@@ -24,8 +24,8 @@ import numpy as np
 
 from pipelines.times import compact
 from rumi_core.codecs import codec_from_dict
+from rumi_core.compression import MODES
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
-from rumi_core.selection import MODES
 from rumi_core.writer import WritePlan, plan_write
 
 if TYPE_CHECKING:

@@ -28,7 +28,7 @@ Four codecs are registered here:
 * ``"stack"`` (:class:`StackCodec`) gives every plane of the frame its own
   :class:`Chain` of predictors and back end, optionally after an exact
   difference from the previous plane (inter-band or inter-date prediction
-  inside one self-contained frame). It is what :mod:`rumi_core.selection`
+  inside one self-contained frame). It is what :mod:`rumi_core.compression`
   assembles, and rumi-eo reads it.
 
 :mod:`rumi_core.lossy` registers ``"bounded"``, geozl's error-bounded
@@ -1219,7 +1219,7 @@ class RasterCodec(FrameCodec):
 DEFAULT_CODEC: Final[FrameCodec] = RasterCodec()
 """The codec :func:`parse_codec` returns for None: a fixed choice that needs no
 measuring. :func:`rumi_core.write` measures instead (``compression="auto"``,
-:mod:`rumi_core.selection`)."""
+:mod:`rumi_core.compression`)."""
 
 
 # --------------------------------------------------------------------------- #
