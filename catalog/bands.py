@@ -23,11 +23,14 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from catalog.errors import ItemError
 
-__all__ = ["COMMON_NAMES", "Band", "band_from_text", "stac_data_type"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["COMMON_NAMES", "Band", "band_from_text", "common_nodata", "stac_data_type"]
 
 COMMON_NAMES = (
     "pan", "coastal", "blue", "green", "green05", "yellow", "red", "rededge", "rededge071", "rededge075",
@@ -155,16 +158,9 @@ class Band:
 
     def to_dict(self) -> dict[str, Any]:
         """Return the STAC 1.1 band object (absent fields omitted)."""
-        out: dict[str, Any] = {"name": self.name}
-        for key in ("description", "data_type", "nodata", "scale", "offset", "unit"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.common_name is not None:
-            out["eo:common_name"] = self.common_name
-        if self.center_wavelength is not None:
-            out["eo:center_wavelength"] = self.center_wavelength
-        return out
+        fields_ = {key: getattr(self, key) for key in ("name", "description", "data_type", "nodata", "scale", "offset", "unit")}
+        fields_.update({"eo:common_name": self.common_name, "eo:center_wavelength": self.center_wavelength})
+        return {key: value for key, value in fields_.items() if value is not None}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Band:
@@ -209,3 +205,36 @@ def band_from_text(text: str, *, data_type: str | None = None, nodata: float | s
         common_name=_common_name(parts),
         center_wavelength=_wavelength_um(text),
     )
+
+
+def common_nodata(bands: Iterable[Band]) -> float | None:
+    """The no-data value of a set of bands as a float, when they share one.
+
+    A GeoTIFF (and a CF ``_FillValue``) holds one no-data value for all its
+    bands, so bands that disagree, or where some have none, give None: a
+    value that is valid data in one band must not mask it.
+
+    >>> common_nodata([Band("a", nodata=-9999.0), Band("b", nodata=-9999)])
+    -9999.0
+    >>> common_nodata([Band("a", nodata="nan")])
+    nan
+    >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
+    True
+    """
+    finite: set[float] = set()
+    nan = missing = False
+    for band in bands:
+        if band.nodata is None:
+            missing = True
+            continue
+        try:
+            value = float(band.nodata)
+        except ValueError:
+            return None
+        if math.isnan(value):
+            nan = True
+        else:
+            finite.add(value)
+    if missing or (nan and finite) or len(finite) > 1:
+        return None
+    return math.nan if nan else (next(iter(finite)) if finite else None)

@@ -32,7 +32,7 @@ import numpy as np
 
 from catalog.errors import SelectorError
 from catalog.load import open_cube
-from catalog.selection import TimeRange, band_positions, time_positions
+from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
 from rumi_core.codecs import decode_frame
 from rumi_core.reader import output_positions, place_frame, plan_requests, resolve_selection

@@ -2,7 +2,8 @@
 
 :meth:`Cube.open` accepts a STAC item (a path or URL of its JSON, a dict or a
 :class:`pystac.Item`) or a ``.rumi`` file (a local path, an ``http(s)://`` or a
-``gs://`` URL). It resolves what a read needs before touching the file:
+``gs://`` URL). It resolves what a read needs before touching the file
+(for an item, through :class:`~catalog.item_parts.ItemParts`):
 
 * the header blob: inline in the item (``rumi:header``), else one ``GET`` of
   the item's ``header`` asset, else one ``GET`` of ``<file>h``;
@@ -26,60 +27,52 @@ concurrently.
 from __future__ import annotations
 
 import json
-import math
-import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from catalog.bands import Band, stac_data_type
+from catalog.bands import Band, common_nodata, stac_data_type
 from catalog.errors import ChangedFileError, ItemError, SelectorError
-from catalog.extension import RumiFields
-from catalog.grid import Grid
-from catalog.items import DATA_MEDIA_TYPE, time_values, verify_header
-from catalog.selection import TimeRange, band_positions, bands_from_texts, parse_band_selector, parse_time_selector, time_positions
-from catalog.storage import Storage, href_kind, join_href
+from catalog.grid import Grid, file_grid
+from catalog.item_parts import ItemParts, single_item
+from catalog.items import time_values
+from catalog.selectors import (
+    TimeRange,
+    band_positions,
+    bands_from_texts,
+    clip_window,
+    parse_band_selector,
+    parse_time_selector,
+    time_positions,
+)
+from catalog.storage import Storage, href_kind, is_rumi_href
 from rumi_core.errors import RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection, resolve_selection
 from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
-from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Sequence
+    from collections.abc import Callable, Sequence
+    from typing import Unpack
 
     import pystac
     from affine import Affine
     from numpy.typing import NDArray
 
+    from catalog.selectors import ReadSelectors
     from rumi_core.layout import Layout
     from rumi_core.reader import Selection
     from rumi_core.sources import ByteSource
+    from rumi_core.times import TimeCoordinates
 
-__all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
+__all__ = ["Cube", "CubeRead"]
 
 _UNSET: Any = object()
-
-
-def is_rumi_href(href: str | os.PathLike[str]) -> bool:
-    """Whether an href names a ``.rumi`` file rather than an item.
-
-    A URL is a file when its path ends in ``.rumi``; a local path when the
-    file starts with the ``RUMI`` magic (or, if it does not exist, ends in ``.rumi``).
-    """
-    text = os.fspath(href)
-    if href_kind(text) != "local":
-        return text.split("?", 1)[0].split("#", 1)[0].endswith(".rumi")
-    try:
-        with open(text, "rb") as f:
-            return f.read(4) == b"RUMI"
-    except OSError:
-        return text.endswith(".rumi")
 
 
 @dataclass(frozen=True)
@@ -113,98 +106,16 @@ class CubeRead:
         return self.data if self.data.ndim == 4 else self.data[np.newaxis]
 
 
-def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
-
-    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
-    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
-    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
-    what they asked for to report a clip.
-
-    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
-    ((0, 10), (90, 130))
-
-    Raises:
-        SelectorError: the window is malformed, empty, or entirely outside the image.
-    """
-    if hasattr(window, "toranges"):  # rasterio.windows.Window
-        window = window.toranges()
-    try:
-        (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
-    except (TypeError, ValueError) as err:
-        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
-    if r0 >= r1 or c0 >= c1:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
-    rows = (max(0, r0), min(height, r1))
-    cols = (max(0, c0), min(width, c1))
-    if rows[0] >= rows[1] or cols[0] >= cols[1]:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
-    return rows, cols
-
-
-def common_nodata(bands: Iterable[Band]) -> float | None:
-    """The no-data value of a set of bands as a float, when they share one.
-
-    A GeoTIFF (and a CF ``_FillValue``) holds one no-data value for all its
-    bands, so bands that disagree, or where some have none, give None: a
-    value that is valid data in one band must not mask it.
-
-    >>> common_nodata([Band("a", nodata=-9999.0), Band("b", nodata=-9999)])
-    -9999.0
-    >>> common_nodata([Band("a", nodata="nan")])
-    nan
-    >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
-    True
-    """
-    finite: set[float] = set()
-    nan = missing = False
-    for band in bands:
-        if band.nodata is None:
-            missing = True
-            continue
+def _open_checked(storage: Storage, href: str, blob: HeaderBlob) -> ByteSource:
+    """Open a file, checking a local one's size against the frames its blob locates (free for a local file)."""
+    source = storage.open(href)
+    if href_kind(href) == "local":
         try:
-            value = float(band.nodata)
-        except ValueError:
-            return None
-        if math.isnan(value):
-            nan = True
-        else:
-            finite.add(value)
-    if missing or (nan and finite) or len(finite) > 1:
-        return None
-    return math.nan if nan else (next(iter(finite)) if finite else None)
-
-
-def _times_from_values(values: Sequence[str], time_type: str) -> TimeCoordinates:
-    try:
-        if time_type == "interval":
-            secs: list[int] = []
-            for v in values:
-                a, _, b = v.partition("/")
-                secs += [to_seconds(a), to_seconds(b)]
-            return TimeCoordinates(INTERVAL, tuple(secs))
-        return TimeCoordinates(INSTANT, tuple(to_seconds(v) for v in values))
-    except RumiError as err:
-        raise ItemError(f"the item's time values cannot be read: {err}") from err
-
-
-def _single_item(doc: dict[str, Any], where: str) -> dict[str, Any]:
-    if doc.get("type") == "FeatureCollection":
-        features = doc.get("features") or []
-        if len(features) != 1:
-            raise ItemError(f"{where} is a FeatureCollection of {len(features)} items; give one item")
-        doc = features[0]
-    if doc.get("type") != "Feature":
-        raise ItemError(f"{where} is not a STAC item (type {doc.get('type')!r})")
-    return doc
-
-
-def _self_href(doc: dict[str, Any]) -> str | None:
-    for link in doc.get("links", []):
-        if link.get("rel") == "self" and link.get("href"):
-            return str(link["href"])
-    return None
+            check_blob_fits(blob, source.size(), where=href)
+        except BaseException:
+            source.close()
+            raise
+    return source
 
 
 class Cube:
@@ -275,11 +186,7 @@ class Cube:
             raise ItemError(f"{href} is neither a rumi file nor STAC item JSON: {err}") from err
         if not isinstance(doc, dict):
             raise ItemError(f"{href} is not a STAC item")
-        return cls._from_item(_single_item(doc, href), href, storage, header)
-
-    @staticmethod
-    def _blob(header: bytes | HeaderBlob) -> HeaderBlob:
-        return header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+        return cls._from_item(single_item(doc, href), href, storage, header)
 
     @classmethod
     def _from_file(cls, href: str, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
@@ -293,15 +200,8 @@ class Cube:
                     source.close()
                     raise
             header = storage.read(blob_href)
-        blob = cls._blob(header)
-        source = storage.open(href)
-        if href_kind(href) == "local":
-            try:
-                check_blob_fits(blob, source.size(), where=href)
-            except BaseException:
-                source.close()
-                raise
-        return cls(source, blob)
+        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+        return cls(_open_checked(storage, href, blob), blob)
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:
@@ -309,70 +209,15 @@ class Cube:
 
         structure = read_structure(source)
         head = structure.head
-        blob = HeaderBlob(head.layout, head.byte_counts)
-        lay = head.layout
-        cube = cls(source, blob, times=structure.trailer.times)
-        cube._bands = cube._bands_from_texts(structure.trailer.band_texts)
-        cube._grid = Grid.from_georef(head.georef, height=lay.image_length, width=lay.image_width) if head.georef.is_georeferenced else None
-        return cube
+        bands = bands_from_texts(structure.trailer.band_texts, data_type=stac_data_type(head.layout.encoding.name))
+        grid = file_grid(head.georef, head.layout)
+        return cls(source, HeaderBlob(head.layout, head.byte_counts), bands=bands, times=structure.trailer.times, grid=grid)
 
     @classmethod
     def _from_item(cls, doc: dict[str, Any], where: str | None, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
-        assets = doc.get("assets") or {}
-        data = assets.get("data")
-        if data is None:
-            data = next((a for a in assets.values() if a.get("type") == DATA_MEDIA_TYPE), None)
-        if data is None or "href" not in data:
-            raise ItemError(f"item {doc.get('id')!r} has no 'data' asset of type {DATA_MEDIA_TYPE}")
-        base = where or _self_href(doc)
-
-        def resolve(h: str) -> str:
-            if base is None:
-                if href_kind(h) == "local" and not os.path.isabs(h):
-                    raise ItemError(f"item {doc.get('id')!r} has a relative href {h!r} but no location to resolve it against")
-                return h
-            return join_href(base, h)
-
-        data_href = resolve(data["href"])
-        props = doc.get("properties") or {}
-        if header is None:
-            fields = RumiFields.from_dict(props) if "rumi:frame_unit" in props else None
-            if fields is not None and fields.header is not None:
-                header = fields.header
-            elif "header" in assets:
-                header = storage.read(resolve(assets["header"]["href"]))
-            else:
-                header = storage.read(data_href + "h")
-        verify_header(doc, header.to_bytes() if isinstance(header, HeaderBlob) else bytes(header))
-        blob = cls._blob(header)
-        bands = [Band.from_dict(b) for b in data.get("bands") or props.get("bands") or []] or None
-        dims = props.get("cube:dimensions") or {}
-        if bands is None and "band" in dims:
-            bands = [Band(str(v)) for v in dims["band"].get("values", [])] or None
-        times = None
-        if "time" in dims and dims["time"].get("values"):
-            times = _times_from_values(dims["time"]["values"], props.get("rumi:time_type", "instant"))
-        grid = Grid.from_dict(props) if props.get("proj:transform") else None
-        lay = blob.layout
-        if bands is not None and len(bands) != lay.samples_per_pixel:
-            raise ItemError(f"item {doc.get('id')!r} describes {len(bands)} bands, its header blob {lay.samples_per_pixel}")
-        if times is not None and times.time_count != lay.time_count:
-            raise ItemError(f"item {doc.get('id')!r} lists {times.time_count} time steps, its header blob {lay.time_count}")
-        if grid is not None and (grid.height, grid.width) != (lay.image_length, lay.image_width):
-            raise ItemError(
-                f"item {doc.get('id')!r} has proj:shape {[grid.height, grid.width]}, its header blob {[lay.image_length, lay.image_width]}"
-            )
-        size = data.get("file:size")
-        if isinstance(size, int) and not isinstance(size, bool):
-            check_blob_fits(blob, size, where=data_href)
-        source = storage.open(data_href)
-        if href_kind(data_href) == "local":
-            try:
-                check_blob_fits(blob, source.size(), where=data_href)
-            except BaseException:
-                source.close()
-                raise
-        return cls(source, blob, bands=bands, times=times, grid=grid, item=doc)
+        parts = ItemParts.from_item(doc, where, storage, header)
+        source = _open_checked(storage, parts.data_href, parts.blob)
+        return cls(source, parts.blob, bands=parts.bands, times=parts.times, grid=parts.grid, item=doc)
 
     # -- lazily known metadata ----------------------------------------------------------
 
@@ -429,77 +274,69 @@ class Cube:
         if self._grid is _UNSET:
             end = self.header.base_frame_offset
             (data,) = self._source.read_ranges([(end - GEOREF_BYTES, GEOREF_BYTES)])
-            georef = Georeferencing.from_bytes(data)
-            lay = self.layout
-            self._grid = Grid.from_georef(georef, height=lay.image_length, width=lay.image_width) if georef.is_georeferenced else None
+            self._grid = file_grid(Georeferencing.from_bytes(data), self.layout)
         grid: Grid | None = self._grid
         return grid
 
     # -- reading -------------------------------------------------------------------------
 
+    def _band_positions(self, bands: str | Sequence[int | str] | None) -> list[int] | None:
+        band_sel = parse_band_selector(bands) if isinstance(bands, str) else bands
+        if band_sel is None:
+            return None
+        if not all(isinstance(b, int) for b in band_sel):
+            return band_positions(band_sel, self.bands)
+        band_pos = [int(b) for b in band_sel]
+        count = self.layout.samples_per_pixel
+        bad = [b for b in band_pos if not 0 <= b < count]
+        if bad:
+            raise SelectorError(f"band position {bad[0]} is outside 0..{count - 1}")
+        return band_pos
+
+    def _time_positions(self, times: str | Sequence[int] | TimeRange | None) -> list[int] | None:
+        time_sel = parse_time_selector(times) if isinstance(times, str) else times
+        if time_sel is None:
+            return None
+        if isinstance(time_sel, TimeRange):
+            return time_positions(time_sel, self.times)
+        time_pos = list(time_sel)
+        count = self.layout.time_count
+        bad = [t for t in time_pos if not 0 <= t < count]
+        if bad:
+            raise SelectorError(f"time position {bad[0]} is outside 0..{count - 1}")
+        return time_pos
+
     def resolve(
-        self,
-        *,
-        bands: str | Sequence[int | str] | None = None,
-        times: str | Sequence[int] | TimeRange | None = None,
-        bbox: Sequence[float] | None = None,
-        bbox_crs: str | None = "EPSG:4326",
-        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
+        self, **selectors: Unpack[ReadSelectors]
     ) -> tuple[list[int] | None, list[int] | None, tuple[tuple[int, int], tuple[int, int]] | None]:
-        """Turn selectors into band positions, time positions and a pixel window.
+        """Turn selectors (:class:`~catalog.selectors.ReadSelectors`) into band positions, time positions and a pixel window.
 
         Raises:
             SelectorError: a selector matches nothing, or ``bbox`` and ``window`` are both given.
         """
-        band_sel = parse_band_selector(bands) if isinstance(bands, str) else bands
-        if band_sel is None:
-            band_pos = None
-        elif all(isinstance(b, int) for b in band_sel):
-            band_pos = [int(b) for b in band_sel]
-            count = self.layout.samples_per_pixel
-            bad = [b for b in band_pos if not 0 <= b < count]
-            if bad:
-                raise SelectorError(f"band position {bad[0]} is outside 0..{count - 1}")
-        else:
-            band_pos = band_positions(band_sel, self.bands)
-        time_sel = parse_time_selector(times) if isinstance(times, str) else times
-        if time_sel is None:
-            time_pos = None
-        elif isinstance(time_sel, TimeRange):
-            time_pos = time_positions(time_sel, self.times)
-        else:
-            time_pos = list(time_sel)
-            count = self.layout.time_count
-            bad = [t for t in time_pos if not 0 <= t < count]
-            if bad:
-                raise SelectorError(f"time position {bad[0]} is outside 0..{count - 1}")
+        band_pos = self._band_positions(selectors.get("bands"))
+        time_pos = self._time_positions(selectors.get("times"))
+        bbox = selectors.get("bbox")
+        window = selectors.get("window")
         if bbox is not None:
             if window is not None:
                 raise SelectorError("give a bbox or a window, not both")
             grid = self.grid
             if grid is None:
                 raise SelectorError("the raster has no CRS, so a bbox cannot be placed on it; use a pixel window")
-            window = grid.window_for_bbox(bbox, bbox_crs)
+            window = grid.window_for_bbox(bbox, selectors.get("bbox_crs", "EPSG:4326"))
         elif window is not None:
             window = clip_window(window, self.layout.image_length, self.layout.image_width)
         return band_pos, time_pos, window
 
-    def selection(
-        self,
-        *,
-        bands: str | Sequence[int | str] | None = None,
-        times: str | Sequence[int] | TimeRange | None = None,
-        bbox: Sequence[float] | None = None,
-        bbox_crs: str | None = "EPSG:4326",
-        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
-    ) -> Selection:
+    def selection(self, **selectors: Unpack[ReadSelectors]) -> Selection:
         """The checked rumi_core selection that :meth:`read` reads (see :meth:`resolve`).
 
         Raises:
             SelectorError: a selector matches nothing.
             SelectionError: the selection lies outside the raster.
         """
-        band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+        band_pos, time_pos, win = self.resolve(**selectors)
         return resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
 
     def frame_count(self, selection: Selection) -> int:
@@ -509,15 +346,11 @@ class Cube:
     def read(
         self,
         *,
-        bands: str | Sequence[int | str] | None = None,
-        times: str | Sequence[int] | TimeRange | None = None,
-        bbox: Sequence[float] | None = None,
-        bbox_crs: str | None = "EPSG:4326",
-        window: tuple[tuple[int, int], tuple[int, int]] | None = None,
         threads: int | None = None,
         labels: bool = True,
         progress: Callable[[int], None] | None = None,
         timeout: float | None = None,
+        **selectors: Unpack[ReadSelectors],
     ) -> CubeRead:
         """Read a selection.
 
@@ -527,6 +360,7 @@ class Cube:
             bbox: ``(minx, miny, maxx, maxy)`` in ``bbox_crs``.
             bbox_crs: CRS of ``bbox``; longitude/latitude by default.
             window: Pixel window ``((row0, row1), (col0, col1))`` instead of a bbox.
+                (These five are :class:`~catalog.selectors.ReadSelectors`.)
             threads: Fetch-and-decode threads; every CPU when None.
             labels: Also resolve band metadata, time values and the window
                 transform for the result (may cost one request each for a bare file).
@@ -543,7 +377,7 @@ class Cube:
             ChangedFileError: the file was rewritten after its item was read.
         """
         with deadline(self._source, timeout):  # one deadline for every request of the read, labels included
-            sel = self.selection(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
+            sel = self.selection(**selectors)
             try:
                 data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
             except RumiError:

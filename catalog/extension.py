@@ -109,16 +109,14 @@ class RumiFields:
             "rumi:tile_size": list(self.tile_size),
             "rumi:time_type": self.time_type,
         }
-        if self.codec is not None:
-            out["rumi:codec"] = self.codec
-        if self.lossy_bound is not None:
-            out["rumi:lossy_bound"] = self.lossy_bound
-        if self.dataset is not None:
-            out["rumi:dataset"] = self.dataset
-        if self.header is not None:
-            out["rumi:header"] = base64.b64encode(self.header).decode("ascii")
-        if self.header_checksum is not None:
-            out["rumi:header_checksum"] = self.header_checksum
+        optional = {
+            "rumi:codec": self.codec,
+            "rumi:lossy_bound": self.lossy_bound,
+            "rumi:dataset": self.dataset,
+            "rumi:header": base64.b64encode(self.header).decode("ascii") if self.header is not None else None,
+            "rumi:header_checksum": self.header_checksum,
+        }
+        out.update((key, value) for key, value in optional.items() if value is not None)
         return out
 
     @classmethod

@@ -24,12 +24,13 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any
 
-from catalog.deadlines import OperationSlot, ReadOperation
 from catalog.errors import StorageError
+from catalog.remote import RemoteRangeSource
 
 if TYPE_CHECKING:
-    import contextlib
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
+
+    from catalog.deadlines import ReadOperation
 
 _CONNECT_TIMEOUT = 10.0
 
@@ -71,7 +72,7 @@ def default_client() -> Any:
         return Client.create_anonymous_client()
 
 
-class GCSSource:
+class GCSSource(RemoteRangeSource):
     """An object at a ``gs://`` URL, read with one ranged download per range.
 
     Args:
@@ -93,20 +94,13 @@ class GCSSource:
         size: int | None = None,
         timeout: float | None = None,
     ) -> None:
-        self._url = url
         self._bucket_name, self._object_name = split_gs_url(url)
+        super().__init__(url, size=size, timeout=timeout)
         self._client = client
         self._factory = client_factory or default_client
         self._local = threading.local()
-        self._size = size
         self._crc32c: int | None = None
         self._stat_read = False
-        self._slot = OperationSlot(timeout)
-
-    @property
-    def name(self) -> str:
-        """The ``gs://`` URL."""
-        return self._url
 
     def _blob(self) -> Any:
         client = self._client
@@ -115,10 +109,6 @@ class GCSSource:
             if client is None:
                 client = self._local.client = self._factory()
         return client.bucket(self._bucket_name).blob(self._object_name)
-
-    def deadline(self, seconds: float | None = None) -> contextlib.AbstractContextManager[None]:
-        """Give every download inside the block, from any thread, one total deadline and one retry per range."""
-        return self._slot.deadline(seconds)
 
     def known_size(self) -> int | None:
         """The size, if given or already asked for; no request."""
@@ -134,7 +124,7 @@ class GCSSource:
         while True:
             left = op.remaining()
             if left <= 0:
-                raise StorageError(f"{what} did not finish within the read's {op.seconds:g} s deadline", href=self._url)
+                raise self._expired(op, what)
             try:
                 data: bytes = self._blob().download_as_bytes(
                     raw_download=True, checksum=None, retry=None, timeout=(min(_CONNECT_TIMEOUT, left), left), **kwargs
@@ -196,28 +186,12 @@ class GCSSource:
             self._read_metadata()
         return self._crc32c
 
-    def read_range(self, offset: int, length: int) -> bytes:
-        """Download one range.
-
-        Raises:
-            StorageError: the download failed.
-        """
-        if offset < 0 or length < 0:
-            raise StorageError(f"cannot read {length} bytes at {offset}: negative range", href=self._url)
-        if length == 0:
-            return b""
+    def _fetch(self, offset: int, length: int) -> bytes:
+        """Download one range with one media download."""
         data = self._download((offset, length), f"downloading bytes {offset}-{offset + length - 1}", start=offset, end=offset + length - 1)
         if len(data) > length:
             raise StorageError(f"asked for {length} bytes at {offset}, got {len(data)}", href=self._url)
         return data
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Download each ``(offset, length)`` with one request, in order.
-
-        Raises:
-            StorageError: a download failed.
-        """
-        return [self.read_range(offset, length) for offset, length in ranges]
 
     def read_all(self) -> bytes:
         """Download the whole object with one request.
@@ -226,15 +200,3 @@ class GCSSource:
             StorageError: the download failed.
         """
         return self._download((-1, -1), "downloading the object")
-
-    def close(self) -> None:
-        """Nothing to release: clients close with their threads."""
-
-    def __enter__(self) -> GCSSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"GCSSource({self._url!r})"

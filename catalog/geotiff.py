@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from catalog.cube import common_nodata
+from catalog.bands import common_nodata
 from catalog.errors import CatalogError
 
 if TYPE_CHECKING:

@@ -37,8 +37,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from rumi_core.georef import Georeferencing
+    from rumi_core.layout import Layout
 
-__all__ = ["Grid"]
+__all__ = ["Grid", "file_grid"]
 
 _WGS84 = "EPSG:4326"
 
@@ -171,7 +172,7 @@ class Grid:
         Raises:
             SelectorError: the box is malformed or does not overlap the raster.
         """
-        from catalog.selection import check_bbox
+        from catalog.selectors import check_bbox
 
         minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
@@ -226,3 +227,14 @@ class Grid:
         t = self.affine
         shift = 0.0 if self.pixel_is_point else 0.5
         return [t.f + t.e * (r + shift) for r in range(r0, r1)]
+
+
+def file_grid(georef: Georeferencing, layout: Layout) -> Grid | None:
+    """The grid of a rumi file from its georeferencing and layout; None when it is ungeoreferenced.
+
+    Spec "Undefined georeferencing": a raster without a CRS has no grid a
+    bbox, a footprint or a transform could be placed on.
+    """
+    if not georef.is_georeferenced:
+        return None
+    return Grid.from_georef(georef, height=layout.image_length, width=layout.image_width)

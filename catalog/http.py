@@ -31,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 import urllib3
 from urllib3.util.retry import Retry
 
-from catalog.deadlines import DEFAULT_TIMEOUT, OperationSlot, ReadOperation
+from catalog.deadlines import DEFAULT_TIMEOUT
 from catalog.errors import StorageError
+from catalog.remote import RemoteRangeSource
 
 if TYPE_CHECKING:
-    import contextlib
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
+
+    from catalog.deadlines import ReadOperation
 
 __all__ = ["HTTPRangeSource", "default_pool", "read_url"]
 
@@ -104,7 +106,7 @@ def parse_content_range(value: str | None) -> tuple[int | None, int | None, int 
     )
 
 
-class HTTPRangeSource:
+class HTTPRangeSource(RemoteRangeSource):
     """A file at an ``http(s)://`` URL, read with one range request per range.
 
     Args:
@@ -133,29 +135,10 @@ class HTTPRangeSource:
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise StorageError("not an http:// or https:// URL", href=url)
-        self._url = url
+        super().__init__(url, size=size, timeout=timeout)
         self._pool = pool or default_pool()
         self._headers = dict(headers or {})
-        self._size = size
         self._lock = threading.Lock()
-        self._slot = OperationSlot(timeout)
-
-    @property
-    def name(self) -> str:
-        """The URL."""
-        return self._url
-
-    def deadline(self, seconds: float | None = None) -> contextlib.AbstractContextManager[None]:
-        """Give every request inside the block, from any thread, one total deadline.
-
-        ``seconds`` defaults to the source's ``timeout``. Each range that
-        fails transiently is retried once within the block. Nested blocks
-        keep the outer deadline.
-        """
-        return self._slot.deadline(seconds)
-
-    def _expired(self, op: ReadOperation, what: str) -> StorageError:
-        return StorageError(f"{what} did not finish within the read's {op.seconds:g} s deadline", href=self._url)
 
     def _send(self, op: ReadOperation, method: str, headers: dict[str, str]) -> Any:
         """Send one request, its connect and first read bounded by the time left; the body is not read yet."""
@@ -258,7 +241,7 @@ class HTTPRangeSource:
         self._learn_size(total)
         return total
 
-    def read_range(self, offset: int, length: int) -> bytes:
+    def _fetch(self, offset: int, length: int) -> bytes:
         """Fetch one range with one ``GET`` (and one retry within the operation).
 
         Raises:
@@ -266,10 +249,6 @@ class HTTPRangeSource:
                 server ignored the ``Range`` header, or answered another range
                 than the one asked, or a shorter one although the file goes on.
         """
-        if offset < 0 or length < 0:
-            raise StorageError(f"cannot read {length} bytes at {offset}: negative range", href=self._url)
-        if length == 0:
-            return b""
         last = offset + length - 1
         what = f"GET of bytes {offset}-{last}"
 
@@ -313,26 +292,6 @@ class HTTPRangeSource:
 
         result: bytes = self._with_retry((offset, length), what, get)
         return result
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        """Fetch each ``(offset, length)`` with one ``GET``, in order.
-
-        Raises:
-            StorageError: a request failed.
-        """
-        return [self.read_range(offset, length) for offset, length in ranges]
-
-    def close(self) -> None:
-        """Nothing to release: connections belong to the pool."""
-
-    def __enter__(self) -> HTTPRangeSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"HTTPRangeSource({self._url!r})"
 
 
 def read_url(

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-    from catalog.selection import TimeRange
+    from catalog.selectors import TimeRange
 
 __all__ = ["INDEX_NAME", "query_index", "read_index_table", "write_index"]
 

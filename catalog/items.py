@@ -41,7 +41,6 @@ import contextlib
 import datetime as dt
 import hashlib
 import os
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +50,9 @@ import rumi_core
 from catalog.bands import Band, band_from_text, stac_data_type
 from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
-from catalog.grid import Grid
-from catalog.selection import format_time
+from catalog.extra_metadata import ExtraMetadata
+from catalog.grid import Grid, file_grid
+from catalog.selectors import format_time
 from catalog.storage import Storage, href_kind
 from rumi_core.header import HeaderBlob
 from rumi_core.times import INTERVAL
@@ -68,7 +68,6 @@ __all__ = [
     "DATA_MEDIA_TYPE",
     "EXTENSIONS",
     "HEADER_MEDIA_TYPE",
-    "ExtraMetadata",
     "create_item",
     "multihash_sha256",
     "time_values",
@@ -160,102 +159,6 @@ def _to_datetime(seconds: int) -> dt.datetime:
     except OverflowError as err:
         # pystac holds an item's datetime as a Python datetime (years 1..9999).
         raise ItemError(f"time {format_time(seconds)} is outside the years 1..9999 a STAC item datetime can hold") from err
-
-
-@dataclass(frozen=True)
-class ExtraMetadata:
-    """What the pipeline knows about a cube beyond the file itself.
-
-    Every field is optional. :meth:`from_dict` accepts a run-manifest line
-    as it is: keys it does not know (``file``, ``blob``, ``shape``...) are
-    ignored, because the file is authoritative for them.
-    """
-
-    id: str | None = None
-    """Item id; the file's stem when None."""
-    dataset: str | None = None
-    """Dataset name; items of one dataset and grid share a collection."""
-    title: str | None = None
-    """Item title."""
-    bands: tuple[dict[str, Any], ...] = ()
-    """Per-band overrides, in band order: ``name``, ``description``,
-    ``data_type``, ``nodata``, ``scale``, ``offset``, ``unit``,
-    ``common_name``, ``center_wavelength`` (micrometres)."""
-    nodata: float | str | None = None
-    """No-data value of every band (a band's own value wins)."""
-    scale: float | None = None
-    """Scale of every band."""
-    offset: float | None = None
-    """Offset of every band."""
-    unit: str | None = None
-    """Unit of every band."""
-    codec: dict[str, Any] | None = None
-    """The compression graph (``{"name": ..., "configuration": {...}}``)."""
-    lossy_bound: float | dict[str, Any] | None = None
-    """The error bound of a lossy graph."""
-    libraries: dict[str, str] | None = None
-    """Versions of the libraries that wrote the frames (``{"openzl": ..., "geozl": ...}``), as ``rumi:libraries``."""
-    sha256: str | None = None
-    """Hex SHA-256 of the file, when already computed."""
-    crc32c: str | None = None
-    """CRC-32C of a file in a bucket as GCS reports it, 8 hex digits (the run manifest's ``crc32c``)."""
-    properties: dict[str, Any] = field(default_factory=dict)
-    """Further item properties, copied as they are."""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ExtraMetadata:
-        """Read extra metadata from a mapping such as a run-manifest line.
-
-        Raises:
-            ItemError: ``bands`` is not a list.
-        """
-        raw_bands = data.get("bands") or []
-        if not isinstance(raw_bands, (list, tuple)):
-            raise ItemError(f"extra 'bands' is a list with one entry per band, got {type(raw_bands).__name__}")
-        bands = tuple(_normalise_band(b) if isinstance(b, dict) else {} for b in raw_bands)
-        codec = data.get("codec")
-        if isinstance(codec, str):
-            codec = {"name": codec}
-        return cls(
-            id=data.get("id"),
-            dataset=data.get("dataset"),
-            title=data.get("title"),
-            bands=bands,
-            nodata=data.get("nodata"),
-            scale=data.get("scale"),
-            offset=data.get("offset"),
-            unit=data.get("unit"),
-            codec=codec,
-            lossy_bound=data.get("lossy_bound", data.get("error_bound")),
-            libraries=data.get("libraries"),
-            sha256=data.get("sha256"),
-            crc32c=data.get("crc32c"),
-            properties=dict(data.get("properties") or {}),
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return the fields that are set."""
-        out: dict[str, Any] = {}
-        for key in ("id", "dataset", "title", "nodata", "scale", "offset", "unit", "codec", "lossy_bound", "libraries", "sha256", "crc32c"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        if self.bands:
-            out["bands"] = [dict(b) for b in self.bands]
-        if self.properties:
-            out["properties"] = dict(self.properties)
-        return out
-
-
-_BAND_KEYS = {
-    "centre_wavelength": "center_wavelength",
-    "eo:center_wavelength": "center_wavelength",
-    "eo:common_name": "common_name",
-}
-
-
-def _normalise_band(entry: dict[str, Any]) -> dict[str, Any]:
-    return {_BAND_KEYS.get(k, k): v for k, v in entry.items() if k not in ("text", "index")}
 
 
 def _bands(info: Info, extra: ExtraMetadata) -> list[Band]:
@@ -388,7 +291,7 @@ def create_item(
 
             png = render_thumbnail(source, blob, bands, threads=threads)
     lay = info.layout
-    grid = Grid.from_georef(info.georef, height=lay.image_length, width=lay.image_width) if info.georef.is_georeferenced else None
+    grid = file_grid(info.georef, lay)
     geometry, bbox = _geometry(grid)
 
     secs = info.times.seconds

@@ -21,6 +21,8 @@ The output grid:
   :func:`rasterio.warp.reproject`, one chunk at a time, from the window of
   the item the chunk covers and never from the whole item.
 
+The grid and the blocks are computed by :mod:`catalog.mosaic`.
+
 Overlaps follow the **first valid** rule: a pixel takes its value from the
 first item, in the order given, that has a valid value there. A value is
 invalid when it equals its band's ``nodata`` or is NaN. Pixels no item
@@ -38,16 +40,15 @@ from __future__ import annotations
 
 import math
 import os
-import threading
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from catalog.cube import Cube
 from catalog.errors import ItemError, LoadError, SelectorError
+from catalog.mosaic import Member, Mosaic, lattice_offset, output_grid
 from catalog.search import SearchHit
-from catalog.selection import TimeRange, band_positions, time_positions
+from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
 from rumi_core.times import INTERVAL
 
@@ -55,20 +56,11 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     import xarray as xr
-    from affine import Affine
     from numpy.typing import NDArray
 
     from catalog.bands import Band
-    from catalog.grid import Grid
 
 __all__ = ["load", "open_cube"]
-
-_EPS = 1e-6
-
-# rasterio's in-memory warp datasets are not safe to create from several threads at
-# once (it intermittently reports a missing geotransform it was given): dask's
-# threads warp one block at a time, and fetch and decode in parallel.
-_WARP_LOCK = threading.Lock()
 
 
 def open_cube(target: Any, *, storage: Storage) -> Cube:
@@ -106,118 +98,6 @@ def _nodata_value(band: Band) -> float | None:
     return float(band.nodata)
 
 
-@dataclass(frozen=True)
-class _Member:
-    """One item of a load: its cube and how its axes map onto the output's."""
-
-    cube: Cube
-    grid: Grid
-    bands: tuple[int, ...]
-    """Item band position of each output band."""
-    times: dict[int, int]
-    """Output time index -> item time position."""
-    nodata: tuple[float | None, ...]
-    """Nodata of each selected band."""
-    offset: tuple[int, int] | None
-    """``(row, col)`` of the item's origin on the output lattice, or None when it must be warped."""
-
-
-@dataclass(frozen=True)
-class _OutputGrid:
-    crs: str
-    transform: Affine
-    height: int
-    width: int
-
-
-def _lattice_offset(grid: Grid, out: _OutputGrid) -> tuple[int, int] | None:
-    """The item's origin in whole output pixels, or None when its pixels are not the output's."""
-    if grid.crs != out.crs:
-        return None
-    a, b, c, d, e, f = grid.area_affine[:6]
-    oa, _, oc, _, oe, of = out.transform[:6]
-    if abs(b) > _EPS or abs(d) > _EPS or abs(a - oa) > _EPS * abs(oa) or abs(e - oe) > _EPS * abs(oe):
-        return None
-    col, row = (c - oc) / oa, (f - of) / oe
-    if abs(col - round(col)) > 1e-3 or abs(row - round(row)) > 1e-3:
-        return None
-    return round(row), round(col)
-
-
-def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
-    if len(bbox) != 4:
-        raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
-    minx, miny, maxx, maxy = (float(v) for v in bbox)
-    if not (minx < maxx and miny < maxy):
-        raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
-    if bbox_crs == crs:
-        return minx, miny, maxx, maxy
-    from rasterio.warp import transform_bounds
-
-    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, crs, minx, miny, maxx, maxy, densify_pts=21)
-    return bounds
-
-
-def _output_grid(
-    grids: Sequence[Grid],
-    *,
-    bbox: Sequence[float] | None,
-    bbox_crs: str,
-    crs: str | None,
-    resolution: float | tuple[float, float] | None,
-) -> _OutputGrid:
-    from affine import Affine
-
-    first = grids[0]
-    if crs is None:
-        if resolution is not None:
-            raise LoadError("resolution= needs crs=: without a CRS the items' own lattice is used")
-        if first.crs is None:
-            raise LoadError("the first item has no CRS; a load needs georeferenced items")
-        lattice = _OutputGrid(first.crs, first.area_affine, first.height, first.width)
-        for g in grids[1:]:
-            if _lattice_offset(g, lattice) is None:
-                raise LoadError(
-                    f"the items lie on different grids ({first.crs} at {first.transform[:6]} and {g.crs} at {g.transform[:6]}); "
-                    "give crs= and resolution= to reproject them onto one"
-                )
-        origin_x, origin_y = lattice.transform.c, lattice.transform.f
-        res_x, res_y = lattice.transform.a, -lattice.transform.e
-        out_crs = first.crs
-    else:
-        if resolution is None:
-            same = {(g.crs, g.transform[0], g.transform[4]) for g in grids}
-            if len(same) != 1 or next(iter(same))[0] != crs:
-                raise LoadError(f"give resolution=: the items do not all have one pixel size in {crs}")
-            res_x, res_y = first.transform[0], -first.transform[4]
-        elif isinstance(resolution, (int, float)):
-            res_x = res_y = float(resolution)
-        else:
-            res_x, res_y = (float(v) for v in resolution)
-        if not (res_x > 0 and res_y > 0 and math.isfinite(res_x) and math.isfinite(res_y)):
-            raise LoadError(f"resolution is positive, got {resolution!r}")
-        origin_x = origin_y = 0.0
-        out_crs = crs
-    if bbox is not None:
-        minx, miny, maxx, maxy = _bbox_in(out_crs, bbox, bbox_crs)
-    else:
-        corners = []
-        for g in grids:
-            if g.crs is None:
-                raise LoadError("every item of a load needs a CRS")
-            gb = g.bounds()
-            corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
-        minx, miny = min(c[0] for c in corners), min(c[1] for c in corners)
-        maxx, maxy = max(c[2] for c in corners), max(c[3] for c in corners)
-    # Snap outwards to whole pixels of the lattice (a tolerance absorbs rounding of reprojected bounds).
-    c0 = math.floor((minx - origin_x) / res_x + _EPS)
-    c1 = math.ceil((maxx - origin_x) / res_x - _EPS)
-    r0 = math.floor((origin_y - maxy) / res_y + _EPS)
-    r1 = math.ceil((origin_y - miny) / res_y - _EPS)
-    transform = Affine(res_x, 0.0, origin_x + c0 * res_x, 0.0, -res_y, origin_y - r0 * res_y)
-    return _OutputGrid(out_crs, transform, max(r1 - r0, 0), max(c1 - c0, 0))
-
-
 def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
     """Chunk sizes along an axis of ``length`` whose boundaries fall on multiples of ``step`` (from ``start``)."""
     sizes: list[int] = []
@@ -228,153 +108,6 @@ def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
         sizes.append(nxt - pos)
         pos = nxt
     return tuple(sizes) or (0,)
-
-
-def _valid(data: NDArray[Any], nodata: Sequence[float | None]) -> NDArray[np.bool_]:
-    """Where samples (``(..., B, h, w)``) hold data: not their band's nodata, not NaN."""
-    valid = np.ones(data.shape, dtype=bool)
-    if data.dtype.kind in "fc" or data.dtype.kind == "V":
-        with np.errstate(invalid="ignore"):
-            valid &= data == data
-    for b, value in enumerate(nodata):
-        if value is not None and not math.isnan(value):
-            valid[..., b, :, :] &= data[..., b, :, :] != value
-    return valid
-
-
-class _Mosaic:
-    """Computes one output block from the members, first valid wins."""
-
-    def __init__(
-        self,
-        members: Sequence[_Member],
-        out: _OutputGrid,
-        *,
-        dtype: np.dtype[Any],
-        fill: float,
-        resampling: str,
-        threads: int | None,
-    ) -> None:
-        self.members = members
-        self.out = out
-        self.dtype = dtype
-        self.fill = fill
-        self.resampling = resampling
-        self.threads = threads
-
-    def block(self, times: range, bands: range, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
-        shape = (len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0])
-        result = np.full(shape, self.fill, dtype=self.dtype)
-        filled = np.zeros(shape, dtype=bool)
-        for member in self.members:
-            wanted = [(k, member.times[t]) for k, t in enumerate(times) if t in member.times]
-            if not wanted:
-                continue
-            band_pos = [member.bands[b] for b in bands]
-            nodata = [member.nodata[b] for b in bands]
-            if member.offset is not None:
-                self._copy(member, wanted, band_pos, nodata, rows, cols, result, filled)
-            else:
-                self._warp(member, wanted, band_pos, nodata, rows, cols, result, filled)
-            if filled.all():
-                break
-        return result
-
-    def _copy(
-        self,
-        member: _Member,
-        wanted: list[tuple[int, int]],
-        band_pos: list[int],
-        nodata: list[float | None],
-        rows: tuple[int, int],
-        cols: tuple[int, int],
-        result: NDArray[Any],
-        filled: NDArray[np.bool_],
-    ) -> None:
-        assert member.offset is not None
-        dr, dc = member.offset
-        g = member.grid
-        r0, r1 = max(rows[0], dr), min(rows[1], dr + g.height)
-        c0, c1 = max(cols[0], dc), min(cols[1], dc + g.width)
-        if r0 >= r1 or c0 >= c1:
-            return
-        data = member.cube.read(
-            bands=band_pos,
-            times=[t for _, t in wanted],
-            window=((r0 - dr, r1 - dr), (c0 - dc, c1 - dc)),
-            threads=self.threads,
-            labels=False,
-        ).as_cube()
-        ks = [k for k, _ in wanted]
-        dst = (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0]))
-        self._merge(data, nodata, ks, dst, result, filled)
-
-    def _warp(
-        self,
-        member: _Member,
-        wanted: list[tuple[int, int]],
-        band_pos: list[int],
-        nodata: list[float | None],
-        rows: tuple[int, int],
-        cols: tuple[int, int],
-        result: NDArray[Any],
-        filled: NDArray[np.bool_],
-    ) -> None:
-        from affine import Affine
-        from rasterio.enums import Resampling
-        from rasterio.warp import reproject
-
-        out = self.out
-        dst_transform = out.transform @ Affine.translation(cols[0], rows[0])
-        h, w = rows[1] - rows[0], cols[1] - cols[0]
-        minx, maxy = dst_transform @ (0, 0)
-        maxx, miny = dst_transform @ (w, h)
-        g = member.grid
-        try:
-            (sr0, sr1), (sc0, sc1) = g.window_for_bbox((minx, miny, maxx, maxy), out.crs)
-        except SelectorError:
-            return  # the block lies outside the item
-        # A margin of two source pixels keeps every kernel's neighbours in the window.
-        sr0, sc0 = max(0, sr0 - 2), max(0, sc0 - 2)
-        sr1, sc1 = min(g.height, sr1 + 2), min(g.width, sc1 + 2)
-        data = member.cube.read(
-            bands=band_pos, times=[t for _, t in wanted], window=((sr0, sr1), (sc0, sc1)), threads=self.threads, labels=False
-        ).as_cube()
-        src_transform = g.area_affine @ Affine.translation(sc0, sr0)
-        # Work in float64 with NaN for every invalid source sample, so nodata never blends into data.
-        source = data.astype(np.float64)
-        source[~_valid(data, nodata)] = np.nan
-        warped = np.full((len(wanted), len(band_pos), h, w), np.nan)
-        with _WARP_LOCK:
-            for i in range(len(wanted)):
-                reproject(
-                    source[i],
-                    warped[i],
-                    src_transform=src_transform,
-                    src_crs=g.crs,
-                    src_nodata=np.nan,
-                    dst_transform=dst_transform,
-                    dst_crs=out.crs,
-                    dst_nodata=np.nan,
-                    resampling=Resampling[self.resampling],
-                )
-        ks = [k for k, _ in wanted]
-        self._merge(warped, [None] * len(band_pos), ks, (slice(0, h), slice(0, w)), result, filled)
-
-    def _merge(
-        self,
-        data: NDArray[Any],
-        nodata: Sequence[float | None],
-        ks: list[int],
-        dst: tuple[slice, slice],
-        result: NDArray[Any],
-        filled: NDArray[np.bool_],
-    ) -> None:
-        take = _valid(data, nodata) & ~filled[ks][:, :, dst[0], dst[1]]
-        for i, k in enumerate(ks):
-            view = result[k, :, dst[0], dst[1]]
-            view[take[i]] = data[i][take[i]].astype(self.dtype)
-            filled[k, :, dst[0], dst[1]] |= take[i]
 
 
 def _items(items: Iterable[Any] | Any) -> list[Any]:
@@ -465,7 +198,7 @@ def load(
     import xarray as xr
     from dask.base import tokenize
 
-    from catalog.xarray_backend import _spatial_ref
+    from catalog.xarray_backend import spatial_ref
 
     storage = storage or Storage()
     targets = _items(items)
@@ -478,9 +211,7 @@ def load(
         if not cubes:
             raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
         grids = [c.grid for c in cubes if c.grid is not None]
-        out = _output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
-        if out.height == 0 or out.width == 0:
-            raise SelectorError(f"bbox {bbox} covers no whole pixel of the output grid")
+        out = output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
     except BaseException:
         for cube in cubes:
             cube.close()
@@ -493,13 +224,13 @@ def load(
         grid = cube.grid
         assert grid is not None
         members.append(
-            _Member(
+            Member(
                 cube=cube,
                 grid=grid,
                 bands=tuple(band_pos),
                 times={key_index[k]: p for k, p in zip(tkeys, tpos, strict=True)},
                 nodata=tuple(_nodata_value(cube.bands[b]) for b in band_pos),
-                offset=_lattice_offset(grid, out),
+                offset=lattice_offset(grid, out),
             )
         )
     dtype = np.result_type(*(c.layout.encoding.dtype for c in cubes)) if len(cubes) > 1 else cubes[0].layout.encoding.dtype
@@ -519,7 +250,7 @@ def load(
     col_chunks = _axis_chunks(start_x % step_x, out.width, step_x) if aligned else _axis_chunks(0, out.width, step_x)
     time_chunks = _axis_chunks(0, len(keys), chunks.get("time", len(keys)))
     band_chunks = _axis_chunks(0, n_bands, chunks.get("band", n_bands))
-    mosaic = _Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
+    mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
 
     def compute(block_info: dict[Any, Any] | None = None) -> NDArray[Any]:
         assert block_info is not None
@@ -533,20 +264,21 @@ def load(
         meta=np.empty((0, 0, 0, 0), dtype=dtype),
         name="rumi-load-"
         + tokenize(
-            [c.name for c in cubes], out.crs, tuple(out.transform[:6]), out.height, out.width, repr(bands), repr(time_range),
+            [c.name for c in cubes], out.crs, out.transform, out.height, out.width, repr(bands), repr(time_range),
             resampling, sorted(chunks.items()),
         ),
     )
     band_meta = [first.cube.bands[b] for b in first.bands]
+    out_t = out.affine
     starts = np.array([k[0] for k in keys], dtype="datetime64[s]").astype("datetime64[ns]")
     coords: dict[str, Any] = {
         "time": ("time", starts),
         "band": ("band", np.array([b.name for b in band_meta], dtype=object)),
         "common_name": ("band", np.array([b.common_name or "" for b in band_meta], dtype=object)),
         "description": ("band", np.array([b.description or b.name for b in band_meta], dtype=object)),
-        "y": ("y", out.transform.f + out.transform.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
-        "x": ("x", out.transform.c + out.transform.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
-        "spatial_ref": _spatial_ref(out.crs, tuple(out.transform[:6])),
+        "y": ("y", out_t.f + out_t.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
+        "x": ("x", out_t.c + out_t.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
+        "spatial_ref": spatial_ref(out.crs, out.transform),
     }
     if any(k[0] != k[1] for k in keys):
         bounds = np.array(keys, dtype="datetime64[s]").astype("datetime64[ns]")

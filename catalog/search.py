@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.bands import Band
 from catalog.errors import SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
-from catalog.selection import TimeRange, check_bbox, format_time, parse_datetime
+from catalog.selectors import TimeRange, check_bbox, format_time, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
 
 if TYPE_CHECKING:

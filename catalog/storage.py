@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from rumi_core.sources import ByteSource
 
-__all__ = ["Storage", "href_kind", "join_href", "open_url"]
+__all__ = ["Storage", "href_kind", "is_rumi_href", "join_href", "open_url"]
 
 
 def href_kind(href: str | os.PathLike[str]) -> str:
@@ -49,6 +49,22 @@ def href_kind(href: str | os.PathLike[str]) -> str:
     if text.startswith("gs://"):
         return "gs"
     return "local"
+
+
+def is_rumi_href(href: str | os.PathLike[str]) -> bool:
+    """Whether an href names a ``.rumi`` file rather than an item.
+
+    A URL is a file when its path ends in ``.rumi``; a local path when the
+    file starts with the ``RUMI`` magic (or, if it does not exist, ends in ``.rumi``).
+    """
+    text = os.fspath(href)
+    if href_kind(text) != "local":
+        return text.split("?", 1)[0].split("#", 1)[0].endswith(".rumi")
+    try:
+        with open(text, "rb") as f:
+            return f.read(4) == b"RUMI"
+    except OSError:
+        return text.endswith(".rumi")
 
 
 def join_href(base: str | os.PathLike[str], href: str) -> str:

@@ -29,7 +29,7 @@ PyTorch is optional for the catalog package: this module alone needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
 
 try:
     import torch
@@ -43,10 +43,11 @@ from rumi_core.dlpack import DLPackArray
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
+    from typing import Unpack
 
-    from catalog.selection import TimeRange
+    from catalog.selectors import TimeRange
 
-__all__ = ["RumiChipDataset", "RumiChipGridDataset", "chip_sample"]
+__all__ = ["ChipOptions", "RumiChipDataset", "RumiChipGridDataset", "chip_sample"]
 
 
 def chip_sample(chip: Chip) -> dict[str, Any]:
@@ -63,22 +64,34 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
     }
 
 
+class ChipOptions(TypedDict, total=False):
+    """The keyword arguments both datasets take (see :class:`RumiChipDataset`); only ``bands`` is required."""
+
+    bands: Required[Sequence[int | str] | None]
+    times: Sequence[int] | str | TimeRange | None
+    size: int
+    length: int | None
+    cache_bytes: int
+    fetch_threads: int
+    http_headers: Mapping[str, str] | None
+
+
 class _Chips:
-    """The reader and sampler shared by both datasets."""
+    """The reader and sampler shared by both datasets, and the one home of their defaults."""
 
     def __init__(
         self,
         items: Sequence[Any],
         *,
-        bands: Sequence[int | str] | None,
-        times: Sequence[int] | str | TimeRange | None,
-        size: int,
         sampler: Literal["random", "grid"],
-        length: int | None,
         seed: int,
-        cache_bytes: int,
-        fetch_threads: int,
-        http_headers: Mapping[str, str] | None,
+        bands: Sequence[int | str] | None,
+        times: Sequence[int] | str | TimeRange | None = None,
+        size: int = 256,
+        length: int | None = None,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        fetch_threads: int = 8,
+        http_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.reader = ChipReader(
             items, bands=bands, times=times, cache_bytes=cache_bytes, fetch_threads=fetch_threads, http_headers=http_headers
@@ -101,7 +114,7 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         bands: Band names or positions, resolved in each item; None for all.
         times: Time positions, an ``"A/B"`` range or a :class:`TimeRange`,
             resolved in each item; None for every time step.
-        size: Chip side, in pixels.
+        size: Chip side, in pixels (256 by default).
         sampler: ``"random"`` (uniform over every chip position of every
             item) or ``"grid"`` (steps of ``size``, flush with the far edges).
         length: Samples per epoch; required for ``"random"``, a cap for ``"grid"``.
@@ -121,29 +134,12 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         self,
         items: Sequence[Any],
         *,
-        bands: Sequence[int | str] | None,
-        times: Sequence[int] | str | TimeRange | None = None,
-        size: int = 256,
         sampler: Literal["random", "grid"] = "random",
-        length: int | None = None,
         seed: int = 0,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-        fetch_threads: int = 8,
-        http_headers: Mapping[str, str] | None = None,
+        **options: Unpack[ChipOptions],
     ) -> None:
         super().__init__()
-        self._chips = _Chips(
-            items,
-            bands=bands,
-            times=times,
-            size=size,
-            sampler=sampler,
-            length=length,
-            seed=seed,
-            cache_bytes=cache_bytes,
-            fetch_threads=fetch_threads,
-            http_headers=http_headers,
-        )
+        self._chips = _Chips(items, sampler=sampler, seed=seed, **options)
 
     def __len__(self) -> int:
         return len(self._chips.sampler)
@@ -161,30 +157,8 @@ class RumiChipGridDataset(Dataset[dict[str, Any]]):
     Arguments as for :class:`RumiChipDataset`, without ``sampler`` and ``seed``.
     """
 
-    def __init__(
-        self,
-        items: Sequence[Any],
-        *,
-        bands: Sequence[int | str] | None,
-        times: Sequence[int] | str | TimeRange | None = None,
-        size: int = 256,
-        length: int | None = None,
-        cache_bytes: int = DEFAULT_CACHE_BYTES,
-        fetch_threads: int = 8,
-        http_headers: Mapping[str, str] | None = None,
-    ) -> None:
-        self._chips = _Chips(
-            items,
-            bands=bands,
-            times=times,
-            size=size,
-            sampler="grid",
-            length=length,
-            seed=0,
-            cache_bytes=cache_bytes,
-            fetch_threads=fetch_threads,
-            http_headers=http_headers,
-        )
+    def __init__(self, items: Sequence[Any], **options: Unpack[ChipOptions]) -> None:
+        self._chips = _Chips(items, sampler="grid", seed=0, **options)
 
     def __len__(self) -> int:
         return len(self._chips.sampler)

@@ -39,7 +39,9 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from catalog.cube import Cube, common_nodata, is_rumi_href
+from catalog.bands import common_nodata
+from catalog.cube import Cube
+from catalog.storage import is_rumi_href
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ if TYPE_CHECKING:
 
     from catalog.storage import Storage
 
-__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "open_cube_dataset"]
+__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "open_cube_dataset", "spatial_ref"]
 
 
 class RumiBackendArray(BackendArray):
@@ -99,7 +101,8 @@ class RumiBackendArray(BackendArray):
         return data
 
 
-def _spatial_ref(crs: str | None, transform: tuple[float, ...] | None) -> xr.Variable:
+def spatial_ref(crs: str | None, transform: tuple[float, ...] | None) -> xr.Variable:
+    """The CF ``grid_mapping`` variable of a grid: its CRS as CF attributes and WKT, and GDAL's ``GeoTransform``."""
     attrs: dict[str, Any] = {}
     if crs is not None:
         from pyproj import CRS
@@ -137,7 +140,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64))
     # GDAL's GeoTransform always locates pixel corners, also for PixelIsPoint rasters.
     area = tuple(grid.area_affine)[:6] if grid is not None else None
-    coords["spatial_ref"] = _spatial_ref(grid.crs if grid is not None else None, area)
+    coords["spatial_ref"] = spatial_ref(grid.crs if grid is not None else None, area)
     per_frame = lay.unit.holds == "tile"
     preferred = {
         "time": 1 if per_frame else lay.time_count,

@@ -124,7 +124,7 @@ class LazyCube:
     """A cube plan as a read-on-demand ``(T, B, Y, X)`` array.
 
     Supports the indexing :func:`rumi_core.writer.frame_samples` and
-    :func:`rumi_core.selection.select_layout` use: an integer or ``:`` for time
+    :func:`rumi_core.compression.select_layout` use: an integer or ``:`` for time
     and band (or ``...`` for both), and a slice of rows and of columns.
     """
 

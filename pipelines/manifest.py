@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.times import iso
-from rumi_core.selection import library_versions
+from rumi_core.compression import library_versions
 
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan

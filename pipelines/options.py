@@ -22,8 +22,8 @@ from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
 from rumi_core.codecs import BoundedCodec, ErrorBound, parse_codec, parse_error_bound
+from rumi_core.compression import MODES
 from rumi_core.errors import InvalidInputError
-from rumi_core.selection import MODES
 from rumi_core.times import to_seconds
 
 __all__ = [

@@ -24,7 +24,7 @@ import numpy as np
 
 from pipelines.times import compact
 from rumi_core.codecs import BoundedCodec, ErrorBound, codec_from_dict, parse_error_bound
-from rumi_core.selection import MODES
+from rumi_core.compression import MODES
 from rumi_core.writer import WritePlan, plan_write
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Choosing the frame unit and the codec of a cube: :mod:`rumi_core.selection`, wired into the pipeline.
+"""Choosing the frame unit and the codec of a cube: :mod:`rumi_core.compression`, wired into the pipeline.
 
 The choice is made once per cube, never per frame:
 
@@ -9,7 +9,7 @@ The choice is made once per cube, never per frame:
 
 An explicit ``--frame-unit``/``--compression`` is honoured as given. For the
 selection modes (``auto``, ``max``, ``portable``) :func:`choose_codec` measures
-candidate graphs on the sample with :func:`rumi_core.selection.profile_codecs`,
+candidate graphs on the sample with :func:`rumi_core.compression.profile_codecs`,
 under the cube's error bound when it has one. ``--frame-unit auto`` plans
 unit 0, then :func:`measure_frame_unit` measures the units valid for the cube
 on sample cells it is handed (the caller reads them); this module does no I/O.
@@ -17,10 +17,10 @@ on sample cells it is handed (the caller reads them); this module does no I/O.
 Determinism. The runners must write identical bytes, and the Dask runner may
 compute the codec side input more than once in one run, so the choice of a
 cube is a pure function of its sample, its options and the library versions:
-:mod:`rumi_core.selection` predicts decode speeds from a static cost model
-(:mod:`rumi_core.decode_cost`) instead of timing them. The pipeline therefore
+:mod:`rumi_core.compression` predicts decode speeds from a static cost model
+(:mod:`rumi_core.compression.decode_cost`) instead of timing them. The pipeline therefore
 applies the same floor as :func:`rumi_core.write`
-(:data:`rumi_core.selection.DECODE_FLOOR`), and makes the same choice on any
+(:data:`rumi_core.compression.DECODE_FLOOR`), and makes the same choice on any
 worker, under any load.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, BoundedCodec, FrameCodec, parse_codec
-from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs, select_layout
+from rumi_core.compression import DECODE_FLOOR, MODES, profile_codecs, select_layout
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -62,10 +62,10 @@ def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "ce
     """Choose the frame unit of an ``auto`` cube by measuring it (``frame_unit="auto"``).
 
     ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
-    :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.selection.select_layout`
+    :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.compression.select_layout`
     reads a few sample cells of it, compresses them as tiles and as every cell
     unit valid for ``(B, T)`` and returns the smallest that is predicted to
-    decode at :data:`~rumi_core.selection.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
+    decode at :data:`~rumi_core.compression.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
     cell frames whatever their size, since a frame is the smallest thing a
     reader decodes.
     """
@@ -106,8 +106,8 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
             cube's frames, in the layout of ``plan.layout``.
 
     Returns:
-        The requested codec, or the one :func:`rumi_core.selection.profile_codecs`
-        picks at :data:`~rumi_core.selection.DECODE_FLOOR`.
+        The requested codec, or the one :func:`rumi_core.compression.profile_codecs`
+        picks at :data:`~rumi_core.compression.DECODE_FLOOR`.
 
     Raises:
         rumi_core.InvalidInputError: no sample frame, or a bound the

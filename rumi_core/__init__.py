@@ -24,6 +24,9 @@ if TYPE_CHECKING:
     from rumi_core.codecs import FrameCodec as FrameCodec
     from rumi_core.codecs import decode_frame as decode_frame
     from rumi_core.codecs import parse_codec as parse_codec
+    from rumi_core.compression import CodecMeasurements as CodecMeasurements
+    from rumi_core.compression import CompressionChoice as CompressionChoice
+    from rumi_core.compression import profile_codecs as profile_codecs
     from rumi_core.dataset import Dataset as Dataset
     from rumi_core.dataset import open as open  # noqa: A004
     from rumi_core.dlpack import DLPackArray as DLPackArray
@@ -52,9 +55,6 @@ if TYPE_CHECKING:
     from rumi_core.reader import FrameRequest as FrameRequest
     from rumi_core.reader import plan_requests as plan_requests
     from rumi_core.reader import read as read
-    from rumi_core.selection import CompressionChoice as CompressionChoice
-    from rumi_core.selection import Selection as Selection
-    from rumi_core.selection import select_codec as select_codec
     from rumi_core.sources import ByteSource as ByteSource
     from rumi_core.sources import BytesSource as BytesSource
     from rumi_core.sources import LocalFileSource as LocalFileSource
@@ -103,9 +103,9 @@ _LAZY: dict[str, str] = {
     "FrameRequest": "rumi_core.reader",
     "plan_requests": "rumi_core.reader",
     "read": "rumi_core.reader",
-    "CompressionChoice": "rumi_core.selection",
-    "Selection": "rumi_core.selection",
-    "select_codec": "rumi_core.selection",
+    "CompressionChoice": "rumi_core.compression",
+    "CodecMeasurements": "rumi_core.compression",
+    "profile_codecs": "rumi_core.compression",
     "ByteSource": "rumi_core.sources",
     "BytesSource": "rumi_core.sources",
     "LocalFileSource": "rumi_core.sources",
@@ -125,6 +125,7 @@ __all__ = [
     "ByteSource",
     "BytesSource",
     "CRSError",
+    "CodecMeasurements",
     "CompressionChoice",
     "DLPackArray",
     "Dataset",
@@ -147,7 +148,6 @@ __all__ = [
     "ResourceLimitError",
     "RumiError",
     "SampleEncoding",
-    "Selection",
     "SelectionError",
     "SourceError",
     "TimeCoordinates",
@@ -161,8 +161,8 @@ __all__ = [
     "open",
     "parse_codec",
     "plan_requests",
+    "profile_codecs",
     "read",
-    "select_codec",
     "validate",
     "write",
 ]

@@ -5,7 +5,7 @@ descriptions*). Matching a name such as ``red`` against them takes more than
 comparing text: EO common names and their aliases (``NIR``, ``SWIR1``...)
 live in the catalogue package, which rumi_core must not import. The matcher
 is therefore found through the ``rumi.band_names`` entry-point group (the
-catalog package registers ``catalog.selection:band_positions_for_texts``),
+catalog package registers ``catalog.selectors:band_positions_for_texts``),
 so the Python API and ``rumi read`` accept the same names by running the same
 function; installed metadata is the one place both packages meet, as for
 URL sources (:mod:`rumi_core.sources`).

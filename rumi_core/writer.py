@@ -6,6 +6,10 @@ header blob*. :func:`write` takes an Image ``(B, Y, X)`` or a Cube
 each frame as one self-contained OpenZL frame and assembles the file with
 :class:`~rumi_core.assemble.FileAssembler`.
 
+The compression arguments (``compression``, ``frame_unit="auto"``, ``access``,
+the error bounds, ``nodata``) resolve into a codec and a frame unit through
+:func:`choose_compression`, which measures with :mod:`rumi_core.compression`.
+
 Every input is checked before anything is written: dimensions against the
 field widths, the dtype against the 21 sample encodings, band texts, time
 order, the CRS and the transform. The file is written to a temporary name and
@@ -23,25 +27,34 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from rumi_core.assemble import FileAssembler
-from rumi_core.codecs import BoundedCodec, FrameCodec, parse_codec
+from rumi_core.codecs import BoundedCodec, FrameCodec, bounded_encoding_check, parse_codec, parse_error_bound, parse_nodata
+from rumi_core.compression import DECODE_FLOOR, MODES, CompressionChoice, parse_frame_unit_choice, parse_mode, select_layout
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
 from rumi_core.ifd import base_frame_offset
 from rumi_core.layout import Layout
-from rumi_core.selection import MODES, CompressionChoice, choose_compression
 from rumi_core.times import TimeCoordinates
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
 
     from numpy.typing import NDArray
 
     from rumi_core.codecs import ErrorBound
 
-__all__ = ["MAX_FILE_OFFSET", "WritePlan", "WriteResult", "frame_samples", "iter_frame_samples", "parse_tile_size", "plan_write", "write"]
+__all__ = [
+    "MAX_FILE_OFFSET",
+    "WritePlan",
+    "WriteResult",
+    "choose_compression",
+    "frame_samples",
+    "parse_tile_size",
+    "plan_write",
+    "write",
+]
 
 
 MAX_FILE_OFFSET = 2**63 - 1
@@ -159,10 +172,69 @@ def frame_samples(data: Any, layout: Layout, index: int) -> NDArray[Any]:
     return np.ascontiguousarray(block, dtype=layout.encoding.dtype)
 
 
-def iter_frame_samples(data: Any, layout: Layout) -> Iterator[NDArray[Any]]:
-    """Yield every frame's samples in frame-index order, one at a time."""
-    for index in range(layout.frame_count):
-        yield frame_samples(data, layout, index)
+def choose_compression(
+    data: Any,
+    *,
+    tile_size: tuple[int, int],
+    frame_unit: int | Literal["auto"] = 0,
+    compression: Any = "auto",
+    access: Literal["tile", "cell"] | None = None,
+    max_abs_error: float | None = None,
+    max_rel_error: str | None = None,
+    nodata: int | float | None = None,
+    decode_floor: float = DECODE_FLOOR,
+) -> CompressionChoice:
+    """Resolve :func:`rumi_core.write`'s compression arguments into a codec and a frame unit.
+
+    ``compression`` is ``"auto"`` (or None), ``"max"`` or ``"portable"`` to
+    select by measuring (:func:`select_layout`), or a codec, codec name or JSON
+    form to use as given. ``frame_unit="auto"`` measures the units too; an
+    integer keeps that unit. ``max_abs_error``/``max_rel_error`` ask for an
+    error-bounded lossy write. No selection runs when both the codec and the
+    unit are given.
+
+    Raises:
+        InvalidInputError: a bad mode, unit, access or bound, a bound on an
+            encoding the quantizers cannot honour, or a bound with a codec
+            that is not a :class:`~rumi_core.codecs.BoundedCodec`.
+    """
+    bound = parse_error_bound(max_abs_error=max_abs_error, max_rel_error=max_rel_error)
+    nodata = parse_nodata(nodata)
+    if _selects(compression):
+        mode = parse_mode("auto" if compression is None else compression)
+        if bound is not None:
+            bounded_encoding_check(encoding_for_dtype(data.dtype), bound)
+        selection = select_layout(
+            data,
+            tile_size=tile_size,
+            frame_unit=frame_unit,
+            access=access,
+            mode=mode,
+            nodata=nodata,
+            bound=bound,
+            decode_floor=decode_floor,
+        )
+        assert selection.frame_unit is not None
+        return CompressionChoice(selection.codec, selection.frame_unit, mode, bound, selection)
+    codec = parse_codec(compression)
+    if bound is not None and not (isinstance(codec, BoundedCodec) and codec.bound == bound):
+        raise InvalidInputError(
+            f"an error bound needs compression='auto' or 'max' (or a bounded codec with that bound), got {codec!r}",
+            field="compression",
+        )
+    if isinstance(codec, BoundedCodec):
+        bound = codec.bound
+    unit = parse_frame_unit_choice(frame_unit)
+    if unit == "auto":
+        selection = select_layout(data, tile_size=tile_size, access=access, codec=codec, decode_floor=decode_floor, nodata=nodata)
+        assert selection.frame_unit is not None
+        return CompressionChoice(codec, selection.frame_unit, "explicit", bound, selection)
+    return CompressionChoice(codec, unit, "explicit", bound)
+
+
+def _selects(compression: object) -> bool:
+    """Whether ``compression`` asks to select by measuring (a mode, or None for ``auto``) rather than naming a codec."""
+    return compression is None or (isinstance(compression, str) and compression in MODES)
 
 
 def _check_boolean(samples: NDArray[Any], index: int) -> None:
@@ -268,7 +340,7 @@ def write(
             the same call writes the same bytes on any machine); ``"max"`` also lets each frame pick among each
             plane's best chains; ``"portable"`` uses OpenZL's built-in codecs
             only. A codec, codec name or codec dict is used as given. See
-            :mod:`rumi_core.selection`.
+            :mod:`rumi_core.compression`.
         pixel_is_point: Record PixelIsPoint instead of PixelIsArea.
         access: With ``frame_unit="auto"``: ``"tile"`` keeps one band and time
             per frame, ``"cell"`` whole cells, None measures both.
@@ -295,7 +367,6 @@ def write(
         >>> len(blob)
         32
     """
-    selecting = compression is None or (isinstance(compression, str) and compression in MODES)
     # Every input is checked before the (measuring) choice of compression.
     checked = plan_write(
         data.shape,
@@ -306,7 +377,7 @@ def write(
         transform=transform,
         tile_size=tile_size,
         frame_unit=0 if frame_unit == "auto" else frame_unit,
-        compression=None if selecting else compression,
+        compression=None if _selects(compression) else compression,
         pixel_is_point=pixel_is_point,
     )
     choice = choose_compression(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from catalog.errors import SelectorError
-from catalog.selection import check_bbox
+from catalog.selectors import check_bbox
 from rumi_core.cli.options import OptionError
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
-from catalog.selection import parse_band_selector, parse_time_selector
+from catalog.selectors import parse_band_selector, parse_time_selector
 from catalog.storage import Storage
 from rumi_core.cli.header import write_atomic
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option

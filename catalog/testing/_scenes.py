@@ -79,7 +79,8 @@ def write_scene(root: str | os.PathLike[str]) -> Scene:
 
     import rumi_core
     from catalog.collections import build_catalog
-    from catalog.items import ExtraMetadata, create_item
+    from catalog.extra_metadata import ExtraMetadata
+    from catalog.items import create_item
 
     base = Path(root)
     (base / "sources").mkdir(parents=True, exist_ok=True)

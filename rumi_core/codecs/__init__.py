@@ -28,7 +28,7 @@ Five codecs are registered:
 * ``"stack"`` (:class:`StackCodec`) gives every plane of the frame its own
   :class:`Chain` of predictors and back end, optionally after an exact
   difference from the previous plane (inter-band or inter-date prediction
-  inside one self-contained frame). It is what :mod:`rumi_core.selection`
+  inside one self-contained frame). It is what :mod:`rumi_core.compression`
   assembles, and rumi-eo reads it.
 * ``"bounded"`` (:class:`BoundedCodec`) runs geozl's quantizers under an
   :class:`ErrorBound` that :func:`within_bound` checks on every frame.

@@ -95,7 +95,7 @@ class RasterCodec(FrameCodec):
 DEFAULT_CODEC: Final[FrameCodec] = RasterCodec()
 """The codec :func:`parse_codec` returns for None: a fixed choice that needs no
 measuring. :func:`rumi_core.write` measures instead (``compression="auto"``,
-:mod:`rumi_core.selection`)."""
+:mod:`rumi_core.compression`)."""
 
 
 def parse_codec(spec: FrameCodec | str | Mapping[str, Any] | None) -> FrameCodec:

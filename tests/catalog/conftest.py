@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import rumi_core
-from catalog.testing import GCSEmulator, RangeRequestServer
+from catalog.testing import GCSEmulator, RangeRequestServer, Scene, write_scene
 from rumi_core.testing import synthetic_cube
 
 if TYPE_CHECKING:
@@ -65,6 +65,19 @@ def server(tmp_path: Path) -> Iterator[RangeRequestServer]:
     """A counting range server over ``tmp_path``."""
     with RangeRequestServer(tmp_path) as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    """The synthetic two-zone scene (GeoTIFFs, cubes and items), written once per test module."""
+    return write_scene(tmp_path_factory.mktemp("scene"))
+
+
+@pytest.fixture(scope="module")
+def served(scene: Scene) -> Iterator[RangeRequestServer]:
+    """An HTTP range server over :func:`scene`'s directory."""
+    with RangeRequestServer(scene.root) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

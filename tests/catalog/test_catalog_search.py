@@ -21,7 +21,7 @@ from catalog.errors import CatalogError, SearchError
 from catalog.index import INDEX_NAME
 from catalog.items import create_item
 from catalog.search import SearchHit, search
-from catalog.selection import TimeRange
+from catalog.selectors import TimeRange
 from catalog.validation import validate_stac
 from rumi_core.cli.main import cli
 

@@ -13,7 +13,8 @@ import rumi_core
 from catalog.bands import Band, band_from_text
 from catalog.errors import ItemError
 from catalog.extension import SCHEMA_URI, RumiFields
-from catalog.items import DATA_MEDIA_TYPE, ExtraMetadata, create_item
+from catalog.extra_metadata import ExtraMetadata
+from catalog.items import DATA_MEDIA_TYPE, create_item
 from catalog.validation import STACValidationError, validate_stac
 
 if TYPE_CHECKING:

@@ -202,7 +202,7 @@ def test_rerun_with_another_mode_converts_again(scenes: tuple[Path, np.ndarray[A
 
 def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path: Path) -> None:
     """``--frame-unit auto --access any`` measures the units valid for (B, T) and keeps the smallest."""
-    import rumi_core.selection
+    import rumi_core.compression
 
     directory, cube = scenes
     out = tmp_path / "out"
@@ -210,7 +210,7 @@ def test_frame_unit_auto_is_measured(scenes: tuple[Path, np.ndarray[Any, Any]], 
     entry = _only_entry(out)
     blob = (out / entry["file"]).with_suffix(".rumih").read_bytes()
     assert np.array_equal(rumi_core.read(out / entry["file"], blob), cube)
-    expected = rumi_core.selection.select_layout(cube, tile_size=(48, 48), frame_unit="auto").frame_unit
+    expected = rumi_core.compression.select_layout(cube, tile_size=(48, 48), frame_unit="auto").frame_unit
     assert entry["frame_unit"] == expected == HeaderBlob.from_bytes(blob).layout.frame_unit
     # Explicit units are kept as given.
     run([str(directory)], ConvertOptions(out=str(tmp_path / "fixed"), tile_size=48, frame_unit=4, write_catalog=False))

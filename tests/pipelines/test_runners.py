@@ -33,7 +33,7 @@ from pipelines.cli import convert_command
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
-from rumi_core.selection import library_versions
+from rumi_core.compression import library_versions
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -1,4 +1,4 @@
-"""Selectors: which bands and time steps a user asks for, in words.
+"""Selectors: which bands, time steps and bounding box a user asks for, in words.
 
 Pure functions, no I/O. ``rumi read`` and the Python API accept
 
@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import operator
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from catalog.errors import SelectorError
 from rumi_core.times import INTERVAL, format_seconds
@@ -34,11 +35,13 @@ if TYPE_CHECKING:
     from rumi_core.times import TimeCoordinates
 
 __all__ = [
+    "ReadSelectors",
     "TimeRange",
     "band_positions",
     "band_positions_for_texts",
     "bands_from_texts",
     "check_bbox",
+    "clip_window",
     "format_time",
     "parse_band_selector",
     "parse_datetime",
@@ -67,6 +70,36 @@ def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
     if not (minx < maxx and miny < maxy):
         raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx and miny < maxy")
     return minx, miny, maxx, maxy
+
+
+def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
+
+    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
+    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
+    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
+    what they asked for to report a clip.
+
+    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
+    ((0, 10), (90, 130))
+
+    Raises:
+        SelectorError: the window is malformed, empty, or entirely outside the image.
+    """
+    if hasattr(window, "toranges"):  # rasterio.windows.Window
+        window = window.toranges()
+    try:
+        (r0, r1), (c0, c1) = window
+        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
+    except (TypeError, ValueError) as err:
+        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
+    if r0 >= r1 or c0 >= c1:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
+    rows = (max(0, r0), min(height, r1))
+    cols = (max(0, c0), min(width, c1))
+    if rows[0] >= rows[1] or cols[0] >= cols[1]:
+        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
+    return rows, cols
 
 
 def parse_datetime(text: str, *, end: bool = False) -> int:
@@ -138,6 +171,25 @@ class TimeRange:
         a = format_time(self.start) if self.start is not None else ".."
         b = format_time(self.end) if self.end is not None else ".."
         return f"{a}/{b}"
+
+
+class ReadSelectors(TypedDict, total=False):
+    """The selectors of one read, every one optional: the keyword arguments of :meth:`catalog.Cube.read`.
+
+    One definition for :meth:`~catalog.Cube.resolve`, :meth:`~catalog.Cube.selection`
+    and :meth:`~catalog.Cube.read`, which take the same selectors.
+    """
+
+    bands: str | Sequence[int | str] | None
+    """Positions or names (``"red,nir"``, ``[0, 3]``); None for all."""
+    times: str | Sequence[int] | TimeRange | None
+    """Positions, a :class:`TimeRange`, or its text (``"2021-01-01/2021-02-01"``, ``"0,2"``); None for all."""
+    bbox: Sequence[float] | None
+    """``(minx, miny, maxx, maxy)`` in ``bbox_crs``."""
+    bbox_crs: str | None
+    """CRS of ``bbox``; longitude/latitude (``EPSG:4326``) when absent."""
+    window: tuple[tuple[int, int], tuple[int, int]] | None
+    """Pixel window ``((row0, row1), (col0, col1))`` instead of a bbox."""
 
 
 def _int_list(text: str) -> list[int] | None:

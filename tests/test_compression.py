@@ -1,7 +1,7 @@
-"""Tests for rumi_core.selection: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
+"""Tests for rumi_core.compression: choosing the codec and the frame unit (spec: Frames, Choosing a frame unit).
 
 No assertion depends on timing, and neither does the selection: decode speeds
-are predicted by the committed cost model (rumi_core.decode_cost), so the
+are predicted by the committed cost model (rumi_core.compression.decode_cost), so the
 floor tests check the rule against the model's predictions.
 """
 
@@ -24,17 +24,11 @@ import pytest
 
 import rumi_core
 from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
-from rumi_core.decode_cost import MODEL
+from rumi_core.compression import CompressionChoice, profile_codecs, sample_locations, select_layout
+from rumi_core.compression.decode_cost import MODEL
 from rumi_core.errors import InvalidInputError
-from rumi_core.selection import (
-    CompressionChoice,
-    choose_compression,
-    profile_codecs,
-    sample_locations,
-    select_codec,
-    select_layout,
-)
 from rumi_core.testing import random_samples, synthetic_cube
+from rumi_core.writer import choose_compression
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -57,10 +51,10 @@ def decodes(codec: FrameCodec, frame: np.ndarray, axes: tuple[str, ...]) -> bool
 # --------------------------------------------------------------------------- the pipeline hook
 
 
-def test_select_codec_is_deterministic_and_encodes_its_frames() -> None:
+def test_profile_codecs_is_deterministic_and_encodes_its_frames() -> None:
     frames = [correlated_bands(seed=s) for s in range(3)]
-    first = select_codec(frames, axes=("b", "h", "w"), decode_floor=0)
-    again = select_codec([f.copy() for f in frames], axes=("b", "h", "w"), decode_floor=0)
+    first = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=0).codec
+    again = profile_codecs([f.copy() for f in frames], axes=("b", "h", "w"), decode_floor=0).codec
     assert first == again
     assert first.to_dict() == again.to_dict()
     assert json.loads(json.dumps(first.to_dict())) == first.to_dict()
@@ -116,7 +110,7 @@ def test_stacks_below_the_floor_fall_back_to_faster_predictors() -> None:
 
 def test_max_mode_lets_each_frame_pick_among_chains() -> None:
     frames = [correlated_bands(seed=s) for s in range(2)]
-    codec = select_codec(frames, axes=("b", "h", "w"), mode="max", decode_floor=0)
+    codec = profile_codecs(frames, axes=("b", "h", "w"), mode="max", decode_floor=0).codec
     assert isinstance(codec, StackCodec)
     assert max(len(p.chains) for p in codec.planes) > 1
     assert all(decodes(codec, f, ("b", "h", "w")) for f in frames)
@@ -127,7 +121,7 @@ def test_portable_frames_decode_with_a_plain_openzl_dctx(dtype: str) -> None:
     frames = [random_samples((2, 24, 20), dtype, seed=s) for s in range(2)]
     if dtype == "uint16":
         frames = [correlated_bands(2, 24, seed=s) for s in range(2)]
-    codec = select_codec(frames, axes=("b", "h", "w"), mode="portable", decode_floor=0)
+    codec = profile_codecs(frames, axes=("b", "h", "w"), mode="portable", decode_floor=0).codec
     assert getattr(codec, "portable", isinstance(codec, OpenZLGraph))
     for frame in frames:
         dctx = openzl_ext.DCtx()  # no geozl decoders registered
@@ -138,7 +132,7 @@ def test_portable_frames_decode_with_a_plain_openzl_dctx(dtype: str) -> None:
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint64", "float8_e4m3fn", "complex32"])
 def test_auto_takes_every_kind_of_sample(dtype: str) -> None:
     frames = [random_samples((3, 17, 19), dtype, seed=s) for s in range(2)]
-    codec = select_codec(frames, axes=("b", "h", "w"), decode_floor=0)
+    codec = profile_codecs(frames, axes=("b", "h", "w"), decode_floor=0).codec
     assert all(decodes(codec, f, ("b", "h", "w")) for f in frames)
 
 
@@ -185,11 +179,11 @@ def test_cube_frames_and_large_samples_are_cropped_to_the_budget() -> None:
         ({"sample_frames": [np.full((1, 4, 4), 2, np.uint8).view(bool)]}, r"holds a boolean byte other than 0 or 1"),
     ],
 )
-def test_select_codec_refuses_bad_input(kwargs: dict[str, Any], message: str) -> None:
+def test_profile_codecs_refuses_bad_input(kwargs: dict[str, Any], message: str) -> None:
     args: dict[str, Any] = {"sample_frames": [np.zeros((2, 8, 8), np.uint16)], "axes": ("b", "h", "w"), **kwargs}
     frames = args.pop("sample_frames")
     with pytest.raises(InvalidInputError, match=message):
-        select_codec(frames, **args)
+        profile_codecs(frames, **args)
 
 
 # --------------------------------------------------------------------------- frame units
@@ -516,13 +510,13 @@ def test_the_write_result_records_the_library_versions(tmp_path: Path) -> None:
 
 def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
     from rumi_core.codecs import BoundedCodec
-    from rumi_core.decode_cost import WIDTHS
-    from rumi_core.selection import _HEADS, _terminals
+    from rumi_core.compression.decode_cost import WIDTHS
+    from rumi_core.compression.screening import HEADS, terminals
 
     for width in WIDTHS:
         frame = np.zeros((3, 32, 32), f"<u{width}")
-        for terminal in (*_terminals(width), "compress"):
-            for head in _HEADS:
+        for terminal in (*terminals(width), "compress"):
+            for head in HEADS:
                 chain = f"{head}>{terminal}" if head == "id" else f"{head}>zigzag>{terminal}"
                 after = PlaneCoding((chain if head == "id" else f"planar>{chain}",))
                 codec = StackCodec((PlaneCoding((chain,)), PlaneCoding((chain,), True), after))
@@ -530,15 +524,15 @@ def test_the_cost_model_prices_every_chain_the_selection_can_write() -> None:
             assert MODEL.decode_speed(StackCodec((PlaneCoding((f"delta_1d>{terminal}",)),), -1), [frame], ("b", "h", "w")) > 0
         for graph in ("compress", "field_lz", "zstd", "bitpack", "store", *(("entropy", "huffman") if width <= 2 else ())):
             assert MODEL.decode_speed(OpenZLGraph(graph), [frame], ("b", "h", "w")) > 0
-        for terminal in (*_terminals(width), "pfor"):
+        for terminal in (*terminals(width), "pfor"):
             bounded = BoundedCodec(f"planar>zigzag>{terminal}", max_abs_error=1, nodata=0)
             assert MODEL.decode_speed(bounded, [frame], ("b", "h", "w")) > 0
-        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{_terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
+        assert MODEL.decode_speed(GeoZLGraph(f"med>zigzag>{terminals(width)[0]}", nodata=0), [frame], ("b", "h", "w")) > 0
         assert MODEL.decode_speed(rumi_core.codecs.DEFAULT_CODEC, [frame], ("b", "h", "w")) > 0
 
 
 def test_the_cost_model_is_a_committed_table_with_its_provenance() -> None:
-    from rumi_core.decode_cost import DecodeCostModel, recipe_stages
+    from rumi_core.compression.decode_cost import DecodeCostModel, recipe_stages
 
     assert DecodeCostModel.from_dict(MODEL.to_dict()) == MODEL
     assert {"date", "machine", "openzl", "geozl", "command"} <= set(MODEL.fitted)

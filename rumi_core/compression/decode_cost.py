@@ -1,7 +1,7 @@
 """A static model of how fast a frame decodes: the decode-speed floor without a stopwatch.
 
 Specification section *Frames* leaves the graph of every frame to the writer;
-:mod:`rumi_core.selection` keeps the smallest candidate whose frames decode at
+:mod:`rumi_core.compression` keeps the smallest candidate whose frames decode at
 a floor speed. That choice shapes the file's bytes, so it must be a pure
 function of the data, the options and the library versions: timing decodes on
 the writing machine made the same call write different files under load. The
@@ -25,7 +25,7 @@ component width (1, 2, 4 or 8 bytes):
 
 A plane coded with several chains (``mode="max"``, OpenZL keeps the smallest
 per frame) is charged its slowest chain. The table
-(``rumi_core/decode_cost.json``) records the date, machine and library versions
+(``rumi_core/compression/decode_cost.json``) records the date, machine and library versions
 it was fitted with; ``python benchmarks/decode_cost.py --write`` measures the
 stages again, refits it, and prints how well it predicts measured speeds.
 
@@ -189,9 +189,9 @@ def _rounded(table: Mapping[str, Mapping[int, float]]) -> dict[str, dict[str, fl
 
 
 def _load() -> DecodeCostModel:
-    text = files("rumi_core").joinpath("decode_cost.json").read_text(encoding="utf-8")
+    text = files("rumi_core.compression").joinpath("decode_cost.json").read_text(encoding="utf-8")
     return DecodeCostModel.from_dict(json.loads(text))
 
 
 MODEL: Final = _load()
-"""The committed table, ``rumi_core/decode_cost.json``."""
+"""The committed table, ``rumi_core/compression/decode_cost.json``."""

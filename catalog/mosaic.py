@@ -1,0 +1,289 @@
+"""The output lattice of a load, and its blocks mosaicked from many cubes, first valid wins.
+
+:func:`output_grid` chooses the :class:`~catalog.grid.Grid` a
+:func:`catalog.load` returns: the items' own lattice, or the north-up
+lattice of a given CRS and resolution, over a bbox. :class:`Mosaic`
+computes one block of it: each :class:`Member` on that lattice is copied
+(:func:`lattice_offset` places it), any other is warped with
+:func:`rasterio.warp.reproject` from the window of it the block covers.
+A pixel takes the value of the first member, in order, that holds a valid
+value there (:func:`valid_mask`).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from catalog.errors import LoadError, SelectorError
+from catalog.grid import Grid
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from numpy.typing import NDArray
+
+    from catalog.cube import Cube
+
+__all__ = ["Member", "Mosaic", "lattice_offset", "output_grid", "valid_mask"]
+
+_EPS = 1e-6
+
+# rasterio's in-memory warp datasets are not safe to create from several threads at
+# once (it intermittently reports a missing geotransform it was given): dask's
+# threads warp one block at a time, and fetch and decode in parallel.
+_WARP_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Member:
+    """One item of a load: its cube and how its axes map onto the output's."""
+
+    cube: Cube
+    grid: Grid
+    bands: tuple[int, ...]
+    """Item band position of each output band."""
+    times: dict[int, int]
+    """Output time index -> item time position."""
+    nodata: tuple[float | None, ...]
+    """Nodata of each selected band."""
+    offset: tuple[int, int] | None
+    """``(row, col)`` of the item's origin on the output lattice, or None when it must be warped."""
+
+
+def lattice_offset(grid: Grid, out: Grid) -> tuple[int, int] | None:
+    """The item's origin in whole output pixels, or None when its pixels are not the output's."""
+    if grid.crs != out.crs:
+        return None
+    a, b, c, d, e, f = grid.area_affine[:6]
+    oa, _, oc, _, oe, of = out.transform
+    if abs(b) > _EPS or abs(d) > _EPS or abs(a - oa) > _EPS * abs(oa) or abs(e - oe) > _EPS * abs(oe):
+        return None
+    col, row = (c - oc) / oa, (f - of) / oe
+    if abs(col - round(col)) > 1e-3 or abs(row - round(row)) > 1e-3:
+        return None
+    return round(row), round(col)
+
+
+def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
+    if len(bbox) != 4:
+        raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if not (minx < maxx and miny < maxy):
+        raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
+    if bbox_crs == crs:
+        return minx, miny, maxx, maxy
+    from rasterio.warp import transform_bounds
+
+    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, crs, minx, miny, maxx, maxy, densify_pts=21)
+    return bounds
+
+
+def _lattice(
+    grids: Sequence[Grid], crs: str | None, resolution: float | tuple[float, float] | None
+) -> tuple[str, float, float, float, float]:
+    """The output lattice's CRS, origin and pixel size ``(crs, origin_x, origin_y, res_x, res_y)``."""
+    first = grids[0]
+    if crs is None:
+        if resolution is not None:
+            raise LoadError("resolution= needs crs=: without a CRS the items' own lattice is used")
+        if first.crs is None:
+            raise LoadError("the first item has no CRS; a load needs georeferenced items")
+        t = first.area_affine
+        lattice = Grid(first.crs, (t.a, t.b, t.c, t.d, t.e, t.f), first.height, first.width)
+        for g in grids[1:]:
+            if lattice_offset(g, lattice) is None:
+                raise LoadError(
+                    f"the items lie on different grids ({first.crs} at {first.transform[:6]} and {g.crs} at {g.transform[:6]}); "
+                    "give crs= and resolution= to reproject them onto one"
+                )
+        return first.crs, t.c, t.f, t.a, -t.e
+    if resolution is None:
+        same = {(g.crs, g.transform[0], g.transform[4]) for g in grids}
+        if len(same) != 1 or next(iter(same))[0] != crs:
+            raise LoadError(f"give resolution=: the items do not all have one pixel size in {crs}")
+        res_x, res_y = first.transform[0], -first.transform[4]
+    elif isinstance(resolution, (int, float)):
+        res_x = res_y = float(resolution)
+    else:
+        res_x, res_y = (float(v) for v in resolution)
+    if not (res_x > 0 and res_y > 0 and math.isfinite(res_x) and math.isfinite(res_y)):
+        raise LoadError(f"resolution is positive, got {resolution!r}")
+    return crs, 0.0, 0.0, res_x, res_y
+
+
+def output_grid(
+    grids: Sequence[Grid],
+    *,
+    bbox: Sequence[float] | None,
+    bbox_crs: str,
+    crs: str | None,
+    resolution: float | tuple[float, float] | None,
+) -> Grid:
+    """The grid a load returns: the lattice of ``crs`` (or the items'), snapped outwards over ``bbox`` (or the items).
+
+    Raises:
+        LoadError: the items do not fit one lattice as asked.
+        SelectorError: the bbox is malformed or covers no whole pixel.
+    """
+    out_crs, origin_x, origin_y, res_x, res_y = _lattice(grids, crs, resolution)
+    if bbox is not None:
+        minx, miny, maxx, maxy = _bbox_in(out_crs, bbox, bbox_crs)
+    else:
+        corners = []
+        for g in grids:
+            if g.crs is None:
+                raise LoadError("every item of a load needs a CRS")
+            gb = g.bounds()
+            corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
+        minx, miny = min(c[0] for c in corners), min(c[1] for c in corners)
+        maxx, maxy = max(c[2] for c in corners), max(c[3] for c in corners)
+    # Snap outwards to whole pixels of the lattice (a tolerance absorbs rounding of reprojected bounds).
+    c0 = math.floor((minx - origin_x) / res_x + _EPS)
+    c1 = math.ceil((maxx - origin_x) / res_x - _EPS)
+    r0 = math.floor((origin_y - maxy) / res_y + _EPS)
+    r1 = math.ceil((origin_y - miny) / res_y - _EPS)
+    if r1 <= r0 or c1 <= c0:
+        raise SelectorError(f"bbox {bbox} covers no whole pixel of the output grid")
+    transform = (res_x, 0.0, origin_x + c0 * res_x, 0.0, -res_y, origin_y - r0 * res_y)
+    return Grid(out_crs, transform, r1 - r0, c1 - c0)
+
+
+def valid_mask(data: NDArray[Any], nodata: Sequence[float | None]) -> NDArray[np.bool_]:
+    """Where samples (``(..., B, h, w)``) hold data: not their band's nodata, not NaN."""
+    valid = np.ones(data.shape, dtype=bool)
+    if data.dtype.kind in "fc" or data.dtype.kind == "V":
+        with np.errstate(invalid="ignore"):
+            valid &= data == data
+    for b, value in enumerate(nodata):
+        if value is not None and not math.isnan(value):
+            valid[..., b, :, :] &= data[..., b, :, :] != value
+    return valid
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What one member gives one block: its time steps and bands there, and the block being filled."""
+
+    member: Member
+    wanted: list[tuple[int, int]]
+    """``(block time index, item time position)`` of each time step the member has in the block."""
+    band_pos: list[int]
+    nodata: list[float | None]
+    rows: tuple[int, int]
+    cols: tuple[int, int]
+    result: NDArray[Any]
+    filled: NDArray[np.bool_]
+
+    def merge(self, data: NDArray[Any], nodata: Sequence[float | None], dst: tuple[slice, slice]) -> None:
+        """Fill the block's unfilled samples from ``data`` where it is valid (first valid wins)."""
+        ks = [k for k, _ in self.wanted]
+        take = valid_mask(data, nodata) & ~self.filled[ks][:, :, dst[0], dst[1]]
+        for i, k in enumerate(ks):
+            view = self.result[k, :, dst[0], dst[1]]
+            view[take[i]] = data[i][take[i]].astype(self.result.dtype)
+            self.filled[k, :, dst[0], dst[1]] |= take[i]
+
+
+class Mosaic:
+    """Computes one output block from the members, first valid wins."""
+
+    def __init__(
+        self,
+        members: Sequence[Member],
+        out: Grid,
+        *,
+        dtype: np.dtype[Any],
+        fill: float,
+        resampling: str,
+        threads: int | None,
+    ) -> None:
+        self.members = members
+        self.out = out
+        self.dtype = dtype
+        self.fill = fill
+        self.resampling = resampling
+        self.threads = threads
+
+    def block(self, times: range, bands: range, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
+        """The ``(time, band, y, x)`` block at those output positions."""
+        shape = (len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0])
+        result = np.full(shape, self.fill, dtype=self.dtype)
+        filled = np.zeros(shape, dtype=bool)
+        for member in self.members:
+            wanted = [(k, member.times[t]) for k, t in enumerate(times) if t in member.times]
+            if not wanted:
+                continue
+            band_pos = [member.bands[b] for b in bands]
+            nodata = [member.nodata[b] for b in bands]
+            part = _Part(member, wanted, band_pos, nodata, rows, cols, result, filled)
+            if member.offset is not None:
+                self._copy(part, member.offset)
+            else:
+                self._warp(part)
+            if filled.all():
+                break
+        return result
+
+    def _copy(self, part: _Part, offset: tuple[int, int]) -> None:
+        dr, dc = offset
+        g = part.member.grid
+        rows, cols = part.rows, part.cols
+        r0, r1 = max(rows[0], dr), min(rows[1], dr + g.height)
+        c0, c1 = max(cols[0], dc), min(cols[1], dc + g.width)
+        if r0 >= r1 or c0 >= c1:
+            return
+        data = part.member.cube.read(
+            bands=part.band_pos,
+            times=[t for _, t in part.wanted],
+            window=((r0 - dr, r1 - dr), (c0 - dc, c1 - dc)),
+            threads=self.threads,
+            labels=False,
+        ).as_cube()
+        part.merge(data, part.nodata, (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0])))
+
+    def _warp(self, part: _Part) -> None:
+        from affine import Affine
+        from rasterio.enums import Resampling
+        from rasterio.warp import reproject
+
+        out = self.out
+        rows, cols = part.rows, part.cols
+        dst_transform = out.affine @ Affine.translation(cols[0], rows[0])
+        h, w = rows[1] - rows[0], cols[1] - cols[0]
+        minx, maxy = dst_transform @ (0, 0)
+        maxx, miny = dst_transform @ (w, h)
+        g = part.member.grid
+        try:
+            (sr0, sr1), (sc0, sc1) = g.window_for_bbox((minx, miny, maxx, maxy), out.crs)
+        except SelectorError:
+            return  # the block lies outside the item
+        # A margin of two source pixels keeps every kernel's neighbours in the window.
+        sr0, sc0 = max(0, sr0 - 2), max(0, sc0 - 2)
+        sr1, sc1 = min(g.height, sr1 + 2), min(g.width, sc1 + 2)
+        data = part.member.cube.read(
+            bands=part.band_pos, times=[t for _, t in part.wanted], window=((sr0, sr1), (sc0, sc1)), threads=self.threads, labels=False
+        ).as_cube()
+        src_transform = g.area_affine @ Affine.translation(sc0, sr0)
+        # Work in float64 with NaN for every invalid source sample, so nodata never blends into data.
+        source = data.astype(np.float64)
+        source[~valid_mask(data, part.nodata)] = np.nan
+        warped = np.full((len(part.wanted), len(part.band_pos), h, w), np.nan)
+        with _WARP_LOCK:
+            for i in range(len(part.wanted)):
+                reproject(
+                    source[i],
+                    warped[i],
+                    src_transform=src_transform,
+                    src_crs=g.crs,
+                    src_nodata=np.nan,
+                    dst_transform=dst_transform,
+                    dst_crs=out.crs,
+                    dst_nodata=np.nan,
+                    resampling=Resampling[self.resampling],
+                )
+        part.merge(warped, [None] * len(part.band_pos), (slice(0, h), slice(0, w)))
