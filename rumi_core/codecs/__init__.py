@@ -49,6 +49,7 @@ from rumi_core.codecs._chain import Chain
 from rumi_core.codecs._context import FORMAT_VERSION
 from rumi_core.codecs._decoding import decode_frame
 from rumi_core.codecs._error_bound import ErrorBound, parse_error_bound, within_bound
+from rumi_core.codecs._frames import UINT_BY_WIDTH
 from rumi_core.codecs._geozl import GEOZL_ENCODINGS, GeoZLGraph
 from rumi_core.codecs._nodata import nodata_mask, nodata_to_json, parse_nodata
 from rumi_core.codecs._openzl import OpenZLGraph
@@ -57,6 +58,7 @@ from rumi_core.codecs._registry import FrameCodec, codec_from_dict, register_cod
 from rumi_core.codecs._stack import PlaneCoding, StackCodec
 
 __all__ = [
+    "UINT_BY_WIDTH",
     "DEFAULT_CODEC",
     "FORMAT_VERSION",
     "GEOZL_ENCODINGS",

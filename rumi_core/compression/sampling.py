@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from rumi_core.codecs import nodata_mask
+from rumi_core.codecs import UINT_BY_WIDTH, nodata_mask
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 from rumi_core.frame_units import FRAME_UNITS
@@ -57,7 +57,6 @@ a thirty-second of the dataset, so that selection costs about what encoding does
 MIN_SIDE: Final = 128
 """Smallest crop side: frame headers weigh more in small crops and would skew the ranking."""
 
-_UINT: Final[dict[int, np.dtype[Any]]] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4"), 8: np.dtype("<u8")}
 
 
 def sample_budget(total: int, budget: int = SAMPLE_BUDGET) -> int:
@@ -271,7 +270,7 @@ class SampleFrames:
             arr = np.ascontiguousarray(frame, dtype=encoding.dtype)
             count = math.prod(arr.shape[:h])
             row = math.prod(arr.shape[h + 1 :]) * per_sample
-            planes.append(arr.reshape(-1).view(_UINT[encoding.component_bytes]).reshape(count, arr.shape[h], row))
+            planes.append(arr.reshape(-1).view(UINT_BY_WIDTH[encoding.component_bytes]).reshape(count, arr.shape[h], row))
             names.append(list(labels[position]) if labels is not None else [(position, p) for p in range(count)])
         if classes is None:
             classes = [_plane_classes(axes[:h], f.shape[:h], interleaved=axes[-1] != "w") for f in frames]
@@ -289,7 +288,7 @@ class SampleFrames:
             holes = nodata_mask(np.ascontiguousarray(frame, dtype=self.encoding.dtype), nodata)
             if isinstance(nodata, float) and math.isnan(nodata) and holes.any():
                 # Lossless NaN mode marks the first NaN's payload only.
-                bits = np.ascontiguousarray(frame, dtype=self.encoding.dtype).view(_UINT[self.encoding.decoded_bytes])
+                bits = np.ascontiguousarray(frame, dtype=self.encoding.dtype).view(UINT_BY_WIDTH[self.encoding.decoded_bytes])
                 holes = bits == bits[holes].flat[0]
             seen = seen or bool(holes.any())
             count, rows, row = planes.shape
