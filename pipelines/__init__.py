@@ -17,73 +17,73 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pipelines.assembly import AssembleFiles as AssembleFiles
-    from pipelines.assembly import PrepareParts as PrepareParts
-    from pipelines.assembly import SkipExisting as SkipExisting
-    from pipelines.assembly import WriteParts as WriteParts
-    from pipelines.compression import ChooseCodecs as ChooseCodecs
-    from pipelines.compression import CompressFrames as CompressFrames
     from pipelines.convert import Convert as Convert
     from pipelines.convert import main as main
     from pipelines.convert import run as run
-    from pipelines.cubes import PlanCubes as PlanCubes
-    from pipelines.deadletter import DeadLetter as DeadLetter
-    from pipelines.discovery import DiscoverScenes as DiscoverScenes
     from pipelines.errors import AssemblyError as AssemblyError
     from pipelines.errors import OptionError as OptionError
     from pipelines.errors import PipelineError as PipelineError
     from pipelines.errors import SceneError as SceneError
     from pipelines.errors import VerificationError as VerificationError
-    from pipelines.frames import ReadFrames as ReadFrames
-    from pipelines.frames import SplitFrames as SplitFrames
-    from pipelines.grouping import plan_cubes as plan_cubes
-    from pipelines.keys import FrameKey as FrameKey
-    from pipelines.manifest import ManifestEntry as ManifestEntry
-    from pipelines.metadata import ReadSceneMetadata as ReadSceneMetadata
     from pipelines.options import ConvertOptions as ConvertOptions
-    from pipelines.plan import CubePlan as CubePlan
-    from pipelines.scene import Scene as Scene
-    from pipelines.scene import SceneRef as SceneRef
-    from pipelines.selection import choose_codec as choose_codec
-    from pipelines.selection import choose_frame_unit as choose_frame_unit
-    from pipelines.sinks import WriteDeadLetters as WriteDeadLetters
-    from pipelines.sinks import WriteManifest as WriteManifest
+    from pipelines.planning.codec_choice import choose_codec as choose_codec
+    from pipelines.planning.codec_choice import choose_frame_unit as choose_frame_unit
+    from pipelines.planning.grouping import plan_cubes as plan_cubes
+    from pipelines.planning.plan import CubePlan as CubePlan
+    from pipelines.planning.scene import Scene as Scene
+    from pipelines.planning.scene import SceneRef as SceneRef
     from pipelines.summary import Summary as Summary
+    from pipelines.transforms.assemble_files import AssembleFiles as AssembleFiles
+    from pipelines.transforms.assemble_files import SkipExisting as SkipExisting
+    from pipelines.transforms.compress import ChooseCodecs as ChooseCodecs
+    from pipelines.transforms.compress import CompressFrames as CompressFrames
+    from pipelines.transforms.dead_letters import DeadLetter as DeadLetter
+    from pipelines.transforms.dead_letters import WriteDeadLetters as WriteDeadLetters
+    from pipelines.transforms.discover import DiscoverScenes as DiscoverScenes
+    from pipelines.transforms.frames import FrameKey as FrameKey
+    from pipelines.transforms.frames import ReadFrames as ReadFrames
+    from pipelines.transforms.frames import SplitFrames as SplitFrames
+    from pipelines.transforms.manifest import ManifestEntry as ManifestEntry
+    from pipelines.transforms.manifest import WriteManifest as WriteManifest
+    from pipelines.transforms.plan_cubes import PlanCubes as PlanCubes
+    from pipelines.transforms.read_metadata import ReadSceneMetadata as ReadSceneMetadata
+    from pipelines.transforms.write_parts import PrepareParts as PrepareParts
+    from pipelines.transforms.write_parts import WriteParts as WriteParts
 
 # Names load on first use (PEP 562), so that listing the ``rumi`` commands or
 # reading ``rumi convert --help`` does not import Apache Beam.
 _LAZY: dict[str, str] = {
-    "AssembleFiles": "pipelines.assembly",
-    "PrepareParts": "pipelines.assembly",
-    "SkipExisting": "pipelines.assembly",
-    "WriteParts": "pipelines.assembly",
-    "ChooseCodecs": "pipelines.compression",
-    "CompressFrames": "pipelines.compression",
+    "AssembleFiles": "pipelines.transforms.assemble_files",
+    "PrepareParts": "pipelines.transforms.write_parts",
+    "SkipExisting": "pipelines.transforms.assemble_files",
+    "WriteParts": "pipelines.transforms.write_parts",
+    "ChooseCodecs": "pipelines.transforms.compress",
+    "CompressFrames": "pipelines.transforms.compress",
     "Convert": "pipelines.convert",
     "main": "pipelines.convert",
     "run": "pipelines.convert",
-    "PlanCubes": "pipelines.cubes",
-    "DeadLetter": "pipelines.deadletter",
-    "DiscoverScenes": "pipelines.discovery",
+    "PlanCubes": "pipelines.transforms.plan_cubes",
+    "DeadLetter": "pipelines.transforms.dead_letters",
+    "DiscoverScenes": "pipelines.transforms.discover",
     "AssemblyError": "pipelines.errors",
     "OptionError": "pipelines.errors",
     "PipelineError": "pipelines.errors",
     "SceneError": "pipelines.errors",
     "VerificationError": "pipelines.errors",
-    "ReadFrames": "pipelines.frames",
-    "SplitFrames": "pipelines.frames",
-    "plan_cubes": "pipelines.grouping",
-    "FrameKey": "pipelines.keys",
-    "ManifestEntry": "pipelines.manifest",
-    "ReadSceneMetadata": "pipelines.metadata",
+    "ReadFrames": "pipelines.transforms.frames",
+    "SplitFrames": "pipelines.transforms.frames",
+    "plan_cubes": "pipelines.planning.grouping",
+    "FrameKey": "pipelines.transforms.frames",
+    "ManifestEntry": "pipelines.transforms.manifest",
+    "ReadSceneMetadata": "pipelines.transforms.read_metadata",
     "ConvertOptions": "pipelines.options",
-    "CubePlan": "pipelines.plan",
-    "Scene": "pipelines.scene",
-    "SceneRef": "pipelines.scene",
-    "choose_codec": "pipelines.selection",
-    "choose_frame_unit": "pipelines.selection",
-    "WriteDeadLetters": "pipelines.sinks",
-    "WriteManifest": "pipelines.sinks",
+    "CubePlan": "pipelines.planning.plan",
+    "Scene": "pipelines.planning.scene",
+    "SceneRef": "pipelines.planning.scene",
+    "choose_codec": "pipelines.planning.codec_choice",
+    "choose_frame_unit": "pipelines.planning.codec_choice",
+    "WriteDeadLetters": "pipelines.transforms.dead_letters",
+    "WriteManifest": "pipelines.transforms.manifest",
     "Summary": "pipelines.summary",
 }
 

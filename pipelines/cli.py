@@ -20,7 +20,7 @@ import click
 
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.sources import RASTER_SUFFIXES, is_url
+from pipelines.rasters import RASTER_SUFFIXES, is_url
 from rumi_core.cli.options import OptionError as LineError
 
 __all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
@@ -287,7 +287,7 @@ def convert_command(
     publish = None
     if stac_api:
         from pipelines.convert import manifest_publisher
-        from pipelines.publish import incremental_catalog_publisher
+        from pipelines.transforms.publish import incremental_catalog_publisher
 
         publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
     try:

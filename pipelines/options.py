@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
+from pipelines.transforms.discover import S2Request
 from rumi_core.codecs import parse_codec
 from rumi_core.errors import InvalidInputError
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 AUTO: Final = "auto"
-"""Let the pipeline choose (the defaults of :mod:`pipelines.selection`)."""
+"""Let the pipeline choose (the defaults of :mod:`pipelines.planning.codec_choice`)."""
 
 CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
 """``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
@@ -80,7 +80,7 @@ def parse_compression(value: object) -> str:
     """Return a canonical compression option: a selection mode or a codec's JSON text.
 
     ``value`` is a selection mode (``auto``, ``max``, ``portable``: measured
-    per cube by :mod:`pipelines.selection`), a registered codec name (``raster``, ``openzl``,
+    per cube by :mod:`pipelines.planning.codec_choice`), a registered codec name (``raster``, ``openzl``,
     ``geozl``) or a codec's JSON form ``{"name": ..., "configuration": ...}``.
     The JSON text is canonical (sorted keys), so equal codecs give equal options.
 

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import rasterio
 
-from pipelines.scene import BandInfo, Scene
-from pipelines.times import parse_time
+from pipelines.planning.scene import BandInfo, Scene
+from pipelines.planning.timestamps import parse_time
 from rumi_core.testing import synthetic_cube
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def make_scene(
     stack: str | None = None,
     epsg: int = 32632,
 ) -> Scene:
-    """Scene metadata without a file, for testing the pure planning functions (:mod:`pipelines.grouping`)."""
+    """Scene metadata without a file, for testing the pure planning functions (:mod:`pipelines.planning.grouping`)."""
     a, b, c, d, e, f = (float(v) for v in transform[:6])
     return Scene(
         href=href,

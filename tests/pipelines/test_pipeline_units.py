@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
 from pipelines.errors import OptionError
-from pipelines.grids import Extent, Grid, is_north_up, snap_extent
-from pipelines.keys import FrameKey, FrameKeyCoder
 from pipelines.options import ConvertOptions, parse_compression
-from pipelines.plan import cube_name, inputs_hash, sample_indices
-from pipelines.times import compact, iso, parse_time, period_label, resolve_time, time_from_pattern, time_from_tags
+from pipelines.planning.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
+from pipelines.planning.lattice import Extent, Grid, is_north_up, snap_extent
+from pipelines.planning.plan import cube_name, inputs_hash, sample_indices
+from pipelines.planning.timestamps import compact, iso, parse_time, period_label, resolve_time, time_from_pattern, time_from_tags
+from pipelines.transforms.frames import FrameKey, FrameKeyCoder
 
 
 class TestBands:

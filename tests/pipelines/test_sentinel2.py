@@ -20,11 +20,11 @@ import rumi_core
 from catalog import Cube
 from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
-from pipelines.deadletter import DeadLetter
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.cli.main import cli
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
-    from pipelines.discovery import S2Request, discover
+    from pipelines.transforms.discover import S2Request, discover
 
     catalogue = pystac.Catalog(id="s2", description="Sentinel-2 L2A items")
     for item in archive[1]:
@@ -323,9 +323,9 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
-    from pipelines.grouping import plan_cubes
     from pipelines.options import ConvertOptions
-    from pipelines.scene import BandInfo, Scene
+    from pipelines.planning.grouping import plan_cubes
+    from pipelines.planning.scene import BandInfo, Scene
 
     def scene(href: str, x0: float, day: int) -> Scene:
         band = BandInfo(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)

@@ -11,21 +11,20 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.testing.util import assert_that, equal_to, is_not_empty
 
-from pipelines.assembly import AssembleFiles, FramePart, PrepareParts, SkipExisting, WriteParts, part_path
-from pipelines.compression import ChooseCodecs, CompressFrames, select_codec
-from pipelines.cubes import PlanCubes
-from pipelines.deadletter import DeadLetter
-from pipelines.discovery import DiscoverScenes
-from pipelines.frames import FrameKeys, LazyCube, SplitFrames
-from pipelines.grouping import plan_cubes
-from pipelines.keys import FrameKey
-from pipelines.manifest import ManifestEntry
-from pipelines.metadata import ReadSceneMetadata, read_scene
-from pipelines.scene import Scene, SceneRef
-from pipelines.selection import measure_frame_unit
-from pipelines.sinks import WriteDeadLetters, WriteManifest
-from pipelines.sources import RasterCache
+from pipelines.planning.codec_choice import measure_frame_unit
+from pipelines.planning.grouping import plan_cubes
+from pipelines.planning.scene import Scene, SceneRef
+from pipelines.rasters import RasterCache
 from pipelines.summary import load_jsonl
+from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
+from pipelines.transforms.compress import ChooseCodecs, CompressFrames, select_codec
+from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
+from pipelines.transforms.discover import DiscoverScenes
+from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFrames
+from pipelines.transforms.manifest import ManifestEntry, WriteManifest
+from pipelines.transforms.plan_cubes import PlanCubes
+from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
+from pipelines.transforms.write_parts import FramePart, PrepareParts, WriteParts, part_path
 from rumi_core import DEFAULT_CODEC, decode_frame
 from rumi_core.writer import frame_samples
 
@@ -35,7 +34,7 @@ if TYPE_CHECKING:
     from apache_beam.testing.test_pipeline import TestPipeline
 
     from pipelines.options import ConvertOptions
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
 
 Series = tuple["Path", list[str], np.ndarray[Any, Any]]
 
@@ -155,7 +154,7 @@ def test_prepare_write_parts_and_assemble(pipeline: Callable[[], TestPipeline], 
 
 
 def test_assemble_reports_read_failures(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
-    from pipelines.frames import FrameFailure
+    from pipelines.transforms.frames import FrameFailure
 
     plan = _plan(series, options)
     with pipeline() as p:

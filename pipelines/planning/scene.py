@@ -111,7 +111,7 @@ class BandInfo:
     index: int
     """1-based band index in the file."""
     name: str
-    """Band text (see :mod:`pipelines.bands`)."""
+    """Band text (see :mod:`pipelines.planning.bands`)."""
     description: str | None = None
     """The GeoTIFF band description, if any."""
     scale: float = 1.0
@@ -161,7 +161,7 @@ class Scene:
     time: int
     """Acquisition time, POSIX seconds."""
     stack: str
-    """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.bands.stack_id`)."""
+    """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.planning.bands.stack_id`)."""
     pixel_is_point: bool = False
     """True when the file declares ``AREA_OR_POINT=Point``."""
     size: int | None = None

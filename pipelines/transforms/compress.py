@@ -1,8 +1,8 @@
 """Compressing frames in parallel, with one codec chosen per cube.
 
 :class:`ChooseCodecs` reads a deterministic sample of
-each cube's frames (:func:`pipelines.plan.sample_indices`) and asks
-:func:`pipelines.selection.choose_codec` once per cube; the answer, a codec's
+each cube's frames (:func:`pipelines.planning.plan.sample_indices`) and asks
+:func:`pipelines.planning.codec_choice.choose_codec` once per cube; the answer, a codec's
 JSON form, reaches every worker of :class:`CompressFrames` as a side input.
 Each frame then becomes one self-contained OpenZL frame
 (:meth:`rumi_core.FrameCodec.encode`), so frames compress independently and in
@@ -20,12 +20,12 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.pvalue import AsDict, PCollection
 
-from pipelines.counters import inc
 from pipelines.errors import SceneError
-from pipelines.frames import FrameFailure, LazyCube, read_frame
-from pipelines.plan import sample_indices
-from pipelines.selection import choose_codec, measure_frame_unit
-from pipelines.sources import RasterCache
+from pipelines.planning.codec_choice import choose_codec, measure_frame_unit
+from pipelines.planning.plan import sample_indices
+from pipelines.rasters import RasterCache
+from pipelines.transforms.collect import inc
+from pipelines.transforms.frames import FrameFailure, LazyCube, read_frame
 from rumi_core.codecs import FrameCodec, codec_from_dict
 
 if TYPE_CHECKING:
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from pipelines.keys import FrameKey
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
+    from pipelines.transforms.frames import FrameKey
 
 __all__ = ["CODEC_SAMPLE_FRAMES", "ChooseCodecs", "ChooseFrameUnits", "CompressFrames", "compress_frame", "select_codec"]
 
@@ -161,7 +161,7 @@ class _CompressFn(beam.DoFn):
 class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
     """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` .
 
-    :class:`~pipelines.frames.FrameFailure` values pass through.
+    :class:`~pipelines.transforms.frames.FrameFailure` values pass through.
     """
 
     codecs: PCollection[tuple[str, dict[str, Any]]]

@@ -4,7 +4,7 @@ The choice is made once per cube, never per frame:
 
 * :func:`choose_frame_unit` runs when the cube is planned, from its shape;
 * :func:`choose_codec` runs once per cube on a deterministic sample of its
-  frames (:func:`pipelines.plan.sample_indices`), and its answer reaches every
+  frames (:func:`pipelines.planning.plan.sample_indices`), and its answer reaches every
   worker as a side input.
 
 An explicit ``--frame-unit``/``--compression`` is honoured as given. For the
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
 
 __all__ = ["choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
 
@@ -63,7 +63,7 @@ def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "ce
     """Choose the frame unit of an ``auto`` cube by measuring it (``frame_unit="auto"``).
 
     ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
-    :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.selection.select_layout`
+    :class:`~pipelines.transforms.frames.LazyCube`); :func:`rumi_core.selection.select_layout`
     reads a few sample cells of it, compresses them as tiles and as every cell
     unit valid for ``(B, T)`` and returns the smallest that is predicted to
     decode at :data:`~rumi_core.selection.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
@@ -99,9 +99,9 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
     """Return the codec of every frame of ``plan``, chosen on ``sample_frames``.
 
     Args:
-        plan: The cube; :attr:`~pipelines.plan.CubePlan.compression` is a
+        plan: The cube; :attr:`~pipelines.planning.plan.CubePlan.compression` is a
             selection mode (``auto``, ``max``, ``portable``) or the codec the
-            user asked for; :attr:`~pipelines.plan.CubePlan.error_bound` asks for
+            user asked for; :attr:`~pipelines.planning.plan.CubePlan.error_bound` asks for
             geozl's quantized recipes.
         sample_frames: Decoded samples of a deterministic sample of the
             cube's frames, in the layout of ``plan.layout``.

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.times import compact
+from pipelines.planning.timestamps import compact
 from rumi_core.codecs import codec_from_dict
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
 from rumi_core.selection import MODES

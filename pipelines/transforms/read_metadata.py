@@ -1,9 +1,9 @@
 """Reading scene metadata with rasterio.
 
 :func:`read_scene` opens one scene and returns its
-:class:`~pipelines.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
+:class:`~pipelines.planning.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
 nodata, raster type, band descriptions, scale, offset and unit, and the
-acquisition time (:mod:`pipelines.times`). It also reads the file's last
+acquisition time (:mod:`pipelines.planning.timestamps`). It also reads the file's last
 block, so a truncated or corrupt GeoTIFF is caught here rather than halfway
 through a cube.
 
@@ -22,13 +22,13 @@ from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
-from pipelines.bands import band_name, band_token, stack_id
-from pipelines.counters import inc
-from pipelines.deadletter import DeadLetter
 from pipelines.errors import SceneError
-from pipelines.scene import BandInfo, Scene, SceneRef
-from pipelines.sources import file_size, gdal_env
-from pipelines.times import resolve_time
+from pipelines.planning.bands import band_name, band_token, stack_id
+from pipelines.planning.scene import BandInfo, Scene, SceneRef
+from pipelines.planning.timestamps import resolve_time
+from pipelines.rasters import file_size, gdal_env
+from pipelines.transforms.collect import inc
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 

@@ -1,11 +1,11 @@
 """Grouping scenes into cubes: the pure planning algorithm of ``rumi convert``.
 
 :func:`plan_cubes` turns the metadata
-of every input scene into :class:`~pipelines.plan.CubePlan` objects and
-:class:`~pipelines.deadletter.DeadLetter` records, in five steps:
+of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
+:class:`~pipelines.transforms.dead_letters.DeadLetter` records, in five steps:
 
 1. **Stacking.** Single-band files of one acquisition (same
-   :func:`~pipelines.bands.stack_id`, time and raster) become the bands of one
+   :func:`~pipelines.planning.bands.stack_id`, time and raster) become the bands of one
    :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
    differs from the rest of its stack is a *dtype mismatch*.
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
@@ -34,19 +34,19 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from pipelines.bands import band_token, natural_key, stem_name, unique_band_texts
-from pipelines.deadletter import DeadLetter
-from pipelines.grids import Extent, Grid, is_north_up, snap_extent
-from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
-from pipelines.selection import choose_frame_unit
-from pipelines.times import iso, period_label
+from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
+from pipelines.planning.codec_choice import choose_frame_unit
+from pipelines.planning.lattice import Extent, Grid, is_north_up, snap_extent
+from pipelines.planning.plan import BandMeta, CubePlan, Source, Warp, cube_name
+from pipelines.planning.timestamps import iso, period_label
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from pipelines.options import ConvertOptions
-    from pipelines.scene import BandInfo, Scene
+    from pipelines.planning.scene import BandInfo, Scene
 
 __all__ = ["Acquisition", "plan_cubes", "stack_scenes"]
 
@@ -72,7 +72,7 @@ class Acquisition:
     nodata: float | None
     """Shared nodata."""
     nodata_key: str
-    """:func:`pipelines.scene.nodata_key` of :attr:`nodata`."""
+    """:func:`pipelines.planning.scene.nodata_key` of :attr:`nodata`."""
     pixel_is_point: bool
     """Raster type of its files."""
     bands: tuple[tuple[str, BandInfo], ...]
@@ -84,7 +84,7 @@ class Acquisition:
     warp: Warp | None = None
     """Set once an off-grid acquisition is planned to be warped."""
     family: str | None = None
-    """Cube family of its scenes (:attr:`pipelines.scene.Scene.family`), or None."""
+    """Cube family of its scenes (:attr:`pipelines.planning.scene.Scene.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
     """Union of its scenes' tags, sorted."""
 
