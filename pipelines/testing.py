@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import rasterio
 
-from pipelines.planning.scene import BandInfo, Scene
+from pipelines.planning.scene import Scene, SourceBand
 from pipelines.planning.timestamps import parse_time
 from rumi_core.testing import synthetic_cube
 
@@ -133,7 +133,7 @@ def make_scene(
         width=shape[1],
         dtype=dtype,
         nodata=nodata,
-        bands=tuple(BandInfo(i, name) for i, name in enumerate(bands, start=1)),
+        bands=tuple(SourceBand(i, name) for i, name in enumerate(bands, start=1)),
         time=parse_time(time),
         stack=stack or href,
         size=100,

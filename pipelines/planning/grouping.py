@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
-from pipelines.planning.lattice import Extent, Grid, is_north_up, snap_extent
-from pipelines.planning.plan import BandMeta, CubePlan, Source, Warp, cube_name
+from pipelines.planning.lattice import Extent, Lattice, is_north_up, snap_extent
+from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import iso, period_label
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
     from pipelines.options import ConvertOptions
-    from pipelines.planning.scene import BandInfo, Scene
+    from pipelines.planning.scene import Scene, SourceBand
 
 __all__ = ["Acquisition", "plan_cubes", "stack_scenes"]
 
@@ -75,7 +75,7 @@ class Acquisition:
     """:func:`pipelines.planning.scene.nodata_key` of :attr:`nodata`."""
     pixel_is_point: bool
     """Raster type of its files."""
-    bands: tuple[tuple[str, BandInfo], ...]
+    bands: tuple[tuple[str, SourceBand], ...]
     """``(href, band)`` of every band, in cube band order."""
     names: tuple[str, ...]
     """Unique band texts, in band order."""
@@ -94,9 +94,9 @@ class Acquisition:
         return tuple(sorted({href for href, _ in self.bands}))
 
     @property
-    def grid(self) -> Grid:
-        """The grid of its files."""
-        return Grid.from_transform(self.epsg, self.transform)
+    def lattice(self) -> Lattice:
+        """The lattice of its files."""
+        return Lattice.from_transform(self.epsg, self.transform)
 
 
 def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
@@ -175,7 +175,7 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
 
 
 def _series_key(acq: Acquisition, options: ConvertOptions) -> tuple[object, ...]:
-    grid = acq.grid
+    grid = acq.lattice
     return (
         acq.epsg,
         grid.res_x,
@@ -236,15 +236,15 @@ def _mismatches(series: dict[tuple[object, ...], list[Acquisition]]) -> tuple[se
     return losers, rejects
 
 
-def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Grid, list[tuple[Acquisition, Extent]], list[DeadLetter]]:
+def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, list[tuple[Acquisition, Extent]], list[DeadLetter]]:
     """Step 3: the series' grid, each kept acquisition with its extent on it, and the off-grid rejects."""
-    counts = Counter(acq.grid for acq in acqs)
+    counts = Counter(acq.lattice for acq in acqs)
     top = max(counts.values())
     grid = min(g for g, n in counts.items() if n == top)
     placed: list[tuple[Acquisition, Extent]] = []
     rejects: list[DeadLetter] = []
     for acq in acqs:
-        if acq.grid == grid:
+        if acq.lattice == grid:
             placed.append((acq, grid.extent(acq.transform, acq.height, acq.width)))
             continue
         if options.align == "reproject":
@@ -255,14 +255,14 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Grid, list
         rejects += _reject(
             acq,
             "off-grid",
-            f"grid alignment {acq.grid.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
+            f"grid alignment {acq.lattice.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
             f"{top} acquisitions with the same bands on EPSG:{grid.epsg}; pass --align reproject to warp it onto that grid",
         )
     return grid, placed, rejects
 
 
 def _resolve_duplicates(
-    placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Grid
+    placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Lattice
 ) -> tuple[list[list[tuple[Acquisition, Extent]]], list[str], list[DeadLetter]]:
     """Step 5: one list of acquisitions per time step (several only for mosaics), dropped hrefs, rejects."""
     by_time: dict[int, list[tuple[Acquisition, Extent]]] = defaultdict(list)
@@ -292,7 +292,7 @@ def _resolve_duplicates(
     return steps, dropped, rejects
 
 
-def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: Sequence[str], options: ConvertOptions) -> CubePlan:
+def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped: Sequence[str], options: ConvertOptions) -> CubePlan:
     extent = Extent.union_all(e for step in steps for _, e in step)
     ref, ref_extent = steps[0][0]
     a, _, c, _, e, f = ref.warp.transform if ref.warp else ref.transform
@@ -323,7 +323,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
         if stem and not info.description and names[b] == f"band {info.index}" and stem not in names:
             names[b] = stem
     bands = tuple(
-        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
+        CubeBand(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
     )
     if ref.family:
         label = period_label(ref.time, options.cube_period)

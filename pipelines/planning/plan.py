@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["BandMeta", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
+__all__ = ["CubeBand", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class BandMeta:
+class CubeBand:
     """What the manifest records about one band of a cube."""
 
     name: str
@@ -154,7 +154,7 @@ class CubePlan:
     """Sample dtype."""
     nodata: float | None
     """Nodata value, also the fill of pixels no source covers."""
-    bands: tuple[BandMeta, ...]
+    bands: tuple[CubeBand, ...]
     """One entry per band (``B``)."""
     times: tuple[int, ...]
     """Acquisition times, POSIX seconds, strictly increasing (``T`` entries)."""

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BandInfo", "ProductBand", "Scene", "SceneRef", "nodata_key"]
+__all__ = ["SourceBand", "ProductBand", "Scene", "SceneRef", "nodata_key"]
 
 
 def nodata_key(nodata: float | None) -> str:
@@ -105,7 +105,7 @@ class SceneRef:
 
 
 @dataclass(frozen=True)
-class BandInfo:
+class SourceBand:
     """One band of a scene."""
 
     index: int
@@ -133,7 +133,7 @@ class BandInfo:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BandInfo:
+    def from_dict(cls, data: dict[str, Any]) -> SourceBand:
         """Inverse of :meth:`to_dict`."""
         return cls(data["index"], data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"))
 
@@ -156,7 +156,7 @@ class Scene:
     """NumPy dtype name shared by every band."""
     nodata: float | None
     """Nodata value, or None."""
-    bands: tuple[BandInfo, ...]
+    bands: tuple[SourceBand, ...]
     """Bands, in file order."""
     time: int
     """Acquisition time, POSIX seconds."""
@@ -207,7 +207,7 @@ class Scene:
             width=int(data["width"]),
             dtype=data["dtype"],
             nodata=None if nodata is None else float(nodata),
-            bands=tuple(BandInfo.from_dict(b) for b in data["bands"]),
+            bands=tuple(SourceBand.from_dict(b) for b in data["bands"]),
             time=int(data["time"]),
             stack=data["stack"],
             pixel_is_point=bool(data.get("pixel_is_point", False)),

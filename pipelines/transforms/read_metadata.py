@@ -24,7 +24,7 @@ from rasterio.windows import Window
 
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
-from pipelines.planning.scene import BandInfo, Scene, SceneRef
+from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time
 from pipelines.rasters import file_size, gdal_env
 from pipelines.transforms.collect import inc
@@ -81,7 +81,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
             bands = tuple(
-                BandInfo(
+                SourceBand(
                     index=i,
                     name=band_name(description=ds.descriptions[i - 1], hint=hints[i - 1] if hints else None, token=token, index=i),
                     description=ds.descriptions[i - 1],
@@ -101,7 +101,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                         f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
                     )
                 # The product's band table knows the text, radiometry and nodata better than the file.
-                bands = (BandInfo(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
+                bands = (SourceBand(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
                 nodata = product.nodata
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
