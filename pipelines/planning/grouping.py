@@ -32,7 +32,7 @@ import itertools
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.planning.scene import Scene, SourceBand
 
-__all__ = ["Acquisition", "plan_cubes", "stack_scenes"]
+__all__ = ["Acquisition", "CubeKey", "StackKey", "plan_cubes", "stack_scenes"]
 
 STAGE = "PlanCubes"
 
@@ -99,6 +99,27 @@ class Acquisition:
         return Lattice.from_transform(self.epsg, self.transform)
 
 
+class StackKey(NamedTuple):
+    """What the files of one acquisition share (step 1); ordered field by field."""
+
+    stack: str
+    """:func:`~pipelines.planning.bands.stack_id` of the file."""
+    time: int
+    """POSIX seconds."""
+    epsg: int
+    """EPSG code."""
+    transform: tuple[float, float, float, float, float, float]
+    """Transform of the file."""
+    height: int
+    """Rows."""
+    width: int
+    """Columns."""
+    pixel_is_point: bool
+    """Raster type."""
+    family: str
+    """Cube family, ``""`` for none (a product family name is never empty)."""
+
+
 def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
     return [DeadLetter(href, reason, message, STAGE) for href in acq.hrefs]
 
@@ -114,26 +135,19 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
     Scenes with a rotated or south-up transform are rejected here too.
     """
     rejects: list[DeadLetter] = []
-    stacks: dict[tuple[object, ...], list[Scene]] = defaultdict(list)
+    stacks: dict[StackKey, list[Scene]] = defaultdict(list)
     for scene in scenes:
         if not is_north_up(scene.transform):
             rejects.append(
                 DeadLetter(scene.href, "rotated", f"transform {scene.transform} is not north-up; warp it to a north-up grid first", STAGE)
             )
             continue
-        key: tuple[object, ...] = (
-            scene.stack,
-            scene.time,
-            scene.epsg,
-            scene.transform,
-            scene.height,
-            scene.width,
-            scene.pixel_is_point,
-            scene.family,
+        key = StackKey(
+            scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point, scene.family or ""
         )
         stacks[key].append(scene)
     out: list[Acquisition] = []
-    for key in sorted(stacks, key=repr):
+    for key in sorted(stacks):
         members = sorted(stacks[key], key=_band_order)
         kinds = Counter((m.dtype, m.nodata_key) for m in members)
         first = (members[0].dtype, members[0].nodata_key)
@@ -174,65 +188,94 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
     return out, rejects
 
 
-def _series_key(acq: Acquisition, options: ConvertOptions) -> tuple[object, ...]:
-    grid = acq.lattice
-    return (
-        acq.epsg,
-        grid.res_x,
-        grid.res_y,
-        acq.pixel_is_point,
-        # A family (product-aware discovery) is part of the period slot: families never compete or share a cube.
-        (period_label(acq.time, options.cube_period), acq.family or ""),
-        acq.names,
-        acq.dtype,
-        acq.nodata_key,
-    )
+class CubeKey(NamedTuple):
+    """What the acquisitions of one series share (step 2); ordered field by field, so every sort is deterministic."""
+
+    epsg: int
+    """EPSG code of the CRS."""
+    res_x: float
+    """Pixel width of the lattice."""
+    res_y: float
+    """Pixel height of the lattice."""
+    pixel_is_point: bool
+    """Raster type."""
+    period: tuple[str, str]
+    """``(--cube-period label, family or "")``: a family (product-aware discovery) is part of the slot, so
+    families never compete or share a cube."""
+    names: tuple[str, ...]
+    """Unique band texts, in band order."""
+    dtype: str
+    """Shared dtype."""
+    nodata_key: str
+    """:func:`pipelines.planning.scene.nodata_key` of the shared nodata."""
+
+    @classmethod
+    def of(cls, acq: Acquisition, options: ConvertOptions) -> CubeKey:
+        """The series key of an acquisition."""
+        lattice = acq.lattice
+        period = (period_label(acq.time, options.cube_period), acq.family or "")
+        return cls(acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, acq.names, acq.dtype, acq.nodata_key)
+
+    @property
+    def slot(self) -> tuple[int, float, float, bool, tuple[str, str]]:
+        """CRS, pixel size, raster type and period: series in one slot compete for the same cube."""
+        return self.epsg, self.res_x, self.res_y, self.pixel_is_point, self.period
 
 
-def _mismatches(series: dict[tuple[object, ...], list[Acquisition]]) -> tuple[set[tuple[object, ...]], list[DeadLetter]]:
+def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
+    """Same bands, another dtype or nodata: the series with most acquisitions wins."""
+    losers: dict[CubeKey, list[DeadLetter]] = {}
+    for _, group in itertools.groupby(sorted(keys, key=lambda k: k.names), key=lambda k: k.names):
+        variants = sorted(group, key=lambda k: (-len(series[k]), k.dtype, k.nodata_key))
+        winner = variants[0]
+        for loser in variants[1:]:
+            tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
+            losers[loser] = [
+                letter
+                for acq in series[loser]
+                for letter in _reject(
+                    acq, "dtype-mismatch", f"dtype {acq.dtype} with nodata {acq.nodata_key}, while {len(series[winner])} {tail}"
+                )
+            ]
+    return losers
+
+
+def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
+    """Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one."""
+    losers: dict[CubeKey, list[DeadLetter]] = {}
+    for a, b in itertools.permutations(alive, 2):
+        if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key):
+            continue
+        loser, winner = (a, b) if len(series[a]) <= len(series[b]) else (b, a)
+        if loser in losers:
+            continue
+        tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
+        losers[loser] = [
+            letter
+            for acq in series[loser]
+            for letter in _reject(
+                acq, "band-count-mismatch", f"{len(acq.names)} bands ({', '.join(acq.names)}), while {len(series[winner])} {tail}"
+            )
+        ]
+    return losers
+
+
+def _mismatches(series: dict[CubeKey, list[Acquisition]]) -> tuple[set[CubeKey], list[DeadLetter]]:
     """Step 2: the series that lose a dtype or band-count comparison, and their dead letters."""
     rejects: list[DeadLetter] = []
-    losers: set[tuple[object, ...]] = set()
-    by_slot: dict[tuple[object, ...], list[tuple[object, ...]]] = defaultdict(list)
+    losers: set[CubeKey] = set()
+    by_slot: dict[tuple[int, float, float, bool, tuple[str, str]], list[CubeKey]] = defaultdict(list)
     for key in series:
-        by_slot[key[:5]].append(key)  # CRS, pixel size, raster type and period
-
-    def count(key: tuple[object, ...]) -> int:
-        return len(series[key])
-
-    for slot in sorted(by_slot, key=repr):
-        keys = sorted(by_slot[slot], key=repr)
-        grid = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
-        # Same bands, another dtype or nodata: the series with most acquisitions wins.
-        for _, group in itertools.groupby(sorted(keys, key=lambda k: repr(k[5])), key=lambda k: k[5]):
-            variants = sorted(group, key=lambda k: (-count(k), str(k[6]), str(k[7])))
-            winner = variants[0]
-            for loser in variants[1:]:
-                losers.add(loser)
-                for acq in series[loser]:
-                    rejects += _reject(
-                        acq,
-                        "dtype-mismatch",
-                        f"dtype {acq.dtype} with nodata {acq.nodata_key}, while {count(winner)} other acquisitions with the same bands "
-                        f"on {grid} are {winner[6]} with nodata {winner[7]}",
-                    )
-        # Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one.
-        alive = [k for k in keys if k not in losers]
-        for a, b in itertools.permutations(alive, 2):
-            names_a, names_b = set(a[5]), set(b[5])  # type: ignore[call-overload]
-            if not names_a < names_b or (a[6], a[7]) != (b[6], b[7]):
-                continue
-            loser, winner = (a, b) if count(a) <= count(b) else (b, a)
-            if loser in losers:
-                continue
+        by_slot[key.slot].append(key)
+    for slot in sorted(by_slot):
+        keys = sorted(by_slot[slot])
+        where = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
+        for loser, letters in _dtype_losers(series, keys, where).items():
             losers.add(loser)
-            for acq in series[loser]:
-                rejects += _reject(
-                    acq,
-                    "band-count-mismatch",
-                    f"{len(acq.names)} bands ({', '.join(acq.names)}), while {count(winner)} other acquisitions on {grid} "
-                    f"have {len(winner[5])} ({', '.join(winner[5])})",  # type: ignore[arg-type]
-                )
+            rejects += letters
+        for loser, letters in _band_count_losers(series, [k for k in keys if k not in losers], where).items():
+            losers.add(loser)
+            rejects += letters
     return losers, rejects
 
 
@@ -372,29 +415,29 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
     """
     unique = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
     acquisitions, rejects = stack_scenes(unique[h] for h in sorted(unique))
-    series: dict[tuple[object, ...], list[Acquisition]] = defaultdict(list)
+    series: dict[CubeKey, list[Acquisition]] = defaultdict(list)
     for acq in acquisitions:
-        series[_series_key(acq, options)].append(acq)
+        series[CubeKey.of(acq, options)].append(acq)
     losers, more = _mismatches(series)
     rejects += more
     plans: list[CubePlan] = []
-    for key in sorted(series, key=repr):
+    for key in sorted(series):
         if key in losers:
             continue
         grid, placed, more = _align(series[key], options)
         rejects += more
-        groups: dict[object, list[tuple[Acquisition, Extent]]] = defaultdict(list)
+        groups: dict[Extent | None, list[tuple[Acquisition, Extent]]] = defaultdict(list)
         for acq, extent in placed:
             union = options.extent == "union" and acq.nodata is not None
             groups[None if union else extent].append((acq, extent))
-        for group_key in sorted(groups, key=repr):
+        for group_key in sorted(groups, key=lambda g: (g is not None, g)):  # one None (a union) or extents
             steps, dropped, more = _resolve_duplicates(groups[group_key], options, grid)
             rejects += more
             if not steps:
                 continue
             plan = _build(steps, grid, dropped, options)
             try:
-                plan.write_plan  # noqa: B018 - checks every value against the format
+                plan.check_storable()
             except InvalidInputError as err:
                 rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
                 continue

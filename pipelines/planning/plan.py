@@ -230,6 +230,17 @@ class CubePlan:
             pixel_is_point=self.pixel_is_point,
         )
 
+    def check_storable(self) -> None:
+        """Check every value against the format (specification, *Data model*, *Fixed IFD*, *Trailer*) before any pixel is read.
+
+        :func:`rumi_core.writer.plan_write` makes the checks; its result is
+        cached as :attr:`write_plan`, so they cost nothing later.
+
+        Raises:
+            rumi_core.InvalidInputError: the cube cannot be stored as a rumi file.
+        """
+        _ = self.write_plan
+
     @property
     def layout(self) -> Layout:
         """The file's layout."""
