@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, FrameCodec, parse_codec
+from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.lossy import BoundedCodec
 from rumi_core.selection import DECODE_FLOOR, MODES, profile_codecs, select_layout
 
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
 
     from pipelines.planning.plan import CubePlan
 
-__all__ = ["choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
+__all__ = ["choose_codec", "choose_frame_unit", "known_frame_unit", "measure_frame_unit", "selection_nodata"]
 
 
 def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: int) -> int:
@@ -59,6 +60,22 @@ def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: in
     return 0 if requested == "auto" else requested
 
 
+def known_frame_unit(access: Literal["tile", "cell"] | None, *, bands: int, times: int) -> int | None:
+    """The unit ``auto`` ends with when only one fits the access pattern, known without reading a pixel; else None.
+
+    Specification, *Choosing a frame unit*: compression SHOULD be measured when
+    more than one unit fits the access pattern. Units 0 and 9 hold the same
+    tile and compress identically, so with ``--access tile``, or where no cell
+    unit is valid (``B = T = 1``, or ``--access cell`` falling back to tiles),
+    unit 0 is the answer and measuring it would only spend time.
+
+    >>> known_frame_unit("tile", bands=4, times=6), known_frame_unit(None, bands=1, times=1), known_frame_unit(None, bands=4, times=1)
+    (0, 0, None)
+    """
+    cells = [u for u in FRAME_UNITS.values() if u.holds == "cell" and u.is_valid(bands=bands, times=times)]
+    return 0 if access == "tile" or not cells else None
+
+
 def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "cell"] | None = None) -> int:
     """Choose the frame unit of an ``auto`` cube by measuring it (``frame_unit="auto"``).
 
@@ -68,8 +85,11 @@ def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "ce
     unit valid for ``(B, T)`` and returns the smallest that is predicted to
     decode at :data:`~rumi_core.selection.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
     cell frames whatever their size, since a frame is the smallest thing a
-    reader decodes.
+    reader decodes. Nothing is read when :func:`known_frame_unit` knows the answer.
     """
+    known = known_frame_unit(access, bands=len(plan.bands), times=len(plan.times))
+    if known is not None:
+        return known
     spec = plan.compression_spec()
     selection = select_layout(
         data,

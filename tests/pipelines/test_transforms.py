@@ -26,6 +26,7 @@ from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
 from pipelines.transforms.write_parts import FramePart, PrepareParts, WriteParts, part_path
 from rumi_core import DEFAULT_CODEC, decode_frame
+from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:
@@ -211,3 +212,24 @@ def test_sinks(pipeline: Callable[[], TestPipeline], tmp_path: Path) -> None:
         assert_that(dead, is_not_empty(), label="Dead")
     assert [ManifestEntry.from_dict(d) for d in load_jsonl(str(tmp_path / "m.jsonl"))] == [entry]
     assert [d["href"] for d in load_jsonl(str(tmp_path / "d.jsonl"))] == ["a", "b"]
+
+
+def test_frame_unit_measured_only_when_several_fit(series: Series, options: ConvertOptions) -> None:
+    """``--access tile`` leaves unit 0 alone (9 compresses identically): no pixel is read; ``--access any`` measures."""
+    plan = _plan(series, dataclasses.replace(options, frame_unit="auto"))
+    rasters = RasterCache()
+    reads: list[object] = []
+
+    class Counted(LazyCube):
+        def __getitem__(self, key: tuple[Any, ...]) -> np.ndarray[Any, Any]:
+            reads.append(key)
+            return super().__getitem__(key)
+
+    try:
+        assert measure_frame_unit(plan, Counted(plan, rasters), access="tile") == 0
+        assert reads == []
+        unit = measure_frame_unit(plan, Counted(plan, rasters), access=None)
+        assert reads
+        assert FRAME_UNITS[unit].is_valid(bands=len(plan.bands), times=len(plan.times))
+    finally:
+        rasters.close()
