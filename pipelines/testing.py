@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import rasterio
 
+from catalog.grid import Grid
 from pipelines.planning.scene import Scene, SourceBand
 from pipelines.planning.timestamps import parse_time
 from rumi_core.testing import synthetic_cube
@@ -127,10 +128,7 @@ def make_scene(
     a, b, c, d, e, f = (float(v) for v in transform[:6])
     return Scene(
         href=href,
-        epsg=epsg,
-        transform=(a, b, c, d, e, f),
-        height=shape[0],
-        width=shape[1],
+        grid=Grid(f"EPSG:{epsg}", (a, b, c, d, e, f), shape[0], shape[1]),
         dtype=dtype,
         nodata=nodata,
         bands=tuple(SourceBand(i, name) for i, name in enumerate(bands, start=1)),

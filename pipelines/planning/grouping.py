@@ -34,9 +34,10 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from catalog.grid import Grid
 from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
-from pipelines.planning.lattice import Extent, Lattice, is_north_up, snap_extent
+from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import iso, period_label
 from pipelines.transforms.dead_letters import DeadLetter
@@ -54,27 +55,19 @@ STAGE = "PlanCubes"
 
 
 @dataclass(frozen=True)
-class Acquisition:
+class Acquisition(OnGrid):
     """The bands of one raster at one time, possibly from several single-band files."""
 
     time: int
     """POSIX seconds."""
-    epsg: int
-    """EPSG code."""
-    transform: tuple[float, float, float, float, float, float]
-    """Transform of its files."""
-    height: int
-    """Rows of its files."""
-    width: int
-    """Columns of its files."""
+    grid: Grid
+    """Grid of its files."""
     dtype: str
     """Shared dtype."""
     nodata: float | None
     """Shared nodata."""
     nodata_key: str
     """:func:`pipelines.planning.scene.nodata_key` of :attr:`nodata`."""
-    pixel_is_point: bool
-    """Raster type of its files."""
     bands: tuple[tuple[str, SourceBand], ...]
     """``(href, band)`` of every band, in cube band order."""
     names: tuple[str, ...]
@@ -92,11 +85,6 @@ class Acquisition:
     def hrefs(self) -> tuple[str, ...]:
         """Its files, sorted."""
         return tuple(sorted({href for href, _ in self.bands}))
-
-    @property
-    def lattice(self) -> Lattice:
-        """The lattice of its files."""
-        return Lattice.from_transform(self.epsg, self.transform)
 
 
 class StackKey(NamedTuple):
@@ -170,14 +158,10 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
         out.append(
             Acquisition(
                 time=head.time,
-                epsg=head.epsg,
-                transform=head.transform,
-                height=head.height,
-                width=head.width,
+                grid=head.grid,
                 dtype=head.dtype,
                 nodata=head.nodata,
                 nodata_key=head.nodata_key,
-                pixel_is_point=head.pixel_is_point,
                 bands=bands,
                 names=unique_band_texts([b.name for _, b in bands]),
                 size=sum(m.size or 0 for m in kept),
@@ -379,10 +363,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
             values[key].add(value)
     return CubePlan(
         cube_id=cube_id,
-        epsg=ref.epsg,
-        transform=transform,
-        height=extent.height,
-        width=extent.width,
+        grid=Grid(ref.grid.crs, transform, extent.height, extent.width, ref.pixel_is_point),
         dtype=ref.dtype,
         nodata=ref.nodata,
         bands=bands,
@@ -391,7 +372,6 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
         tile_size=options.tile_size,
         frame_unit=choose_frame_unit(options.frame_unit, bands=len(bands), times=len(times)),
         compression=options.compression,
-        pixel_is_point=ref.pixel_is_point,
         inputs=inputs,
         input_bytes=sum(acq.size for acq in acqs),
         dropped=tuple(sorted(dropped)),

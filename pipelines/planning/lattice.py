@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-__all__ = ["Extent", "Lattice", "is_north_up", "snap_extent"]
+    from catalog.grid import Grid
+
+__all__ = ["Extent", "Lattice", "OnGrid", "is_north_up", "snap_extent"]
 
 _DIGITS: Final = 6
 """Alignment and pixel size are compared after rounding to this many decimals (of a pixel, of a unit)."""
@@ -128,3 +130,47 @@ def snap_extent(grid: Lattice, transform: Sequence[float], height: int, width: i
     row0 = math.floor(-top / grid.res_y + grid.alignment[1] + eps)
     row1 = math.ceil(-bottom / grid.res_y + grid.alignment[1] - eps)
     return Extent(col0, row0, col1 - col0, row1 - row0)
+
+
+class OnGrid:
+    """Mixed into the dataclasses that sit on one raster grid (a scene, an acquisition, a cube plan).
+
+    Each holds its CRS, transform, shape and raster type as one
+    :class:`catalog.grid.Grid` value, ``grid``; these properties read its fields
+    the way planning uses them.
+    """
+
+    grid: Grid
+    """CRS, transform of the first pixel's corner (rasterio order), shape and raster type."""
+
+    @property
+    def epsg(self) -> int:
+        """EPSG code of the CRS (a scene without one is a dead letter before planning)."""
+        epsg = self.grid.epsg
+        assert epsg is not None, "planned rasters always have an EPSG code"
+        return epsg
+
+    @property
+    def transform(self) -> tuple[float, float, float, float, float, float]:
+        """Affine transform of the first pixel's corner, rasterio order."""
+        return self.grid.transform
+
+    @property
+    def height(self) -> int:
+        """Rows (``Y``)."""
+        return self.grid.height
+
+    @property
+    def width(self) -> int:
+        """Columns (``X``)."""
+        return self.grid.width
+
+    @property
+    def pixel_is_point(self) -> bool:
+        """True when the raster declares ``AREA_OR_POINT=Point``."""
+        return self.grid.pixel_is_point
+
+    @property
+    def lattice(self) -> Lattice:
+        """The lattice its pixels sit on (check :func:`is_north_up` first)."""
+        return Lattice.from_transform(self.epsg, self.transform)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipelines.planning.lattice import OnGrid
 from pipelines.planning.timestamps import compact
 from rumi_core.codecs import codec_from_dict
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound
@@ -31,6 +32,7 @@ from rumi_core.writer import WritePlan, plan_write
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from catalog.grid import Grid
     from rumi_core.layout import Layout
 
 __all__ = ["CubeBand", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
@@ -137,19 +139,14 @@ def sample_indices(count: int, k: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class CubePlan:
+class CubePlan(OnGrid):
     """One output file: its name, layout, georeferencing, bands, times and sources."""
 
     cube_id: str
     """Output name without suffix (:func:`cube_name`)."""
-    epsg: int
-    """EPSG code of the CRS."""
-    transform: tuple[float, float, float, float, float, float]
-    """Transform of the first pixel's corner, rasterio order."""
-    height: int
-    """Rows (``Y``)."""
-    width: int
-    """Columns (``X``)."""
+    grid: Grid
+    """CRS, transform of the first pixel's corner, shape ``(Y, X)``, and whether to record PixelIsPoint (the stored
+    transform then points at the first pixel's centre)."""
     dtype: str
     """Sample dtype."""
     nodata: float | None
@@ -166,8 +163,6 @@ class CubePlan:
     """``frame_unit`` of the file."""
     compression: str
     """A selection mode (``auto``, ``max``, ``portable``) or a codec's JSON text, as in :class:`~pipelines.options.ConvertOptions`."""
-    pixel_is_point: bool = False
-    """Record PixelIsPoint (the stored transform then points at the first pixel's centre)."""
     inputs: tuple[str, ...] = ()
     """Every input file, sorted."""
     input_bytes: int = 0

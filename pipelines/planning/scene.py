@@ -13,6 +13,9 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from catalog.grid import Grid
+from pipelines.planning.lattice import OnGrid
+
 __all__ = ["SourceBand", "ProductBand", "Scene", "SceneRef", "nodata_key"]
 
 
@@ -139,19 +142,13 @@ class SourceBand:
 
 
 @dataclass(frozen=True)
-class Scene:
+class Scene(OnGrid):
     """The metadata of one readable, georeferenced, dated input raster."""
 
     href: str
     """Path or URL, as discovered."""
-    epsg: int
-    """EPSG code of the CRS."""
-    transform: tuple[float, float, float, float, float, float]
-    """Affine transform of the first pixel's corner, rasterio order."""
-    height: int
-    """Rows."""
-    width: int
-    """Columns."""
+    grid: Grid
+    """CRS, transform of the first pixel's corner, shape, and ``AREA_OR_POINT=Point``."""
     dtype: str
     """NumPy dtype name shared by every band."""
     nodata: float | None
@@ -162,8 +159,6 @@ class Scene:
     """Acquisition time, POSIX seconds."""
     stack: str
     """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.planning.bands.stack_id`)."""
-    pixel_is_point: bool = False
-    """True when the file declares ``AREA_OR_POINT=Point``."""
     size: int | None = None
     """File size in bytes, when known."""
     family: str | None = None
@@ -201,16 +196,18 @@ class Scene:
         nodata = data.get("nodata")
         return cls(
             href=data["href"],
-            epsg=int(data["epsg"]),
-            transform=tuple(float(v) for v in data["transform"]),  # type: ignore[arg-type]
-            height=int(data["height"]),
-            width=int(data["width"]),
+            grid=Grid(
+                f"EPSG:{int(data['epsg'])}",
+                tuple(float(v) for v in data["transform"]),  # type: ignore[arg-type]
+                int(data["height"]),
+                int(data["width"]),
+                bool(data.get("pixel_is_point", False)),
+            ),
             dtype=data["dtype"],
             nodata=None if nodata is None else float(nodata),
             bands=tuple(SourceBand.from_dict(b) for b in data["bands"]),
             time=int(data["time"]),
             stack=data["stack"],
-            pixel_is_point=bool(data.get("pixel_is_point", False)),
             size=data.get("size"),
             family=data.get("family"),
             tags=tuple((k, v) for k, v in data.get("tags", ())),

@@ -22,6 +22,7 @@ from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
+from catalog.grid import Grid
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
@@ -119,16 +120,12 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         )
     return Scene(
         href=href,
-        epsg=int(epsg),
-        transform=transform,  # type: ignore[arg-type]
-        height=height,
-        width=width,
+        grid=Grid(f"EPSG:{int(epsg)}", transform, height, width, point),  # type: ignore[arg-type]
         dtype=dtype,
         nodata=nodata,
         bands=bands,
         time=seconds,
         stack=ref.stack or stack_id(href),
-        pixel_is_point=point,
         size=file_size(href),
         family=ref.product.family if ref.product else None,
         tags=ref.product.tags if ref.product else (),

@@ -323,14 +323,15 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
+    from catalog.grid import Grid
     from pipelines.options import ConvertOptions
     from pipelines.planning.grouping import plan_cubes
     from pipelines.planning.scene import Scene, SourceBand
 
     def scene(href: str, x0: float, day: int) -> Scene:
         band = SourceBand(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
-        return Scene(href, 32633, (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8, "uint16", 0.0, (band,), 1685577600 + day * 86400,
-                     href, family="S2L2A_T33UUU_10m_o1000")  # fmt: skip
+        grid = Grid("EPSG:32633", (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8)
+        return Scene(href, grid, "uint16", 0.0, (band,), 1685577600 + day * 86400, href, family="S2L2A_T33UUU_10m_o1000")
 
     scenes = [scene("a.tif", 300000.0, 1), scene("b.tif", 300000.0, 2), scene("c.tif", 400000.0, 3)]
     plans, rejects = plan_cubes(scenes, ConvertOptions(out="/tmp/unused", cube_period="P1M", frame_unit=0))
