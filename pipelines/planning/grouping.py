@@ -44,7 +44,7 @@ from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from pipelines.options import ConvertOptions
     from pipelines.planning.scene import Scene, SourceBand
@@ -110,6 +110,11 @@ class StackKey(NamedTuple):
 
 def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
     return [DeadLetter(href, reason, message, STAGE) for href in acq.hrefs]
+
+
+def _reject_series(acqs: list[Acquisition], reason: str, describe: Callable[[Acquisition], str], winners: str) -> list[DeadLetter]:
+    """Dead letters of a losing series: ``<what each acquisition is>, while <the winning series>``."""
+    return [letter for acq in acqs for letter in _reject(acq, reason, f"{describe(acq)}, while {winners}")]
 
 
 def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -214,13 +219,12 @@ def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey],
         winner = variants[0]
         for loser in variants[1:]:
             tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
-            losers[loser] = [
-                letter
-                for acq in series[loser]
-                for letter in _reject(
-                    acq, "dtype-mismatch", f"dtype {acq.dtype} with nodata {acq.nodata_key}, while {len(series[winner])} {tail}"
-                )
-            ]
+            losers[loser] = _reject_series(
+                series[loser],
+                "dtype-mismatch",
+                lambda acq: f"dtype {acq.dtype} with nodata {acq.nodata_key}",
+                f"{len(series[winner])} {tail}",
+            )
     return losers
 
 
@@ -234,13 +238,12 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
         if loser in losers:
             continue
         tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
-        losers[loser] = [
-            letter
-            for acq in series[loser]
-            for letter in _reject(
-                acq, "band-count-mismatch", f"{len(acq.names)} bands ({', '.join(acq.names)}), while {len(series[winner])} {tail}"
-            )
-        ]
+        losers[loser] = _reject_series(
+            series[loser],
+            "band-count-mismatch",
+            lambda acq: f"{len(acq.names)} bands ({', '.join(acq.names)})",
+            f"{len(series[winner])} {tail}",
+        )
     return losers
 
 

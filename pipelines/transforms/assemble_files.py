@@ -37,11 +37,10 @@ from apache_beam.pvalue import AsDict, PCollection
 
 from pipelines.bucket import is_gs, write_atomic
 from pipelines.errors import AssemblyError, SceneError, VerificationError
-from pipelines.rasters import RasterCache
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
-from pipelines.transforms.frames import FrameFailure
+from pipelines.transforms.frames import FrameFailure, RasterDoFn
 from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
 from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
 from pipelines.transforms.write_parts import FramePart, part_path, remove_parts
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
     from pipelines.planning.plan import CubePlan
+    from pipelines.rasters import RasterCache
 
 __all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry"]
 
@@ -175,13 +175,10 @@ def _assemble_and_publish(
             os.unlink(staged)
 
 
-class _AssembleFn(beam.DoFn):
+class _AssembleFn(RasterDoFn):
     def __init__(self, options: ConvertOptions) -> None:
-        beam.DoFn.__init__(self)
+        RasterDoFn.__init__(self)
         self.options = options
-
-    def setup(self) -> None:
-        self.rasters = RasterCache()
 
     def process(
         self,
@@ -214,9 +211,6 @@ class _AssembleFn(beam.DoFn):
         inc(AssembleFiles, "file_bytes", entry.file_bytes)
         inc(AssembleFiles, "msec", round(1000 * (time.perf_counter() - start)))
         yield entry
-
-    def teardown(self) -> None:
-        self.rasters.close()
 
 
 @dataclass

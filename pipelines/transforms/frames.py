@@ -61,6 +61,7 @@ __all__ = [
     "FrameKeyCoder",
     "FrameKeys",
     "LazyCube",
+    "RasterDoFn",
     "ReadFrames",
     "SplitFrames",
     "fill_value",
@@ -254,13 +255,22 @@ class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]])
         return keys
 
 
-class _ReadFrameFn(beam.DoFn):
+class RasterDoFn(beam.DoFn):
+    """A DoFn that reads source pixels: one :class:`~pipelines.rasters.RasterCache` per DoFn instance, closed at teardown."""
+
     def __init__(self) -> None:
         beam.DoFn.__init__(self)
 
     def setup(self) -> None:
+        """Open the cache (Beam calls this once per DoFn instance on a worker)."""
         self.rasters = RasterCache()
 
+    def teardown(self) -> None:
+        """Close every raster the cache holds."""
+        self.rasters.close()
+
+
+class _ReadFrameFn(RasterDoFn):
     def process(self, key: FrameKey, plans: Mapping[str, CubePlan]) -> Iterator[tuple[FrameKey, NDArray[Any] | FrameFailure]]:
         start = time.perf_counter()
         try:
@@ -273,9 +283,6 @@ class _ReadFrameFn(beam.DoFn):
         inc(ReadFrames, "bytes", samples.nbytes)
         inc(ReadFrames, "msec", round(1000 * (time.perf_counter() - start)))
         yield key, samples
-
-    def teardown(self) -> None:
-        self.rasters.close()
 
 
 @dataclass
