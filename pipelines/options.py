@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
-from pipelines.transforms.discover import S2Request
+from pipelines.sentinel2.search import S2Request
 from rumi_core.codecs import parse_codec
 from rumi_core.errors import InvalidInputError
 from rumi_core.lossy import BoundedCodec, ErrorBound, parse_error_bound

@@ -19,7 +19,21 @@ from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newe
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["SelectedItems", "search_items", "select_items"]
+__all__ = ["S2Request", "SelectedItems", "search_items", "select_items"]
+
+
+@dataclass(frozen=True)
+class S2Request:
+    """What a run asks of Sentinel-2 L2A items (``--bands``, ``--resolution``, ``--mgrs``, ``--max-cloud``)."""
+
+    bands: str | None = None
+    """Comma-separated band ids, common names or asset keys; None for every band."""
+    resolution: int | None = None
+    """None: one cube per resolution group; 10: every band on the 10 m grid."""
+    tiles: tuple[str, ...] = ()
+    """MGRS tiles to keep; empty keeps all."""
+    max_cloud: float | None = None
+    """Largest ``eo:cloud_cover`` kept, in percent."""
 
 
 @dataclass(frozen=True)

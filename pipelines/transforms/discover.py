@@ -35,34 +35,20 @@ from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RASTER_SUFFIXES, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
-from pipelines.sentinel2.search import select_items
+from pipelines.sentinel2.search import S2Request, select_items
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "S2Request", "discover", "stac_scene_refs"]
+__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "discover", "stac_scene_refs"]
 
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
-
-
-@dataclass(frozen=True)
-class S2Request:
-    """What a run asks of Sentinel-2 L2A items (``--bands``, ``--resolution``, ``--mgrs``, ``--max-cloud``)."""
-
-    bands: str | None = None
-    """Comma-separated band ids, common names or asset keys; None for every band."""
-    resolution: int | None = None
-    """None: one cube per resolution group; 10: every band on the 10 m grid."""
-    tiles: tuple[str, ...] = ()
-    """MGRS tiles to keep; empty keeps all."""
-    max_cloud: float | None = None
-    """Largest ``eo:cloud_cover`` kept, in percent."""
 
 
 def _resolve(href: str, base: str) -> str:

@@ -140,7 +140,8 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
-    from pipelines.transforms.discover import S2Request, discover
+    from pipelines.sentinel2.search import S2Request
+    from pipelines.transforms.discover import discover
 
     catalogue = pystac.Catalog(id="s2", description="Sentinel-2 L2A items")
     for item in archive[1]:
