@@ -90,7 +90,8 @@ class ChildMonitor(threading.Thread):
 def import_baseline() -> int:
     """RSS of a fresh Python process that has imported what a worker imports, before any work."""
     code = (
-        "import psutil, numpy, rasterio, apache_beam, rumi_core, pipelines.convert, pipelines.frames, pipelines.compression;"
+        "import psutil, numpy, rasterio, apache_beam, rumi_core, pipelines.convert;"
+        "import pipelines.transforms.frames, pipelines.transforms.compress;"
         "print(psutil.Process().memory_info().rss)"
     )
     import subprocess

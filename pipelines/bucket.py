@@ -26,6 +26,9 @@ same name always receives the same bytes), which the library cannot know.
 Objects larger than :data:`RESUMABLE_CHUNK` are uploaded with resumable
 uploads in chunks of that size, which resume from the last acknowledged chunk.
 
+:func:`write_atomic` and :func:`write_jsonl` write a small output (a part,
+the manifest, the dead letters) whole, to a local path or an object.
+
 ``STORAGE_EMULATOR_HOST`` is honoured (anonymous client, no credential
 lookup), as in :func:`catalog.gcs.default_client`.
 """
@@ -35,9 +38,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import json
 import os
 import re
 import threading
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -60,6 +65,8 @@ __all__ = [
     "glob_pattern",
     "is_gs",
     "output_store",
+    "write_atomic",
+    "write_jsonl",
 ]
 
 COMPOSE_LIMIT: Final = 32
@@ -401,3 +408,27 @@ def _joined(url: str, parts: Sequence[ObjectStat]) -> ObjectStat:
         crc = crc32c_combine(crc, part.crc32c, part.size)
         size += part.size
     return ObjectStat(url, size, crc, None, {})
+
+
+def write_atomic(path: str, data: bytes) -> None:
+    """Write ``data`` to a unique temporary name beside ``path``, then rename it into place."""
+    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
+    try:
+        with open(tmp, "xb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_jsonl(path: str, records: Sequence[dict[str, Any]]) -> int:
+    """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines."""
+    text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+    if is_gs(path):
+        output_store().write(path, text.encode("utf-8"))
+        return len(records)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
+    return len(records)

@@ -13,15 +13,15 @@ import glob
 import logging
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import click
 
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.sources import RASTER_SUFFIXES, is_url
+from pipelines.rasters import RASTER_SUFFIXES, is_url
 from rumi_core.cli.options import OptionError as LineError
+from rumi_core.cli.options import probe_directory
 
 __all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
 
@@ -51,11 +51,7 @@ def check_out_dir(out: str) -> None:
     ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), Path("/"))
     if not ancestor.is_dir():
         raise LineError(f"--out {out}: {ancestor} is a file, not a directory")
-    try:
-        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=ancestor):
-            pass
-    except OSError as err:
-        raise LineError(f"--out {out}: cannot write into {ancestor}: {err.strerror}") from err
+    probe_directory(ancestor, what=f"--out {out}")
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -217,12 +213,7 @@ def convert_command(
     --direct_running_mode=multi_processing).
     """
     paths, beam_args = split_beam_args(inputs)
-    if not paths and not stac_api:
-        raise LineError("give at least one input path, glob, URL or STAC file, or --stac-api")
-    if paths and stac_api:
-        raise LineError("give either INPUTS or --stac-api, not both")
-    if stac_api is None and (bbox or datetime_):
-        raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+    _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
     box = _parse_bbox(bbox)
     try:
         options = ConvertOptions(
@@ -263,14 +254,7 @@ def convert_command(
             err=True,
         )
     if stac_api:
-        from pystac_client.exceptions import APIError
-
-        from pipelines.sentinel2.incremental import stac_api_input
-
-        try:
-            found = stac_api_input(options, url=stac_api, collection=collection, bbox=box, datetime=datetime_, echo=click.echo)
-        except (APIError, OSError, ValueError) as err:
-            raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        found = _search_stac_api(options, stac_api, collection=collection, bbox=box, datetime_=datetime_)
         if found is None:
             return
         paths = [found]
@@ -281,13 +265,51 @@ def convert_command(
         job_id = getattr(result, "job_id", None)
         click.echo(f"submitted to {runner}" + (f": job {job_id()}" if callable(job_id) else ""))
         return
+    _run_and_report(paths, options, beam_args, runner=runner, progress=progress, incremental=bool(stac_api), strict=strict)
+
+
+def _check_sources(paths: list[str], *, stac_api: str | None, bbox: str | None, datetime_: str | None) -> None:
+    """Inputs come from INPUTS or from a ``--stac-api`` search, which alone takes ``--bbox`` and ``--datetime``."""
+    if not paths and not stac_api:
+        raise LineError("give at least one input path, glob, URL or STAC file, or --stac-api")
+    if paths and stac_api:
+        raise LineError("give either INPUTS or --stac-api, not both")
+    if stac_api is None and (bbox or datetime_):
+        raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+
+
+def _search_stac_api(
+    options: ConvertOptions, stac_api: str, *, collection: str, bbox: tuple[float, float, float, float] | None, datetime_: str | None
+) -> str | None:
+    """The ItemCollection of the items a ``--stac-api`` search adds to the run, or None when nothing is new."""
+    from pystac_client.exceptions import APIError
+
+    from pipelines.sentinel2.incremental import stac_api_input
+
+    try:
+        return stac_api_input(options, url=stac_api, collection=collection, bbox=bbox, datetime=datetime_, echo=click.echo)
+    except (APIError, OSError, ValueError) as err:
+        raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+
+
+def _run_and_report(
+    paths: list[str],
+    options: ConvertOptions,
+    beam_args: list[str],
+    *,
+    runner: str,
+    progress: bool | None,
+    incremental: bool,
+    strict: bool,
+) -> None:
+    """Run the conversion here, print its summary, and exit 1 when nothing (or, with ``--strict``, not everything) was converted."""
     from pipelines.convert import run
 
     show = sys.stderr.isatty() if progress is None else progress
     publish = None
-    if stac_api:
+    if incremental:
         from pipelines.convert import manifest_publisher
-        from pipelines.publish import incremental_catalog_publisher
+        from pipelines.transforms.publish import incremental_catalog_publisher
 
         publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
     try:

@@ -5,7 +5,7 @@
 ==========================  ==================================================
 ``DiscoverScenes``          paths, globs, URLs, STAC ItemCollections
 ``ReadSceneMetadata``       rasterio metadata and acquisition times
-``PlanCubes``               grouping into cubes (:mod:`pipelines.grouping`)
+``PlanCubes``               grouping into cubes (:mod:`pipelines.planning.grouping`)
 ``SkipExisting``            cubes whose outputs exist and validate
 ``PrepareParts``            one empty part directory per cube
 ``ChooseFrameUnits``        ``--frame-unit auto``: measured on samples
@@ -19,7 +19,7 @@
 ``WriteDeadLetters``        rejected inputs with their reasons
 ==========================  ==================================================
 
-Elements that fail carry a :class:`~pipelines.deadletter.DeadLetter` down
+Elements that fail carry a :class:`~pipelines.transforms.dead_letters.DeadLetter` down
 their branch instead of raising, so one bad scene never stops the other
 cubes, and every step is a plain ParDo, Flatten, GroupByKey or side input
 (no multi-output ParDo), which every runner supports. The pipeline ends in
@@ -48,19 +48,18 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.pvalue import PCollection
 
-from pipelines.assembly import AssembleFiles, PrepareParts, SkipExisting, WriteParts
 from pipelines.bucket import TMP_DIR, is_gs, output_store
-from pipelines.compression import ChooseCodecs, ChooseFrameUnits, CompressFrames
-from pipelines.cubes import PlanCubes
-from pipelines.deadletter import DeadLetter
-from pipelines.discovery import DiscoverScenes
-from pipelines.frames import SplitFrames
-from pipelines.manifest import ManifestEntry
-from pipelines.metadata import ReadSceneMetadata
-from pipelines.plan import CubePlan
-from pipelines.progress import ProgressMonitor
-from pipelines.sinks import WriteDeadLetters, WriteManifest
+from pipelines.planning.plan import CubePlan
 from pipelines.summary import Summary
+from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
+from pipelines.transforms.compress import ChooseCodecs, ChooseFrameUnits, CompressFrames
+from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
+from pipelines.transforms.discover import DiscoverScenes
+from pipelines.transforms.frames import SplitFrames
+from pipelines.transforms.manifest import ManifestEntry, WriteManifest
+from pipelines.transforms.plan_cubes import PlanCubes
+from pipelines.transforms.read_metadata import ReadSceneMetadata
+from pipelines.transforms.write_parts import PrepareParts, ProgressMonitor, WriteParts
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -79,13 +78,13 @@ Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEn
 
 
 def manifest_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]:
-    """The default publisher: :class:`~pipelines.sinks.WriteManifest` to ``OUT/manifest.jsonl``."""
+    """The default publisher: :class:`~pipelines.transforms.manifest.WriteManifest` to ``OUT/manifest.jsonl``."""
     return WriteManifest(options.manifest_path)
 
 
 def default_publishers(options: ConvertOptions) -> tuple[Publisher, ...]:
     """The manifest, and the STAC catalogue unless ``--no-catalog``."""
-    from pipelines.publish import catalog_publisher
+    from pipelines.transforms.publish import catalog_publisher
 
     return (manifest_publisher, catalog_publisher) if options.write_catalog else (manifest_publisher,)
 

@@ -18,9 +18,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from pipelines.discovery import S2Request
 from pipelines.errors import OptionError
 from pipelines.sentinel2.bands import select_bands
+from pipelines.sentinel2.search import S2Request
 from rumi_core.codecs import BoundedCodec, ErrorBound, parse_codec, parse_error_bound
 from rumi_core.compression import MODES
 from rumi_core.errors import InvalidInputError
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 AUTO: Final = "auto"
-"""Let the pipeline choose (the defaults of :mod:`pipelines.selection`)."""
+"""Let the pipeline choose (the defaults of :mod:`pipelines.planning.codec_choice`)."""
 
 CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
 """``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
@@ -79,7 +79,7 @@ def parse_compression(value: object) -> str:
     """Return a canonical compression option: a selection mode or a codec's JSON text.
 
     ``value`` is a selection mode (``auto``, ``max``, ``portable``: measured
-    per cube by :mod:`pipelines.selection`), a registered codec name (``raster``, ``openzl``,
+    per cube by :mod:`pipelines.planning.codec_choice`), a registered codec name (``raster``, ``openzl``,
     ``geozl``) or a codec's JSON form ``{"name": ..., "configuration": ...}``.
     The JSON text is canonical (sorted keys), so equal codecs give equal options.
 
@@ -189,6 +189,23 @@ class ConvertOptions:
     """Sentinel-2 L2A: largest ``eo:cloud_cover`` kept, percent (``--max-cloud``)."""
 
     def __post_init__(self) -> None:
+        self._check_outputs()
+        self._check_tiling()
+        self._check_compression()
+        _choice(self.cube_period, CUBE_PERIODS, "--cube-period")
+        _choice(self.align, ALIGN_MODES, "--align")
+        _choice(self.resampling, RESAMPLING_METHODS, "--resampling")
+        _choice(self.duplicates, DUPLICATE_MODES, "--duplicates")
+        _choice(self.extent, EXTENT_MODES, "--extent")
+        self._check_time_options()
+        if not 1 <= self.shards <= 1 << 16:
+            raise OptionError(f"expected 1 to 65536 shards, got {self.shards}", option="--shards")
+        self._check_sentinel2()
+        if self.verify_frames < 0:
+            raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
+
+    def _check_outputs(self) -> None:
+        """``--out`` and ``--catalog``: present, and a bucket URL names a bucket."""
         if not self.out:
             raise OptionError("an output directory is required", option="--out")
         object.__setattr__(self, "out", os.fspath(self.out))
@@ -205,11 +222,17 @@ class ConvertOptions:
                 raise OptionError(
                     "a catalogue in a bucket describes files in a bucket; give --out gs://… or a local --catalog", option="--catalog"
                 )
+
+    def _check_tiling(self) -> None:
+        """``--tile-size``, ``--frame-unit`` and ``--access``."""
         if isinstance(self.tile_size, bool) or not isinstance(self.tile_size, int) or not 1 <= self.tile_size <= 0xFFFF:
             raise OptionError(f"expected an integer from 1 to 65535, got {self.tile_size!r}", option="--tile-size")
         object.__setattr__(self, "frame_unit", parse_frame_unit_option(self.frame_unit))
         if self.access not in (None, "tile", "cell"):
             raise OptionError(f"expected tile or cell, got {self.access!r}", option="--access")
+
+    def _check_compression(self) -> None:
+        """``--compression`` and the lossy bound, in canonical form."""
         object.__setattr__(self, "compression", parse_compression(self.compression))
         bound = parse_error_bound_options(self.max_abs_error, self.max_rel_error)
         # Canonical form, so equal bounds give equal options (and equal plans on every worker).
@@ -223,11 +246,9 @@ class ConvertOptions:
                 )
         if bound is not None and self.compression == "portable":
             raise OptionError("portable frames cannot be lossy: geozl's quantizers need geozl's decoders", option="--compression")
-        _choice(self.cube_period, CUBE_PERIODS, "--cube-period")
-        _choice(self.align, ALIGN_MODES, "--align")
-        _choice(self.resampling, RESAMPLING_METHODS, "--resampling")
-        _choice(self.duplicates, DUPLICATE_MODES, "--duplicates")
-        _choice(self.extent, EXTENT_MODES, "--extent")
+
+    def _check_time_options(self) -> None:
+        """``--time`` parses as ISO 8601; ``--time-pattern`` compiles and has named groups."""
         if self.time is not None:
             try:
                 to_seconds(self.time)
@@ -242,8 +263,9 @@ class ConvertOptions:
                 raise OptionError(
                     "the pattern needs named groups, e.g. (?P<year>\\d{4})(?P<doy>\\d{3}) or (?P<date>\\d{8})", option="--time-pattern"
                 )
-        if not 1 <= self.shards <= 1 << 16:
-            raise OptionError(f"expected 1 to 65536 shards, got {self.shards}", option="--shards")
+
+    def _check_sentinel2(self) -> None:
+        """``--bands``, ``--resolution``, ``--mgrs`` (normalised to ``33UUU``) and ``--max-cloud``."""
         if self.bands is not None:
             try:
                 select_bands(self.bands)
@@ -257,8 +279,6 @@ class ConvertOptions:
                 raise OptionError(f"expected MGRS tiles such as 33UUU, got {tile!r}", option="--mgrs")
         if self.max_cloud is not None and not 0 <= self.max_cloud <= 100:
             raise OptionError(f"expected a cloud cover percentage from 0 to 100, got {self.max_cloud}", option="--max-cloud")
-        if self.verify_frames < 0:
-            raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
 
     @property
     def error_bound(self) -> ErrorBound | None:

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.deadletter import DeadLetter
-from pipelines.manifest import ManifestEntry
+from pipelines.transforms.dead_letters import DeadLetter
+from pipelines.transforms.manifest import ManifestEntry
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import rasterio
 
-from pipelines.scene import BandInfo, Scene
-from pipelines.times import parse_time
+from catalog.grid import Grid
+from pipelines.planning.scene import Scene, SourceBand
+from pipelines.planning.timestamps import parse_time
 from rumi_core.testing import synthetic_cube
 
 if TYPE_CHECKING:
@@ -123,17 +124,14 @@ def make_scene(
     stack: str | None = None,
     epsg: int = 32632,
 ) -> Scene:
-    """Scene metadata without a file, for testing the pure planning functions (:mod:`pipelines.grouping`)."""
+    """Scene metadata without a file, for testing the pure planning functions (:mod:`pipelines.planning.grouping`)."""
     a, b, c, d, e, f = (float(v) for v in transform[:6])
     return Scene(
         href=href,
-        epsg=epsg,
-        transform=(a, b, c, d, e, f),
-        height=shape[0],
-        width=shape[1],
+        grid=Grid(f"EPSG:{epsg}", (a, b, c, d, e, f), shape[0], shape[1]),
         dtype=dtype,
         nodata=nodata,
-        bands=tuple(BandInfo(i, name) for i, name in enumerate(bands, start=1)),
+        bands=tuple(SourceBand(i, name) for i, name in enumerate(bands, start=1)),
         time=parse_time(time),
         stack=stack or href,
         size=100,

@@ -18,7 +18,7 @@ values). :func:`increment` then keeps
 
 Everything else is left alone: cubes of untouched periods are neither planned
 nor read, and their items are carried over into the new catalogue
-(:func:`pipelines.publish.incremental_catalog_publisher`). Acquisitions older
+(:func:`pipelines.transforms.publish.incremental_catalog_publisher`). Acquisitions older
 than the latest held one that the catalogue does not hold (late arrivals,
 reprocessings of held datatakes) are left out: a run never rewrites the past
 behind the catalogue's back. A search window that misses held acquisitions of
@@ -38,12 +38,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.assembly import write_atomic
+from pipelines.bucket import write_atomic
 from pipelines.errors import PipelineError
+from pipelines.planning.timestamps import iso, parse_time, period_label
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import resolution_group
 from pipelines.sentinel2.search import search_items, select_items
-from pipelines.times import iso, parse_time, period_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -146,7 +146,7 @@ def stac_api_input(
     """Search a STAC API and write the ItemCollection this run converts; None when nothing is new.
 
     The ItemCollection (``OUT/stac-search.json``, items sorted by id) holds the
-    kept items as the API gave them; :mod:`pipelines.discovery` reads it like
+    kept items as the API gave them; :mod:`pipelines.transforms.discover` reads it like
     any ItemCollection file.
     """
     documents = search_items(url, collection=collection, bbox=bbox, datetime=datetime, max_cloud=options.max_cloud)

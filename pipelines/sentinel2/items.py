@@ -20,7 +20,7 @@ different relative orbits on one tile differ in time, so they simply follow
 each other in the tile's cube.
 
 :func:`scene_refs` turns the kept items' band assets into
-:class:`~pipelines.scene.SceneRef` objects whose :class:`~pipelines.scene.ProductBand`
+:class:`~pipelines.planning.scene.SceneRef` objects whose :class:`~pipelines.planning.scene.ProductBand`
 carries the band text, radiometry, nodata 0 and the family
 ``S2L2A_T<tile>_<group>[_o1000]``; with ``resolution=10`` every band is read
 on the 10 m grid through GDAL's ``vrt://`` with nearest-neighbour
@@ -35,7 +35,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from pipelines.scene import ProductBand, SceneRef
+from pipelines.planning.scene import ProductBand, SceneRef
 from pipelines.sentinel2.bands import S2Band, band_for_asset, band_text
 
 if TYPE_CHECKING:

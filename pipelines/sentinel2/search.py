@@ -19,11 +19,25 @@ from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newe
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["Selection", "search_items", "select_items"]
+__all__ = ["S2Request", "SelectedItems", "search_items", "select_items"]
 
 
 @dataclass(frozen=True)
-class Selection:
+class S2Request:
+    """What a run asks of Sentinel-2 L2A items (``--bands``, ``--resolution``, ``--mgrs``, ``--max-cloud``)."""
+
+    bands: str | None = None
+    """Comma-separated band ids, common names or asset keys; None for every band."""
+    resolution: int | None = None
+    """None: one cube per resolution group; 10: every band on the 10 m grid."""
+    tiles: tuple[str, ...] = ()
+    """MGRS tiles to keep; empty keeps all."""
+    max_cloud: float | None = None
+    """Largest ``eo:cloud_cover`` kept, in percent."""
+
+
+@dataclass(frozen=True)
+class SelectedItems:
     """The items a run keeps, and why the others were left out."""
 
     items: list[S2Item]
@@ -58,7 +72,7 @@ def search_items(
 
 def select_items(
     documents: Iterable[tuple[Mapping[str, Any], str | None]], *, tiles: Sequence[str] = (), max_cloud: float | None = None
-) -> Selection:
+) -> SelectedItems:
     """Keep the Sentinel-2 L2A items of ``(item, base)`` pairs; see the module docstring."""
     found: list[S2Item] = []
     other: list[str] = []
@@ -68,4 +82,4 @@ def select_items(
         else:
             other.append(str(item.get("id")))
     kept, dropped = keep_newest(filter_items(found, tiles=tiles, max_cloud=max_cloud))
-    return Selection(kept, dropped, sorted(other))
+    return SelectedItems(kept, dropped, sorted(other))

@@ -28,6 +28,7 @@ __all__ = [
     "one_line",
     "parse_int_list",
     "parse_window",
+    "probe_directory",
     "progress_bar",
     "read_header_file",
     "timeout_option",
@@ -93,11 +94,23 @@ def check_output_file(path: Path, *, option: str = "-o") -> None:
         raise OptionError(f"{option} {path}: directory {parent} does not exist")
     if not parent.is_dir():
         raise OptionError(f"{option} {path}: {parent} is not a directory")
+    probe_directory(parent, what=f"{option} {path}")
+
+
+def probe_directory(directory: Path, *, what: str) -> None:
+    """Check that ``directory`` accepts a new entry by creating and removing a hidden probe file there.
+
+    A probe also catches read-only filesystems and permissions that
+    ``os.access`` misjudges for root.
+
+    Raises:
+        OptionError: ``<what>: cannot write into <directory>: <reason>``.
+    """
     try:
-        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=parent):
+        with tempfile.TemporaryFile(prefix=".rumi-probe.", dir=directory):
             pass
     except OSError as err:
-        raise OptionError(f"{option} {path}: cannot write into {parent}: {err.strerror}") from err
+        raise OptionError(f"{what}: cannot write into {directory}: {err.strerror}") from err
 
 
 def _name(param: click.Parameter | None) -> str:

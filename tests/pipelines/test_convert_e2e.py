@@ -167,7 +167,7 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
 def test_progress_monitor(tmp_path: Path) -> None:
     import io
 
-    from pipelines.progress import ProgressMonitor
+    from pipelines.transforms.write_parts import ProgressMonitor
 
     parts = tmp_path / ".parts"
     (parts / "c1").mkdir(parents=True)

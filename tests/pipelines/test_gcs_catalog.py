@@ -27,8 +27,8 @@ from catalog.validation import validate_stac
 from pipelines.bucket import GCSOutput, crc32c_of, output_store
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
-from pipelines.publish import write_catalog
 from pipelines.testing import write_series
+from pipelines.transforms.publish import write_catalog
 from rumi_core.cli.main import cli
 
 if TYPE_CHECKING:

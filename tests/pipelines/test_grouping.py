@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from pipelines.grouping import plan_cubes, stack_scenes
 from pipelines.options import ConvertOptions
+from pipelines.planning.grouping import plan_cubes, stack_scenes
+from pipelines.planning.timestamps import iso
 from pipelines.testing import make_scene
-from pipelines.times import iso
 
 T = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
 

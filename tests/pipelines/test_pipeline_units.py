@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pipelines.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
 from pipelines.errors import OptionError
-from pipelines.grids import Extent, Grid, is_north_up, snap_extent
-from pipelines.keys import FrameKey, FrameKeyCoder
 from pipelines.options import ConvertOptions, parse_compression
-from pipelines.plan import cube_name, inputs_hash, sample_indices
-from pipelines.times import compact, iso, parse_time, period_label, resolve_time, time_from_pattern, time_from_tags
+from pipelines.planning.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
+from pipelines.planning.lattice import Extent, Lattice, is_north_up, snap_extent
+from pipelines.planning.plan import cube_name, inputs_hash, sample_indices
+from pipelines.planning.timestamps import compact, iso, parse_time, period_label, resolve_time, time_from_pattern, time_from_tags
+from pipelines.transforms.frames import FrameKey, FrameKeyCoder
 
 
 class TestBands:
@@ -104,7 +104,7 @@ class TestTimes:
 class TestGrids:
     def test_alignment_and_extent(self) -> None:
         t = (30.0, 0.0, 336375.0, 0.0, -30.0, 4462425.0)
-        grid = Grid.from_transform(32613, t)
+        grid = Lattice.from_transform(32613, t)
         assert grid.alignment == (0.5, 0.5)
         extent = grid.extent(t, 61, 61)
         assert grid.transform(extent) == t
@@ -122,13 +122,13 @@ class TestGrids:
         fx=st.sampled_from([0.0, 0.25, 0.5]),
     )
     def test_extent_round_trip(self, col: int, row: int, width: int, height: int, fx: float) -> None:
-        grid = Grid(32633, 10.0, 10.0, (fx, 0.0))
+        grid = Lattice(32633, 10.0, 10.0, (fx, 0.0))
         extent = Extent(col, row, width, height)
         assert grid.extent(grid.transform(extent), height, width) == extent
 
     @given(shift=st.floats(0.01, 0.99), width=st.integers(1, 300), height=st.integers(1, 300))
     def test_snap_covers_the_raster(self, shift: float, width: int, height: int) -> None:
-        grid = Grid(32633, 10.0, 10.0, (0.0, 0.0))
+        grid = Lattice(32633, 10.0, 10.0, (0.0, 0.0))
         t = (10.0, 0.0, 500000.0 + 10 * shift, 0.0, -10.0, 4000000.0 - 10 * shift)
         e = snap_extent(grid, t, height, width)
         left, top = grid.transform(e)[2], grid.transform(e)[5]
@@ -142,8 +142,8 @@ class TestGrids:
         assert Extent.union_all([Extent(5, 5, 1, 1), Extent(0, 0, 1, 1)]) == Extent(0, 0, 6, 6)
 
     def test_slug(self) -> None:
-        assert Grid(4326, 0.25, 0.25, (0.0, 0.0)).slug() == "EPSG4326_r0p25"
-        assert Grid(32633, 10.0, 20.0, (0.0, 0.0)).slug() == "EPSG32633_r10x20"
+        assert Lattice(4326, 0.25, 0.25, (0.0, 0.0)).slug() == "EPSG4326_r0p25"
+        assert Lattice(32633, 10.0, 20.0, (0.0, 0.0)).slug() == "EPSG32633_r10x20"
 
 
 class TestPlanHelpers:

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-from pipelines.deadletter import DeadLetter
-from pipelines.discovery import discover, stac_scene_refs
 from pipelines.errors import SceneError
-from pipelines.frames import LazyCube, fill_value, read_frame
-from pipelines.grouping import plan_cubes
-from pipelines.metadata import read_scene
 from pipelines.options import ConvertOptions
-from pipelines.scene import SceneRef
-from pipelines.sources import RasterCache
+from pipelines.planning.grouping import plan_cubes
+from pipelines.planning.scene import SceneRef
+from pipelines.planning.timestamps import iso
+from pipelines.rasters import RasterCache
 from pipelines.testing import write_geotiff
-from pipelines.times import iso
+from pipelines.transforms.dead_letters import DeadLetter
+from pipelines.transforms.discover import discover, stac_scene_refs
+from pipelines.transforms.frames import LazyCube, fill_value, read_frame
+from pipelines.transforms.read_metadata import read_scene
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -9,9 +9,9 @@ import pytest
 
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
+from pipelines.planning.timestamps import iso, resolve_time, time_from_scene_id
 from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
-from pipelines.times import iso, resolve_time, time_from_scene_id
 
 if TYPE_CHECKING:
     from pathlib import Path

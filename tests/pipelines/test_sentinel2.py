@@ -20,11 +20,11 @@ import rumi_core
 from catalog import Cube
 from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
-from pipelines.deadletter import DeadLetter
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.cli.main import cli
 
 if TYPE_CHECKING:
@@ -140,7 +140,8 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
-    from pipelines.discovery import S2Request, discover
+    from pipelines.sentinel2.search import S2Request
+    from pipelines.transforms.discover import discover
 
     catalogue = pystac.Catalog(id="s2", description="Sentinel-2 L2A items")
     for item in archive[1]:
@@ -323,14 +324,15 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
 
 
 def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_the_other() -> None:
-    from pipelines.grouping import plan_cubes
+    from catalog.grid import Grid
     from pipelines.options import ConvertOptions
-    from pipelines.scene import BandInfo, Scene
+    from pipelines.planning.grouping import plan_cubes
+    from pipelines.planning.scene import Scene, SourceBand
 
     def scene(href: str, x0: float, day: int) -> Scene:
-        band = BandInfo(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
-        return Scene(href, 32633, (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8, "uint16", 0.0, (band,), 1685577600 + day * 86400,
-                     href, family="S2L2A_T33UUU_10m_o1000")  # fmt: skip
+        band = SourceBand(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
+        grid = Grid("EPSG:32633", (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8)
+        return Scene(href, grid, "uint16", 0.0, (band,), 1685577600 + day * 86400, href, family="S2L2A_T33UUU_10m_o1000")
 
     scenes = [scene("a.tif", 300000.0, 1), scene("b.tif", 300000.0, 2), scene("c.tif", 400000.0, 3)]
     plans, rejects = plan_cubes(scenes, ConvertOptions(out="/tmp/unused", cube_period="P1M", frame_unit=0))

@@ -11,22 +11,22 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.testing.util import assert_that, equal_to, is_not_empty
 
-from pipelines.assembly import AssembleFiles, FramePart, PrepareParts, SkipExisting, WriteParts, part_path
-from pipelines.compression import ChooseCodecs, CompressFrames, select_codec
-from pipelines.cubes import PlanCubes
-from pipelines.deadletter import DeadLetter
-from pipelines.discovery import DiscoverScenes
-from pipelines.frames import FrameKeys, LazyCube, SplitFrames
-from pipelines.grouping import plan_cubes
-from pipelines.keys import FrameKey
-from pipelines.manifest import ManifestEntry
-from pipelines.metadata import ReadSceneMetadata, read_scene
-from pipelines.scene import Scene, SceneRef
-from pipelines.selection import measure_frame_unit
-from pipelines.sinks import WriteDeadLetters, WriteManifest
-from pipelines.sources import RasterCache
+from pipelines.planning.codec_choice import measure_frame_unit
+from pipelines.planning.grouping import plan_cubes
+from pipelines.planning.scene import Scene, SceneRef
+from pipelines.rasters import RasterCache
 from pipelines.summary import load_jsonl
+from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
+from pipelines.transforms.compress import ChooseCodecs, CompressFrames, select_codec
+from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
+from pipelines.transforms.discover import DiscoverScenes
+from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFrames
+from pipelines.transforms.manifest import ManifestEntry, WriteManifest
+from pipelines.transforms.plan_cubes import PlanCubes
+from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
+from pipelines.transforms.write_parts import FramePart, PrepareParts, WriteParts, part_path
 from rumi_core import DEFAULT_CODEC, decode_frame
+from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from apache_beam.testing.test_pipeline import TestPipeline
 
     from pipelines.options import ConvertOptions
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
 
 Series = tuple["Path", list[str], np.ndarray[Any, Any]]
 
@@ -155,7 +155,7 @@ def test_prepare_write_parts_and_assemble(pipeline: Callable[[], TestPipeline], 
 
 
 def test_assemble_reports_read_failures(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
-    from pipelines.frames import FrameFailure
+    from pipelines.transforms.frames import FrameFailure
 
     plan = _plan(series, options)
     with pipeline() as p:
@@ -212,3 +212,24 @@ def test_sinks(pipeline: Callable[[], TestPipeline], tmp_path: Path) -> None:
         assert_that(dead, is_not_empty(), label="Dead")
     assert [ManifestEntry.from_dict(d) for d in load_jsonl(str(tmp_path / "m.jsonl"))] == [entry]
     assert [d["href"] for d in load_jsonl(str(tmp_path / "d.jsonl"))] == ["a", "b"]
+
+
+def test_frame_unit_measured_only_when_several_fit(series: Series, options: ConvertOptions) -> None:
+    """``--access tile`` leaves unit 0 alone (9 compresses identically): no pixel is read; ``--access any`` measures."""
+    plan = _plan(series, dataclasses.replace(options, frame_unit="auto"))
+    rasters = RasterCache()
+    reads: list[object] = []
+
+    class Counted(LazyCube):
+        def __getitem__(self, key: tuple[Any, ...]) -> np.ndarray[Any, Any]:
+            reads.append(key)
+            return super().__getitem__(key)
+
+    try:
+        assert measure_frame_unit(plan, Counted(plan, rasters), access="tile") == 0
+        assert reads == []
+        unit = measure_frame_unit(plan, Counted(plan, rasters), access=None)
+        assert reads
+        assert FRAME_UNITS[unit].is_valid(bands=len(plan.bands), times=len(plan.times))
+    finally:
+        rasters.close()

@@ -12,7 +12,7 @@ in this order, from
    cube's single-band band shares a name (:func:`stem_name`: the parts of
    the stem that hold no digit, ``fmask`` for ``LE70350322008118EDC00_fmask.tif``
    on every date), the cube's band takes that name once the scenes are
-   grouped (``pipelines.grouping``).
+   grouped (``pipelines.planning.grouping``).
 
 Single-band files that differ only by their band token are the bands of one
 acquisition: :func:`stack_id` names that acquisition, and :func:`natural_key`

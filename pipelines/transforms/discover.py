@@ -1,12 +1,12 @@
 """Discovering scenes: paths, globs, directories, URLs and STAC ItemCollections.
 
 Each input text becomes zero or more
-:class:`~pipelines.scene.SceneRef` objects:
+:class:`~pipelines.planning.scene.SceneRef` objects:
 
 * a local path, or a glob (``scenes/*/*_B0[2348].tif``, ``**`` recursing);
 * a directory: every ``.tif``/``.tiff`` file below it;
 * an ``http(s)://`` or ``gs://`` URL of a raster, read later through GDAL's
-  virtual file systems (:mod:`pipelines.sources`);
+  virtual file systems (:mod:`pipelines.rasters`);
 * a STAC ItemCollection (or single Item) JSON file, or a static STAC catalogue
   or collection (its ``catalog.json``/``collection.json``; every item below it), local or ``http(s)://``,
   whose GeoTIFF assets become scenes dated by their item and stacked by item
@@ -15,7 +15,7 @@ Each input text becomes zero or more
   instead (band table, radiometry, resolution groups, newest processing).
 
 An input that finds nothing, or a STAC file that cannot be read, becomes a
-:class:`~pipelines.deadletter.DeadLetter`.
+:class:`~pipelines.transforms.dead_letters.DeadLetter`.
 """
 
 from __future__ import annotations
@@ -31,38 +31,24 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.counters import inc
-from pipelines.deadletter import DeadLetter
-from pipelines.scene import SceneRef
+from pipelines.planning.scene import SceneRef
+from pipelines.rasters import RASTER_SUFFIXES, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
-from pipelines.sentinel2.search import select_items
-from pipelines.sources import RASTER_SUFFIXES, is_url
+from pipelines.sentinel2.search import S2Request, select_items
+from pipelines.transforms.collect import inc
+from pipelines.transforms.dead_letters import DeadLetter
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "S2Request", "discover", "stac_scene_refs"]
+__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "discover", "stac_scene_refs"]
 
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
-
-
-@dataclass(frozen=True)
-class S2Request:
-    """What a run asks of Sentinel-2 L2A items (``--bands``, ``--resolution``, ``--mgrs``, ``--max-cloud``)."""
-
-    bands: str | None = None
-    """Comma-separated band ids, common names or asset keys; None for every band."""
-    resolution: int | None = None
-    """None: one cube per resolution group; 10: every band on the 10 m grid."""
-    tiles: tuple[str, ...] = ()
-    """MGRS tiles to keep; empty keeps all."""
-    max_cloud: float | None = None
-    """Largest ``eo:cloud_cover`` kept, in percent."""
 
 
 def _resolve(href: str, base: str) -> str:

@@ -5,6 +5,8 @@ or band-count mismatch inside a group, an off-grid scene or an unknown time
 does not stop the run: the input becomes a :class:`DeadLetter`, written as
 one JSON line to ``OUT/dead-letter.jsonl``, and counted by a Beam counter of
 the transform that rejected it. Every other cube still completes.
+:class:`WriteDeadLetters` writes them sorted and without repeats, so the
+bytes do not depend on the runner.
 
 >>> DeadLetter("a.tif", "missing-crs", "the file has no CRS", "ReadSceneMetadata").to_dict()["reason"]
 'missing-crs'
@@ -15,9 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipelines.errors import PipelineError, SceneError
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
 
-__all__ = ["REASONS", "DeadLetter"]
+from pipelines.bucket import write_jsonl
+from pipelines.errors import PipelineError, SceneError
+from pipelines.transforms.collect import Collect, inc
+
+__all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
 
 REASONS: Final = {
     "no-match": "an input path or glob matches no file",
@@ -72,3 +79,26 @@ class DeadLetter:
     def from_dict(cls, data: dict[str, Any]) -> DeadLetter:
         """Inverse of :meth:`to_dict`."""
         return cls(data["href"], data["reason"], data["message"], data["stage"])
+
+
+def _write_dead_letters(letters: list[DeadLetter], path: str) -> int:
+    count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))])
+    for letter in letters:
+        inc(WriteDeadLetters, f"dead_letter.{letter.reason}")
+    return count
+
+
+@dataclass
+class WriteDeadLetters(beam.PTransform[PCollection["DeadLetter"], PCollection[int]]):
+    """Write every dead letter of the run, sorted and without repeats, and count them by reason."""
+
+    path: str
+    """Usually ``OUT/dead-letter.jsonl``."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, letters: PCollection[DeadLetter]) -> PCollection[int]:
+        """Collect, sort, write."""
+        out: PCollection[int] = letters | "Collect" >> Collect() | "Write" >> beam.Map(_write_dead_letters, path=self.path)
+        return out

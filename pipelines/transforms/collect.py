@@ -7,6 +7,14 @@ by recomputing its whole lineage, which would run the steps before it (frame
 writes, file assembly) a second time. :class:`Collect` uses a GroupByKey on a
 constant key instead, seeded with one marker so that an empty input still
 gives one (empty) list.
+
+:func:`inc` counts what flows through each transform (style guide, *Beam
+transforms*: elements, bytes, milliseconds). The namespace of every counter is
+the class name of the transform, so ``ReadSceneMetadata/scenes`` counts the
+scenes that transform read and ``PlanCubes/dead_letter.off-grid`` the
+off-grid scenes it rejected. Runners that report metrics (FnApiRunner, the
+portable runner) show them in the run summary; others (the Dask runner)
+ignore them.
 """
 
 from __future__ import annotations
@@ -15,9 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import apache_beam as beam
+from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import PCollection
 
-__all__ = ["Collect"]
+__all__ = ["Collect", "inc"]
 
 
 class _Seed:
@@ -45,3 +54,13 @@ class Collect(beam.PTransform[PCollection[Any], PCollection[list[Any]]]):
         seed = items.pipeline | "Seed" >> beam.Create([(0, _Seed())])
         out: PCollection[list[Any]] = (keyed, seed) | "Join" >> beam.Flatten() | "Group" >> beam.GroupByKey() | "List" >> beam.Map(_unseed)
         return out
+
+
+def inc(transform: type | str, name: str, value: int = 1) -> None:
+    """Add ``value`` to the counter ``name`` of ``transform``'s namespace.
+
+    ``transform`` is the transform class, or its name where importing the
+    class would be circular (a module the transform's own module imports).
+    """
+    namespace = transform if isinstance(transform, str) else transform.__name__
+    Metrics.counter(namespace, name).inc(value)

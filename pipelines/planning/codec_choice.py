@@ -4,7 +4,7 @@ The choice is made once per cube, never per frame:
 
 * :func:`choose_frame_unit` runs when the cube is planned, from its shape;
 * :func:`choose_codec` runs once per cube on a deterministic sample of its
-  frames (:func:`pipelines.plan.sample_indices`), and its answer reaches every
+  frames (:func:`pipelines.planning.plan.sample_indices`), and its answer reaches every
   worker as a side input.
 
 An explicit ``--frame-unit``/``--compression`` is honoured as given. For the
@@ -33,15 +33,16 @@ import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, BoundedCodec, FrameCodec, parse_codec
 from rumi_core.compression import DECODE_FLOOR, MODES, profile_codecs, select_layout
+from rumi_core.frame_units import FRAME_UNITS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from numpy.typing import NDArray
 
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
 
-__all__ = ["choose_codec", "choose_frame_unit", "measure_frame_unit", "selection_nodata"]
+__all__ = ["choose_codec", "choose_frame_unit", "known_frame_unit", "measure_frame_unit", "selection_nodata"]
 
 
 def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: int) -> int:
@@ -58,17 +59,36 @@ def choose_frame_unit(requested: int | Literal["auto"], *, bands: int, times: in
     return 0 if requested == "auto" else requested
 
 
+def known_frame_unit(access: Literal["tile", "cell"] | None, *, bands: int, times: int) -> int | None:
+    """The unit ``auto`` ends with when only one fits the access pattern, known without reading a pixel; else None.
+
+    Specification, *Choosing a frame unit*: compression SHOULD be measured when
+    more than one unit fits the access pattern. Units 0 and 9 hold the same
+    tile and compress identically, so with ``--access tile``, or where no cell
+    unit is valid (``B = T = 1``, or ``--access cell`` falling back to tiles),
+    unit 0 is the answer and measuring it would only spend time.
+
+    >>> known_frame_unit("tile", bands=4, times=6), known_frame_unit(None, bands=1, times=1), known_frame_unit(None, bands=4, times=1)
+    (0, 0, None)
+    """
+    cells = [u for u in FRAME_UNITS.values() if u.holds == "cell" and u.is_valid(bands=bands, times=times)]
+    return 0 if access == "tile" or not cells else None
+
+
 def measure_frame_unit(plan: CubePlan, data: Any, *, access: Literal["tile", "cell"] | None = None) -> int:
     """Choose the frame unit of an ``auto`` cube by measuring it (``frame_unit="auto"``).
 
     ``data`` is the cube as a sliceable ``(T, B, Y, X)`` array (a
-    :class:`~pipelines.frames.LazyCube`); :func:`rumi_core.compression.select_layout`
+    :class:`~pipelines.transforms.frames.LazyCube`); :func:`rumi_core.compression.select_layout`
     reads a few sample cells of it, compresses them as tiles and as every cell
     unit valid for ``(B, T)`` and returns the smallest that is predicted to
     decode at :data:`~rumi_core.compression.DECODE_FLOOR`. ``access`` (``--access``) keeps tile or
     cell frames whatever their size, since a frame is the smallest thing a
-    reader decodes.
+    reader decodes. Nothing is read when :func:`known_frame_unit` knows the answer.
     """
+    known = known_frame_unit(access, bands=len(plan.bands), times=len(plan.times))
+    if known is not None:
+        return known
     spec = plan.compression_spec()
     selection = select_layout(
         data,
@@ -98,9 +118,9 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
     """Return the codec of every frame of ``plan``, chosen on ``sample_frames``.
 
     Args:
-        plan: The cube; :attr:`~pipelines.plan.CubePlan.compression` is a
+        plan: The cube; :attr:`~pipelines.planning.plan.CubePlan.compression` is a
             selection mode (``auto``, ``max``, ``portable``) or the codec the
-            user asked for; :attr:`~pipelines.plan.CubePlan.error_bound` asks for
+            user asked for; :attr:`~pipelines.planning.plan.CubePlan.error_bound` asks for
             geozl's quantized recipes.
         sample_frames: Decoded samples of a deterministic sample of the
             cube's frames, in the layout of ``plan.layout``.

@@ -1,9 +1,9 @@
 """Reading scene metadata with rasterio.
 
 :func:`read_scene` opens one scene and returns its
-:class:`~pipelines.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
+:class:`~pipelines.planning.scene.Scene`: CRS as an EPSG code, transform, shape, dtype,
 nodata, raster type, band descriptions, scale, offset and unit, and the
-acquisition time (:mod:`pipelines.times`). It also reads the file's last
+acquisition time (:mod:`pipelines.planning.timestamps`). It also reads the file's last
 block, so a truncated or corrupt GeoTIFF is caught here rather than halfway
 through a cube.
 
@@ -22,13 +22,14 @@ from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
-from pipelines.bands import band_name, band_token, stack_id
-from pipelines.counters import inc
-from pipelines.deadletter import DeadLetter
+from catalog.grid import Grid
 from pipelines.errors import SceneError
-from pipelines.scene import BandInfo, Scene, SceneRef
-from pipelines.sources import file_size, gdal_env
-from pipelines.times import resolve_time
+from pipelines.planning.bands import band_name, band_token, stack_id
+from pipelines.planning.scene import Scene, SceneRef, SourceBand
+from pipelines.planning.timestamps import resolve_time
+from pipelines.rasters import file_size, gdal_env
+from pipelines.transforms.collect import inc
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
 
@@ -81,7 +82,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
             bands = tuple(
-                BandInfo(
+                SourceBand(
                     index=i,
                     name=band_name(description=ds.descriptions[i - 1], hint=hints[i - 1] if hints else None, token=token, index=i),
                     description=ds.descriptions[i - 1],
@@ -101,7 +102,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                         f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
                     )
                 # The product's band table knows the text, radiometry and nodata better than the file.
-                bands = (BandInfo(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
+                bands = (SourceBand(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
                 nodata = product.nodata
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
@@ -119,16 +120,12 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         )
     return Scene(
         href=href,
-        epsg=int(epsg),
-        transform=transform,  # type: ignore[arg-type]
-        height=height,
-        width=width,
+        grid=Grid(f"EPSG:{int(epsg)}", transform, height, width, point),  # type: ignore[arg-type]
         dtype=dtype,
         nodata=nodata,
         bands=bands,
         time=seconds,
         stack=ref.stack or stack_id(href),
-        pixel_is_point=point,
         size=file_size(href),
         family=ref.product.family if ref.product else None,
         tags=ref.product.tags if ref.product else (),

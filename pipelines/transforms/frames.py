@@ -1,7 +1,7 @@
 """Splitting cubes into frames: one element per frame, read through a window.
 
 Every frame of every planned cube becomes one element
-keyed :class:`~pipelines.keys.FrameKey`. Its samples come from windowed
+keyed :class:`~pipelines.transforms.frames.FrameKey`. Its samples come from windowed
 rasterio reads of exactly the tile the frame covers, so no worker ever holds
 a whole cube or a whole scene: a tile frame (units 0 and 9) is one window of
 one band of one file; a cell frame is that window for every band and time.
@@ -13,6 +13,15 @@ rumi_core's own writer lays them out. Pixels no source covers (unioned
 extents, warped edges) hold the nodata value; where several sources fill one
 band at one time (``--duplicates mosaic``) the first valid pixel wins.
 
+A frame's key is :class:`FrameKey`, ``(cube_id, frame_index)``; style guide,
+*Beam transforms*: a key is an immutable, hashable value object with a
+deterministic encoding and a registered coder. :class:`FrameKeyCoder` encodes
+it as the UTF-8 cube id, its length, and the frame index, so equal keys give
+equal bytes on every runner and worker.
+
+>>> FrameKeyCoder().decode(FrameKeyCoder().encode(FrameKey("cube", 7)))
+FrameKey(cube_id='cube', index=7)
+
 Keys are generated in ``shards`` shards on the workers and reshuffled (style
 guide, *Beam transforms*), so the frame stage spreads over every worker on
 every runner.
@@ -21,20 +30,22 @@ every runner.
 from __future__ import annotations
 
 import math
+import struct
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import apache_beam as beam
 import numpy as np
+from apache_beam.coders import Coder
+from apache_beam.coders.typecoders import registry
 from apache_beam.pvalue import AsDict, AsList, PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
-from pipelines.counters import inc
-from pipelines.errors import SceneError
-from pipelines.keys import FrameKey
-from pipelines.sources import RasterCache
+from pipelines.errors import PipelineError, SceneError
+from pipelines.rasters import RasterCache
+from pipelines.transforms.collect import inc
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:
@@ -42,12 +53,15 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from pipelines.plan import CubePlan, Source
+    from pipelines.planning.plan import CubePlan, Source
 
 __all__ = [
     "FrameFailure",
+    "FrameKey",
+    "FrameKeyCoder",
     "FrameKeys",
     "LazyCube",
+    "RasterDoFn",
     "ReadFrames",
     "SplitFrames",
     "fill_value",
@@ -55,6 +69,50 @@ __all__ = [
     "read_frame",
     "shard_frame_keys",
 ]
+
+_LENGTH: Final = struct.Struct("<I")
+_INDEX: Final = struct.Struct("<Q")
+
+
+@dataclass(frozen=True, order=True)
+class FrameKey:
+    """One frame of one cube."""
+
+    cube_id: str
+    """The cube's output name (:func:`pipelines.planning.plan.cube_name`)."""
+    index: int
+    """Frame index in the file (specification, *Frame index*)."""
+
+    def __post_init__(self) -> None:
+        if self.index < 0:
+            raise PipelineError(f"a frame index is non-negative, got {self.index}")
+
+
+class FrameKeyCoder(Coder):
+    """Deterministic coder of :class:`FrameKey`: ``len(id) ‖ id ‖ index``, little-endian."""
+
+    def encode(self, value: FrameKey) -> bytes:
+        """Encode a key."""
+        raw = value.cube_id.encode("utf-8")
+        return _LENGTH.pack(len(raw)) + raw + _INDEX.pack(value.index)
+
+    def decode(self, encoded: bytes) -> FrameKey:
+        """Decode a key."""
+        (n,) = _LENGTH.unpack_from(encoded)
+        cube_id = encoded[_LENGTH.size : _LENGTH.size + n].decode("utf-8")
+        (index,) = _INDEX.unpack_from(encoded, _LENGTH.size + n)
+        return FrameKey(cube_id, index)
+
+    def is_deterministic(self) -> bool:
+        """Equal keys always encode to equal bytes."""
+        return True
+
+    def to_type_hint(self) -> type[FrameKey]:
+        """The type this coder encodes."""
+        return FrameKey
+
+
+registry.register_coder(FrameKey, FrameKeyCoder)
 
 
 @dataclass(frozen=True)
@@ -197,13 +255,22 @@ class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]])
         return keys
 
 
-class _ReadFrameFn(beam.DoFn):
+class RasterDoFn(beam.DoFn):
+    """A DoFn that reads source pixels: one :class:`~pipelines.rasters.RasterCache` per DoFn instance, closed at teardown."""
+
     def __init__(self) -> None:
         beam.DoFn.__init__(self)
 
     def setup(self) -> None:
+        """Open the cache (Beam calls this once per DoFn instance on a worker)."""
         self.rasters = RasterCache()
 
+    def teardown(self) -> None:
+        """Close every raster the cache holds."""
+        self.rasters.close()
+
+
+class _ReadFrameFn(RasterDoFn):
     def process(self, key: FrameKey, plans: Mapping[str, CubePlan]) -> Iterator[tuple[FrameKey, NDArray[Any] | FrameFailure]]:
         start = time.perf_counter()
         try:
@@ -216,9 +283,6 @@ class _ReadFrameFn(beam.DoFn):
         inc(ReadFrames, "bytes", samples.nbytes)
         inc(ReadFrames, "msec", round(1000 * (time.perf_counter() - start)))
         yield key, samples
-
-    def teardown(self) -> None:
-        self.rasters.close()
 
 
 @dataclass

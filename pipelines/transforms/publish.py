@@ -1,7 +1,7 @@
 """Publishing a run's cubes as a STAC catalogue.
 
 :class:`WriteCatalog` is a publisher (see :data:`pipelines.convert.Publisher`):
-it collects the run's :class:`~pipelines.manifest.ManifestEntry` values in one
+it collects the run's :class:`~pipelines.transforms.manifest.ManifestEntry` values in one
 place, builds one STAC item per file with :func:`catalog.create_item` (the
 manifest line, with its ``extra`` lifted, is the item's extra metadata: bands,
 codec, lossy bound) and writes the tree and its ``items.parquet`` index with
@@ -45,16 +45,15 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store
-from pipelines.collect import Collect
-from pipelines.counters import inc
+from pipelines.transforms.collect import Collect, inc
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     import pystac
 
-    from pipelines.manifest import ManifestEntry
     from pipelines.options import ConvertOptions
+    from pipelines.transforms.manifest import ManifestEntry
 
 __all__ = ["CATALOG_ID", "WriteCatalog", "catalog_publisher", "incremental_catalog_publisher", "write_catalog"]
 

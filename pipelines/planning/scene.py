@@ -13,7 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BandInfo", "ProductBand", "Scene", "SceneRef", "nodata_key"]
+from catalog.grid import Grid
+from pipelines.planning.lattice import OnGrid
+
+__all__ = ["SourceBand", "ProductBand", "Scene", "SceneRef", "nodata_key"]
 
 
 def nodata_key(nodata: float | None) -> str:
@@ -105,13 +108,13 @@ class SceneRef:
 
 
 @dataclass(frozen=True)
-class BandInfo:
+class SourceBand:
     """One band of a scene."""
 
     index: int
     """1-based band index in the file."""
     name: str
-    """Band text (see :mod:`pipelines.bands`)."""
+    """Band text (see :mod:`pipelines.planning.bands`)."""
     description: str | None = None
     """The GeoTIFF band description, if any."""
     scale: float = 1.0
@@ -133,37 +136,29 @@ class BandInfo:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> BandInfo:
+    def from_dict(cls, data: dict[str, Any]) -> SourceBand:
         """Inverse of :meth:`to_dict`."""
         return cls(data["index"], data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"))
 
 
 @dataclass(frozen=True)
-class Scene:
+class Scene(OnGrid):
     """The metadata of one readable, georeferenced, dated input raster."""
 
     href: str
     """Path or URL, as discovered."""
-    epsg: int
-    """EPSG code of the CRS."""
-    transform: tuple[float, float, float, float, float, float]
-    """Affine transform of the first pixel's corner, rasterio order."""
-    height: int
-    """Rows."""
-    width: int
-    """Columns."""
+    grid: Grid
+    """CRS, transform of the first pixel's corner, shape, and ``AREA_OR_POINT=Point``."""
     dtype: str
     """NumPy dtype name shared by every band."""
     nodata: float | None
     """Nodata value, or None."""
-    bands: tuple[BandInfo, ...]
+    bands: tuple[SourceBand, ...]
     """Bands, in file order."""
     time: int
     """Acquisition time, POSIX seconds."""
     stack: str
-    """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.bands.stack_id`)."""
-    pixel_is_point: bool = False
-    """True when the file declares ``AREA_OR_POINT=Point``."""
+    """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.planning.bands.stack_id`)."""
     size: int | None = None
     """File size in bytes, when known."""
     family: str | None = None
@@ -201,16 +196,18 @@ class Scene:
         nodata = data.get("nodata")
         return cls(
             href=data["href"],
-            epsg=int(data["epsg"]),
-            transform=tuple(float(v) for v in data["transform"]),  # type: ignore[arg-type]
-            height=int(data["height"]),
-            width=int(data["width"]),
+            grid=Grid(
+                f"EPSG:{int(data['epsg'])}",
+                tuple(float(v) for v in data["transform"]),  # type: ignore[arg-type]
+                int(data["height"]),
+                int(data["width"]),
+                bool(data.get("pixel_is_point", False)),
+            ),
             dtype=data["dtype"],
             nodata=None if nodata is None else float(nodata),
-            bands=tuple(BandInfo.from_dict(b) for b in data["bands"]),
+            bands=tuple(SourceBand.from_dict(b) for b in data["bands"]),
             time=int(data["time"]),
             stack=data["stack"],
-            pixel_is_point=bool(data.get("pixel_is_point", False)),
             size=data.get("size"),
             family=data.get("family"),
             tags=tuple((k, v) for k, v in data.get("tags", ())),

@@ -3,7 +3,7 @@
 Planning needs every scene's metadata at once (which
 scenes share a grid, a band set, a time), and that metadata is small, so
 :class:`PlanCubes` collects it in one place and runs the pure
-:func:`pipelines.grouping.plan_cubes`. It emits the plans and the dead
+:func:`pipelines.planning.grouping.plan_cubes`. It emits the plans and the dead
 letters of the scenes that cannot join a cube, and counts both.
 """
 
@@ -15,15 +15,14 @@ from typing import TYPE_CHECKING, Any
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.collect import Collect
-from pipelines.counters import inc
-from pipelines.deadletter import DeadLetter
-from pipelines.grouping import plan_cubes
+from pipelines.planning.grouping import plan_cubes
+from pipelines.transforms.collect import Collect, inc
+from pipelines.transforms.dead_letters import DeadLetter
 
 if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
-    from pipelines.plan import CubePlan
-    from pipelines.scene import Scene
+    from pipelines.planning.plan import CubePlan
+    from pipelines.planning.scene import Scene
 
 __all__ = ["PlanCubes", "plan_all"]
 

@@ -1,16 +1,16 @@
-"""Pixel grids: which scenes share one, and where each sits on it.
+"""Pixel lattices: which scenes share one, and where each sits on it.
 
 Two north-up rasters in one CRS with
-the same pixel size share a grid when their origins differ by a whole number
+the same pixel size share a lattice when their origins differ by a whole number
 of pixels, that is, when ``origin mod pixel size`` (the *alignment*) is equal.
-On a shared grid a raster's footprint is an integer :class:`Extent` (first
+On a shared lattice a raster's footprint is an integer :class:`Extent` (first
 column, first row, width, height), extents can be unioned, and every raster's
 pixels map one-to-one onto the union's.
 
 A raster whose alignment differs is *off grid*; :func:`snap_extent` gives the
 extent its warped copy covers on a grid. The module is pure arithmetic.
 
->>> g = Grid.from_transform(32633, (10.0, 0.0, 500005.0, 0.0, -10.0, 4000000.0))
+>>> g = Lattice.from_transform(32633, (10.0, 0.0, 500005.0, 0.0, -10.0, 4000000.0))
 >>> g.alignment
 (0.5, 0.0)
 >>> g.extent((10.0, 0.0, 500005.0, 0.0, -10.0, 4000000.0), 3, 2)
@@ -26,7 +26,9 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-__all__ = ["Extent", "Grid", "is_north_up", "snap_extent"]
+    from catalog.grid import Grid
+
+__all__ = ["Extent", "Lattice", "OnGrid", "is_north_up", "snap_extent"]
 
 _DIGITS: Final = 6
 """Alignment and pixel size are compared after rounding to this many decimals (of a pixel, of a unit)."""
@@ -70,8 +72,12 @@ class Extent:
 
 
 @dataclass(frozen=True, order=True)
-class Grid:
-    """A north-up pixel grid: CRS, pixel size and alignment."""
+class Lattice:
+    """A lattice of north-up pixels: CRS, pixel size and alignment, without an extent.
+
+    Scenes on one lattice can share a cube; :class:`catalog.grid.Grid` is the
+    raster grid of one file (CRS, transform and size).
+    """
 
     epsg: int
     """EPSG code of the CRS."""
@@ -83,7 +89,7 @@ class Grid:
     """``(x_origin / res_x mod 1, y_origin / res_y mod 1)``, rounded to 6 decimals."""
 
     @classmethod
-    def from_transform(cls, epsg: int, transform: Sequence[float]) -> Grid:
+    def from_transform(cls, epsg: int, transform: Sequence[float]) -> Lattice:
         """The grid of a north-up transform (check :func:`is_north_up` first)."""
         a, _, c, _, e, f = transform[:6]
         res_x, res_y = round(a, 9), round(-e, 9)
@@ -108,10 +114,10 @@ class Grid:
         return f"EPSG{self.epsg}_r{res.replace('.', 'p')}"
 
 
-def snap_extent(grid: Grid, transform: Sequence[float], height: int, width: int) -> Extent:
+def snap_extent(grid: Lattice, transform: Sequence[float], height: int, width: int) -> Extent:
     """The extent on ``grid`` that covers a raster of another alignment, snapped outwards.
 
-    >>> g = Grid(32633, 10.0, 10.0, (0.0, 0.0))
+    >>> g = Lattice(32633, 10.0, 10.0, (0.0, 0.0))
     >>> snap_extent(g, (10.0, 0.0, 500003.0, 0.0, -10.0, 4000000.0), 2, 2)
     Extent(col=50000, row=-400000, width=3, height=2)
     """
@@ -124,3 +130,47 @@ def snap_extent(grid: Grid, transform: Sequence[float], height: int, width: int)
     row0 = math.floor(-top / grid.res_y + grid.alignment[1] + eps)
     row1 = math.ceil(-bottom / grid.res_y + grid.alignment[1] - eps)
     return Extent(col0, row0, col1 - col0, row1 - row0)
+
+
+class OnGrid:
+    """Mixed into the dataclasses that sit on one raster grid (a scene, an acquisition, a cube plan).
+
+    Each holds its CRS, transform, shape and raster type as one
+    :class:`catalog.grid.Grid` value, ``grid``; these properties read its fields
+    the way planning uses them.
+    """
+
+    grid: Grid
+    """CRS, transform of the first pixel's corner (rasterio order), shape and raster type."""
+
+    @property
+    def epsg(self) -> int:
+        """EPSG code of the CRS (a scene without one is a dead letter before planning)."""
+        epsg = self.grid.epsg
+        assert epsg is not None, "planned rasters always have an EPSG code"
+        return epsg
+
+    @property
+    def transform(self) -> tuple[float, float, float, float, float, float]:
+        """Affine transform of the first pixel's corner, rasterio order."""
+        return self.grid.transform
+
+    @property
+    def height(self) -> int:
+        """Rows (``Y``)."""
+        return self.grid.height
+
+    @property
+    def width(self) -> int:
+        """Columns (``X``)."""
+        return self.grid.width
+
+    @property
+    def pixel_is_point(self) -> bool:
+        """True when the raster declares ``AREA_OR_POINT=Point``."""
+        return self.grid.pixel_is_point
+
+    @property
+    def lattice(self) -> Lattice:
+        """The lattice its pixels sit on (check :func:`is_north_up` first)."""
+        return Lattice.from_transform(self.epsg, self.transform)

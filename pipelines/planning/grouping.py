@@ -1,11 +1,11 @@
 """Grouping scenes into cubes: the pure planning algorithm of ``rumi convert``.
 
 :func:`plan_cubes` turns the metadata
-of every input scene into :class:`~pipelines.plan.CubePlan` objects and
-:class:`~pipelines.deadletter.DeadLetter` records, in five steps:
+of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
+:class:`~pipelines.transforms.dead_letters.DeadLetter` records, in five steps:
 
 1. **Stacking.** Single-band files of one acquisition (same
-   :func:`~pipelines.bands.stack_id`, time and raster) become the bands of one
+   :func:`~pipelines.planning.bands.stack_id`, time and raster) become the bands of one
    :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
    differs from the rest of its stack is a *dtype mismatch*.
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
@@ -32,50 +32,43 @@ import itertools
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from pipelines.bands import band_token, natural_key, stem_name, unique_band_texts
-from pipelines.deadletter import DeadLetter
-from pipelines.grids import Extent, Grid, is_north_up, snap_extent
-from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
-from pipelines.selection import choose_frame_unit
-from pipelines.times import iso, period_label
+from catalog.grid import Grid
+from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
+from pipelines.planning.codec_choice import choose_frame_unit
+from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, snap_extent
+from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
+from pipelines.planning.timestamps import iso, period_label
+from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Callable, Iterable, Sequence
 
     from pipelines.options import ConvertOptions
-    from pipelines.scene import BandInfo, Scene
+    from pipelines.planning.scene import Scene, SourceBand
 
-__all__ = ["Acquisition", "plan_cubes", "stack_scenes"]
+__all__ = ["Acquisition", "CubeKey", "StackKey", "plan_cubes", "stack_scenes"]
 
 STAGE = "PlanCubes"
 
 
 @dataclass(frozen=True)
-class Acquisition:
+class Acquisition(OnGrid):
     """The bands of one raster at one time, possibly from several single-band files."""
 
     time: int
     """POSIX seconds."""
-    epsg: int
-    """EPSG code."""
-    transform: tuple[float, float, float, float, float, float]
-    """Transform of its files."""
-    height: int
-    """Rows of its files."""
-    width: int
-    """Columns of its files."""
+    grid: Grid
+    """Grid of its files."""
     dtype: str
     """Shared dtype."""
     nodata: float | None
     """Shared nodata."""
     nodata_key: str
-    """:func:`pipelines.scene.nodata_key` of :attr:`nodata`."""
-    pixel_is_point: bool
-    """Raster type of its files."""
-    bands: tuple[tuple[str, BandInfo], ...]
+    """:func:`pipelines.planning.scene.nodata_key` of :attr:`nodata`."""
+    bands: tuple[tuple[str, SourceBand], ...]
     """``(href, band)`` of every band, in cube band order."""
     names: tuple[str, ...]
     """Unique band texts, in band order."""
@@ -84,7 +77,7 @@ class Acquisition:
     warp: Warp | None = None
     """Set once an off-grid acquisition is planned to be warped."""
     family: str | None = None
-    """Cube family of its scenes (:attr:`pipelines.scene.Scene.family`), or None."""
+    """Cube family of its scenes (:attr:`pipelines.planning.scene.Scene.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
     """Union of its scenes' tags, sorted."""
 
@@ -93,14 +86,35 @@ class Acquisition:
         """Its files, sorted."""
         return tuple(sorted({href for href, _ in self.bands}))
 
-    @property
-    def grid(self) -> Grid:
-        """The grid of its files."""
-        return Grid.from_transform(self.epsg, self.transform)
+
+class StackKey(NamedTuple):
+    """What the files of one acquisition share (step 1); ordered field by field."""
+
+    stack: str
+    """:func:`~pipelines.planning.bands.stack_id` of the file."""
+    time: int
+    """POSIX seconds."""
+    epsg: int
+    """EPSG code."""
+    transform: tuple[float, float, float, float, float, float]
+    """Transform of the file."""
+    height: int
+    """Rows."""
+    width: int
+    """Columns."""
+    pixel_is_point: bool
+    """Raster type."""
+    family: str
+    """Cube family, ``""`` for none (a product family name is never empty)."""
 
 
 def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
     return [DeadLetter(href, reason, message, STAGE) for href in acq.hrefs]
+
+
+def _reject_series(acqs: list[Acquisition], reason: str, describe: Callable[[Acquisition], str], winners: str) -> list[DeadLetter]:
+    """Dead letters of a losing series: ``<what each acquisition is>, while <the winning series>``."""
+    return [letter for acq in acqs for letter in _reject(acq, reason, f"{describe(acq)}, while {winners}")]
 
 
 def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -114,26 +128,19 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
     Scenes with a rotated or south-up transform are rejected here too.
     """
     rejects: list[DeadLetter] = []
-    stacks: dict[tuple[object, ...], list[Scene]] = defaultdict(list)
+    stacks: dict[StackKey, list[Scene]] = defaultdict(list)
     for scene in scenes:
         if not is_north_up(scene.transform):
             rejects.append(
                 DeadLetter(scene.href, "rotated", f"transform {scene.transform} is not north-up; warp it to a north-up grid first", STAGE)
             )
             continue
-        key: tuple[object, ...] = (
-            scene.stack,
-            scene.time,
-            scene.epsg,
-            scene.transform,
-            scene.height,
-            scene.width,
-            scene.pixel_is_point,
-            scene.family,
+        key = StackKey(
+            scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point, scene.family or ""
         )
         stacks[key].append(scene)
     out: list[Acquisition] = []
-    for key in sorted(stacks, key=repr):
+    for key in sorted(stacks):
         members = sorted(stacks[key], key=_band_order)
         kinds = Counter((m.dtype, m.nodata_key) for m in members)
         first = (members[0].dtype, members[0].nodata_key)
@@ -156,14 +163,10 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
         out.append(
             Acquisition(
                 time=head.time,
-                epsg=head.epsg,
-                transform=head.transform,
-                height=head.height,
-                width=head.width,
+                grid=head.grid,
                 dtype=head.dtype,
                 nodata=head.nodata,
                 nodata_key=head.nodata_key,
-                pixel_is_point=head.pixel_is_point,
                 bands=bands,
                 names=unique_band_texts([b.name for _, b in bands]),
                 size=sum(m.size or 0 for m in kept),
@@ -174,77 +177,104 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
     return out, rejects
 
 
-def _series_key(acq: Acquisition, options: ConvertOptions) -> tuple[object, ...]:
-    grid = acq.grid
-    return (
-        acq.epsg,
-        grid.res_x,
-        grid.res_y,
-        acq.pixel_is_point,
-        # A family (product-aware discovery) is part of the period slot: families never compete or share a cube.
-        (period_label(acq.time, options.cube_period), acq.family or ""),
-        acq.names,
-        acq.dtype,
-        acq.nodata_key,
-    )
+class CubeKey(NamedTuple):
+    """What the acquisitions of one series share (step 2); ordered field by field, so every sort is deterministic."""
+
+    epsg: int
+    """EPSG code of the CRS."""
+    res_x: float
+    """Pixel width of the lattice."""
+    res_y: float
+    """Pixel height of the lattice."""
+    pixel_is_point: bool
+    """Raster type."""
+    period: tuple[str, str]
+    """``(--cube-period label, family or "")``: a family (product-aware discovery) is part of the slot, so
+    families never compete or share a cube."""
+    names: tuple[str, ...]
+    """Unique band texts, in band order."""
+    dtype: str
+    """Shared dtype."""
+    nodata_key: str
+    """:func:`pipelines.planning.scene.nodata_key` of the shared nodata."""
+
+    @classmethod
+    def of(cls, acq: Acquisition, options: ConvertOptions) -> CubeKey:
+        """The series key of an acquisition."""
+        lattice = acq.lattice
+        period = (period_label(acq.time, options.cube_period), acq.family or "")
+        return cls(acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, acq.names, acq.dtype, acq.nodata_key)
+
+    @property
+    def slot(self) -> tuple[int, float, float, bool, tuple[str, str]]:
+        """CRS, pixel size, raster type and period: series in one slot compete for the same cube."""
+        return self.epsg, self.res_x, self.res_y, self.pixel_is_point, self.period
 
 
-def _mismatches(series: dict[tuple[object, ...], list[Acquisition]]) -> tuple[set[tuple[object, ...]], list[DeadLetter]]:
+def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
+    """Same bands, another dtype or nodata: the series with most acquisitions wins."""
+    losers: dict[CubeKey, list[DeadLetter]] = {}
+    for _, group in itertools.groupby(sorted(keys, key=lambda k: k.names), key=lambda k: k.names):
+        variants = sorted(group, key=lambda k: (-len(series[k]), k.dtype, k.nodata_key))
+        winner = variants[0]
+        for loser in variants[1:]:
+            tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
+            losers[loser] = _reject_series(
+                series[loser],
+                "dtype-mismatch",
+                lambda acq: f"dtype {acq.dtype} with nodata {acq.nodata_key}",
+                f"{len(series[winner])} {tail}",
+            )
+    return losers
+
+
+def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
+    """Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one."""
+    losers: dict[CubeKey, list[DeadLetter]] = {}
+    for a, b in itertools.permutations(alive, 2):
+        if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key):
+            continue
+        loser, winner = (a, b) if len(series[a]) <= len(series[b]) else (b, a)
+        if loser in losers:
+            continue
+        tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
+        losers[loser] = _reject_series(
+            series[loser],
+            "band-count-mismatch",
+            lambda acq: f"{len(acq.names)} bands ({', '.join(acq.names)})",
+            f"{len(series[winner])} {tail}",
+        )
+    return losers
+
+
+def _mismatches(series: dict[CubeKey, list[Acquisition]]) -> tuple[set[CubeKey], list[DeadLetter]]:
     """Step 2: the series that lose a dtype or band-count comparison, and their dead letters."""
     rejects: list[DeadLetter] = []
-    losers: set[tuple[object, ...]] = set()
-    by_slot: dict[tuple[object, ...], list[tuple[object, ...]]] = defaultdict(list)
+    losers: set[CubeKey] = set()
+    by_slot: dict[tuple[int, float, float, bool, tuple[str, str]], list[CubeKey]] = defaultdict(list)
     for key in series:
-        by_slot[key[:5]].append(key)  # CRS, pixel size, raster type and period
-
-    def count(key: tuple[object, ...]) -> int:
-        return len(series[key])
-
-    for slot in sorted(by_slot, key=repr):
-        keys = sorted(by_slot[slot], key=repr)
-        grid = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
-        # Same bands, another dtype or nodata: the series with most acquisitions wins.
-        for _, group in itertools.groupby(sorted(keys, key=lambda k: repr(k[5])), key=lambda k: k[5]):
-            variants = sorted(group, key=lambda k: (-count(k), str(k[6]), str(k[7])))
-            winner = variants[0]
-            for loser in variants[1:]:
-                losers.add(loser)
-                for acq in series[loser]:
-                    rejects += _reject(
-                        acq,
-                        "dtype-mismatch",
-                        f"dtype {acq.dtype} with nodata {acq.nodata_key}, while {count(winner)} other acquisitions with the same bands "
-                        f"on {grid} are {winner[6]} with nodata {winner[7]}",
-                    )
-        # Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one.
-        alive = [k for k in keys if k not in losers]
-        for a, b in itertools.permutations(alive, 2):
-            names_a, names_b = set(a[5]), set(b[5])  # type: ignore[call-overload]
-            if not names_a < names_b or (a[6], a[7]) != (b[6], b[7]):
-                continue
-            loser, winner = (a, b) if count(a) <= count(b) else (b, a)
-            if loser in losers:
-                continue
+        by_slot[key.slot].append(key)
+    for slot in sorted(by_slot):
+        keys = sorted(by_slot[slot])
+        where = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
+        for loser, letters in _dtype_losers(series, keys, where).items():
             losers.add(loser)
-            for acq in series[loser]:
-                rejects += _reject(
-                    acq,
-                    "band-count-mismatch",
-                    f"{len(acq.names)} bands ({', '.join(acq.names)}), while {count(winner)} other acquisitions on {grid} "
-                    f"have {len(winner[5])} ({', '.join(winner[5])})",  # type: ignore[arg-type]
-                )
+            rejects += letters
+        for loser, letters in _band_count_losers(series, [k for k in keys if k not in losers], where).items():
+            losers.add(loser)
+            rejects += letters
     return losers, rejects
 
 
-def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Grid, list[tuple[Acquisition, Extent]], list[DeadLetter]]:
+def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, list[tuple[Acquisition, Extent]], list[DeadLetter]]:
     """Step 3: the series' grid, each kept acquisition with its extent on it, and the off-grid rejects."""
-    counts = Counter(acq.grid for acq in acqs)
+    counts = Counter(acq.lattice for acq in acqs)
     top = max(counts.values())
     grid = min(g for g, n in counts.items() if n == top)
     placed: list[tuple[Acquisition, Extent]] = []
     rejects: list[DeadLetter] = []
     for acq in acqs:
-        if acq.grid == grid:
+        if acq.lattice == grid:
             placed.append((acq, grid.extent(acq.transform, acq.height, acq.width)))
             continue
         if options.align == "reproject":
@@ -255,14 +285,14 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Grid, list
         rejects += _reject(
             acq,
             "off-grid",
-            f"grid alignment {acq.grid.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
+            f"grid alignment {acq.lattice.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
             f"{top} acquisitions with the same bands on EPSG:{grid.epsg}; pass --align reproject to warp it onto that grid",
         )
     return grid, placed, rejects
 
 
 def _resolve_duplicates(
-    placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Grid
+    placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Lattice
 ) -> tuple[list[list[tuple[Acquisition, Extent]]], list[str], list[DeadLetter]]:
     """Step 5: one list of acquisitions per time step (several only for mosaics), dropped hrefs, rejects."""
     by_time: dict[int, list[tuple[Acquisition, Extent]]] = defaultdict(list)
@@ -292,7 +322,7 @@ def _resolve_duplicates(
     return steps, dropped, rejects
 
 
-def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: Sequence[str], options: ConvertOptions) -> CubePlan:
+def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped: Sequence[str], options: ConvertOptions) -> CubePlan:
     extent = Extent.union_all(e for step in steps for _, e in step)
     ref, ref_extent = steps[0][0]
     a, _, c, _, e, f = ref.warp.transform if ref.warp else ref.transform
@@ -323,7 +353,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
         if stem and not info.description and names[b] == f"band {info.index}" and stem not in names:
             names[b] = stem
     bands = tuple(
-        BandMeta(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
+        CubeBand(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
     )
     if ref.family:
         label = period_label(ref.time, options.cube_period)
@@ -336,10 +366,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
             values[key].add(value)
     return CubePlan(
         cube_id=cube_id,
-        epsg=ref.epsg,
-        transform=transform,
-        height=extent.height,
-        width=extent.width,
+        grid=Grid(ref.grid.crs, transform, extent.height, extent.width, ref.pixel_is_point),
         dtype=ref.dtype,
         nodata=ref.nodata,
         bands=bands,
@@ -348,7 +375,6 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Grid, dropped: S
         tile_size=options.tile_size,
         frame_unit=choose_frame_unit(options.frame_unit, bands=len(bands), times=len(times)),
         compression=options.compression,
-        pixel_is_point=ref.pixel_is_point,
         inputs=inputs,
         input_bytes=sum(acq.size for acq in acqs),
         dropped=tuple(sorted(dropped)),
@@ -372,29 +398,29 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
     """
     unique = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
     acquisitions, rejects = stack_scenes(unique[h] for h in sorted(unique))
-    series: dict[tuple[object, ...], list[Acquisition]] = defaultdict(list)
+    series: dict[CubeKey, list[Acquisition]] = defaultdict(list)
     for acq in acquisitions:
-        series[_series_key(acq, options)].append(acq)
+        series[CubeKey.of(acq, options)].append(acq)
     losers, more = _mismatches(series)
     rejects += more
     plans: list[CubePlan] = []
-    for key in sorted(series, key=repr):
+    for key in sorted(series):
         if key in losers:
             continue
         grid, placed, more = _align(series[key], options)
         rejects += more
-        groups: dict[object, list[tuple[Acquisition, Extent]]] = defaultdict(list)
+        groups: dict[Extent | None, list[tuple[Acquisition, Extent]]] = defaultdict(list)
         for acq, extent in placed:
             union = options.extent == "union" and acq.nodata is not None
             groups[None if union else extent].append((acq, extent))
-        for group_key in sorted(groups, key=repr):
+        for group_key in sorted(groups, key=lambda g: (g is not None, g)):  # one None (a union) or extents
             steps, dropped, more = _resolve_duplicates(groups[group_key], options, grid)
             rejects += more
             if not steps:
                 continue
             plan = _build(steps, grid, dropped, options)
             try:
-                plan.write_plan  # noqa: B018 - checks every value against the format
+                plan.check_storable()
             except InvalidInputError as err:
                 rejects += [DeadLetter(h, "invalid-cube", f"cube {plan.cube_id} cannot be stored: {err}", STAGE) for h in plan.inputs]
                 continue

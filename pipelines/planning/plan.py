@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pipelines.times import compact
+from pipelines.planning.lattice import OnGrid
+from pipelines.planning.timestamps import compact
 from rumi_core.codecs import BoundedCodec, ErrorBound, codec_from_dict, parse_error_bound
 from rumi_core.compression import MODES
 from rumi_core.writer import WritePlan, plan_write
@@ -30,9 +31,10 @@ from rumi_core.writer import WritePlan, plan_write
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from catalog.grid import Grid
     from rumi_core.layout import Layout
 
-__all__ = ["BandMeta", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
+__all__ = ["CubeBand", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class Source:
 
 
 @dataclass(frozen=True)
-class BandMeta:
+class CubeBand:
     """What the manifest records about one band of a cube."""
 
     name: str
@@ -136,24 +138,19 @@ def sample_indices(count: int, k: int) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class CubePlan:
+class CubePlan(OnGrid):
     """One output file: its name, layout, georeferencing, bands, times and sources."""
 
     cube_id: str
     """Output name without suffix (:func:`cube_name`)."""
-    epsg: int
-    """EPSG code of the CRS."""
-    transform: tuple[float, float, float, float, float, float]
-    """Transform of the first pixel's corner, rasterio order."""
-    height: int
-    """Rows (``Y``)."""
-    width: int
-    """Columns (``X``)."""
+    grid: Grid
+    """CRS, transform of the first pixel's corner, shape ``(Y, X)``, and whether to record PixelIsPoint (the stored
+    transform then points at the first pixel's centre)."""
     dtype: str
     """Sample dtype."""
     nodata: float | None
     """Nodata value, also the fill of pixels no source covers."""
-    bands: tuple[BandMeta, ...]
+    bands: tuple[CubeBand, ...]
     """One entry per band (``B``)."""
     times: tuple[int, ...]
     """Acquisition times, POSIX seconds, strictly increasing (``T`` entries)."""
@@ -165,8 +162,6 @@ class CubePlan:
     """``frame_unit`` of the file."""
     compression: str
     """A selection mode (``auto``, ``max``, ``portable``) or a codec's JSON text, as in :class:`~pipelines.options.ConvertOptions`."""
-    pixel_is_point: bool = False
-    """Record PixelIsPoint (the stored transform then points at the first pixel's centre)."""
     inputs: tuple[str, ...] = ()
     """Every input file, sorted."""
     input_bytes: int = 0
@@ -228,6 +223,17 @@ class CubePlan:
             frame_unit=self.frame_unit,
             pixel_is_point=self.pixel_is_point,
         )
+
+    def check_storable(self) -> None:
+        """Check every value against the format (specification, *Data model*, *Fixed IFD*, *Trailer*) before any pixel is read.
+
+        :func:`rumi_core.writer.plan_write` makes the checks; its result is
+        cached as :attr:`write_plan`, so they cost nothing later.
+
+        Raises:
+            rumi_core.InvalidInputError: the cube cannot be stored as a rumi file.
+        """
+        _ = self.write_plan
 
     @property
     def layout(self) -> Layout:

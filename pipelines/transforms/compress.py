@@ -1,8 +1,8 @@
 """Compressing frames in parallel, with one codec chosen per cube.
 
 :class:`ChooseCodecs` reads a deterministic sample of
-each cube's frames (:func:`pipelines.plan.sample_indices`) and asks
-:func:`pipelines.selection.choose_codec` once per cube; the answer, a codec's
+each cube's frames (:func:`pipelines.planning.plan.sample_indices`) and asks
+:func:`pipelines.planning.codec_choice.choose_codec` once per cube; the answer, a codec's
 JSON form, reaches every worker of :class:`CompressFrames` as a side input.
 Each frame then becomes one self-contained OpenZL frame
 (:meth:`rumi_core.FrameCodec.encode`), so frames compress independently and in
@@ -20,12 +20,11 @@ import apache_beam as beam
 import numpy as np
 from apache_beam.pvalue import AsDict, PCollection
 
-from pipelines.counters import inc
 from pipelines.errors import SceneError
-from pipelines.frames import FrameFailure, LazyCube, read_frame
-from pipelines.plan import sample_indices
-from pipelines.selection import choose_codec, measure_frame_unit
-from pipelines.sources import RasterCache
+from pipelines.planning.codec_choice import choose_codec, measure_frame_unit
+from pipelines.planning.plan import sample_indices
+from pipelines.transforms.collect import inc
+from pipelines.transforms.frames import FrameFailure, LazyCube, RasterDoFn, read_frame
 from rumi_core.codecs import FrameCodec, codec_from_dict
 
 if TYPE_CHECKING:
@@ -33,8 +32,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from pipelines.keys import FrameKey
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
+    from pipelines.rasters import RasterCache
+    from pipelines.transforms.frames import FrameKey
 
 __all__ = ["CODEC_SAMPLE_FRAMES", "ChooseCodecs", "ChooseFrameUnits", "CompressFrames", "compress_frame", "select_codec"]
 
@@ -61,13 +61,10 @@ def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ..
     return codec.encode(np.ascontiguousarray(samples), axes=axes)
 
 
-class _FrameUnitFn(beam.DoFn):
+class _FrameUnitFn(RasterDoFn):
     def __init__(self, access: Literal["tile", "cell"] | None) -> None:
-        beam.DoFn.__init__(self)
+        RasterDoFn.__init__(self)
         self.access = access
-
-    def setup(self) -> None:
-        self.rasters = RasterCache()
 
     def process(self, plan: CubePlan) -> Iterator[CubePlan]:
         try:
@@ -76,9 +73,6 @@ class _FrameUnitFn(beam.DoFn):
             unit = plan.frame_unit  # an unreadable sample: the frame stage reports the scene
         inc(ChooseFrameUnits, f"frame_unit.{unit}")
         yield plan if unit == plan.frame_unit else dataclasses.replace(plan, frame_unit=unit)
-
-    def teardown(self) -> None:
-        self.rasters.close()
 
 
 @dataclass
@@ -97,20 +91,11 @@ class ChooseFrameUnits(beam.PTransform[PCollection["CubePlan"], PCollection["Cub
         return measured
 
 
-class _ChooseFn(beam.DoFn):
-    def __init__(self) -> None:
-        beam.DoFn.__init__(self)
-
-    def setup(self) -> None:
-        self.rasters = RasterCache()
-
+class _ChooseFn(RasterDoFn):
     def process(self, plan: CubePlan) -> Iterator[tuple[str, dict[str, Any]]]:
         codec = select_codec(plan, self.rasters)
         inc(ChooseCodecs, "cubes")
         yield plan.cube_id, codec.to_dict()
-
-    def teardown(self) -> None:
-        self.rasters.close()
 
 
 @dataclass
@@ -161,7 +146,7 @@ class _CompressFn(beam.DoFn):
 class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
     """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` .
 
-    :class:`~pipelines.frames.FrameFailure` values pass through.
+    :class:`~pipelines.transforms.frames.FrameFailure` values pass through.
     """
 
     codecs: PCollection[tuple[str, dict[str, Any]]]

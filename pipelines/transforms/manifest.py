@@ -4,8 +4,10 @@ A
 :class:`ManifestEntry` records what a cube's file holds and where: file and
 header blob names (relative to the output directory), shape, dtype, bands with
 their metadata, times and time range, CRS, transform, nodata, tiling, frame
-unit, codec, sizes, SHA-256 and inputs. :class:`~pipelines.sinks.WriteManifest`
-writes the entries of a run as ``OUT/manifest.jsonl``; the catalogue replaces
+unit, codec, sizes, SHA-256 and inputs. :class:`WriteManifest`
+writes the entries of a run as ``OUT/manifest.jsonl`` (collected in one place,
+sorted by cube id so the bytes do not depend on the runner, replaced
+atomically, emitting the number of lines written); the catalogue replaces
 or follows that transform to turn the same entries into STAC items.
 """
 
@@ -17,13 +19,18 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.times import iso
+import apache_beam as beam
+from apache_beam.pvalue import PCollection
+
+from pipelines.bucket import write_jsonl
+from pipelines.planning.timestamps import iso
+from pipelines.transforms.collect import Collect, inc
 from rumi_core.compression import library_versions
 
 if TYPE_CHECKING:
-    from pipelines.plan import CubePlan
+    from pipelines.planning.plan import CubePlan
 
-__all__ = ["ManifestEntry", "lossy_extra", "manifest_entry", "tag_extra"]
+__all__ = ["ManifestEntry", "WriteManifest", "lossy_extra", "manifest_entry", "tag_extra"]
 
 
 @dataclass(frozen=True)
@@ -173,3 +180,25 @@ def tag_extra(plan: CubePlan) -> dict[str, Any]:
     if not plan.tags:
         return {}
     return {"properties": {k: list(v) if k.endswith("s") or len(v) > 1 else v[0] for k, v in plan.tags}}
+
+
+def _write_manifest(entries: list[ManifestEntry], path: str) -> int:
+    count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)])
+    inc(WriteManifest, "cubes", count)
+    return count
+
+
+@dataclass
+class WriteManifest(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
+    """Write the run manifest: one JSON line per cube, sorted by cube id."""
+
+    path: str
+    """Usually ``OUT/manifest.jsonl``."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
+        """Collect, sort, write."""
+        out: PCollection[int] = entries | "Collect" >> Collect() | "Write" >> beam.Map(_write_manifest, path=self.path)
+        return out

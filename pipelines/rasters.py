@@ -25,7 +25,7 @@ from rasterio.enums import Resampling
 from rasterio.vrt import WarpedVRT
 
 if TYPE_CHECKING:
-    from pipelines.plan import Warp
+    from pipelines.planning.plan import Warp
 
 __all__ = ["GDAL_CACHE_BYTES", "GDAL_HTTP_MAX_RETRY", "RASTER_SUFFIXES", "RasterCache", "file_size", "gdal_env", "is_url"]
 

@@ -1,0 +1,269 @@
+"""Assembling, verifying and publishing files from their part files.
+
+Only the frame sizes travel through the pipeline to the one step per cube
+(:class:`AssembleFiles`) that
+
+1. checks every frame index is present;
+2. writes ``head ‖ frames ‖ trailer`` with :class:`rumi_core.FileAssembler`
+   into ``OUT/.staging`` (the head comes from the sizes; the header blob is
+   built from the finalized file with the specification's cross-checks);
+3. verifies the staged file (:func:`pipelines.transforms.verify.verify_file`);
+4. publishes the blob as ``OUT/<name>.rumih`` and the file as
+   ``OUT/<name>.rumi``, each by an atomic rename;
+5. removes the cube's part files.
+
+With ``--out gs://…`` the same steps run on objects
+(:mod:`pipelines.transforms.assemble_bucket`).
+
+A retry of this step after publication finds the published file with the same
+frame sizes and leaves it as it is. A cube whose outputs already exist and
+validate against its plan is skipped (:func:`existing_entry`,
+:class:`SkipExisting`) unless ``--overwrite``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import apache_beam as beam
+from apache_beam.pvalue import AsDict, PCollection
+
+from pipelines.bucket import is_gs, write_atomic
+from pipelines.errors import AssemblyError, SceneError, VerificationError
+from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
+from pipelines.transforms.collect import inc
+from pipelines.transforms.dead_letters import DeadLetter
+from pipelines.transforms.frames import FrameFailure, RasterDoFn
+from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
+from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
+from pipelines.transforms.write_parts import FramePart, part_path, remove_parts
+from rumi_core.assemble import FileAssembler
+from rumi_core.errors import RumiError
+from rumi_core.header import HeaderBlob
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+
+    from pipelines.options import ConvertOptions
+    from pipelines.planning.plan import CubePlan
+    from pipelines.rasters import RasterCache
+
+__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry"]
+
+
+def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
+    """The entry an earlier run's manifest recorded for this exact file, if any."""
+    with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
+        for line in f:
+            entry = json.loads(line)
+            if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
+                return dict(entry)
+    return None
+
+
+def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
+    """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None.
+
+    The file's name does not say whether it was written losslessly or within an
+    error bound, so a file is only reused when an earlier manifest recorded this
+    exact file (same SHA-256) with the mode and bound asked for now; otherwise
+    the cube is converted again, which is idempotent.
+    """
+    path, blob_path = published_paths(options, plan)
+    if is_gs(path):
+        return existing_in_bucket(plan, path, blob_path)
+    if not (os.path.isfile(path) and os.path.isfile(blob_path)):
+        return None
+    with open(blob_path, "rb") as f:
+        blob = f.read()
+    try:
+        check_against_plan(path, blob, plan)
+    except RumiError:
+        return None
+    sha = file_sha256(path)
+    previous = _previous_entry(options, plan.cube_id, sha)
+    wanted = lossy_extra(plan)
+    if previous is None or any(previous.get("extra", {}).get(key) != value for key, value in wanted.items()):
+        return None
+    return manifest_entry(
+        plan,
+        status="skipped",
+        codec=dict(previous.get("codec", {})),
+        file_bytes=os.path.getsize(path),
+        blob_bytes=len(blob),
+        sha256=sha,
+    )
+
+
+def _already_published(path: str, blob_path: str, counts: list[int]) -> bool:
+    try:
+        blob = HeaderBlob.from_file(blob_path)
+    except (OSError, RumiError):
+        return False
+    return os.path.isfile(path) and [int(c) for c in blob.byte_counts] == counts
+
+
+def assemble_cube(
+    plan: CubePlan, parts: Iterable[FramePart], *, codec: dict[str, Any], options: ConvertOptions, rasters: RasterCache
+) -> ManifestEntry:
+    """Assemble, verify and publish one cube from its part files; return its manifest entry.
+
+    Raises:
+        AssemblyError: a frame is missing.
+        VerificationError: the staged file disagrees with its sources; nothing is published.
+        SceneError: a source cannot be read during verification.
+    """
+    layout = plan.layout
+    sizes = {p.index: p.size for p in parts}
+    missing = [i for i in range(layout.frame_count) if i not in sizes]
+    if missing:
+        raise AssemblyError(f"cube {plan.cube_id}: {len(missing)} of {layout.frame_count} frames are missing, first {missing[0]}")
+    counts = [sizes[i] for i in range(layout.frame_count)]
+    path, blob_path = published_paths(options, plan)
+    if is_gs(path):
+        return assemble_in_bucket(plan, counts, codec=codec, options=options, rasters=rasters)
+    if not _already_published(path, blob_path, counts):
+        with contextlib.suppress(_PublishedMeanwhile):
+            _assemble_and_publish(plan, counts, options, rasters, path, blob_path)
+    shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
+    return manifest_entry(
+        plan,
+        status="written",
+        codec=codec,
+        file_bytes=os.path.getsize(path),
+        blob_bytes=os.path.getsize(blob_path),
+        sha256=file_sha256(path),
+    )
+
+
+class _PublishedMeanwhile(Exception):
+    """Another attempt at the same cube published the same file while this one was reading parts."""
+
+
+def _assemble_and_publish(
+    plan: CubePlan, counts: list[int], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
+) -> None:
+    os.makedirs(options.staging_dir, exist_ok=True)
+    staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
+    write = plan.write_plan
+    try:
+        with FileAssembler(staged, write.layout, write.georef, write.trailer) as out:
+            for index, count in enumerate(counts):
+                try:
+                    with open(part_path(options.parts_dir, plan.cube_id, index), "rb") as f:
+                        frame = f.read()
+                except FileNotFoundError:
+                    if _already_published(path, blob_path, counts):
+                        raise _PublishedMeanwhile from None
+                    raise AssemblyError(f"cube {plan.cube_id}: the part file of frame {index} is missing") from None
+                if len(frame) != count:
+                    raise AssemblyError(f"cube {plan.cube_id}: part {index} holds {len(frame)} bytes, the frame stage wrote {count}")
+                out.write_frame(frame)
+        assert out.header is not None
+        verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
+        write_atomic(blob_path, out.header)
+        os.replace(staged, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staged)
+
+
+class _AssembleFn(RasterDoFn):
+    def __init__(self, options: ConvertOptions) -> None:
+        RasterDoFn.__init__(self)
+        self.options = options
+
+    def process(
+        self,
+        element: tuple[str, Iterable[FramePart | FrameFailure]],
+        plans: Mapping[str, CubePlan],
+        codecs: Mapping[str, dict[str, Any]],
+    ) -> Iterator[ManifestEntry | DeadLetter]:
+        cube_id, items = element
+        plan = plans[cube_id]
+        values = list(items)
+        failures = sorted({(f.href, f.message) for f in values if isinstance(f, FrameFailure)})
+        if failures:
+            remove_parts(self.options.parts_dir, cube_id)
+            for href, message in failures:
+                inc(AssembleFiles, "dead_letter.read-failed")
+                yield DeadLetter(href, "read-failed", f"cube {cube_id} was not written: {message}", "ReadFrames")
+            return
+        start = time.perf_counter()
+        try:
+            entry = assemble_cube(
+                plan, [p for p in values if isinstance(p, FramePart)], codec=codecs[cube_id], options=self.options, rasters=self.rasters
+            )
+        except (VerificationError, SceneError) as err:
+            remove_parts(self.options.parts_dir, cube_id)
+            inc(AssembleFiles, "dead_letter.verification-failed")
+            for href in plan.inputs:
+                yield DeadLetter(href, "verification-failed", f"cube {cube_id} was not published: {err}", "AssembleFiles")
+            return
+        inc(AssembleFiles, "cubes")
+        inc(AssembleFiles, "file_bytes", entry.file_bytes)
+        inc(AssembleFiles, "msec", round(1000 * (time.perf_counter() - start)))
+        yield entry
+
+
+@dataclass
+class AssembleFiles(beam.PTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
+    """Group frame sizes per cube, then assemble, verify and publish each file.
+
+    Output: one :class:`~pipelines.transforms.manifest.ManifestEntry` per published
+    cube, or :class:`~pipelines.transforms.dead_letters.DeadLetter` records for a cube that
+    could not be read or verified.
+    """
+
+    options: ConvertOptions
+    """The run's options (output paths, verification sample size)."""
+    plans: PCollection[CubePlan]
+    """Planned cubes, a dict side input."""
+    codecs: PCollection[tuple[str, dict[str, Any]]]
+    """Each cube's codec JSON, a dict side input (recorded in the manifest)."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, parts: PCollection[tuple[str, Any]]) -> PCollection[Any]:
+        """GroupByKey, then one ParDo per cube."""
+        by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
+        out: PCollection[Any] = (
+            parts
+            | "Group" >> beam.GroupByKey()
+            | "Assemble" >> beam.ParDo(_AssembleFn(self.options), plans=AsDict(by_id), codecs=AsDict(self.codecs))
+        )
+        return out
+
+
+def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> CubePlan | ManifestEntry:
+    if options.overwrite:
+        return plan
+    entry = existing_entry(plan, options)
+    if entry is None:
+        return plan
+    inc(SkipExisting, "cubes_skipped")
+    return entry
+
+
+@dataclass
+class SkipExisting(beam.PTransform[PCollection["CubePlan"], PCollection[Any]]):
+    """Replace each plan whose outputs exist and validate by its ``skipped`` manifest entry (unless ``--overwrite``)."""
+
+    options: ConvertOptions
+    """The run's options."""
+
+    def __post_init__(self) -> None:
+        super().__init__()
+
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[Any]:
+        """One Map."""
+        out: PCollection[Any] = plans | "Check" >> beam.Map(_skip_or_convert, options=self.options)
+        return out
