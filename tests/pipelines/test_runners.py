@@ -125,7 +125,9 @@ def test_portable_runner_with_external_worker_pool(scenes: str, reference: dict[
 def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
     from dask.distributed import LocalCluster
 
-    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    # The scheduler always serves HTTP; with no address it tries port 8787 and
+    # warns when another cluster holds it. Port 0 takes a free one.
+    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     try:
         args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
         assert _convert(scenes, tmp_path, args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == reference
@@ -169,7 +171,7 @@ def bucket_reference(emulator: str, scenes: str) -> dict[str, str]:
 def test_dask_runner_writes_to_a_bucket(emulator: str, scenes: str, bucket_reference: dict[str, str]) -> None:
     from dask.distributed import LocalCluster
 
-    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     try:
         args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
         assert _convert_to_bucket(scenes, "dask", args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == bucket_reference
