@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from rumi_core.layout import Layout
-    from rumi_core.reader import Selection
+    from rumi_core.reader import ReadSelection
     from rumi_core.sources import ByteSource
 
 __all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
@@ -492,7 +492,7 @@ class Cube:
         bbox: Sequence[float] | None = None,
         bbox_crs: str | None = "EPSG:4326",
         window: tuple[tuple[int, int], tuple[int, int]] | None = None,
-    ) -> Selection:
+    ) -> ReadSelection:
         """The checked rumi_core selection that :meth:`read` reads (see :meth:`resolve`).
 
         Raises:
@@ -502,7 +502,7 @@ class Cube:
         band_pos, time_pos, win = self.resolve(bands=bands, times=times, bbox=bbox, bbox_crs=bbox_crs, window=window)
         return resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
 
-    def frame_count(self, selection: Selection) -> int:
+    def frame_count(self, selection: ReadSelection) -> int:
         """How many frames a read of ``selection`` decodes."""
         return len(self.layout.frames_for(bands=selection.bands, times=selection.times, rows=selection.rows, cols=selection.cols))
 

@@ -47,11 +47,20 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Selection", "output_positions", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
+__all__ = [
+    "FrameRequest",
+    "ReadSelection",
+    "output_positions",
+    "place_frame",
+    "plan_requests",
+    "read",
+    "resolve_header",
+    "resolve_selection",
+]
 
 
 @dataclass(frozen=True)
-class Selection:
+class ReadSelection:
     """A resolved selection: positions along each axis and a pixel window.
 
     An axis read whole is a ``range``, so selecting every one of 2**32 - 1
@@ -113,7 +122,7 @@ def resolve_selection(
     times: Sequence[int] | None = None,
     window: Any = None,
     limits: Limits = DEFAULT_LIMITS,
-) -> Selection:
+) -> ReadSelection:
     """Check and normalise a selection against a layout.
 
     The output it describes is checked against ``limits.max_output_bytes``
@@ -133,7 +142,7 @@ def resolve_selection(
     if not layout.is_cube and len(time_positions) != 1:
         # An Image reads as (B', h, w): there is no time axis to repeat along.
         raise SelectionError(f"an Image has one time step; select it once, not {len(time_positions)} times")
-    return Selection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
+    return ReadSelection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
 
 
 def resolve_header(
@@ -168,7 +177,7 @@ class FrameRequest(NamedTuple):
     """The frame indices the run holds, in file order."""
 
 
-def plan_requests(blob: HeaderBlob, sel: Selection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
+def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
     """Return the requests a stateless read of ``sel`` makes, in file order.
 
     The needed frames come from *Selective read model*; runs of frames that
@@ -221,7 +230,7 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def output_positions(layout: Layout, sel: Selection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
+def output_positions(layout: Layout, sel: ReadSelection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
     """Where each selected band and time lands in the output, for :func:`place_frame`.
 
     Returns:
@@ -245,7 +254,7 @@ def place_frame(
     frame: NDArray[Any],
     index: int,
     layout: Layout,
-    sel: Selection,
+    sel: ReadSelection,
     band_pos: dict[int, list[int]],
     time_pos: dict[int, list[int]],
     subset: bool,
@@ -369,7 +378,7 @@ def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = N
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
-    sel: Selection,
+    sel: ReadSelection,
     *,
     threads: int | None = None,
     verify: bool = True,
