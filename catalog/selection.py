@@ -18,14 +18,14 @@ TimeRange(start=1609459200, end=1610409599)
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from catalog.errors import SelectorError
-from rumi_core.times import INTERVAL, format_seconds
+from rumi_core.errors import InvalidInputError
+from rumi_core.times import INTERVAL, format_seconds, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,7 +39,6 @@ __all__ = [
     "band_positions_for_texts",
     "bands_from_texts",
     "check_bbox",
-    "format_time",
     "parse_band_selector",
     "parse_datetime",
     "parse_time_selector",
@@ -47,7 +46,6 @@ __all__ = [
 ]
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
@@ -82,26 +80,12 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
     """
     value = text.strip()
     try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as err:
+        seconds = parse_time(value)  # a fraction of a second names the second it falls in
+    except InvalidInputError as err:
         raise SelectorError(f"{text!r} is not an ISO 8601 date or datetime such as 2021-01-31 or 2021-01-31T10:00:00Z") from err
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    seconds = int((parsed - _EPOCH).total_seconds() // 1)
     if end and _DATE_ONLY.match(value):
         seconds += 86400 - 1
     return seconds
-
-
-def format_time(seconds: int) -> str:
-    """Format POSIX seconds as ``YYYY-MM-DDTHH:MM:SSZ``.
-
-    Any int64 works, beyond Python's datetime range too (years 1..9999).
-
-    >>> format_time(1609459200), format_time(253402300800)
-    ('2021-01-01T00:00:00Z', '10000-01-01T00:00:00Z')
-    """
-    return format_seconds(seconds)
 
 
 @dataclass(frozen=True)
@@ -113,7 +97,7 @@ class TimeRange:
 
     def __post_init__(self) -> None:
         if self.start is not None and self.end is not None and self.start > self.end:
-            raise SelectorError(f"time range starts at {format_time(self.start)}, after its end {format_time(self.end)}")
+            raise SelectorError(f"time range starts at {format_seconds(self.start)}, after its end {format_seconds(self.end)}")
 
     @classmethod
     def parse(cls, text: str) -> TimeRange:
@@ -135,8 +119,8 @@ class TimeRange:
 
     def to_interval(self) -> str:
         """Return the STAC API ``datetime`` parameter form, ``A/B`` with ``..`` for open ends."""
-        a = format_time(self.start) if self.start is not None else ".."
-        b = format_time(self.end) if self.end is not None else ".."
+        a = format_seconds(self.start) if self.start is not None else ".."
+        b = format_seconds(self.end) if self.end is not None else ".."
         return f"{a}/{b}"
 
 
@@ -245,5 +229,6 @@ def time_positions(selector: Sequence[int] | TimeRange, times: TimeCoordinates) 
     found = [i for i, (a, b) in enumerate(spans) if selector.meets(a, b)]
     if not found:
         first, last = spans[0][0], spans[-1][1]
-        raise SelectorError(f"no time step falls in {selector.to_interval()}; the cube covers {format_time(first)} to {format_time(last)}")
+        covers = f"{format_seconds(first)} to {format_seconds(last)}"
+        raise SelectorError(f"no time step falls in {selector.to_interval()}; the cube covers {covers}")
     return found

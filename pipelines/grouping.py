@@ -39,8 +39,9 @@ from pipelines.deadletter import DeadLetter
 from pipelines.grids import Extent, Grid, is_north_up, snap_extent
 from pipelines.plan import BandMeta, CubePlan, Source, Warp, cube_name
 from pipelines.selection import choose_frame_unit
-from pipelines.times import iso, period_label
+from pipelines.times import period_label
 from rumi_core.errors import InvalidInputError
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -146,7 +147,7 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
                     DeadLetter(
                         m.href,
                         "dtype-mismatch",
-                        f"dtype {m.dtype} with nodata {m.nodata_key}, while the other bands of {m.stack} at {iso(m.time)} "
+                        f"dtype {m.dtype} with nodata {m.nodata_key}, while the other bands of {m.stack} at {format_seconds(m.time)} "
                         f"are {keep[0]} with nodata {keep[1]}",
                         STAGE,
                     )
@@ -283,7 +284,8 @@ def _resolve_duplicates(
                 rejects += _reject(
                     acq,
                     "duplicate-time",
-                    f"{iso(time)} on {grid.slug()} is also the time of {', '.join(others)}; pass --duplicates first, last or mosaic",
+                    f"{format_seconds(time)} on {grid.slug()} is also the time of {', '.join(others)}; "
+                    "pass --duplicates first, last or mosaic",
                 )
             continue
         keep = items[0] if options.duplicates == "first" else items[-1]

@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.times import iso
 from rumi_core.selection import library_versions
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from pipelines.plan import CubePlan
@@ -131,7 +131,7 @@ def manifest_entry(
         shape=plan.shape,
         dtype=plan.layout.encoding.name,
         bands=tuple(b.to_dict() for b in plan.bands),
-        times=tuple(iso(t) for t in plan.times),
+        times=tuple(format_seconds(t) for t in plan.times),
         crs=f"EPSG:{plan.epsg}",
         transform=plan.transform,
         nodata=nodata,

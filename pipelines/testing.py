@@ -20,8 +20,8 @@ import numpy as np
 import rasterio
 
 from pipelines.scene import BandInfo, Scene
-from pipelines.times import parse_time
 from rumi_core.testing import synthetic_cube
+from rumi_core.times import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
