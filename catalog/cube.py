@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -49,6 +48,7 @@ from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
 from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
 from rumi_core.trailer import Trailer
+from rumi_core.windows import clip_window
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from rumi_core.reader import ReadSelection
     from rumi_core.sources import ByteSource
 
-__all__ = ["Cube", "CubeRead", "clip_window", "common_nodata", "is_rumi_href"]
+__all__ = ["Cube", "CubeRead", "common_nodata", "is_rumi_href"]
 
 _UNSET: Any = object()
 
@@ -111,36 +111,6 @@ class CubeRead:
     def as_cube(self) -> NDArray[Any]:
         """Return the data as ``(T', B', h, w)`` even for an Image."""
         return self.data if self.data.ndim == 4 else self.data[np.newaxis]
-
-
-def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
-
-    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
-    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
-    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
-    what they asked for to report a clip.
-
-    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
-    ((0, 10), (90, 130))
-
-    Raises:
-        SelectorError: the window is malformed, empty, or entirely outside the image.
-    """
-    if hasattr(window, "toranges"):  # rasterio.windows.Window
-        window = window.toranges()
-    try:
-        (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
-    except (TypeError, ValueError) as err:
-        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
-    if r0 >= r1 or c0 >= c1:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
-    rows = (max(0, r0), min(height, r1))
-    cols = (max(0, c0), min(width, c1))
-    if rows[0] >= rows[1] or cols[0] >= cols[1]:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
-    return rows, cols
 
 
 def common_nodata(bands: Iterable[Band]) -> float | None:

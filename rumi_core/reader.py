@@ -39,6 +39,7 @@ from rumi_core.errors import FrameDecodeError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.sources import ByteSource, deadline, known_size, open_source
+from rumi_core.windows import check_window
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -99,22 +100,6 @@ def _is_every(positions: Sequence[int], total: int) -> bool:
     return len(positions) == total and all(p == i for i, p in enumerate(positions))
 
 
-def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, int]]:
-    height, width = layout.image_length, layout.image_width
-    if window is None:
-        return (0, height), (0, width)
-    if hasattr(window, "toranges"):  # rasterio.windows.Window
-        window = window.toranges()
-    try:
-        (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
-    except (TypeError, ValueError) as err:
-        raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {window!r}") from err
-    if not (0 <= r0 < r1 <= height and 0 <= c0 < c1 <= width):
-        raise SelectionError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty or outside the {height} x {width} image")
-    return (r0, r1), (c0, c1)
-
-
 def resolve_selection(
     layout: Layout,
     *,
@@ -133,7 +118,7 @@ def resolve_selection(
         SelectionError: a position or the window lies outside the raster.
         ResourceLimitError: the selection's output exceeds ``limits``.
     """
-    rows, cols = _window(window, layout)
+    rows, cols = check_window(window, layout.image_length, layout.image_width)
     t_count = layout.time_count if times is None else 1
     b_count = layout.samples_per_pixel if bands is None else 1
     pixels = (rows[1] - rows[0]) * (cols[1] - cols[0])
