@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FrameRequest",
     "ReadSelection",
+    "decode_checked",
     "output_positions",
     "place_frame",
     "plan_requests",
@@ -344,6 +345,38 @@ def describe_frame(layout: Layout, index: int) -> str:
     return f"frame {index} ({what}, {when}, tile row {row} col {col})"
 
 
+def decode_checked(
+    frame: bytes | memoryview, layout: Layout, index: int, *, where: str, offset: int, verify: bool = True
+) -> NDArray[np.uint8]:
+    """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
+
+    The frame must decode to exactly its size (*Frame encoding*), and a
+    boolean frame must hold no byte other than 0 or 1 (*Sample encodings*: a
+    NumPy bool holding any other byte is not a valid bool).
+
+    Args:
+        where: What the message names first (the source and frame), ending without a colon.
+        offset: The frame's byte offset in the file.
+
+    Raises:
+        FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
+            decoder's text is put on one line.
+        InvalidFileError: a boolean byte is neither 0 nor 1.
+    """
+    try:
+        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify)
+    except FrameDecodeError as err:
+        raise FrameDecodeError(f"{where}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
+    if layout.encoding.name == "bool" and raw.max(initial=0) > 1:
+        raise InvalidFileError(
+            f"{where} holds a boolean byte other than 0 or 1",
+            field=f"frame {index}",
+            rule="Boolean samples: every byte MUST be 0 or 1",
+            offset=offset,
+        )
+    return raw
+
+
 def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = None) -> None:
     """Refuse a blob whose frames need more bytes than the file has (:func:`~rumi_core.header.check_blob_fits`).
 
@@ -397,7 +430,6 @@ def read_selection(
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
     runs = _merge(frames, starts, lengths, limits.max_merged_request)
-    is_bool = layout.encoding.name == "bool"
 
     def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
@@ -414,26 +446,7 @@ def read_selection(
     def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
         offset, n = where[f]
         o = offset - start
-        try:
-            raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
-        except FrameDecodeError as err:
-            # Name where the failure is, on one line: the decoder's text can span several.
-            raise FrameDecodeError(
-                f"{source.name}: {describe_frame(layout, f)}: {' '.join(err.message.split())}",
-                field=err.field,
-                rule=err.rule,
-                offset=offset,
-            ) from err
-        if is_bool and raw.max(initial=0) > 1:
-            # The same decode-time MUST that validate enforces: a NumPy bool
-            # holding any other byte is not a valid bool.
-            raise InvalidFileError(
-                f"{source.name}: {describe_frame(layout, f)} holds a boolean byte other than 0 or 1",
-                field=f"frame {f}",
-                rule="Boolean samples: every byte MUST be 0 or 1",
-                offset=offset,
-            )
-        return raw
+        return decode_checked(view[o : o + n], layout, f, where=f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify)
 
     # Fetch the first request and decode its first frame before allocating
     # the output: a source that learns its size from an answer (HTTP's
