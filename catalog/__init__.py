@@ -23,69 +23,14 @@ from __future__ import annotations
 
 import logging
 
-from catalog.bands import Band as Band
-from catalog.bands import band_from_text as band_from_text
-from catalog.collections import build_catalog as build_catalog
-from catalog.cube import Cube as Cube
-from catalog.cube import CubeRead as CubeRead
-from catalog.errors import CatalogError as CatalogError
-from catalog.errors import ChecksumError as ChecksumError
-from catalog.errors import ItemError as ItemError
-from catalog.errors import LoadError as LoadError
-from catalog.errors import SearchError as SearchError
-from catalog.errors import SelectorError as SelectorError
-from catalog.errors import StorageError as StorageError
-from catalog.extension import SCHEMA_URI as SCHEMA_URI
-from catalog.extension import RumiFields as RumiFields
-from catalog.extra_metadata import ExtraMetadata as ExtraMetadata
-from catalog.gcs import GCSSource as GCSSource
-from catalog.geotiff import export_geotiffs as export_geotiffs
-from catalog.geotiff import write_geotiff as write_geotiff
-from catalog.grid import Grid as Grid
-from catalog.http import HTTPRangeSource as HTTPRangeSource
-from catalog.index import query_index as query_index
-from catalog.index import write_index as write_index
-from catalog.items import create_item as create_item
-from catalog.load import load as load
-from catalog.search import SearchHit as SearchHit
-from catalog.search import search as search
-from catalog.selectors import TimeRange as TimeRange
-from catalog.storage import Storage as Storage
-from catalog.validation import STACValidationError as STACValidationError
-from catalog.validation import ValidationReport as ValidationReport
-from catalog.validation import validate_stac as validate_stac
+import lazy_loader
+
+# Every public name is listed once, in ``__init__.pyi``: type checkers read the
+# stub, and lazy_loader parses it to load each name on first use (PEP 562), so
+# importing one submodule (``catalog.http`` for a range server, say) does not
+# import xarray, dask and pystac. lazy_loader also keeps ``catalog.load`` and
+# ``catalog.search`` the functions after their submodules of the same name are
+# imported.
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
-
-__all__ = [
-    "SCHEMA_URI",
-    "Band",
-    "CatalogError",
-    "Cube",
-    "CubeRead",
-    "ExtraMetadata",
-    "GCSSource",
-    "Grid",
-    "HTTPRangeSource",
-    "ChecksumError",
-    "ItemError",
-    "LoadError",
-    "RumiFields",
-    "STACValidationError",
-    "SearchError",
-    "SearchHit",
-    "SelectorError",
-    "Storage",
-    "StorageError",
-    "TimeRange",
-    "ValidationReport",
-    "band_from_text",
-    "build_catalog",
-    "create_item",
-    "export_geotiffs",
-    "load",
-    "query_index",
-    "search",
-    "validate_stac",
-    "write_geotiff",
-]

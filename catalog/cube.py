@@ -42,7 +42,6 @@ from catalog.selectors import (
     TimeRange,
     band_positions,
     bands_from_texts,
-    clip_window,
     parse_band_selector,
     parse_time_selector,
     time_positions,
@@ -55,6 +54,7 @@ from rumi_core.reader import read_selection, resolve_selection
 from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
 from rumi_core.trailer import Trailer
+from rumi_core.windows import clip_window
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
     from catalog.selectors import ReadSelectors
     from rumi_core.layout import Layout
-    from rumi_core.reader import Selection
+    from rumi_core.reader import ReadSelection
     from rumi_core.sources import ByteSource
     from rumi_core.times import TimeCoordinates
 
@@ -329,7 +329,7 @@ class Cube:
             window = clip_window(window, self.layout.image_length, self.layout.image_width)
         return band_pos, time_pos, window
 
-    def selection(self, **selectors: Unpack[ReadSelectors]) -> Selection:
+    def selection(self, **selectors: Unpack[ReadSelectors]) -> ReadSelection:
         """The checked rumi_core selection that :meth:`read` reads (see :meth:`resolve`).
 
         Raises:
@@ -339,7 +339,7 @@ class Cube:
         band_pos, time_pos, win = self.resolve(**selectors)
         return resolve_selection(self.layout, bands=band_pos, times=time_pos, window=win)
 
-    def frame_count(self, selection: Selection) -> int:
+    def frame_count(self, selection: ReadSelection) -> int:
         """How many frames a read of ``selection`` decodes."""
         return len(self.layout.frames_for(bands=selection.bands, times=selection.times, rows=selection.rows, cols=selection.cols))
 

@@ -52,10 +52,9 @@ from catalog.errors import ChecksumError, ItemError
 from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.extra_metadata import ExtraMetadata
 from catalog.grid import Grid, file_grid
-from catalog.selectors import format_time
 from catalog.storage import Storage, href_kind
 from rumi_core.header import HeaderBlob
-from rumi_core.times import INTERVAL
+from rumi_core.times import INTERVAL, format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -149,8 +148,8 @@ def time_values(times: TimeCoordinates) -> list[str]:
     """
     secs = times.seconds
     if times.time_type == INTERVAL:
-        return [f"{format_time(secs[i])}/{format_time(secs[i + 1])}" for i in range(0, len(secs), 2)]
-    return [format_time(s) for s in secs]
+        return [f"{format_seconds(secs[i])}/{format_seconds(secs[i + 1])}" for i in range(0, len(secs), 2)]
+    return [format_seconds(s) for s in secs]
 
 
 def _to_datetime(seconds: int) -> dt.datetime:
@@ -158,7 +157,7 @@ def _to_datetime(seconds: int) -> dt.datetime:
         return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
     except OverflowError as err:
         # pystac holds an item's datetime as a Python datetime (years 1..9999).
-        raise ItemError(f"time {format_time(seconds)} is outside the years 1..9999 a STAC item datetime can hold") from err
+        raise ItemError(f"time {format_seconds(seconds)} is outside the years 1..9999 a STAC item datetime can hold") from err
 
 
 def _bands(info: Info, extra: ExtraMetadata) -> list[Band]:
@@ -193,7 +192,7 @@ def _datacube(grid: Grid | None, info: Info, bands: Sequence[Band]) -> dict[str,
         y = {"type": "spatial", "axis": "y", "extent": [0, lay.image_length], "step": 1, "description": "pixel rows, no CRS"}
     values = time_values(info.times)
     secs = info.times.seconds
-    time = {"type": "temporal", "extent": [format_time(secs[0]), format_time(secs[-1])], "values": values}
+    time = {"type": "temporal", "extent": [format_seconds(secs[0]), format_seconds(secs[-1])], "values": values}
     band = {"type": "bands", "values": [b.name for b in bands]}
     return {
         "cube:dimensions": {"time": time, "band": band, "y": y, "x": x},
@@ -299,8 +298,8 @@ def create_item(
     single = info.times.time_type != INTERVAL and start == end
     properties: dict[str, Any] = {}
     if not single:
-        properties["start_datetime"] = format_time(start)
-        properties["end_datetime"] = format_time(end)
+        properties["start_datetime"] = format_seconds(start)
+        properties["end_datetime"] = format_seconds(end)
     if meta.title:
         properties["title"] = meta.title
     if grid is not None:

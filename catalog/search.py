@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 from catalog.bands import Band
 from catalog.errors import SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
-from catalog.selectors import TimeRange, check_bbox, format_time, parse_datetime
+from catalog.selectors import TimeRange, check_bbox, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
+from rumi_core.errors import InvalidInputError
+from rumi_core.times import format_seconds, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -123,8 +125,8 @@ def _iso(value: Any) -> str | None:
         return None
     text = value.isoformat() if hasattr(value, "isoformat") else str(value)
     try:
-        return format_time(parse_datetime(text))
-    except SelectorError:
+        return format_seconds(parse_time(text))
+    except InvalidInputError:
         return text
 
 

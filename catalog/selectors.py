@@ -18,15 +18,14 @@ TimeRange(start=1609459200, end=1610409599)
 
 from __future__ import annotations
 
-import datetime as dt
 import math
-import operator
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from catalog.errors import SelectorError
-from rumi_core.times import INTERVAL, format_seconds
+from rumi_core.errors import InvalidInputError
+from rumi_core.times import INTERVAL, format_seconds, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -41,8 +40,6 @@ __all__ = [
     "band_positions_for_texts",
     "bands_from_texts",
     "check_bbox",
-    "clip_window",
-    "format_time",
     "parse_band_selector",
     "parse_datetime",
     "parse_time_selector",
@@ -50,7 +47,6 @@ __all__ = [
 ]
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
@@ -72,36 +68,6 @@ def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
     return minx, miny, maxx, maxy
 
 
-def clip_window(window: Any, height: int, width: int) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Clip a pixel window ``((row0, row1), (col0, col1))`` to a ``height x width`` image.
-
-    The one rule for ``--window`` and ``--bbox`` alike: the part inside the
-    image is read, as rasterio's ``boundless=False`` windows do (a bbox is
-    clipped by :meth:`Grid.window_for_bbox`). Callers compare the result with
-    what they asked for to report a clip.
-
-    >>> clip_window(((-5, 10), (90, 200)), 100, 130)
-    ((0, 10), (90, 130))
-
-    Raises:
-        SelectorError: the window is malformed, empty, or entirely outside the image.
-    """
-    if hasattr(window, "toranges"):  # rasterio.windows.Window
-        window = window.toranges()
-    try:
-        (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
-    except (TypeError, ValueError) as err:
-        raise SelectorError(f"a window is ((row0, row1), (col0, col1)), got {window!r}") from err
-    if r0 >= r1 or c0 >= c1:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty")
-    rows = (max(0, r0), min(height, r1))
-    cols = (max(0, c0), min(width, c1))
-    if rows[0] >= rows[1] or cols[0] >= cols[1]:
-        raise SelectorError(f"window rows {r0}:{r1}, cols {c0}:{c1} lies outside the {height} x {width} image")
-    return rows, cols
-
-
 def parse_datetime(text: str, *, end: bool = False) -> int:
     """Parse an ISO 8601 date or datetime into POSIX seconds (UTC when no offset).
 
@@ -115,26 +81,12 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
     """
     value = text.strip()
     try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as err:
+        seconds = parse_time(value)  # a fraction of a second names the second it falls in
+    except InvalidInputError as err:
         raise SelectorError(f"{text!r} is not an ISO 8601 date or datetime such as 2021-01-31 or 2021-01-31T10:00:00Z") from err
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.UTC)
-    seconds = int((parsed - _EPOCH).total_seconds() // 1)
     if end and _DATE_ONLY.match(value):
         seconds += 86400 - 1
     return seconds
-
-
-def format_time(seconds: int) -> str:
-    """Format POSIX seconds as ``YYYY-MM-DDTHH:MM:SSZ``.
-
-    Any int64 works, beyond Python's datetime range too (years 1..9999).
-
-    >>> format_time(1609459200), format_time(253402300800)
-    ('2021-01-01T00:00:00Z', '10000-01-01T00:00:00Z')
-    """
-    return format_seconds(seconds)
 
 
 @dataclass(frozen=True)
@@ -146,7 +98,7 @@ class TimeRange:
 
     def __post_init__(self) -> None:
         if self.start is not None and self.end is not None and self.start > self.end:
-            raise SelectorError(f"time range starts at {format_time(self.start)}, after its end {format_time(self.end)}")
+            raise SelectorError(f"time range starts at {format_seconds(self.start)}, after its end {format_seconds(self.end)}")
 
     @classmethod
     def parse(cls, text: str) -> TimeRange:
@@ -168,8 +120,8 @@ class TimeRange:
 
     def to_interval(self) -> str:
         """Return the STAC API ``datetime`` parameter form, ``A/B`` with ``..`` for open ends."""
-        a = format_time(self.start) if self.start is not None else ".."
-        b = format_time(self.end) if self.end is not None else ".."
+        a = format_seconds(self.start) if self.start is not None else ".."
+        b = format_seconds(self.end) if self.end is not None else ".."
         return f"{a}/{b}"
 
 
@@ -297,5 +249,6 @@ def time_positions(selector: Sequence[int] | TimeRange, times: TimeCoordinates) 
     found = [i for i, (a, b) in enumerate(spans) if selector.meets(a, b)]
     if not found:
         first, last = spans[0][0], spans[-1][1]
-        raise SelectorError(f"no time step falls in {selector.to_interval()}; the cube covers {format_time(first)} to {format_time(last)}")
+        covers = f"{format_seconds(first)} to {format_seconds(last)}"
+        raise SelectorError(f"no time step falls in {selector.to_interval()}; the cube covers {covers}")
     return found

@@ -21,8 +21,8 @@ import rasterio
 
 from catalog.grid import Grid
 from pipelines.planning.scene import Scene, SourceBand
-from pipelines.planning.timestamps import parse_time
 from rumi_core.testing import synthetic_cube
+from rumi_core.times import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -206,35 +206,11 @@ class HeaderBlob:
                 field="blob size",
                 rule="The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes",
             )
-        (magic, version, width, length, times, tile_w, tile_l, spp, bps, fmt, unit, cmin, bits) = _FIXED.unpack_from(data)
-
-        def fail(msg: str, fld: str, at: int, rule: str) -> InvalidHeaderError:
-            return InvalidHeaderError(msg, field=fld, offset=at, rule=rule)
-
-        if magic != HEADER_MAGIC:
-            raise fail(f"magic is {data[:4]!r}, expected b'LOVE'", "magic", 0, "A reader MUST reject any other value")
-        if version != HEADER_VERSION:
-            raise fail(f"version is {version}, expected 1", "version", 4, "A reader that implements version 1 MUST reject any other value")
-        for name, value, at in (("image_width", width, 6), ("image_length", length, 10), ("time_count", times, 14),
-                                ("tile_width", tile_w, 18), ("tile_length", tile_l, 20), ("samples_per_pixel", spp, 22)):  # fmt: skip
-            if value == 0:
-                raise fail(f"{name} is 0", name, at, f"{name} MUST be greater than zero")
-        try:
-            encoding = encoding_for_pair(fmt, bps)
-        except InvalidInputError as err:
-            raise fail(err.message, "sample_format", 24, "A reader MUST reject any pair not listed") from err
-        try:
-            layout = Layout(width, length, times, spp, tile_w, tile_l, encoding, unit)
-        except InvalidInputError as err:
-            raise fail(err.message, err.field or "frame_unit", 26, err.rule or "frame_unit") from err
-        if bits > 32:
-            raise fail(f"count_bits is {bits}, expected 0..32", "count_bits", 31, "count_bits MUST be between 0 and 32")
-        if cmin == 0:
-            raise fail("count_min is 0", "count_min", 27, "Every count MUST be greater than zero")
+        layout, cmin, bits = _fixed_fields(data)
         n = layout.frame_count
         expected = HEADER_SIZE + packed_size(n, bits)
         if len(data) != expected:
-            raise fail(
+            raise _fail(
                 f"the blob is {len(data)} bytes, expected 32 + ceil(N * count_bits / 8) = {expected}",
                 "blob size",
                 0,
@@ -243,39 +219,74 @@ class HeaderBlob:
         limits.check("max_frames", n, "the blob's frame count N")
         if bits == 0:
             return cls.uniform(layout, cmin)
-        try:
-            residuals = unpack(data[HEADER_SIZE:], n, bits)
-        except RumiError as err:
-            raise fail(str(err), "frame_byte_counts", len(data) - 1, "Unused bits in the final byte MUST be zero") from err
-        if n and int(residuals.min()) != 0:
-            raise fail(
-                f"count_min is {cmin}, but the smallest decoded count is {cmin + int(residuals.min())}",
-                "count_min",
-                27,
-                "A reader MUST reject a blob if count_min is not the minimum decoded count",
-            )
-        if bit_length(int(residuals.max()) if n else 0) != bits:
-            raise fail(
-                f"count_bits is {bits}, the minimum width is {bit_length(int(residuals.max()))}",
-                "count_bits",
-                31,
-                "A reader MUST reject a blob if count_bits is not the minimum required width",
-            )
-        counts = residuals + np.uint64(cmin)
-        if int(counts.max()) > 0xFFFF_FFFF:
-            raise fail(
-                "a reconstructed count does not fit in uint32",
-                "frame_byte_counts",
-                HEADER_SIZE,
-                "Every reconstructed count MUST fit in uint32",
-            )
-        return cls(layout, counts)
+        return cls(layout, _packed_counts(data, n, cmin, bits))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
         """Read and parse a ``.rumih`` file."""
         with open(path, "rb") as f:
             return cls.from_bytes(f.read(), limits=limits)
+
+
+def _fail(msg: str, fld: str, at: int, rule: str) -> InvalidHeaderError:
+    return InvalidHeaderError(msg, field=fld, offset=at, rule=rule)
+
+
+def _fixed_fields(data: bytes) -> tuple[Layout, int, int]:
+    """The layout, ``count_min`` and ``count_bits`` of the blob's 32-byte header, each checked (*Header blob*)."""
+    (magic, version, width, length, times, tile_w, tile_l, spp, bps, fmt, unit, cmin, bits) = _FIXED.unpack_from(data)
+    if magic != HEADER_MAGIC:
+        raise _fail(f"magic is {data[:4]!r}, expected b'LOVE'", "magic", 0, "A reader MUST reject any other value")
+    if version != HEADER_VERSION:
+        raise _fail(f"version is {version}, expected 1", "version", 4, "A reader that implements version 1 MUST reject any other value")
+    for name, value, at in (("image_width", width, 6), ("image_length", length, 10), ("time_count", times, 14),
+                            ("tile_width", tile_w, 18), ("tile_length", tile_l, 20), ("samples_per_pixel", spp, 22)):  # fmt: skip
+        if value == 0:
+            raise _fail(f"{name} is 0", name, at, f"{name} MUST be greater than zero")
+    try:
+        encoding = encoding_for_pair(fmt, bps)
+    except InvalidInputError as err:
+        raise _fail(err.message, "sample_format", 24, "A reader MUST reject any pair not listed") from err
+    try:
+        layout = Layout(width, length, times, spp, tile_w, tile_l, encoding, unit)
+    except InvalidInputError as err:
+        raise _fail(err.message, err.field or "frame_unit", 26, err.rule or "frame_unit") from err
+    if bits > 32:
+        raise _fail(f"count_bits is {bits}, expected 0..32", "count_bits", 31, "count_bits MUST be between 0 and 32")
+    if cmin == 0:
+        raise _fail("count_min is 0", "count_min", 27, "Every count MUST be greater than zero")
+    return layout, cmin, bits
+
+
+def _packed_counts(data: bytes, n: int, cmin: int, bits: int) -> NDArray[np.uint64]:
+    """The ``N`` byte counts packed after the header at ``count_bits`` (> 0) each, checked to be minimal (*Header blob*)."""
+    try:
+        residuals = unpack(data[HEADER_SIZE:], n, bits)
+    except RumiError as err:
+        raise _fail(str(err), "frame_byte_counts", len(data) - 1, "Unused bits in the final byte MUST be zero") from err
+    if n and int(residuals.min()) != 0:
+        raise _fail(
+            f"count_min is {cmin}, but the smallest decoded count is {cmin + int(residuals.min())}",
+            "count_min",
+            27,
+            "A reader MUST reject a blob if count_min is not the minimum decoded count",
+        )
+    if bit_length(int(residuals.max()) if n else 0) != bits:
+        raise _fail(
+            f"count_bits is {bits}, the minimum width is {bit_length(int(residuals.max()))}",
+            "count_bits",
+            31,
+            "A reader MUST reject a blob if count_bits is not the minimum required width",
+        )
+    counts = residuals + np.uint64(cmin)
+    if int(counts.max()) > 0xFFFF_FFFF:
+        raise _fail(
+            "a reconstructed count does not fit in uint32",
+            "frame_byte_counts",
+            HEADER_SIZE,
+            "Every reconstructed count MUST fit in uint32",
+        )
+    return counts
 
 
 def header_from_head(head: ParsedHead) -> HeaderBlob:

@@ -39,6 +39,7 @@ from rumi_core.errors import FrameDecodeError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.sources import ByteSource, deadline, known_size, open_source
+from rumi_core.windows import check_window
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -47,11 +48,21 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["FrameRequest", "Selection", "output_positions", "place_frame", "plan_requests", "read", "resolve_header", "resolve_selection"]
+__all__ = [
+    "FrameRequest",
+    "ReadSelection",
+    "decode_checked",
+    "output_positions",
+    "place_frame",
+    "plan_requests",
+    "read",
+    "resolve_header",
+    "resolve_selection",
+]
 
 
 @dataclass(frozen=True)
-class Selection:
+class ReadSelection:
     """A resolved selection: positions along each axis and a pixel window.
 
     An axis read whole is a ``range``, so selecting every one of 2**32 - 1
@@ -90,22 +101,6 @@ def _is_every(positions: Sequence[int], total: int) -> bool:
     return len(positions) == total and all(p == i for i, p in enumerate(positions))
 
 
-def _window(window: Any, layout: Layout) -> tuple[tuple[int, int], tuple[int, int]]:
-    height, width = layout.image_length, layout.image_width
-    if window is None:
-        return (0, height), (0, width)
-    if hasattr(window, "toranges"):  # rasterio.windows.Window
-        window = window.toranges()
-    try:
-        (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
-    except (TypeError, ValueError) as err:
-        raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {window!r}") from err
-    if not (0 <= r0 < r1 <= height and 0 <= c0 < c1 <= width):
-        raise SelectionError(f"window rows {r0}:{r1}, cols {c0}:{c1} is empty or outside the {height} x {width} image")
-    return (r0, r1), (c0, c1)
-
-
 def resolve_selection(
     layout: Layout,
     *,
@@ -113,7 +108,7 @@ def resolve_selection(
     times: Sequence[int] | None = None,
     window: Any = None,
     limits: Limits = DEFAULT_LIMITS,
-) -> Selection:
+) -> ReadSelection:
     """Check and normalise a selection against a layout.
 
     The output it describes is checked against ``limits.max_output_bytes``
@@ -124,7 +119,7 @@ def resolve_selection(
         SelectionError: a position or the window lies outside the raster.
         ResourceLimitError: the selection's output exceeds ``limits``.
     """
-    rows, cols = _window(window, layout)
+    rows, cols = check_window(window, layout.image_length, layout.image_width)
     t_count = layout.time_count if times is None else 1
     b_count = layout.samples_per_pixel if bands is None else 1
     pixels = (rows[1] - rows[0]) * (cols[1] - cols[0])
@@ -133,7 +128,7 @@ def resolve_selection(
     if not layout.is_cube and len(time_positions) != 1:
         # An Image reads as (B', h, w): there is no time axis to repeat along.
         raise SelectionError(f"an Image has one time step; select it once, not {len(time_positions)} times")
-    return Selection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
+    return ReadSelection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
 
 
 def resolve_header(
@@ -168,7 +163,7 @@ class FrameRequest(NamedTuple):
     """The frame indices the run holds, in file order."""
 
 
-def plan_requests(blob: HeaderBlob, sel: Selection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
+def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
     """Return the requests a stateless read of ``sel`` makes, in file order.
 
     The needed frames come from *Selective read model*; runs of frames that
@@ -221,7 +216,7 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def output_positions(layout: Layout, sel: Selection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
+def output_positions(layout: Layout, sel: ReadSelection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
     """Where each selected band and time lands in the output, for :func:`place_frame`.
 
     Returns:
@@ -245,7 +240,7 @@ def place_frame(
     frame: NDArray[Any],
     index: int,
     layout: Layout,
-    sel: Selection,
+    sel: ReadSelection,
     band_pos: dict[int, list[int]],
     time_pos: dict[int, list[int]],
     subset: bool,
@@ -350,6 +345,38 @@ def describe_frame(layout: Layout, index: int) -> str:
     return f"frame {index} ({what}, {when}, tile row {row} col {col})"
 
 
+def decode_checked(
+    frame: bytes | memoryview, layout: Layout, index: int, *, where: str, offset: int, verify: bool = True
+) -> NDArray[np.uint8]:
+    """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
+
+    The frame must decode to exactly its size (*Frame encoding*), and a
+    boolean frame must hold no byte other than 0 or 1 (*Sample encodings*: a
+    NumPy bool holding any other byte is not a valid bool).
+
+    Args:
+        where: What the message names first (the source and frame), ending without a colon.
+        offset: The frame's byte offset in the file.
+
+    Raises:
+        FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
+            decoder's text is put on one line.
+        InvalidFileError: a boolean byte is neither 0 nor 1.
+    """
+    try:
+        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify)
+    except FrameDecodeError as err:
+        raise FrameDecodeError(f"{where}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
+    if layout.encoding.name == "bool" and raw.max(initial=0) > 1:
+        raise InvalidFileError(
+            f"{where} holds a boolean byte other than 0 or 1",
+            field=f"frame {index}",
+            rule="Boolean samples: every byte MUST be 0 or 1",
+            offset=offset,
+        )
+    return raw
+
+
 def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = None) -> None:
     """Refuse a blob whose frames need more bytes than the file has (:func:`~rumi_core.header.check_blob_fits`).
 
@@ -369,7 +396,7 @@ def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = N
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
-    sel: Selection,
+    sel: ReadSelection,
     *,
     threads: int | None = None,
     verify: bool = True,
@@ -403,7 +430,6 @@ def read_selection(
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
     runs = _merge(frames, starts, lengths, limits.max_merged_request)
-    is_bool = layout.encoding.name == "bool"
 
     def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
@@ -420,26 +446,7 @@ def read_selection(
     def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
         offset, n = where[f]
         o = offset - start
-        try:
-            raw = decode_frame(view[o : o + n], decoded_bytes=layout.decoded_frame_bytes(f), verify=verify)
-        except FrameDecodeError as err:
-            # Name where the failure is, on one line: the decoder's text can span several.
-            raise FrameDecodeError(
-                f"{source.name}: {describe_frame(layout, f)}: {' '.join(err.message.split())}",
-                field=err.field,
-                rule=err.rule,
-                offset=offset,
-            ) from err
-        if is_bool and raw.max(initial=0) > 1:
-            # The same decode-time MUST that validate enforces: a NumPy bool
-            # holding any other byte is not a valid bool.
-            raise InvalidFileError(
-                f"{source.name}: {describe_frame(layout, f)} holds a boolean byte other than 0 or 1",
-                field=f"frame {f}",
-                rule="Boolean samples: every byte MUST be 0 or 1",
-                offset=offset,
-            )
-        return raw
+        return decode_checked(view[o : o + n], layout, f, where=f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify)
 
     # Fetch the first request and decode its first frame before allocating
     # the output: a source that learns its size from an answer (HTTP's

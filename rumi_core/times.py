@@ -9,8 +9,14 @@ seconds from 1970-01-01T00:00:00Z, negative before that epoch.
 Accepted inputs, per time step: :class:`numpy.datetime64`, :class:`datetime.datetime`,
 :class:`datetime.date`, or an ISO 8601 string for an instant; a ``(start, end)``
 pair of those for an interval. A naive datetime or an ISO string without an
-offset is taken as UTC. A value with a fraction of a second is refused: the
-format stores whole seconds, and rounding would change the data.
+offset is taken as UTC.
+
+Fractions of a second follow one rule, POSIX's: the time of an instant is the
+whole second that contains it (:func:`parse_time`). Text timestamps read from
+metadata (a STAC ``datetime`` such as ``2023-06-01T10:30:21.024Z``, a search
+range) are parsed into that second; a coordinate given to the writer
+(:func:`to_seconds`) must already be that second, or it is refused, since
+writing another time than the one given would change the data.
 
 The trailer encoding (``time_scale``, ``time_epoch``, ``time_step``, zigzag
 residuals at the minimum ``time_bits``) lives in :meth:`TimeCoordinates.encode`
@@ -46,6 +52,7 @@ __all__ = [
     "TimeCoordinates",
     "TimeFields",
     "format_seconds",
+    "parse_time",
     "to_seconds",
 ]
 
@@ -63,6 +70,10 @@ TIME_FIELDS = struct.Struct("<BBqqI")
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 _TICKS_PER_SECOND = {"ms": 10**3, "us": 10**6, "ns": 10**9, "ps": 10**12, "fs": 10**15, "as": 10**18}
 _ISO_FRACTION = re.compile(r"\d[.,](\d+)")
+_COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:[T_ ]?(\d{2})(\d{2})(\d{2})?)?$")
+"""``YYYYMMDD[THHMM[SS]]``, as in scene IDs and file names."""
+_TIFF = re.compile(r"^(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
+"""``YYYY:MM:DD HH:MM:SS``, the TIFF ``DateTime`` tag."""
 """The decimal fraction of an ISO 8601 time (of its seconds, or of a coarser last field)."""
 
 
@@ -105,12 +116,9 @@ def to_seconds(value: Any) -> int:
         text = value.strip()
         digits = _ISO_FRACTION.search(text)
         if digits and digits.group(1).strip("0"):
-            # datetime.fromisoformat keeps microseconds only and drops finer digits.
+            # Checked on the text: datetime.fromisoformat keeps microseconds only and drops finer digits.
             raise InvalidInputError(f"{text!r} has a fraction of a second; rumi stores whole seconds", field="times")
-        try:
-            value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError as err:
-            raise InvalidInputError(f"{text!r} is not an ISO 8601 time", field="times") from err
+        return parse_time(text)
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
             value = value.replace(tzinfo=dt.UTC)
@@ -124,6 +132,43 @@ def to_seconds(value: Any) -> int:
         f"a time coordinate is a datetime64, datetime, date or ISO string, got {type(value).__name__}",
         field="times",
     )
+
+
+def parse_time(text: str) -> int:
+    """Parse a timestamp into the POSIX second that contains it (*Time coordinates*).
+
+    Accepted: ISO 8601 (``2021-05-17``, ``2021-05-17T10:36:19Z``, with an
+    offset, or none for UTC), the compact ``YYYYMMDD[THHMM[SS]]`` of scene IDs
+    and the TIFF ``DateTime`` form ``YYYY:MM:DD HH:MM:SS``.
+
+    The specification stores whole seconds and follows POSIX time, whose
+    seconds of an instant are its whole seconds since the epoch with the
+    fraction held apart and never negative (``tv_sec`` beside ``tv_nsec``):
+    the floor, before 1970 too. A fraction is therefore dropped toward the
+    past, in integer arithmetic (a float ``timestamp()`` rounds far from 1970):
+
+    >>> parse_time("2023-06-01T10:30:21.024Z") == parse_time("2023-06-01T10:30:21Z")
+    True
+    >>> parse_time("1969-12-31T23:59:59.5Z"), parse_time("2021:05:17 10:36:19")
+    (-1, 1621247779)
+
+    Raises:
+        InvalidInputError: the text is no such timestamp (a :class:`ValueError`).
+    """
+    value = text.strip()
+    match = _COMPACT.match(value) or _TIFF.match(value)
+    try:
+        if match:
+            y, mo, d, h, mi, sec = (int(g) if g else 0 for g in match.groups())
+            moment = dt.datetime(y, mo, d, h, mi, sec)
+        else:
+            moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as err:
+        raise InvalidInputError(f"{value!r} is not an ISO 8601 time", field="times") from err
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    delta = moment - _EPOCH  # days, then 0 <= seconds < 86400 and 0 <= microseconds: the floor
+    return delta.days * DAY + delta.seconds
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rumi_core.codecs import decode_frame
-from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.reader import default_threads, thread_pool
+from rumi_core.reader import decode_checked, default_threads, thread_pool
 from rumi_core.sources import ByteSource, open_source
 from rumi_core.structure import FileStructure, read_structure
 
@@ -41,22 +39,9 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
     layout = head.layout
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
     offsets = head.offsets
-    is_bool = layout.encoding.name == "bool"
 
     def check(index: int, frame: bytes) -> None:
-        try:
-            raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=True)
-        except FrameDecodeError as err:
-            raise FrameDecodeError(
-                f"frame {index}: {err.message}", field=f"frame {index}", rule=err.rule, offset=int(offsets[index])
-            ) from err
-        if is_bool and raw.max(initial=0) > 1:
-            raise InvalidFileError(
-                f"frame {index} holds a boolean byte other than 0 or 1",
-                field=f"frame {index}",
-                rule="Boolean samples: every byte MUST be 0 or 1",
-                offset=int(offsets[index]),
-            )
+        decode_checked(frame, layout, index, where=f"frame {index}", offset=int(offsets[index]))
 
     index = 0
     n = layout.frame_count

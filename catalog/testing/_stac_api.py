@@ -16,13 +16,14 @@ when bbox and datetime are combined, and the others need a database.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import operator
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
+
+from rumi_core.times import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -57,18 +58,14 @@ _COMPARE: Final[dict[str, Callable[[Any, Any], bool]]] = {
 }
 
 
-def _seconds(text: str) -> float:
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 def _in_range(props: Mapping[str, Any], datetime: str | None) -> bool:
     if not datetime:
         return True
-    when = _seconds(str(props.get("datetime")))
+    when = parse_time(str(props.get("datetime")))
     if "/" not in datetime:
-        return when == _seconds(datetime)
+        return when == parse_time(datetime)
     start, end = datetime.split("/", 1)
-    return (start in ("", "..") or when >= _seconds(start)) and (end in ("", "..") or when <= _seconds(end))
+    return (start in ("", "..") or when >= parse_time(start)) and (end in ("", "..") or when <= parse_time(end))
 
 
 def _intersects(item: Mapping[str, Any], bbox: Sequence[float] | None) -> bool:

@@ -39,9 +39,10 @@ from pipelines.planning.bands import band_token, natural_key, stem_name, unique_
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
-from pipelines.planning.timestamps import iso, period_label
+from pipelines.planning.timestamps import period_label
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
@@ -153,7 +154,7 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
                     DeadLetter(
                         m.href,
                         "dtype-mismatch",
-                        f"dtype {m.dtype} with nodata {m.nodata_key}, while the other bands of {m.stack} at {iso(m.time)} "
+                        f"dtype {m.dtype} with nodata {m.nodata_key}, while the other bands of {m.stack} at {format_seconds(m.time)} "
                         f"are {keep[0]} with nodata {keep[1]}",
                         STAGE,
                     )
@@ -313,7 +314,8 @@ def _resolve_duplicates(
                 rejects += _reject(
                     acq,
                     "duplicate-time",
-                    f"{iso(time)} on {grid.slug()} is also the time of {', '.join(others)}; pass --duplicates first, last or mosaic",
+                    f"{format_seconds(time)} on {grid.slug()} is also the time of {', '.join(others)}; "
+                    "pass --duplicates first, last or mosaic",
                 )
             continue
         keep = items[0] if options.duplicates == "first" else items[-1]

@@ -23,13 +23,14 @@ time is taken, in this order, from
 Scene IDs come before the tags: ``TIFFTAG_DATETIME`` is often the time the
 file was processed, while a scene ID names the acquisition.
 
-rumi stores whole POSIX seconds (specification, *Time coordinates*), so a
-fraction of a second is dropped (floored). The module is pure: no I/O.
+Text is parsed by :func:`rumi_core.times.parse_time`, whose one rule for a
+fraction of a second (the POSIX second that contains the instant) serves
+all three packages. The module is pure: no I/O.
 
->>> iso(time_from_pattern(r"L[ETC]\\d{7}(?P<year>\\d{4})(?P<doy>\\d{3})", "lsts/LE70350322008118EDC00_b3.tif"))
-'2008-04-27T00:00:00Z'
->>> iso(time_from_scene_id("LC08_L1TP_044034_20150502_20200909_02_T1_B4.TIF"))
-'2015-05-02T00:00:00Z'
+>>> time_from_pattern(r"L[ETC]\\d{7}(?P<year>\\d{4})(?P<doy>\\d{3})", "lsts/LE70350322008118EDC00_b3.tif") == parse_time("2008-04-27")
+True
+>>> time_from_scene_id("LC08_L1TP_044034_20150502_20200909_02_T1_B4.TIF") == parse_time("2015-05-02T00:00:00Z")
+True
 >>> period_label(parse_time("2021-05-17T10:00:00Z"), "P3M")
 '2021-Q2'
 """
@@ -40,6 +41,8 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING, Final
 
+from rumi_core.times import parse_time, to_seconds
+
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
@@ -47,8 +50,6 @@ __all__ = [
     "SCENE_ID_PATTERNS",
     "TIME_TAGS",
     "compact",
-    "iso",
-    "parse_time",
     "period_label",
     "resolve_time",
     "time_from_pattern",
@@ -76,35 +77,6 @@ SCENE_ID_PATTERNS: Final = (
     ("MODIS granule", r"(?:^|[._/])A(?P<year>(?:19|20)\d{2})(?P<doy>\d{3})(?=[._])"),
 )
 """``(name, regular expression)`` of the scene IDs whose dates are read without ``--time-pattern``."""
-
-_COMPACT: Final = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:[T_ ]?(\d{2})(\d{2})(\d{2})?)?$")
-_TIFF: Final = re.compile(r"^(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
-
-
-def _seconds(moment: dt.datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=dt.UTC)
-    delta = moment - _EPOCH
-    return delta.days * 86400 + delta.seconds
-
-
-def parse_time(text: str) -> int:
-    """Parse ISO 8601 or compact ``YYYYMMDD[THHMMSS]`` text into POSIX seconds (UTC when no offset).
-
-    Raises:
-        ValueError: the text is no time.
-    """
-    value = text.strip()
-    match = _COMPACT.match(value)
-    if match:
-        y, mo, d, h, mi, s = (int(g) if g else 0 for g in match.groups())
-        return _seconds(dt.datetime(y, mo, d, h, mi, s))
-    match = _TIFF.match(value)
-    if match:
-        y, mo, d, h, mi, s = (int(g) for g in match.groups())
-        return _seconds(dt.datetime(y, mo, d, h, mi, s))
-    return _seconds(dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00")))
-
 
 def time_from_pattern(pattern: str, href: str) -> int | None:
     """Return the time found by ``pattern`` in ``href``, or None when it does not match.
@@ -139,7 +111,7 @@ def _time_from_match(match: re.Match[str]) -> int:
         day = dt.datetime(year, 1, 1) + dt.timedelta(days=doy - 1)
     else:
         day = dt.datetime(year, int(groups.get("month", 1)), int(groups.get("day", 1)))
-    return _seconds(day + clock)
+    return to_seconds(day + clock)
 
 
 def time_from_scene_id(href: str) -> int | None:
@@ -148,12 +120,12 @@ def time_from_scene_id(href: str) -> int | None:
     A name that only looks like a scene ID but holds no valid date (day of
     year 400, month 13) is not one: it is skipped, not an error.
 
-    >>> iso(time_from_scene_id("lsts/LE70350322008118EDC00/LE70350322008118EDC00_b3.tif"))
-    '2008-04-27T00:00:00Z'
-    >>> iso(time_from_scene_id("S2B_MSIL2A_20210517T103619_N0300_R008_T32TQM_20210517T131653.SAFE/B04.jp2"))
-    '2021-05-17T10:36:19Z'
-    >>> iso(time_from_scene_id("MOD13Q1.A2015122.h18v04.061.2021320.hdf"))
-    '2015-05-02T00:00:00Z'
+    >>> time_from_scene_id("lsts/LE70350322008118EDC00/LE70350322008118EDC00_b3.tif") == parse_time("2008-04-27T00:00:00Z")
+    True
+    >>> time_from_scene_id("S2B_MSIL2A_20210517T103619_N0300_R008_T32TQM_20210517T131653.SAFE/B04.jp2") == parse_time("20210517T103619")
+    True
+    >>> time_from_scene_id("MOD13Q1.A2015122.h18v04.061.2021320.hdf") == parse_time("2015-05-02T00:00:00Z")
+    True
     >>> time_from_scene_id("/data/scene_B04.tif") is None
     True
     """
@@ -202,11 +174,6 @@ def resolve_time(*, href: str, stac: str | None, tags: Mapping[str, str], patter
     if found is not None:
         return found
     return parse_time(fallback) if fallback else None
-
-
-def iso(seconds: int) -> str:
-    """Return POSIX seconds as ``YYYY-MM-DDTHH:MM:SSZ``."""
-    return (_EPOCH + dt.timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def compact(seconds: int) -> str:

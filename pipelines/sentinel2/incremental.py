@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.bucket import write_atomic
 from pipelines.errors import PipelineError
-from pipelines.planning.timestamps import iso, parse_time, period_label
+from pipelines.planning.timestamps import period_label
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import resolution_group
 from pipelines.sentinel2.search import search_items, select_items
+from rumi_core.times import format_seconds, parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -129,7 +130,7 @@ def increment(
         start = period_label(first, period) or "the series"
         raise IncompleteSearchError(
             f"the search misses {len({t for _, t in missing})} acquisitions the catalogue holds in the periods this run rewrites "
-            f"(first: T{tile} {group} {iso(first)}); start --datetime at or before the start of {start}"
+            f"(first: T{tile} {group} {format_seconds(first)}); start --datetime at or before the start of {start}"
         )
     return run, new
 
@@ -159,7 +160,7 @@ def stac_api_input(
     )
     if not new:
         latest = max((max(t) for t in held.times.values() if t), default=None)
-        since = f" (latest held: {iso(latest)})" if latest is not None else ""
+        since = f" (latest held: {format_seconds(latest)})" if latest is not None else ""
         echo(f"nothing new since the last run{since}: nothing was converted or rewritten")
         return None
     keep = {i.id for i in run}

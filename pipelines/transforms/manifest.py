@@ -23,9 +23,9 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import write_jsonl
-from pipelines.planning.timestamps import iso
 from pipelines.transforms.collect import Collect, inc
 from rumi_core.compression import library_versions
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
@@ -138,7 +138,7 @@ def manifest_entry(
         shape=plan.shape,
         dtype=plan.layout.encoding.name,
         bands=tuple(b.to_dict() for b in plan.bands),
-        times=tuple(iso(t) for t in plan.times),
+        times=tuple(format_seconds(t) for t in plan.times),
         crs=f"EPSG:{plan.epsg}",
         transform=plan.transform,
         nodata=nodata,

@@ -9,9 +9,10 @@ import pytest
 
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
-from pipelines.planning.timestamps import iso, resolve_time, time_from_scene_id
+from pipelines.planning.timestamps import resolve_time, time_from_scene_id
 from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 )
 def test_scene_ids_carry_dates(href: str, expected: str) -> None:
     found = time_from_scene_id(href)
-    assert found is not None and iso(found) == expected
+    assert found is not None and format_seconds(found) == expected
     assert resolve_time(href=href, stac=None, tags={}, pattern=None, fallback=None) == found
 
 
@@ -45,9 +46,9 @@ def test_names_without_a_valid_scene_id(href: str) -> None:
 def test_precedence_pattern_then_scene_id_then_tags() -> None:
     href = "/l/LC81070352015122LGN00_B3.TIF"
     tags = {"TIFFTAG_DATETIME": "2019:01:01 00:00:00"}
-    assert iso(resolve_time(href=href, stac=None, tags=tags, pattern=None, fallback=None) or 0) == "2015-05-02T00:00:00Z"
+    assert format_seconds(resolve_time(href=href, stac=None, tags=tags, pattern=None, fallback=None) or 0) == "2015-05-02T00:00:00Z"
     got = resolve_time(href=href, stac=None, tags=tags, pattern=r"LC8\d{6}(?P<year>\d{4})", fallback=None)
-    assert iso(got or 0) == "2015-01-01T00:00:00Z"
+    assert format_seconds(got or 0) == "2015-01-01T00:00:00Z"
 
 
 def test_landsat_series_dates_itself_and_names_fmask(tmp_path: Path) -> None:

@@ -1,0 +1,33 @@
+"""Names catalog exports, loaded on first use (see ``__init__.py``)."""
+
+from .bands import Band as Band
+from .bands import band_from_text as band_from_text
+from .collections import build_catalog as build_catalog
+from .cube import Cube as Cube
+from .cube import CubeRead as CubeRead
+from .errors import CatalogError as CatalogError
+from .errors import ChecksumError as ChecksumError
+from .errors import ItemError as ItemError
+from .errors import LoadError as LoadError
+from .errors import SearchError as SearchError
+from .errors import SelectorError as SelectorError
+from .errors import StorageError as StorageError
+from .extension import SCHEMA_URI as SCHEMA_URI
+from .extension import RumiFields as RumiFields
+from .extra_metadata import ExtraMetadata as ExtraMetadata
+from .gcs import GCSSource as GCSSource
+from .geotiff import export_geotiffs as export_geotiffs
+from .geotiff import write_geotiff as write_geotiff
+from .grid import Grid as Grid
+from .http import HTTPRangeSource as HTTPRangeSource
+from .index import query_index as query_index
+from .index import write_index as write_index
+from .items import create_item as create_item
+from .load import load as load
+from .search import SearchHit as SearchHit
+from .search import search as search
+from .selectors import TimeRange as TimeRange
+from .storage import Storage as Storage
+from .validation import STACValidationError as STACValidationError
+from .validation import ValidationReport as ValidationReport
+from .validation import validate_stac as validate_stac
