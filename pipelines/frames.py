@@ -34,7 +34,7 @@ from rasterio.windows import Window
 from pipelines.counters import inc
 from pipelines.errors import SceneError
 from pipelines.keys import FrameKey
-from pipelines.sources import RasterCache
+from pipelines.sources import RasterCache, gdal_env
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:
@@ -88,7 +88,12 @@ def _valid(data: NDArray[Any], nodata: float | None) -> NDArray[np.bool_]:
 def _read_source(rasters: RasterCache, source: Source, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
-        data: NDArray[Any] = rasters.get(source.href, source.warp).read(source.band, window=window)
+        dataset = rasters.get(source.href, source.warp)
+        # GDAL sizes its block cache when it first caches a block, and keeps every block of an open
+        # dataset until the cache is full: reading outside the environment that caps it let a worker
+        # cache up to 5 % of the machine's RAM in decoded source blocks.
+        with gdal_env(source.href):
+            data: NDArray[Any] = dataset.read(source.band, window=window)
     except RasterioError as err:
         raise SceneError(f"reading band {source.band} window {window} failed: {err}", href=source.href, reason="read-failed") from err
     return data
