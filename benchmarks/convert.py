@@ -88,10 +88,14 @@ class ChildMonitor(threading.Thread):
 
 
 def import_baseline() -> int:
-    """RSS of a fresh Python process that has imported what a worker imports, before any work."""
+    """RSS of a fresh Python process that has imported what a worker imports, before any work.
+
+    A worker process runs Beam's SDK harness (``sdk_worker_main``: gRPC, the
+    data plane), so the baseline imports it too.
+    """
     code = (
-        "import psutil, numpy, rasterio, apache_beam, rumi_core, pipelines.convert;"
-        "import pipelines.transforms.frames, pipelines.transforms.compress;"
+        "import psutil, numpy, rasterio, apache_beam.runners.worker.sdk_worker_main, rumi_core,"
+        " pipelines.convert, pipelines.transforms.frames, pipelines.transforms.compress;"
         "print(psutil.Process().memory_info().rss)"
     )
     import subprocess
@@ -112,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=2048)
     parser.add_argument("--dates", type=int, default=20)
     parser.add_argument("--tile-size", type=int, default=512)
+    parser.add_argument(
+        "--frame-unit",
+        default="auto",
+        help="rumi convert's --frame-unit (default auto; 0 gives the same file for this input without measuring units).",
+    )
     args = parser.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="rumi-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -134,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(out, ignore_errors=True)
         rumi_monitor = ChildMonitor()
         rumi_monitor.start()
-        options = ConvertOptions(out=str(out), tile_size=args.tile_size)
+        options = ConvertOptions(out=str(out), tile_size=args.tile_size, frame_unit=args.frame_unit)
         summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
         rumi_monitor.stop()
         rumi_s = summary.seconds
@@ -189,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         for pid, peak in cog_monitor.busiest(2):
             print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB")
         print(f"launcher: peak RSS {rumi_monitor.launcher_rss / 2**20:.0f} MiB")
+        print("rumi files: " + ", ".join(f"{e.cube_id} sha256 {e.sha256}" for e in summary.entries))
     finally:
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -24,7 +24,8 @@ FrameKey(cube_id='cube', index=7)
 
 Keys are generated in ``shards`` shards on the workers and reshuffled (style
 guide, *Beam transforms*), so the frame stage spreads over every worker on
-every runner.
+every runner. The reshuffle is keyed by :func:`source_run`, not at random, so a
+worker reads a few frames of one source file in a row through one open dataset.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ import numpy as np
 from apache_beam.coders import Coder
 from apache_beam.coders.typecoders import registry
 from apache_beam.pvalue import AsDict, AsList, PCollection
+from apache_beam.transforms.util import ReshufflePerKey
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
 from pipelines.errors import PipelineError, SceneError
-from pipelines.rasters import RasterCache
+from pipelines.rasters import RasterCache, gdal_env
 from pipelines.transforms.collect import inc
 from rumi_core.writer import frame_samples
 
@@ -54,8 +56,10 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from pipelines.planning.plan import CubePlan, Source
+    from rumi_core.layout import Layout
 
 __all__ = [
+    "SOURCE_RUN",
     "FrameFailure",
     "FrameKey",
     "FrameKeyCoder",
@@ -68,6 +72,7 @@ __all__ = [
     "read_band_window",
     "read_frame",
     "shard_frame_keys",
+    "source_run",
 ]
 
 _LENGTH: Final = struct.Struct("<I")
@@ -146,7 +151,12 @@ def _valid(data: NDArray[Any], nodata: float | None) -> NDArray[np.bool_]:
 def _read_source(rasters: RasterCache, source: Source, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
-        data: NDArray[Any] = rasters.get(source.href, source.warp).read(source.band, window=window)
+        dataset = rasters.get(source.href, source.warp)
+        # GDAL sizes its block cache when it first caches a block, and keeps every block of an open
+        # dataset until the cache is full: reading outside the environment that caps it let a worker
+        # cache up to 5 % of the machine's RAM in decoded source blocks.
+        with gdal_env(source.href):
+            data: NDArray[Any] = dataset.read(source.band, window=window)
     except RasterioError as err:
         raise SceneError(f"reading band {source.band} window {window} failed: {err}", href=source.href, reason="read-failed") from err
     return data
@@ -234,9 +244,37 @@ def shard_frame_keys(shard: int, plans: Sequence[CubePlan], shards: int) -> Iter
         ordinal += count
 
 
+SOURCE_RUN: Final = 4
+"""Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`source_run`)."""
+
+
+def source_run(key: FrameKey, layout: Layout) -> str:
+    """The spread key of a frame: its cube, tile row, run of :data:`SOURCE_RUN` tiles, band and time.
+
+    Frames with the same spread key come from the same source files, and a
+    reshuffle hands them to one worker one after the other, so the worker reads
+    them through one open dataset of its :class:`~pipelines.sources.RasterCache`
+    instead of reopening a file for nearly every frame (random keys, 80 files
+    and 16 open datasets: 1.2 ms of ``rasterio.open`` per frame).
+
+    >>> from types import SimpleNamespace as NS
+    >>> layout = NS(frame_location=lambda i: (1, i, 2, None))
+    >>> [source_run(FrameKey("c", i), layout) for i in (3, 4)]
+    ['c/1/0/2/None', 'c/1/1/2/None']
+    """
+    row, col, band, time = layout.frame_location(key.index)
+    return f"{key.cube_id}/{row}/{col // SOURCE_RUN}/{band}/{time}"
+
+
+def _with_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[str, FrameKey]]:
+    layouts = {plan.cube_id: plan.layout for plan in plans}
+    for key in shard_frame_keys(shard, plans, shards):
+        yield source_run(key, layouts[key.cube_id]), key
+
+
 @dataclass
 class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
-    """Every frame key of the planned cubes, generated in shards and reshuffled."""
+    """Every frame key of the planned cubes, generated in shards and reshuffled by :func:`source_run`."""
 
     shards: int = 64
     """Number of key-generating shards (the frame stage's maximum parallelism on the Dask runner)."""
@@ -245,12 +283,13 @@ class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]])
         super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[FrameKey]:
-        """Create shards, generate their keys with the plans as a side input, reshuffle."""
+        """Create shards, generate their keys with the plans as a side input, reshuffle by source run."""
         keys: PCollection[FrameKey] = (
             plans.pipeline
             | "Shards" >> beam.Create(list(range(self.shards)))
-            | "Keys" >> beam.FlatMap(shard_frame_keys, plans=AsList(plans), shards=self.shards).with_output_types(FrameKey)
-            | "Spread" >> beam.Reshuffle()
+            | "Keys" >> beam.FlatMap(_with_source_runs, plans=AsList(plans), shards=self.shards).with_output_types(tuple[str, FrameKey])
+            | "Spread" >> ReshufflePerKey()
+            | "Frames" >> beam.Values().with_output_types(FrameKey)
         )
         return keys
 

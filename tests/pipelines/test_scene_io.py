@@ -266,3 +266,45 @@ class TestFrames:
         assert fill_value("uint16", -9999.0) == 0  # not representable: fall back to 0
         assert fill_value("int16", -9999.0) == -9999
         assert np.isnan(fill_value("float32", float("nan")))
+
+
+def _gdal_cache_used() -> int:
+    """Bytes in GDAL's block cache, from the libgdal rasterio loaded (found in this process's memory map)."""
+    import ctypes
+
+    import rasterio  # noqa: F401  # loads libgdal
+
+    with open("/proc/self/maps", encoding="utf-8") as maps:
+        paths = {line.split()[-1] for line in maps if "libgdal" in line.rsplit("/", 1)[-1]}
+    if not paths:
+        pytest.skip("libgdal is not mapped from a file this test can load (no /proc/self/maps entry)")
+    gdal = ctypes.CDLL(paths.pop())
+    gdal.GDALGetCacheUsed64.restype = ctypes.c_int64
+    return int(gdal.GDALGetCacheUsed64())
+
+
+def test_gdal_block_cache_stays_capped_while_datasets_stay_open(tmp_path: Path) -> None:
+    """Frame reads run under :data:`~pipelines.sources.GDAL_CACHE_BYTES`, however many source datasets stay open."""
+    from pipelines.sources import GDAL_CACHE_BYTES
+
+    files = 16  # 16 x 2 MiB of decoded blocks: twice the cap
+    paths = [
+        write_geotiff(
+            str(tmp_path / f"s{i}_B02.tif"),
+            _data((1, 1024, 1024), seed=i),
+            epsg=32632,
+            transform=T,
+            tags={"TIFFTAG_DATETIME": f"2020:01:{1 + i:02d} 00:00:00"},
+            compress=None,
+        )
+        for i in range(files)
+    ]
+    (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o", tile_size=1024, frame_unit=0))
+    assert plan.layout.frame_count == files
+    rasters = RasterCache(max_open=files)
+    try:
+        for index in range(files):
+            read_frame(plan, index, rasters)
+        assert _gdal_cache_used() <= GDAL_CACHE_BYTES
+    finally:
+        rasters.close()
