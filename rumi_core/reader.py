@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from rumi_core._heap import keep_heap_slack
 from rumi_core.codecs import decode_frame
 from rumi_core.errors import FrameDecodeError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
@@ -195,6 +196,9 @@ def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int],
 
 _LARGE_SELECTION = 1 << 16
 """Frames a read may list before it must know the file's size."""
+
+_SCRATCH_FRAMES = 4
+"""Decoded frames of heap one decode uses: its output and OpenZL's streams (measured 2 to 4)."""
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
@@ -385,7 +389,8 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    limits.check("max_output_bytes", int(np.prod(shape, dtype=object)) * dtype.itemsize, "the read's output array")
+    out_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    limits.check("max_output_bytes", out_bytes, "the read's output array")
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
@@ -403,6 +408,10 @@ def read_selection(
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
     runs = _merge(frames, starts, lengths, limits.max_merged_request)
+    workers = min(threads or default_threads(), len(frames))
+    # What this read allocates (output, requests, each thread's frame and its
+    # decoding scratch), kept mapped for the next read (rumi_core._heap).
+    keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
     is_bool = layout.encoding.name == "bool"
 
     def fetch(run: FrameRequest) -> memoryview:
@@ -465,7 +474,6 @@ def read_selection(
         if progress is not None:
             progress(1)
 
-    workers = min(threads or default_threads(), len(frames))
     if workers == 1:
         for run in runs:
             view = fetch_once(run)
