@@ -16,9 +16,9 @@ Every size is checked before it is allocated or looped over
 (:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
 "every time step" becomes a list, the largest frame against
 ``max_frame_bytes``, and the bytes the blob places before the trailer against
-the file's size whenever the source knows it. The first frame is fetched and
-decoded before the output exists, so a blob whose sizes its frames contradict
-is refused without the allocation it asks for. A frame that decodes to any
+the file's size whenever the source knows it. A frame is fetched and decoded
+before the output exists, so a blob whose sizes its frames contradict is
+refused without the allocation it asks for. A frame that decodes to any
 other size, or a boolean byte other than 0 or 1, is an error, as in
 :func:`rumi_core.validate`.
 """
@@ -450,37 +450,39 @@ def read_selection(
             )
         return raw
 
-    # Fetch the first request and decode its first frame before allocating
-    # the output: a source that learns its size from an answer (HTTP's
-    # Content-Range) can then refuse a blob that claims more bytes than the
-    # file has, and a blob whose sizes the frames contradict is refused,
-    # before an output sized by the blob alone is allocated.
-    prefetched = {runs[0].offset: fetch(runs[0])}
-    _check_file_holds(source, blob)
-    early = {frames[0]: decode_raw(frames[0], prefetched[runs[0].offset], runs[0].offset)}
-    out = np.empty(shape, dtype=dtype)
-    band_pos, time_pos, subset = output_positions(layout, sel)
+    # The output is allocated only once a frame has been fetched and decoded:
+    # a source that learns its size from an answer (HTTP's Content-Range) can
+    # then refuse a blob that claims more bytes than the file has, and a blob
+    # whose sizes the frames contradict is refused, before an output sized by
+    # the blob alone is allocated. Any frame will do, so on several threads
+    # every thread decodes from the start instead of waiting for the first.
+    # The positions too are as many as the output's bands and times.
+    allocated: list[tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]] = []
+    allocate_lock = threading.Lock()
 
-    def fetch_once(run: FrameRequest) -> memoryview:
-        view = prefetched.pop(run.offset, None)
-        return fetch(run) if view is None else view
+    def output() -> tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]:
+        if not allocated:
+            with allocate_lock:
+                if not allocated:
+                    _check_file_holds(source, blob)
+                    allocated.append((np.empty(shape, dtype=dtype), *output_positions(layout, sel)))
+        return allocated[0]
 
     def decode(f: int, view: memoryview, start: int) -> None:
-        raw = early.pop(f, None)
-        if raw is None:
-            raw = decode_raw(f, view, start)
-        frame = raw.view(dtype).reshape(layout.frame_shape(f))
+        frame = decode_raw(f, view, start).view(dtype).reshape(layout.frame_shape(f))
+        out, band_pos, time_pos, subset = output()
         place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 
     if workers == 1:
         for run in runs:
-            view = fetch_once(run)
+            view = fetch(run)
             for f in run[2]:
                 decode(f, view, run[0])
     else:
-        _decode_together(frames, runs, fetch_once, decode, workers)
+        _decode_together(frames, runs, fetch, decode, workers)
+    out = allocated[0][0]
     return out if layout.is_cube else out[0]
 
 
