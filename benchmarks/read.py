@@ -22,7 +22,9 @@ given at the best times, and each reader's CPU seconds per GB of samples
 returned (``time.process_time`` per read, every thread of the process, at the
 median), which other processes on the machine disturb far less than wall
 time. Each reader's peak resident memory added by its reads (peak RSS after
-the last read minus RSS after its imports, the worst round) is printed too.
+the last read minus RSS after its imports, the worst round) is printed too,
+and its minor page faults per timed read (``getrusage``, the worst round):
+memory the C heap gave back and the next read faults in again.
 The control is SHA-256, which releases the GIL, on 1 and 2 threads before
 and after the runs: no reader can scale better than it does on this machine
 at that moment. The load average is printed, since load skews the
@@ -44,6 +46,7 @@ import hashlib
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -129,6 +132,7 @@ def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: li
         for _ in range(scenario["warmup"]):
             rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
         times, cpu = [], []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(scenario["reps"]):
             c0, t0 = time.process_time(), time.perf_counter()
             rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
@@ -137,6 +141,7 @@ def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: li
         out["scenarios"][scenario["name"]] = {
             "times": times,
             "cpu": cpu,
+            "minflt": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / scenario["reps"],
             "nbytes": int(arr.nbytes),
             "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
         }
@@ -247,6 +252,7 @@ def main() -> int:
                     ours_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
                     peer_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
                     rss = {"rumi_core": 0, "rumi-eo": 0}
+                    faults: dict[str, dict[str, float]] = {"rumi_core": {}, "rumi-eo": {}}
                     for _ in range(args.rounds):
                         argv = (str(path), blob.hex(), str(threads), "1" if verify else "0", str(spec))
                         peer = run_peer(python, "time", *argv)
@@ -262,6 +268,8 @@ def main() -> int:
                             ours_times[sname] += ours["scenarios"][sname]["times"]
                             peer_times[sname] += peer["scenarios"][sname]["times"]
                             ours_cpu[sname] += ours["scenarios"][sname]["cpu"]
+                            for reader, got in (("rumi_core", ours), ("rumi-eo", peer)):
+                                faults[reader][sname] = max(faults[reader].get(sname, 0.0), got["scenarios"][sname]["minflt"])
                             peer_cpu[sname] += peer["scenarios"][sname]["cpu"]
                     for scenario in scenarios:
                         sname = scenario["name"]
@@ -280,6 +288,8 @@ def main() -> int:
                                 "rumi-eo_cpu": statistics.median(peer_cpu[sname]),
                                 "rumi_core_rss": rss["rumi_core"],
                                 "rumi-eo_rss": rss["rumi-eo"],
+                                "rumi_core_minflt": faults["rumi_core"][sname],
+                                "rumi-eo_minflt": faults["rumi-eo"][sname],
                             }
                         )
         results["machine"]["load_after"] = os.getloadavg()
@@ -306,9 +316,10 @@ def report(results: dict[str, Any], raw_mb: float) -> None:
     print()
     print(
         "| file | read | checksums | threads | rumi_core MB/s | rumi-eo MB/s | rumi_core / rumi-eo | at best times "
-        "| rumi_core CPU s/GB | rumi-eo CPU s/GB | in CPU time | rumi_core peak RSS added | rumi-eo peak RSS added |"
+        "| rumi_core CPU s/GB | rumi-eo CPU s/GB | in CPU time | rumi_core peak RSS added | rumi-eo peak RSS added "
+        "| rumi_core page faults per read | rumi-eo page faults per read |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     runs = results["runs"]
     for run in runs:
         ours = run["nbytes"] / run["rumi_core"] / 1e6
@@ -318,7 +329,8 @@ def report(results: dict[str, Any], raw_mb: float) -> None:
             f"| {ours:.0f} | {theirs:.0f} | {ours / theirs:.2f}x | {run['rumi-eo_min'] / run['rumi_core_min']:.2f}x "
             f"| {run['rumi_core_cpu'] / run['nbytes'] * 1e9:.2f} | {run['rumi-eo_cpu'] / run['nbytes'] * 1e9:.2f} "
             f"| {run['rumi-eo_cpu'] / run['rumi_core_cpu']:.2f}x "
-            f"| {run['rumi_core_rss'] / 2**20:.0f} MiB | {run['rumi-eo_rss'] / 2**20:.0f} MiB |"
+            f"| {run['rumi_core_rss'] / 2**20:.0f} MiB | {run['rumi-eo_rss'] / 2**20:.0f} MiB "
+            f"| {run['rumi_core_minflt']:.0f} | {run['rumi-eo_minflt']:.0f} |"
         )
     control = statistics.mean((machine["sha256_speedup_before"], machine["sha256_speedup_after"]))
     print()

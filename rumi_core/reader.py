@@ -16,9 +16,9 @@ Every size is checked before it is allocated or looped over
 (:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
 "every time step" becomes a list, the largest frame against
 ``max_frame_bytes``, and the bytes the blob places before the trailer against
-the file's size whenever the source knows it. The first frame is fetched and
-decoded before the output exists, so a blob whose sizes its frames contradict
-is refused without the allocation it asks for. A frame that decodes to any
+the file's size whenever the source knows it. A frame is fetched and decoded
+before the output exists, so a blob whose sizes its frames contradict is
+refused without the allocation it asks for. A frame that decodes to any
 other size, or a boolean byte other than 0 or 1, is an error, as in
 :func:`rumi_core.validate`.
 """
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from rumi_core._heap import keep_heap_slack
 from rumi_core.codecs import decode_frame
 from rumi_core.errors import FrameDecodeError, InvalidFileError, SelectionError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
@@ -190,6 +191,9 @@ def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int],
 
 _LARGE_SELECTION = 1 << 16
 """Frames a read may list before it must know the file's size."""
+
+_SCRATCH_FRAMES = 4
+"""Decoded frames of heap one decode uses: its output and OpenZL's streams (measured 2 to 4)."""
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
 _POOLS_LOCK = threading.Lock()
@@ -412,7 +416,8 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    limits.check("max_output_bytes", int(np.prod(shape, dtype=object)) * dtype.itemsize, "the read's output array")
+    out_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    limits.check("max_output_bytes", out_bytes, "the read's output array")
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
@@ -430,6 +435,10 @@ def read_selection(
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
     runs = _merge(frames, starts, lengths, limits.max_merged_request)
+    workers = min(threads or default_threads(), len(frames))
+    # What this read allocates (output, requests, each thread's frame and its
+    # decoding scratch), kept mapped for the next read (rumi_core._heap).
+    keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
 
     def fetch(run: FrameRequest) -> memoryview:
         start, length, members = run
@@ -448,38 +457,39 @@ def read_selection(
         o = offset - start
         return decode_checked(view[o : o + n], layout, f, where=f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify)
 
-    # Fetch the first request and decode its first frame before allocating
-    # the output: a source that learns its size from an answer (HTTP's
-    # Content-Range) can then refuse a blob that claims more bytes than the
-    # file has, and a blob whose sizes the frames contradict is refused,
-    # before an output sized by the blob alone is allocated.
-    prefetched = {runs[0].offset: fetch(runs[0])}
-    _check_file_holds(source, blob)
-    early = {frames[0]: decode_raw(frames[0], prefetched[runs[0].offset], runs[0].offset)}
-    out = np.empty(shape, dtype=dtype)
-    band_pos, time_pos, subset = output_positions(layout, sel)
+    # The output is allocated only once a frame has been fetched and decoded:
+    # a source that learns its size from an answer (HTTP's Content-Range) can
+    # then refuse a blob that claims more bytes than the file has, and a blob
+    # whose sizes the frames contradict is refused, before an output sized by
+    # the blob alone is allocated. Any frame will do, so on several threads
+    # every thread decodes from the start instead of waiting for the first.
+    # The positions too are as many as the output's bands and times.
+    allocated: list[tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]] = []
+    allocate_lock = threading.Lock()
 
-    def fetch_once(run: FrameRequest) -> memoryview:
-        view = prefetched.pop(run.offset, None)
-        return fetch(run) if view is None else view
+    def output() -> tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]:
+        if not allocated:
+            with allocate_lock:
+                if not allocated:
+                    _check_file_holds(source, blob)
+                    allocated.append((np.empty(shape, dtype=dtype), *output_positions(layout, sel)))
+        return allocated[0]
 
     def decode(f: int, view: memoryview, start: int) -> None:
-        raw = early.pop(f, None)
-        if raw is None:
-            raw = decode_raw(f, view, start)
-        frame = raw.view(dtype).reshape(layout.frame_shape(f))
+        frame = decode_raw(f, view, start).view(dtype).reshape(layout.frame_shape(f))
+        out, band_pos, time_pos, subset = output()
         place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 
-    workers = min(threads or default_threads(), len(frames))
     if workers == 1:
         for run in runs:
-            view = fetch_once(run)
+            view = fetch(run)
             for f in run[2]:
                 decode(f, view, run[0])
     else:
-        _decode_together(frames, runs, fetch_once, decode, workers)
+        _decode_together(frames, runs, fetch, decode, workers)
+    out = allocated[0][0]
     return out if layout.is_cube else out[0]
 
 

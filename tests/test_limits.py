@@ -85,6 +85,19 @@ def test_a_blob_claiming_gigabytes_of_a_tiny_file_allocates_no_output(small_imag
     assert used < 4 * _MiB
 
 
+def test_no_thread_allocates_the_output_before_a_frame_decodes(tmp_path: Path) -> None:
+    path = tmp_path / "twins.rumi"
+    # Two equal tiles make two equal frames, which a blob of one count (count_bits 0) can describe.
+    real = rumi_core.write(path, np.zeros((1, 8, 16), np.uint8), bands=["a"], times=["2020-01-01"], tile_size=8, compression=None)
+    frame = int(HeaderBlob.from_bytes(real).byte_counts[0])
+    assert HeaderBlob.from_bytes(real).count_bits == 0
+    # 2 frames, 8 GiB of output: both threads decode before anything is allocated, and both frames refuse.
+    blob = blob_bytes(width=2 * 65535, length=65535, times=1, tile=65535, bands=1, bits=8, fmt=1, unit=0, count_min=frame)
+    used, err = peak(lambda: rumi_core.read(path, blob, threads=2, limits=Limits(max_output_bytes=16 << 30, max_frame_bytes=8 << 30)))
+    assert isinstance(err, FrameDecodeError) and "frame declares 64 decoded bytes, expected 4294836225" in str(err)
+    assert used < 4 * _MiB
+
+
 def test_millions_of_frames_a_small_file_cannot_hold_are_refused_before_looping(small_image: tuple[Path, bytes]) -> None:
     path, _ = small_image
     blob = blob_bytes(width=4096, length=4096, times=1, tile=1, bands=1, bits=8, fmt=1, unit=0, count_min=1)  # N = 2**24

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,7 +14,7 @@ import rasterio.windows
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
-from rumi_core.testing import CountingSource, random_samples
+from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -223,3 +226,41 @@ def test_open_an_image(tmp_path: Path) -> None:
         assert out.view(np.uint8).tobytes() == data[:, 1:9, 2:3].tobytes()
         with pytest.raises(SelectionError, match="an Image has one time step"):
             ds.read(times=[0, 0])
+
+
+# -- the C heap keeps a read's pages mapped for the next one -------------------------
+
+
+def _glibc_untuned() -> bool:
+    tuned = any(k.startswith("MALLOC_") for k in os.environ) or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", "")
+    return not tuned and sys.platform == "linux" and bool(os.confstr("CS_GNU_LIBC_VERSION"))
+
+
+_FAULT_PROBE = """
+import resource, sys
+import rumi_core
+path, blob = sys.argv[1], bytes.fromhex(sys.argv[2])
+for threads in (1, 2):
+    for _ in range(3):  # the first reads grow the heap
+        rumi_core.read(path, blob, threads=threads)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(5):
+        rumi_core.read(path, blob, threads=threads)
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not _glibc_untuned(), reason="the heap pad is glibc's M_TOP_PAD, left alone when malloc is tuned")
+def test_repeated_reads_fault_no_pages_in(tmp_path: Path) -> None:
+    data = synthetic_scene(4, 512, 512, seed=1)
+    path = tmp_path / "scene.rumi"
+    blob = rumi_core.write(path, data, bands=list("abcd"), times=["2024-06-01"], tile_size=512, compression=None)
+    assert np.array_equal(rumi_core.read(path, blob), data)
+    # A process that only reads, as a data loader's worker does: in this one,
+    # the write above has already raised glibc's dynamic thresholds.
+    probe = [sys.executable, "-c", _FAULT_PROBE, str(path), bytes(blob).hex()]
+    faults = [int(n) for n in subprocess.run(probe, capture_output=True, text=True, check=True).stdout.split()]
+    # Trimmed between reads, each read faulted its 4 frames' pages in again:
+    # over 1,000 faults a read. What is left is the interpreter's own.
+    assert faults[0] < 5 * 100, f"{faults[0]} minor page faults in 5 reads of 4 frames on 1 thread"
+    assert faults[1] < 5 * 100, f"{faults[1]} minor page faults in 5 reads of 4 frames on 2 threads"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import resource
 import sys
 import time
 from pathlib import Path
@@ -73,6 +74,7 @@ def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: 
         for _ in range(scenario["warmup"]):
             rumi.read(path, header, window=window)
         times, cpu = [], []
+        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         for _ in range(scenario["reps"]):
             c0, t0 = time.process_time(), time.perf_counter()
             rumi.read(path, header, window=window)
@@ -81,6 +83,7 @@ def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: 
         out["scenarios"][scenario["name"]] = {
             "times": times,
             "cpu": cpu,
+            "minflt": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / scenario["reps"],
             "nbytes": int(arr.nbytes),
             "shape": list(arr.shape),
             "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
