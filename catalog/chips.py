@@ -35,7 +35,8 @@ from catalog.load import open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
 from rumi_core.codecs import decode_frame
-from rumi_core.reader import output_positions, place_frame, plan_requests, resolve_selection
+from rumi_core.reader import plan_requests
+from rumi_core.selection import output_positions, place_frame, resolve_selection
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:

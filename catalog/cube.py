@@ -50,7 +50,8 @@ from catalog.storage import Storage, href_kind, is_rumi_href
 from rumi_core.errors import RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
-from rumi_core.reader import read_selection, resolve_selection
+from rumi_core.reader import read_selection
+from rumi_core.selection import resolve_selection
 from rumi_core.sources import deadline
 from rumi_core.structure import read_trailer
 from rumi_core.trailer import Trailer
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
 
     from catalog.selectors import ReadSelectors
     from rumi_core.layout import Layout
-    from rumi_core.reader import ReadSelection
+    from rumi_core.selection import ReadSelection
     from rumi_core.sources import ByteSource
     from rumi_core.times import TimeCoordinates
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rumi_core.reader import read_selection, resolve_selection
+from rumi_core.reader import read_selection
+from rumi_core.selection import resolve_selection
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

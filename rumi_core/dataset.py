@@ -16,7 +16,8 @@ import numpy as np
 from rumi_core.header import HeaderBlob
 from rumi_core.info import Info, info
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.reader import read_selection, resolve_header, resolve_selection
+from rumi_core.reader import read_selection, resolve_header
+from rumi_core.selection import resolve_selection
 from rumi_core.sources import ByteSource, open_source
 
 if TYPE_CHECKING:

@@ -11,7 +11,8 @@ import pytest
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.items import create_item
-from rumi_core.reader import plan_requests, resolve_selection
+from rumi_core.reader import plan_requests
+from rumi_core.selection import resolve_selection
 
 if TYPE_CHECKING:
     from collections.abc import Callable
