@@ -1,4 +1,4 @@
-"""Fixtures for the catalog tests: a small cube, a counting HTTP server and a GCS emulator."""
+"""Fixtures for the catalog tests: a small cube, a two-zone scene, counting HTTP servers and a GCS emulator."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 import rumi_core
-from catalog.testing import GCSEmulator, RangeRequestServer
+from catalog.testing import GCSEmulator, RangeRequestServer, Scene, write_scene
 from rumi_core.testing import synthetic_cube
 
 if TYPE_CHECKING:
@@ -65,6 +65,19 @@ def server(tmp_path: Path) -> Iterator[RangeRequestServer]:
     """A counting range server over ``tmp_path``."""
     with RangeRequestServer(tmp_path) as srv:
         yield srv
+
+
+@pytest.fixture(scope="module")
+def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
+    """The two-zone scene of :func:`catalog.testing.write_scene`, written once per test module."""
+    return write_scene(tmp_path_factory.mktemp("scene"))
+
+
+@pytest.fixture(scope="module")
+def served(scene: Scene) -> Iterator[RangeRequestServer]:
+    """A counting range server over :func:`scene`'s directory, one per test module."""
+    with RangeRequestServer(scene.root) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -11,26 +11,16 @@ from pyproj import Transformer
 
 import rumi_core
 from catalog import LoadError, SelectorError, load, search
-from catalog.testing import RangeRequestServer, Scene, SceneItem, write_scene
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
     from pathlib import Path
+
+    from catalog.testing import RangeRequestServer, Scene, SceneItem
 
 # Pixel edges of the scene's 60 m lattice in EPSG:32632 (A's origin is 735000, 5000040).
 ONE_GRID_BBOX = (734880.0, 4992000.0, 744000.0, 5000100.0)
 TWO_ZONES_BBOX = (734880.0, 4991040.0, 748080.0, 5000100.0)
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
-    return write_scene(tmp_path_factory.mktemp("scene"))
-
-
-@pytest.fixture(scope="module")
-def served(scene: Scene) -> Iterator[RangeRequestServer]:
-    with RangeRequestServer(scene.root) as server:
-        yield server
 
 
 def _nearest(item: SceneItem, height: int, width: int, origin: tuple[float, float]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

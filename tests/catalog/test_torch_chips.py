@@ -13,28 +13,17 @@ from rasterio.windows import Window
 
 import rumi_core
 from catalog.selection import parse_datetime
-from catalog.testing import RangeRequestServer, Scene, write_scene
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (make install adds the local CPU wheel)")
 
 from catalog.torch import RumiChipDataset, RumiChipGridDataset  # noqa: E402 - needs torch
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
+    from catalog.testing import RangeRequestServer, Scene
+
 TILE = 32
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
-    return write_scene(tmp_path_factory.mktemp("chips"))
-
-
-@pytest.fixture(scope="module")
-def served(scene: Scene) -> Iterator[RangeRequestServer]:
-    with RangeRequestServer(scene.root) as server:
-        yield server
 
 
 def _urls(scene: Scene, served: RangeRequestServer) -> list[str]:
