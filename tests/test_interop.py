@@ -772,13 +772,19 @@ def test_rumi_eo_reads_our_file(interop: InteropRun, case: Case) -> None:
 REWRITTEN = [c for c in OURS if c.dtype in NUMPY_NATIVE and isinstance(c.tile, int)]
 
 
+def _peer_wrote(interop: InteropRun, kind: str, case: Case, refused: str) -> dict[str, Any]:
+    """rumi-eo's result for a ``rewrite`` or ``write`` case: it wrote without error, with the case's ``frame_unit``."""
+    result: dict[str, Any] = interop.results[kind][case.id]
+    assert "error" not in result, f"{refused}:\n{result['error']}"
+    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    return result
+
+
 @pytest.mark.parametrize("case", REWRITTEN, ids=lambda c: c.id)
 def test_rumi_eo_writes_our_frames_into_the_same_file(interop: InteropRun, case: Case) -> None:
     """Given our compressed frames and the same labels, rumi.write produces our file byte for byte."""
     w = interop.ours[case.id]
-    result = interop.results["rewrite"][case.id]
-    assert "error" not in result, f"rumi.write refused our frames:\n{result['error']}"
-    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    result = _peer_wrote(interop, "rewrite", case, "rumi.write refused our frames")
     theirs = w.path.with_suffix(".rumi-eo.rumi").read_bytes()
     ours = w.path.read_bytes()
     assert ours == theirs, file_difference(ours, theirs, HeaderBlob.from_bytes(w.blob))
@@ -793,9 +799,7 @@ def test_rumi_eo_writes_our_frames_into_the_same_file(interop: InteropRun, case:
 @pytest.mark.parametrize("case", PEER, ids=lambda c: c.id)
 def test_we_read_rumi_eo_file(interop: InteropRun, case: Case) -> None:
     w = interop.peer[case.id]
-    result = interop.results["write"][case.id]
-    assert "error" not in result, f"rumi-eo could not write the case:\n{result['error']}"
-    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    result = _peer_wrote(interop, "write", case, "rumi-eo could not write the case")
     problems: list[str] = []
     theirs = w.blob
     if bytes.fromhex(result["info"]["header"]) != theirs:
