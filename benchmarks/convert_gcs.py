@@ -50,7 +50,7 @@ def _free_port() -> int:
 
 def _start_emulator(port: int) -> subprocess.Popen[bytes]:
     code = (
-        "import sys, time; from catalog.testing._gcs_emulator import GCSEmulator; "
+        "import sys, time; from catalog.testing import GCSEmulator; "
         "e = GCSEmulator(bucket='rumi'); e.port = int(sys.argv[1]); e.start(); time.sleep(1e9)"
     )
     process = subprocess.Popen([sys.executable, "-c", code, str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -46,7 +46,6 @@ import hashlib
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
@@ -56,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from read_timing import time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
 
 import rumi_core
 from rumi_core.codecs import RasterCodec
@@ -100,53 +100,19 @@ def run_peer(python: Path, *args: str) -> dict[str, Any]:
     return result
 
 
-def _status_kib(field: str) -> int:
-    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(field + ":"))
-    return int(line.split()[1]) * 1024
-
-
-def peak_rss() -> int:
-    """Peak resident memory of this process so far, in bytes (Linux ``VmHWM``).
-
-    Not ``getrusage``'s ``ru_maxrss``: Linux carries that over ``exec`` from
-    the parent, so a child would report the benchmark process's peak.
-    """
-    return _status_kib("VmHWM")
-
-
-def current_rss() -> int:
-    """Resident memory of this process now, in bytes (Linux ``VmRSS``)."""
-    return _status_kib("VmRSS")
-
-
 def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
-    """The same loop as the peer's, around :func:`rumi_core.read`; run in a child process."""
-    rss_before = current_rss()
-    out: dict[str, Any] = {"scenarios": {}}
-    for scenario in scenarios:
-        window = None
-        if scenario["window"] is not None:
-            r, c, h, w = scenario["window"]
-            window = ((r, r + h), (c, c + w))
-        arr = rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
-        for _ in range(scenario["warmup"]):
-            rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
-        times, cpu = [], []
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        for _ in range(scenario["reps"]):
-            c0, t0 = time.process_time(), time.perf_counter()
-            rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-        out["scenarios"][scenario["name"]] = {
-            "times": times,
-            "cpu": cpu,
-            "minflt": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / scenario["reps"],
-            "nbytes": int(arr.nbytes),
-            "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
-        }
-    out["peak_rss_before"], out["peak_rss"] = rss_before, peak_rss()
-    return out
+    """The peer's loop, :func:`read_timing.time_scenarios`, around :func:`rumi_core.read`; run in a child process."""
+
+    def read(window: tuple[tuple[int, int], tuple[int, int]] | None) -> np.ndarray:
+        return rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
+
+    def window_of(window: list[int] | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        if window is None:
+            return None
+        r, c, h, w = window
+        return ((r, r + h), (c, c + w))
+
+    return time_scenarios(read, window_of, scenarios)
 
 
 def time_child(argv: list[str]) -> int:

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from fuzz.runner import DEFAULT_ADDRESS_SPACE, DEFAULT_CALL_TIMEOUT, check, replay, run, worker
+from rumi_core.testing import rumi_eo_environment
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
             bad += outcome not in ("ok", "rejected")
         return 1 if bad else 0
     peer = ns.peer_python
-    default_peer = Path(__file__).resolve().parent.parent / ".venv-peer" / "bin" / "python"
+    default_peer = rumi_eo_environment(Path(__file__).resolve().parent.parent).python
     if peer is None and default_peer.exists():
         peer = os.fspath(default_peer)
     summary = run(

@@ -21,6 +21,25 @@ SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().p
 STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve().parents[2] / "shared" / "stac-schemas"))
 
 
+SPEC_DLPACK = {
+    "int8": (0, 8, 1), "int16": (0, 16, 1), "int32": (0, 32, 1), "int64": (0, 64, 1),
+    "uint8": (1, 8, 1), "uint16": (1, 16, 1), "uint32": (1, 32, 1), "uint64": (1, 64, 1),
+    "bool": (6, 8, 1),
+    "float16": (2, 16, 1), "float32": (2, 32, 1), "float64": (2, 64, 1),
+    "complex32": (5, 32, 1), "complex64": (5, 64, 1), "complex128": (5, 128, 1),
+    "bfloat16": (4, 16, 1),
+    "float8_e4m3fn": (10, 8, 1),
+    "float8_e4m3fnuz": (11, 8, 1),
+    "float8_e5m2": (12, 8, 1),
+    "float8_e5m2fnuz": (13, 8, 1),
+    "float8_e8m0fnu": (14, 8, 1),
+}  # fmt: skip
+"""The specification's DLPack representation table (Sample encodings), name to ``(code, bits, lanes)``.
+
+Written out from the specification, independently of rumi_core, so that the
+encodings and DLPack tests check rumi_core against the text, not against itself.
+"""
+
 _BACKGROUND: list[subprocess.Popen[bytes]] = []
 
 
@@ -59,6 +78,12 @@ def stac_schemas() -> Path:
     if not STAC_SCHEMAS.is_dir():
         pytest.skip(f"STAC extension schemas not found at {STAC_SCHEMAS} (set RUMI_STAC_SCHEMAS)")
     return STAC_SCHEMAS
+
+
+@pytest.fixture(scope="session")
+def spec_dlpack() -> dict[str, tuple[int, int, int]]:
+    """:data:`SPEC_DLPACK`, the specification's DLPack representation table."""
+    return SPEC_DLPACK
 
 
 @pytest.fixture

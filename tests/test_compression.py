@@ -27,7 +27,7 @@ from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, S
 from rumi_core.compression import CompressionChoice, profile_codecs, sample_locations, select_layout
 from rumi_core.compression.decode_cost import MODEL
 from rumi_core.errors import InvalidInputError
-from rumi_core.testing import random_samples, synthetic_cube
+from rumi_core.testing import random_samples, rumi_eo_environment, synthetic_cube
 from rumi_core.writer import choose_compression
 
 if TYPE_CHECKING:
@@ -330,15 +330,11 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _peer() -> Path:
-    candidate = os.environ.get("RUMI_PEER_PYTHON") or str(REPO / ".venv-peer" / "bin" / "python")
-    probe = [candidate, "-c", "import rumi, importlib.metadata as m; print(m.version('rumi-eo'))"]
-    try:
-        found = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=False).stdout.strip()
-    except OSError:
-        found = ""
-    if found != "0.26.1":
+    peer = rumi_eo_environment(REPO)
+    candidate = Path(os.environ.get("RUMI_PEER_PYTHON") or peer.python)
+    if peer.probe_output(candidate) != peer.expect:
         pytest.skip("rumi-eo 0.26.1 not available (set RUMI_PEER_PYTHON, or run tests/test_interop.py once to build .venv-peer)")
-    return Path(candidate)
+    return candidate
 
 
 @pytest.mark.slow

@@ -24,11 +24,9 @@ OpenZL 0.2 graphs) and rumi_core reads: the read is bit-exact, the file passes
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,37 +37,17 @@ import pytest
 import rumi_core
 from rumi_core.encodings import ENCODINGS, encoding_for_dtype
 from rumi_core.header import HeaderBlob
-from rumi_core.testing import random_samples, synthetic_cube
+from rumi_core.testing import RUMI_EO_VERSION, random_samples, rumi_eo_environment, synthetic_cube
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = Path(__file__).resolve().parent / "peer" / "rumi_eo_batch.py"
-PEER_VENV = REPO / ".venv-peer"
-RUMI_EO_VERSION = "0.26.1"
+PEER_ENV = rumi_eo_environment(REPO)
 
 # --------------------------------------------------------------------------- #
 # The peer environment
 # --------------------------------------------------------------------------- #
-
-
-def _peer_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")}
-    env["PYTHONNOUSERSITE"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
-
-
-def _peer_version(python: Path) -> str | None:
-    """rumi-eo's version in ``python``'s environment, or None when it is not usable."""
-    if not python.exists():
-        return None
-    probe = "import importlib.metadata as m, rumi, geozl, openzl.ext; print(m.version('rumi-eo'))"
-    try:
-        proc = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, timeout=120, env=_peer_env(), check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def _unavailable(reason: str) -> None:
@@ -87,32 +65,14 @@ def peer_python() -> Path:
     """An interpreter with rumi-eo 0.26.1, in its own virtual environment."""
     override = os.environ.get("RUMI_PEER_PYTHON")
     if override:
-        version = _peer_version(Path(override))
+        version = PEER_ENV.probe_output(Path(override))
         if version != RUMI_EO_VERSION:
             pytest.fail(f"RUMI_PEER_PYTHON={override} has rumi-eo {version}, expected {RUMI_EO_VERSION}")
         return Path(override)
-    python = PEER_VENV / "bin" / "python"
-    PEER_VENV.mkdir(exist_ok=True)
-    # Concurrent sessions (several checkouts, xdist workers) build it once.
-    with open(PEER_VENV / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _peer_version(python) == RUMI_EO_VERSION:
-            return python
-        steps = (
-            [sys.executable, "-m", "venv", str(PEER_VENV)],
-            [str(python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", f"rumi-eo=={RUMI_EO_VERSION}"],
-        )
-        for cmd in steps:
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=_peer_env(), check=False)
-            except (OSError, subprocess.SubprocessError) as err:
-                _unavailable(f"{' '.join(cmd[:4])} failed: {err}")
-            if proc.returncode != 0:
-                _unavailable(f"{' '.join(cmd)} exited {proc.returncode}:\n{_tail(proc.stderr + proc.stdout)}")
-        version = _peer_version(python)
-        if version != RUMI_EO_VERSION:
-            _unavailable(f"after installing, {python} reports rumi-eo {version}")
-    return python
+    reason = PEER_ENV.build()
+    if reason is not None:
+        _unavailable(reason)
+    return PEER_ENV.python
 
 
 def _run_peer(python: Path, manifest: dict[str, Any], workdir: Path) -> dict[str, Any]:
@@ -120,7 +80,7 @@ def _run_peer(python: Path, manifest: dict[str, Any], workdir: Path) -> dict[str
     manifest_path, results_path = workdir / "manifest.json", workdir / "results.json"
     manifest_path.write_text(json.dumps(manifest))
     cmd = [str(python), str(PEER_SCRIPT), str(manifest_path), str(results_path)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=_peer_env(), cwd=workdir, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=PEER_ENV.environ(), cwd=workdir, check=False)
     if proc.returncode != 0 or not results_path.exists():
         pytest.fail(f"the rumi-eo peer script exited {proc.returncode}:\n{_tail(proc.stderr + proc.stdout, 40)}")
     results: dict[str, Any] = json.loads(results_path.read_text())
@@ -772,13 +732,19 @@ def test_rumi_eo_reads_our_file(interop: InteropRun, case: Case) -> None:
 REWRITTEN = [c for c in OURS if c.dtype in NUMPY_NATIVE and isinstance(c.tile, int)]
 
 
+def _peer_wrote(interop: InteropRun, kind: str, case: Case, refused: str) -> dict[str, Any]:
+    """rumi-eo's result for a ``rewrite`` or ``write`` case: it wrote without error, with the case's ``frame_unit``."""
+    result: dict[str, Any] = interop.results[kind][case.id]
+    assert "error" not in result, f"{refused}:\n{result['error']}"
+    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    return result
+
+
 @pytest.mark.parametrize("case", REWRITTEN, ids=lambda c: c.id)
 def test_rumi_eo_writes_our_frames_into_the_same_file(interop: InteropRun, case: Case) -> None:
     """Given our compressed frames and the same labels, rumi.write produces our file byte for byte."""
     w = interop.ours[case.id]
-    result = interop.results["rewrite"][case.id]
-    assert "error" not in result, f"rumi.write refused our frames:\n{result['error']}"
-    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    result = _peer_wrote(interop, "rewrite", case, "rumi.write refused our frames")
     theirs = w.path.with_suffix(".rumi-eo.rumi").read_bytes()
     ours = w.path.read_bytes()
     assert ours == theirs, file_difference(ours, theirs, HeaderBlob.from_bytes(w.blob))
@@ -793,9 +759,7 @@ def test_rumi_eo_writes_our_frames_into_the_same_file(interop: InteropRun, case:
 @pytest.mark.parametrize("case", PEER, ids=lambda c: c.id)
 def test_we_read_rumi_eo_file(interop: InteropRun, case: Case) -> None:
     w = interop.peer[case.id]
-    result = interop.results["write"][case.id]
-    assert "error" not in result, f"rumi-eo could not write the case:\n{result['error']}"
-    assert result["frame_unit"] == case.frame_unit, f"rumi-eo chose frame_unit {result['frame_unit']} ({result['layout']})"
+    result = _peer_wrote(interop, "write", case, "rumi-eo could not write the case")
     problems: list[str] = []
     theirs = w.blob
     if bytes.fromhex(result["info"]["header"]) != theirs:

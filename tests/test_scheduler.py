@@ -9,7 +9,6 @@ skips with the reason, unless ``RUMI_REQUIRE_AIRFLOW=1`` turns that into a failu
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -18,13 +17,18 @@ from pathlib import Path
 
 import pytest
 
+from rumi_core.testing import VirtualEnvironment
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 DAG_FILE = REPO / "deploy" / "scheduler" / "rumi_sentinel2_dag.py"
-AIRFLOW_VENV = REPO / ".venv-airflow"
-PACKAGES = ("apache-airflow", "apache-airflow-providers-google", "apache-airflow-providers-apache-beam")
-PROBE = "import airflow.providers.google.cloud.operators.dataflow, airflow.providers.apache.beam.operators.beam, airflow; print('ok')"
+AIRFLOW = VirtualEnvironment(
+    path=REPO / ".venv-airflow",
+    packages=("apache-airflow", "apache-airflow-providers-google", "apache-airflow-providers-apache-beam"),
+    probe="import airflow.providers.google.cloud.operators.dataflow, airflow.providers.apache.beam.operators.beam, airflow; print('ok')",
+    expect="ok",
+)
 
 # Imports the DAG file in a fresh interpreter and prints each DAG's tasks: operator class and upstream task ids.
 DESCRIBE = """
@@ -46,64 +50,28 @@ print(json.dumps({
 """
 
 
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
-    env.update({"PYTHONNOUSERSITE": "1", "PYTHONDONTWRITEBYTECODE": "1"})
-    return env
-
-
-def _usable(python: Path) -> bool:
-    if not python.exists():
-        return False
-    proc = subprocess.run([str(python), "-c", PROBE], capture_output=True, text=True, timeout=300, env=_env(), check=False)
-    return proc.returncode == 0
-
-
 def _unavailable(reason: str) -> None:
     if os.environ.get("RUMI_REQUIRE_AIRFLOW") == "1":
         pytest.fail(f"apache-airflow is required (RUMI_REQUIRE_AIRFLOW=1) but unavailable: {reason}")
     pytest.skip(f"apache-airflow environment unavailable: {reason}")
 
 
-def build_airflow_env() -> str | None:
-    """Build ``.venv-airflow`` unless a usable one exists; return why it failed, or None.
-
-    Holds an exclusive lock on the environment while it works, so the build
-    that ``tests/conftest.py`` starts in the background at collection and the
-    fixture below never build it twice: the fixture waits for the lock.
-    """
-    python = AIRFLOW_VENV / "bin" / "python"
-    AIRFLOW_VENV.mkdir(exist_ok=True)
-    with open(AIRFLOW_VENV / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _usable(python):
-            return None
-        for cmd in (
-            [sys.executable, "-m", "venv", str(AIRFLOW_VENV)],
-            [str(python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", *PACKAGES],
-        ):
-            try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=_env(), check=False)
-            except (OSError, subprocess.SubprocessError) as err:
-                return f"{' '.join(cmd[:4])} failed: {err}"
-            if proc.returncode != 0:
-                return f"{' '.join(cmd[:4])} exited {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"
-        if not _usable(python):
-            return f"after installing, {python} cannot import airflow and its providers"
-    return None
-
-
 @pytest.fixture(scope="session")
 def airflow_python() -> Path:
     """An interpreter with apache-airflow and the providers the DAGs use, in its own virtual environment."""
-    reason = build_airflow_env()
+    reason = AIRFLOW.build()
     if reason is not None:
         _unavailable(reason)
-    return AIRFLOW_VENV / "bin" / "python"
+    return AIRFLOW.python
 
 
 def test_the_dags_import_and_their_task_graph_is_the_documented_one(airflow_python: Path, tmp_path: Path) -> None:
-    env = {**_env(), "AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__UNIT_TEST_MODE": "True"}
+    env = {
+        **AIRFLOW.environ(),
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+    }
     env["AIRFLOW_VAR_RUMI_S2_MGRS"] = "32UQD"
     proc = subprocess.run(
         [str(airflow_python), "-c", DESCRIBE, str(DAG_FILE)],
@@ -136,4 +104,4 @@ def test_the_dags_import_and_their_task_graph_is_the_documented_one(airflow_pyth
 
 if __name__ == "__main__":
     # ``python tests/test_scheduler.py`` builds the environment (what conftest starts in the background).
-    sys.exit(0 if build_airflow_env() is None else 1)
+    sys.exit(0 if AIRFLOW.build() is None else 1)

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+from catalog.testing._background import BackgroundServer
+
 if TYPE_CHECKING:
     import os
-    from types import TracebackType
 
-__all__ = ["Fault", "RangeRequestServer", "ServedRequest"]
 
 _RANGE = re.compile(r"^bytes=(\d*)-(\d*)$")
 
@@ -181,7 +181,7 @@ class _Server(ThreadingHTTPServer):
             return fault
 
 
-class RangeRequestServer:
+class RangeRequestServer(BackgroundServer[_Server]):
     """Serve a directory over HTTP/1.1 on 127.0.0.1 with ``Range`` support, counting requests and bytes.
 
     Use as a context manager; :meth:`url` gives the URL of a file under the
@@ -200,8 +200,7 @@ class RangeRequestServer:
     """
 
     def __init__(self, root: str | os.PathLike[str], *, latency: float = 0.0) -> None:
-        self._server = _Server(Path(root).resolve(), latency)
-        self._thread: threading.Thread | None = None
+        super().__init__(_Server(Path(root).resolve(), latency), "rumi-range-server")
 
     @property
     def base_url(self) -> str:
@@ -243,24 +242,7 @@ class RangeRequestServer:
         with self._server._lock:
             self._server.served.clear()
 
-    def start(self) -> RangeRequestServer:
-        """Start serving on a background thread."""
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="rumi-range-server", daemon=True
-        )
-        self._thread.start()
-        return self
-
     def stop(self) -> None:
         """Stop serving and close the socket (a silent or dripping answer ends too)."""
         self._server.stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> RangeRequestServer:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
+        super().stop()

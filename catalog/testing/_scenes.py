@@ -27,7 +27,6 @@ import numpy as np
 if TYPE_CHECKING:
     import os
 
-__all__ = ["Scene", "SceneItem", "write_scene"]
 
 BANDS = ("B4, Red, 665nm", "B8, NIR, 842nm")
 TILE = 32

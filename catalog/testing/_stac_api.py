@@ -23,13 +23,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
+from catalog.testing._background import BackgroundServer
 from rumi_core.times import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
-    from types import TracebackType
 
-__all__ = ["StaticStacApi"]
 
 _CONFORMANCE: Final = [
     "https://api.stacspec.org/v1.0.0/core",
@@ -212,7 +211,7 @@ class _Server(ThreadingHTTPServer):
         }  # fmt: skip
 
 
-class StaticStacApi:
+class StaticStacApi(BackgroundServer[_Server]):
     """Serve ``items`` as a STAC API on 127.0.0.1; see the module docstring.
 
     Use as a context manager; :attr:`url` is the API's root, :attr:`searches`
@@ -229,8 +228,7 @@ class StaticStacApi:
     """
 
     def __init__(self, items: Sequence[Mapping[str, Any]], *, page_size: int = 10, cql2: bool = True) -> None:
-        self._server = _Server(items, page_size, cql2)
-        self._thread: threading.Thread | None = None
+        super().__init__(_Server(items, page_size, cql2), "stac-api")
 
     @property
     def url(self) -> str:
@@ -242,22 +240,3 @@ class StaticStacApi:
         """``/search`` pages answered so far."""
         with self._server._lock:
             return self._server.searches
-
-    def start(self) -> StaticStacApi:
-        """Start serving on a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="stac-api", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-
-    def __enter__(self) -> StaticStacApi:
-        return self.start()
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()

@@ -1,6 +1,6 @@
 """Airflow DAGs: nightly Sentinel-2 L2A ingestion with ``rumi convert --stac-api``.
 
-Two DAGs, one per runner, with the same task graph::
+Two DAGs, one per runner, built by :func:`nightly_dag` with the same task graph::
 
     convert  >>  list_new_cubes
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from typing import TYPE_CHECKING
 
 from airflow.providers.apache.beam.operators.beam import BeamRunPythonPipelineOperator
 from airflow.providers.google.cloud.operators.dataflow import DataflowStartFlexTemplateOperator
@@ -39,6 +40,11 @@ try:  # Airflow 3
 except ImportError:  # Airflow 2
     from airflow import DAG
     from airflow.operators.bash import BashOperator
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from airflow.sdk import BaseOperator
 
 SETTINGS = {
     "stac_api": "https://earth-search.aws.element84.com/v1",
@@ -94,17 +100,35 @@ def _list_new_cubes() -> BashOperator:
 
 DEFAULTS = {"owner": "rumi", "retries": 1, "retry_delay": dt.timedelta(minutes=30)}
 
-with DAG(
-    dag_id="rumi_sentinel2_dataflow",
-    description="Nightly Sentinel-2 L2A cubes on Dataflow (rumi convert --stac-api, incremental)",
-    schedule=setting("schedule"),
-    start_date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULTS,
-    tags=["rumi", "sentinel-2"],
-) as dataflow_dag:
-    convert = DataflowStartFlexTemplateOperator(
+
+def nightly_dag(runner: str, convert: Callable[[], BaseOperator]) -> DAG:
+    """One nightly DAG of the documented task graph, :data:`TASKS`, on ``runner``.
+
+    Args:
+        runner: The runner's name: ``dag_id`` is ``rumi_sentinel2_<runner>``.
+        convert: Builds the runner's ``convert`` task; called inside the DAG's
+            context so the operator joins it.
+
+    Returns:
+        The DAG, ``convert >> list_new_cubes``, with the schedule and the
+        one-run-at-a-time settings both runners share.
+    """
+    with DAG(
+        dag_id=f"rumi_sentinel2_{runner.lower()}",
+        description=f"Nightly Sentinel-2 L2A cubes on {runner} (rumi convert --stac-api, incremental)",
+        schedule=setting("schedule"),
+        start_date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULTS,
+        tags=["rumi", "sentinel-2"],
+    ) as dag:
+        convert() >> _list_new_cubes()
+    return dag
+
+
+def _dataflow_convert() -> BaseOperator:
+    return DataflowStartFlexTemplateOperator(
         task_id="convert",
         project_id=setting("project"),
         location=setting("region"),
@@ -117,19 +141,10 @@ with DAG(
         },
         wait_until_finished=True,
     )
-    convert >> _list_new_cubes()
 
-with DAG(
-    dag_id="rumi_sentinel2_flink",
-    description="Nightly Sentinel-2 L2A cubes on Flink (rumi convert --stac-api, incremental)",
-    schedule=setting("schedule"),
-    start_date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC),
-    catchup=False,
-    max_active_runs=1,
-    default_args=DEFAULTS,
-    tags=["rumi", "sentinel-2"],
-) as flink_dag:
-    convert = BeamRunPythonPipelineOperator(
+
+def _flink_convert() -> BaseOperator:
+    return BeamRunPythonPipelineOperator(
         task_id="convert",
         py_file=setting("entry_point"),
         runner="PortableRunner",
@@ -142,4 +157,7 @@ with DAG(
             "no-progress": True,
         },
     )
-    convert >> _list_new_cubes()
+
+
+dataflow_dag = nightly_dag("Dataflow", _dataflow_convert)
+flink_dag = nightly_dag("Flink", _flink_convert)

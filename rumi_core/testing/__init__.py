@@ -8,6 +8,9 @@
   trailer or header blob apart and rebuild it with exactly one rule broken
   (:func:`patch_value`, :func:`value_offset`, :func:`flip_bit` and
   :func:`pack_bits` patch bytes in place).
+* :class:`VirtualEnvironment` builds and reuses a virtual environment of its
+  own for a peer tool (:func:`rumi_eo_environment`: the reference
+  implementation, rumi-eo :data:`RUMI_EO_VERSION`).
 """
 
 from __future__ import annotations
@@ -24,17 +27,23 @@ from rumi_core.testing._sources import CountingSource as CountingSource
 from rumi_core.testing._synthetic import random_samples as random_samples
 from rumi_core.testing._synthetic import synthetic_cube as synthetic_cube
 from rumi_core.testing._synthetic import synthetic_scene as synthetic_scene
+from rumi_core.testing._venvs import RUMI_EO_VERSION as RUMI_EO_VERSION
+from rumi_core.testing._venvs import VirtualEnvironment as VirtualEnvironment
+from rumi_core.testing._venvs import rumi_eo_environment as rumi_eo_environment
 
 __all__ = [
+    "RUMI_EO_VERSION",
     "BlobParts",
     "CountingSource",
     "FileParts",
     "RawEntry",
     "TrailerParts",
+    "VirtualEnvironment",
     "flip_bit",
     "pack_bits",
     "patch_value",
     "random_samples",
+    "rumi_eo_environment",
     "synthetic_cube",
     "synthetic_scene",
     "value_offset",

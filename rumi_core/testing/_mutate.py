@@ -27,16 +27,6 @@ import numpy as np
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = [
-    "BlobParts",
-    "FileParts",
-    "RawEntry",
-    "TrailerParts",
-    "flip_bit",
-    "pack_bits",
-    "patch_value",
-    "value_offset",
-]
 
 TYPE_DTYPE = {3: "<u2", 4: "<u4", 12: "<f8", 16: "<u8"}
 """IFD type code to the little-endian dtype of its values."""

@@ -8,8 +8,6 @@ import numpy as np
 
 from rumi_core.encodings import COMPLEX32, encoding_for_dtype
 
-__all__ = ["random_samples", "synthetic_cube", "synthetic_scene"]
-
 
 def _smooth_field(rng: np.random.Generator, height: int, width: int, scale: int) -> np.ndarray[Any, np.dtype[np.float64]]:
     """A smooth random field: coarse noise upsampled with bilinear interpolation."""
@@ -54,9 +52,7 @@ def synthetic_scene(
     return out.astype(dtype)
 
 
-def synthetic_cube(
-    times: int, bands: int, height: int, width: int, *, seed: int = 0, dtype: Any = "uint16"
-) -> np.ndarray[Any, Any]:
+def synthetic_cube(times: int, bands: int, height: int, width: int, *, seed: int = 0, dtype: Any = "uint16") -> np.ndarray[Any, Any]:
     """Return a ``(times, bands, height, width)`` time series of one scene with changing clouds."""
     ground = synthetic_scene(bands, height, width, seed=seed, clouds=False, dtype=np.float64)
     rng = np.random.default_rng(seed + 1)

@@ -1,4 +1,4 @@
-"""Fixtures for the catalog tests: a small cube, a counting HTTP server and a GCS emulator."""
+"""Fixtures for the catalog tests: a small cube, a two-zone scene, counting HTTP servers and a GCS emulator."""
 
 from __future__ import annotations
 
@@ -69,13 +69,13 @@ def server(tmp_path: Path) -> Iterator[RangeRequestServer]:
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Scene:
-    """The synthetic two-zone scene (GeoTIFFs, cubes and items), written once per test module."""
+    """The two-zone scene of :func:`catalog.testing.write_scene`, written once per test module."""
     return write_scene(tmp_path_factory.mktemp("scene"))
 
 
 @pytest.fixture(scope="module")
 def served(scene: Scene) -> Iterator[RangeRequestServer]:
-    """An HTTP range server over :func:`scene`'s directory."""
+    """A counting range server over :func:`scene`'s directory, one per test module."""
     with RangeRequestServer(scene.root) as server:
         yield server
 

@@ -48,6 +48,9 @@ import rumi
 # rumi-eo returns float8, bfloat16 and complex32 samples only through DLPack, and
 # NumPy cannot import those types. The structures below are the public DLPack 1.x
 # ABI (dlpack.h); they let this script copy the exact decoded bytes of any dtype.
+# rumi_core.dlpack declares the same structures; this copy is deliberate: this
+# environment has no rumi_core, and an oracle written apart from the code under
+# test cannot share its mistakes.
 
 
 class _DLDevice(ctypes.Structure):
@@ -163,6 +166,20 @@ def _error(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}\n{traceback.format_exc(limit=4)}"
 
 
+def _write(case: dict[str, Any], tf: Any) -> bytes:
+    """``rumi.write`` the frames ``tf`` to the case's path with its bands, times and georeferencing; the header."""
+    _, header = rumi.write(
+        case["path"],
+        tf,
+        bands=case["bands"],
+        time=_times(case["time"]),
+        transform=case["transform"],
+        crs=case["crs"],
+        pixel_is_point=case["pixel_is_point"],
+    )
+    return bytes(header)
+
+
 # -- cases ------------------------------------------------------------------------
 
 
@@ -212,15 +229,7 @@ def run_rewrite(case: dict[str, Any]) -> dict[str, Any]:
     for frame, size in zip(tf, sizes, strict=True):
         frame.compressed = blob[start : start + size]
         start += size
-    _, header = rumi.write(
-        case["path"],
-        tf,
-        bands=case["bands"],
-        time=_times(case["time"]),
-        transform=case["transform"],
-        crs=case["crs"],
-        pixel_is_point=case["pixel_is_point"],
-    )
+    header = _write(case, tf)
     return {"header": header.hex(), "frame_unit": int(tf.frame_unit), "layout": tf.layout}
 
 
@@ -264,15 +273,7 @@ def run_write(case: dict[str, Any]) -> dict[str, Any]:
             frame.compressed = geozl.compress(samples, graph=graph)
         else:
             frame.compressed = _openzl_compress(samples, codec["graph"], codec.get("format_version", zl.MAX_FORMAT_VERSION))
-    _, header = rumi.write(
-        case["path"],
-        tf,
-        bands=case["bands"],
-        time=_times(case["time"]),
-        transform=case["transform"],
-        crs=case["crs"],
-        pixel_is_point=case["pixel_is_point"],
-    )
+    header = _write(case, tf)
     Path(case["header"]).write_bytes(header)
     meta = rumi.info(source=case["path"])
     return {

@@ -11,24 +11,26 @@ beside rumi_core. Two commands, each printing one JSON document::
 ``time`` sets rumi-eo's thread count and checksum verification (both are
 process-wide and fixed at the first read, hence one process per setting),
 then times ``rumi.read`` for each scenario ``{"name", "window", "reps",
-"warmup"}`` with the same loop ``benchmarks/read.py`` uses for rumi_core, and
-reports every time in seconds, a SHA-256 of the samples read, and the
-process's resident memory before the first read and its peak after the last.
+"warmup"}`` with the loop ``benchmarks/read.py`` uses for rumi_core (its
+``benchmarks/read_timing.py``, loaded by path), and reports every time in
+seconds, a SHA-256 of the samples read, and the process's resident memory
+before the first read and its peak after the last.
 """
 
 from __future__ import annotations
 
-import hashlib
+import importlib.util
 import json
-import resource
 import sys
-import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import geozl
 import numpy as np
 import rumi
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 
 def write(data_path: str, path: str, recipe: str, tile: int) -> dict[str, Any]:
@@ -44,52 +46,27 @@ def write(data_path: str, path: str, recipe: str, tile: int) -> dict[str, Any]:
     return {"header": header.hex(), "frames": len(tf), "compressed_bytes": int(tf.nbytes), "frame_unit": int(tf.frame_unit)}
 
 
-def _status_kib(field: str) -> int:
-    line = next(x for x in Path("/proc/self/status").read_text().splitlines() if x.startswith(field + ":"))
-    return int(line.split()[1]) * 1024
-
-
-def peak_rss() -> int:
-    """Peak resident memory of this process so far, in bytes (Linux ``VmHWM``).
-
-    Not ``getrusage``'s ``ru_maxrss``: Linux carries that over ``exec`` from
-    the parent, so a child would report the benchmark process's peak.
-    """
-    return _status_kib("VmHWM")
-
-
-def current_rss() -> int:
-    """Resident memory of this process now, in bytes (Linux ``VmRSS``)."""
-    return _status_kib("VmRSS")
-
-
 def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
-    rss_before = current_rss()
+    """Time ``rumi.read`` with ``benchmarks/read.py``'s loop, with rumi-eo's thread count and verification set first."""
     rumi.set_num_threads(threads)
     rumi.set_checksum_verification(verify)
-    out: dict[str, Any] = {"threads": rumi.get_num_threads(), "verify": rumi.get_checksum_verification(), "scenarios": {}}
-    for scenario in scenarios:
-        window = None if scenario["window"] is None else tuple(scenario["window"])
-        arr = rumi.read(path, header, window=window)
-        for _ in range(scenario["warmup"]):
-            rumi.read(path, header, window=window)
-        times, cpu = [], []
-        faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        for _ in range(scenario["reps"]):
-            c0, t0 = time.process_time(), time.perf_counter()
-            rumi.read(path, header, window=window)
-            times.append(time.perf_counter() - t0)
-            cpu.append(time.process_time() - c0)
-        out["scenarios"][scenario["name"]] = {
-            "times": times,
-            "cpu": cpu,
-            "minflt": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults) / scenario["reps"],
-            "nbytes": int(arr.nbytes),
-            "shape": list(arr.shape),
-            "sha256": hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest(),
-        }
-    out["peak_rss_before"], out["peak_rss"] = rss_before, peak_rss()
-    return out
+    timed = _read_timing().time_scenarios(lambda window: rumi.read(path, header, window=window), _window, scenarios)
+    return {"threads": rumi.get_num_threads(), "verify": rumi.get_checksum_verification(), **timed}
+
+
+def _window(window: list[int] | None) -> tuple[int, ...] | None:
+    """A scenario's ``[row, col, height, width]`` as rumi-eo's ``window``."""
+    return None if window is None else tuple(window)
+
+
+def _read_timing() -> ModuleType:
+    """``benchmarks/read_timing.py``, loaded by path: this environment has none of the repository's packages."""
+    source = Path(__file__).resolve().parents[2] / "benchmarks" / "read_timing.py"
+    spec = importlib.util.spec_from_file_location("read_timing", source)
+    assert spec is not None and spec.loader is not None, source
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def main(argv: list[str]) -> int:

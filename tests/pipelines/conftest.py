@@ -1,4 +1,4 @@
-"""Fixtures of the pipeline tests: generated scene archives and a ready TestPipeline factory.
+"""Fixtures of the pipeline tests: generated scene archives, a ready TestPipeline factory and a GCS emulator.
 
 Scenes are written with :mod:`pipelines.testing` into ``tmp_path``; nothing is
 downloaded. :func:`pipelines.testing.make_scene` builds scene metadata in memory for
@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from apache_beam.testing.test_pipeline import TestPipeline
 
+from catalog.testing import GCSEmulator
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from pathlib import Path
 
     import numpy as np
@@ -42,3 +43,16 @@ def series(tmp_path: Path) -> tuple[Path, list[str], np.ndarray[Any, Any]]:
 def options(tmp_path: Path) -> ConvertOptions:
     """Options writing to ``tmp_path/out`` with 32-pixel tiles."""
     return ConvertOptions(out=str(tmp_path / "out"), tile_size=32)
+
+
+@pytest.fixture(scope="module")
+def emulator() -> Iterator[GCSEmulator]:
+    """gcp-storage-emulator on 127.0.0.1 with the bucket ``rumi``, one per test module.
+
+    ``STORAGE_EMULATOR_HOST`` points at it while the module runs, so
+    google-cloud-storage, GDAL's ``/vsigs/`` and worker processes started
+    after it all use it without credentials.
+    """
+    with GCSEmulator(bucket="rumi") as emu, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
+        yield emu

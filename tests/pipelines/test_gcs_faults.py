@@ -32,7 +32,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from catalog.testing._gcs_emulator import GCSEmulator
 from pipelines.bucket import RESUMABLE_CHUNK, GCSOutput, output_store
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
@@ -41,16 +40,12 @@ from pipelines.testing import write_series
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
+    from catalog.testing import GCSEmulator
+
 pytestmark = pytest.mark.slow
 
 BUCKET = "rumi"
-
-
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[GCSEmulator]:
-    with GCSEmulator(bucket=BUCKET) as emu, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
-        yield emu
+"""The bucket of the ``emulator`` fixture (tests/pipelines/conftest.py)."""
 
 
 @pytest.fixture(scope="module")

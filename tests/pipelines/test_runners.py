@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from catalog.testing import GCSEmulator
+
 pytestmark = pytest.mark.slow
 
 
@@ -135,16 +137,6 @@ def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tm
         cluster.close()
 
 
-@pytest.fixture(scope="module")
-def emulator() -> Iterator[str]:
-    """gcp-storage-emulator with ``STORAGE_EMULATOR_HOST`` set, so worker processes started after it inherit it."""
-    from catalog.testing._gcs_emulator import GCSEmulator
-
-    with GCSEmulator(bucket="rumi") as emu, pytest.MonkeyPatch.context() as mp:
-        mp.setenv("STORAGE_EMULATOR_HOST", emu.host)
-        yield emu.host
-
-
 def _convert_to_bucket(scenes: str, prefix: str, beam_args: list[str], runner: str | None = None) -> dict[str, str]:
     """Convert to ``gs://rumi/<prefix>``; sha256 of every object there (none may be a temporary)."""
     import hashlib
@@ -164,11 +156,11 @@ def _convert_to_bucket(scenes: str, prefix: str, beam_args: list[str], runner: s
 
 
 @pytest.fixture(scope="module")
-def bucket_reference(emulator: str, scenes: str) -> dict[str, str]:
+def bucket_reference(emulator: GCSEmulator, scenes: str) -> dict[str, str]:
     return _convert_to_bucket(scenes, "fnapi", [])
 
 
-def test_dask_runner_writes_to_a_bucket(emulator: str, scenes: str, bucket_reference: dict[str, str]) -> None:
+def test_dask_runner_writes_to_a_bucket(emulator: GCSEmulator, scenes: str, bucket_reference: dict[str, str]) -> None:
     from dask.distributed import LocalCluster
 
     cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
@@ -179,7 +171,9 @@ def test_dask_runner_writes_to_a_bucket(emulator: str, scenes: str, bucket_refer
         cluster.close()
 
 
-def test_external_worker_pool_writes_to_a_bucket(emulator: str, scenes: str, bucket_reference: dict[str, str], tmp_path: Path) -> None:
+def test_external_worker_pool_writes_to_a_bucket(
+    emulator: GCSEmulator, scenes: str, bucket_reference: dict[str, str], tmp_path: Path
+) -> None:
     job_port, pool_port = _free_port(), _free_port()
     job = ["apache_beam.runners.portability.local_job_service_main", "--port", str(job_port)]
     pool = ["apache_beam.runners.worker.worker_pool_main", "--service_port", str(pool_port)]
