@@ -60,36 +60,34 @@ from read_timing import time_scenarios  # benchmarks/ is on sys.path: this file 
 import rumi_core
 from rumi_core.codecs import RasterCodec
 from rumi_core.encodings import encoding_for_dtype
-from rumi_core.testing import synthetic_scene
+from rumi_core.testing import RUMI_EO_VERSION, rumi_eo_environment, synthetic_scene
 
 REPO = Path(__file__).resolve().parents[1]
 PEER_SCRIPT = REPO / "tests" / "peer" / "rumi_eo_bench.py"
-PEER_VENV = REPO / ".venv-peer"
-RUMI_EO = "rumi-eo==0.26.1"
 RECIPE = "planar>zigzag>zstd"
 BANDS, SIZE, TILE = 4, 2048, 512
 
 
+PEER = rumi_eo_environment(REPO)
+
+
 def _peer_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "RUMI_NUM_THREADS", "RUMI_VERIFY")}
-    env["PYTHONNOUSERSITE"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+    """The peer's environment, without the variables that would set its threads or checksum verification."""
+    return {k: v for k, v in PEER.environ().items() if k not in ("RUMI_NUM_THREADS", "RUMI_VERIFY")}
 
 
 def peer_python() -> Path:
-    """The interpreter of rumi-eo's virtual environment, created on first use."""
+    """The interpreter of rumi-eo's virtual environment (``RUMI_PEER_PYTHON``, or built on first use)."""
     override = os.environ.get("RUMI_PEER_PYTHON")
-    python = Path(override) if override else PEER_VENV / "bin" / "python"
-    probe = [str(python), "-c", "import rumi, importlib.metadata as m; print(m.version('rumi-eo'))"]
-    if python.exists() and subprocess.run(probe, capture_output=True, text=True, env=_peer_env(), check=False).stdout.strip() == "0.26.1":
-        return python
     if override:
-        raise SystemExit(f"RUMI_PEER_PYTHON={override} has no {RUMI_EO}")
-    print(f"creating {PEER_VENV} with {RUMI_EO} ...", file=sys.stderr)
-    subprocess.run([sys.executable, "-m", "venv", str(PEER_VENV)], check=True, env=_peer_env())
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", RUMI_EO], check=True, env=_peer_env())
-    return python
+        if PEER.probe_output(Path(override)) != RUMI_EO_VERSION:
+            raise SystemExit(f"RUMI_PEER_PYTHON={override} has no rumi-eo {RUMI_EO_VERSION}")
+        return Path(override)
+    print(f"using {PEER.path} with rumi-eo {RUMI_EO_VERSION} (built on first use) ...", file=sys.stderr)
+    reason = PEER.build()
+    if reason is not None:
+        raise SystemExit(reason)
+    return PEER.python
 
 
 def run_peer(python: Path, *args: str) -> dict[str, Any]:
