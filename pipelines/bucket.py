@@ -26,8 +26,8 @@ same name always receives the same bytes), which the library cannot know.
 Objects larger than :data:`RESUMABLE_CHUNK` are uploaded with resumable
 uploads in chunks of that size, which resume from the last acknowledged chunk.
 
-:func:`write_atomic` and :func:`write_jsonl` write a small output (a part,
-the manifest, the dead letters) whole, to a local path or an object.
+:func:`write_jsonl` writes a small output (the manifest, the dead letters)
+whole, to a local path (:func:`rumi_core.files.write_atomic`) or an object.
 
 ``STORAGE_EMULATOR_HOST`` is honoured (anonymous client, no credential
 lookup), as in :func:`catalog.gcs.default_client`.
@@ -42,12 +42,12 @@ import json
 import os
 import re
 import threading
-import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog.gcs import default_client, split_gs_url
 from pipelines.errors import AssemblyError
+from rumi_core.files import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -65,7 +65,6 @@ __all__ = [
     "glob_pattern",
     "is_gs",
     "output_store",
-    "write_atomic",
     "write_jsonl",
 ]
 
@@ -408,19 +407,6 @@ def _joined(url: str, parts: Sequence[ObjectStat]) -> ObjectStat:
         crc = crc32c_combine(crc, part.crc32c, part.size)
         size += part.size
     return ObjectStat(url, size, crc, None, {})
-
-
-def write_atomic(path: str, data: bytes) -> None:
-    """Write ``data`` to a unique temporary name beside ``path``, then rename it into place."""
-    tmp = f"{path}.{uuid.uuid4().hex}.tmp"
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
 
 
 def write_jsonl(path: str, records: Sequence[dict[str, Any]]) -> int:

@@ -25,6 +25,7 @@ import tempfile
 from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidInputError
+from rumi_core.files import umask_mode
 from rumi_core.ifd import base_frame_offset, encode_head
 
 if TYPE_CHECKING:
@@ -35,18 +36,7 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
     from rumi_core.trailer import Trailer
 
-__all__ = ["FileAssembler", "assemble", "umask_mode"]
-
-
-def umask_mode() -> int:
-    """The mode ``open()`` gives a new file under the current umask (0644 under umask 022).
-
-    Files written to a temporary name with :func:`tempfile.mkstemp` (0600)
-    get this mode before they are published.
-    """
-    mask = os.umask(0)
-    os.umask(mask)
-    return 0o666 & ~mask
+__all__ = ["FileAssembler", "assemble"]
 
 
 class FileAssembler:

@@ -26,9 +26,9 @@ from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.selectors import parse_band_selector, parse_time_selector
 from catalog.storage import Storage
-from rumi_core.cli.header import write_atomic
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
+from rumi_core.files import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -19,8 +19,8 @@ import numpy as np
 from catalog.geotiff import write_geotiff
 from catalog.load import load
 from catalog.search import search
-from rumi_core.cli.header import write_atomic
 from rumi_core.errors import RumiError
+from rumi_core.files import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

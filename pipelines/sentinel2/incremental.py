@@ -38,12 +38,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pipelines.bucket import write_atomic
 from pipelines.errors import PipelineError
 from pipelines.planning.timestamps import period_label
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import resolution_group
 from pipelines.sentinel2.search import search_items, select_items
+from rumi_core.files import write_atomic
 from rumi_core.times import format_seconds, parse_time
 
 if TYPE_CHECKING:

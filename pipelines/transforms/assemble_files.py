@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
-from pipelines.bucket import is_gs, write_atomic
+from pipelines.bucket import is_gs
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.collect import inc
@@ -46,6 +46,7 @@ from pipelines.transforms.verify import check_against_plan, file_sha256, publish
 from pipelines.transforms.write_parts import FramePart, part_path, remove_parts
 from rumi_core.assemble import FileAssembler
 from rumi_core.errors import RumiError
+from rumi_core.files import write_atomic
 from rumi_core.header import HeaderBlob
 
 if TYPE_CHECKING:

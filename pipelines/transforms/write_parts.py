@@ -27,9 +27,10 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.bucket import is_gs, output_store, write_atomic
+from pipelines.bucket import is_gs, output_store
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure
+from rumi_core.files import write_atomic
 
 if TYPE_CHECKING:
     from types import TracebackType

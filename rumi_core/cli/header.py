@@ -2,37 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
 
-from rumi_core.assemble import umask_mode
 from rumi_core.cli.options import check_output_file, failure
 from rumi_core.errors import RumiError
+from rumi_core.files import write_atomic
 from rumi_core.header import build_header
 from rumi_core.sources import url_scheme
 
-__all__ = ["header_command", "write_atomic"]
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path`` and rename it into place.
-
-    The file gets the mode a plain ``open()`` would give it (mkstemp's 0600
-    would make a published output unreadable to others).
-    """
-    fd, tmp = tempfile.mkstemp(prefix=".", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            os.fchmod(f.fileno(), umask_mode())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+__all__ = ["header_command"]
 
 
 @click.command("header")
