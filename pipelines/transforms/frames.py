@@ -253,7 +253,7 @@ def source_run(key: FrameKey, layout: Layout) -> str:
 
     Frames with the same spread key come from the same source files, and a
     reshuffle hands them to one worker one after the other, so the worker reads
-    them through one open dataset of its :class:`~pipelines.sources.RasterCache`
+    them through one open dataset of its :class:`~pipelines.rasters.RasterCache`
     instead of reopening a file for nearly every frame (random keys, 80 files
     and 16 open datasets: 1.2 ms of ``rasterio.open`` per frame).
 

@@ -284,8 +284,8 @@ def _gdal_cache_used() -> int:
 
 
 def test_gdal_block_cache_stays_capped_while_datasets_stay_open(tmp_path: Path) -> None:
-    """Frame reads run under :data:`~pipelines.sources.GDAL_CACHE_BYTES`, however many source datasets stay open."""
-    from pipelines.sources import GDAL_CACHE_BYTES
+    """Frame reads run under :data:`~pipelines.rasters.GDAL_CACHE_BYTES`, however many source datasets stay open."""
+    from pipelines.rasters import GDAL_CACHE_BYTES
 
     files = 16  # 16 x 2 MiB of decoded blocks: twice the cap
     paths = [
