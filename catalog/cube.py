@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
     from rumi_core.selection import ReadSelection
     from rumi_core.sources import ByteSource
-    from rumi_core.times import TimeCoordinates
+    from rumi_core.time_coordinates import TimeCoordinates
 
 __all__ = ["Cube", "CubeRead"]
 

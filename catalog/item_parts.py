@@ -30,7 +30,8 @@ from catalog.items import DATA_MEDIA_TYPE, verify_header
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_blob_fits
-from rumi_core.times import INSTANT, INTERVAL, TimeCoordinates, to_seconds
+from rumi_core.time_coordinates import TimeCoordinates
+from rumi_core.times import INSTANT, INTERVAL, to_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 
     from rumi_core.info import Info
     from rumi_core.sources import ByteSource
-    from rumi_core.times import TimeCoordinates
+    from rumi_core.time_coordinates import TimeCoordinates
 
 __all__ = [
     "DATA_MEDIA_TYPE",
@@ -142,7 +142,7 @@ def _sha256_file(path: str) -> str:
 def time_values(times: TimeCoordinates) -> list[str]:
     """The datacube ``time`` values: ISO instants, or ``start/end`` for intervals.
 
-    >>> from rumi_core.times import TimeCoordinates
+    >>> from rumi_core.time_coordinates import TimeCoordinates
     >>> time_values(TimeCoordinates.from_values([("2020-01-01", "2021-01-01")]))
     ['2020-01-01T00:00:00Z/2021-01-01T00:00:00Z']
     """

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from catalog.bands import Band
-    from rumi_core.times import TimeCoordinates
+    from rumi_core.time_coordinates import TimeCoordinates
 
 __all__ = [
     "ReadSelectors",

@@ -41,7 +41,7 @@ from .reader import read as read
 from .sources import ByteSource as ByteSource
 from .sources import BytesSource as BytesSource
 from .sources import LocalFileSource as LocalFileSource
-from .times import TimeCoordinates as TimeCoordinates
+from .time_coordinates import TimeCoordinates as TimeCoordinates
 from .trailer import Trailer as Trailer
 from .validate import validate as validate
 from .writer import WriteResult as WriteResult

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
-    from rumi_core.times import TimeCoordinates
+    from rumi_core.time_coordinates import TimeCoordinates
 
 __all__ = ["LISTED_TIMES", "Info", "info"]
 

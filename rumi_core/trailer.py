@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from rumi_core.bitpack import packed_size
 from rumi_core.errors import InvalidFileError, InvalidInputError
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.times import INTERVAL, TIME_FIELDS, TimeCoordinates, TimeFields
+from rumi_core.time_coordinates import TIME_FIELDS, TimeCoordinates, TimeFields
+from rumi_core.times import INTERVAL
 
 __all__ = [
     "TRAILER_MAGIC",

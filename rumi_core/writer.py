@@ -34,7 +34,7 @@ from rumi_core.errors import InvalidInputError
 from rumi_core.georef import Georeferencing
 from rumi_core.ifd import base_frame_offset
 from rumi_core.layout import Layout
-from rumi_core.times import TimeCoordinates
+from rumi_core.time_coordinates import TimeCoordinates
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.errors import RumiError
-from rumi_core.times import INT64_MAX, INT64_MIN, _unzigzag, _zigzag
+from rumi_core.time_coordinates import unzigzag, zigzag
+from rumi_core.times import INT64_MAX, INT64_MIN
 
 SETTINGS = settings(deadline=None, max_examples=300)
 
@@ -108,21 +109,21 @@ def test_bit_length() -> None:
 
 
 def test_zigzag_known_values() -> None:
-    assert [_zigzag(x) for x in (0, -1, 1, -2, 2, INT64_MAX, INT64_MIN)] == [0, 1, 2, 3, 4, 2**64 - 2, 2**64 - 1]
+    assert [zigzag(x) for x in (0, -1, 1, -2, 2, INT64_MAX, INT64_MIN)] == [0, 1, 2, 3, 4, 2**64 - 2, 2**64 - 1]
 
 
 @settings(deadline=None, max_examples=500)
 @given(x=st.integers(INT64_MIN, INT64_MAX))
 def test_zigzag_is_a_bijection_from_int64_to_uint64(x: int) -> None:
-    z = _zigzag(x)
+    z = zigzag(x)
     assert 0 <= z <= 2**64 - 1
     assert z == (2 * x if x >= 0 else -2 * x - 1)
-    assert _unzigzag(z) == x
+    assert unzigzag(z) == x
     # through a 64-bit packed region and back
-    assert _unzigzag(int(unpack(pack([z], 64), 1, 64)[0])) == x
+    assert unzigzag(int(unpack(pack([z], 64), 1, 64)[0])) == x
 
 
 @settings(deadline=None, max_examples=300)
 @given(z=st.integers(0, 2**64 - 1))
 def test_unzigzag_inverts_zigzag(z: int) -> None:
-    assert _zigzag(_unzigzag(z)) == z
+    assert zigzag(unzigzag(z)) == z

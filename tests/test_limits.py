@@ -24,7 +24,8 @@ from rumi_core import HeaderBlob, Limits
 from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidFileError, InvalidInputError, ResourceLimitError, RumiError
 from rumi_core.limits import usable_memory
 from rumi_core.testing import patch_value, random_samples
-from rumi_core.times import INSTANT, INT64_MAX, INT64_MIN, INTERVAL, TimeCoordinates
+from rumi_core.time_coordinates import TimeCoordinates
+from rumi_core.times import INSTANT, INT64_MAX, INT64_MIN, INTERVAL
 
 if TYPE_CHECKING:
     from collections.abc import Callable

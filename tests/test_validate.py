@@ -33,7 +33,7 @@ from rumi_core.header import build_header
 from rumi_core.layout import Layout
 from rumi_core.sources import LocalFileSource
 from rumi_core.testing import BlobParts, CountingSource, FileParts, RawEntry, TrailerParts, flip_bit, patch_value, value_offset
-from rumi_core.times import TimeCoordinates
+from rumi_core.time_coordinates import TimeCoordinates
 from rumi_core.trailer import Trailer
 from rumi_core.validate import validate
 
