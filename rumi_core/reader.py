@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rumi_core._heap import keep_heap_slack
 from rumi_core.codecs import decode_frame
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
+from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.selection import ReadSelection, output_positions, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, known_size, open_source
@@ -307,7 +307,7 @@ def read_selection(
     runs = _merge(frames, starts, lengths, limits.max_merged_request)
     workers = min(threads or default_threads(), len(frames))
     # What this read allocates (output, requests, each thread's frame and its
-    # decoding scratch), kept mapped for the next read (rumi_core._heap).
+    # decoding scratch), kept mapped for the next read (rumi_core.heap).
     keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
 
     def fetch(run: FrameRequest) -> memoryview:

@@ -14,6 +14,7 @@ import rasterio.windows
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
+from rumi_core.heap import MAX_TOP_PAD
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
@@ -236,31 +237,30 @@ def _glibc_untuned() -> bool:
     return not tuned and sys.platform == "linux" and bool(os.confstr("CS_GNU_LIBC_VERSION"))
 
 
-_FAULT_PROBE = """
-import resource, sys
+_PAD_PROBE = """
+import sys
 import rumi_core
+from rumi_core.heap import keep_heap_slack
 path, blob = sys.argv[1], bytes.fromhex(sys.argv[2])
+print(keep_heap_slack(0))
 for threads in (1, 2):
-    for _ in range(3):  # the first reads grow the heap
-        rumi_core.read(path, blob, threads=threads)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(5):
-        rumi_core.read(path, blob, threads=threads)
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    rumi_core.read(path, blob, threads=threads)
+    print(keep_heap_slack(0))
 """
 
 
 @pytest.mark.skipif(not _glibc_untuned(), reason="the heap pad is glibc's M_TOP_PAD, left alone when malloc is tuned")
-def test_repeated_reads_fault_no_pages_in(tmp_path: Path) -> None:
+def test_reads_keep_their_working_set_mapped(tmp_path: Path) -> None:
     data = synthetic_scene(4, 512, 512, seed=1)
     path = tmp_path / "scene.rumi"
     blob = rumi_core.write(path, data, bands=list("abcd"), times=["2024-06-01"], tile_size=512, compression=None)
     assert np.array_equal(rumi_core.read(path, blob), data)
-    # A process that only reads, as a data loader's worker does: in this one,
-    # the write above has already raised glibc's dynamic thresholds.
-    probe = [sys.executable, "-c", _FAULT_PROBE, str(path), bytes(blob).hex()]
-    faults = [int(n) for n in subprocess.run(probe, capture_output=True, text=True, check=True).stdout.split()]
-    # Trimmed between reads, each read faulted its 4 frames' pages in again:
-    # over 1,000 faults a read. What is left is the interpreter's own.
-    assert faults[0] < 5 * 100, f"{faults[0]} minor page faults in 5 reads of 4 frames on 1 thread"
-    assert faults[1] < 5 * 100, f"{faults[1]} minor page faults in 5 reads of 4 frames on 2 threads"
+    # A fresh process that only reads, as a data loader's worker does. How
+    # many pages the pad saves (1,231 minor faults per read of these 4
+    # frames without it, none with it on an idle machine) depends on the
+    # kernel and on load, so benchmarks/read.py measures it; this checks that
+    # every read sets glibc's pad to at least its output, never above the cap.
+    probe = [sys.executable, "-c", _PAD_PROBE, str(path), bytes(blob).hex()]
+    before, one_thread, two_threads = (int(n) for n in subprocess.run(probe, capture_output=True, text=True, check=True).stdout.split())
+    assert before == 0
+    assert data.nbytes <= one_thread <= two_threads <= MAX_TOP_PAD
