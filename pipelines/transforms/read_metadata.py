@@ -102,7 +102,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                         f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
                     )
                 # The product's band table knows the text, radiometry and nodata better than the file.
-                bands = (SourceBand(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
+                bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
                 nodata = product.nodata
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
