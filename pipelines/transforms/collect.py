@@ -26,6 +26,8 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import PCollection
 
+from pipelines.transforms.base import DataclassPTransform
+
 __all__ = ["Collect", "inc"]
 
 
@@ -42,11 +44,8 @@ def _unseed(kv: tuple[int, Any]) -> list[Any]:
 
 
 @dataclass
-class Collect(beam.PTransform[PCollection[Any], PCollection[list[Any]]]):
+class Collect(DataclassPTransform[PCollection[Any], PCollection[list[Any]]]):
     """Every element of the input as one list (one element, also for an empty input)."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, items: PCollection[Any]) -> PCollection[list[Any]]:
         """Key by a constant, add the seed, group, drop the seed."""

@@ -22,6 +22,7 @@ from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import write_jsonl
 from pipelines.errors import PipelineError, SceneError
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 
 __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
@@ -89,14 +90,11 @@ def _write_dead_letters(letters: list[DeadLetter], path: str) -> int:
 
 
 @dataclass
-class WriteDeadLetters(beam.PTransform[PCollection["DeadLetter"], PCollection[int]]):
+class WriteDeadLetters(DataclassPTransform[PCollection["DeadLetter"], PCollection[int]]):
     """Write every dead letter of the run, sorted and without repeats, and count them by reason."""
 
     path: str
     """Usually ``OUT/dead-letter.jsonl``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, letters: PCollection[DeadLetter]) -> PCollection[int]:
         """Collect, sort, write."""

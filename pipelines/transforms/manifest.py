@@ -23,6 +23,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import write_jsonl
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds
@@ -189,14 +190,11 @@ def _write_manifest(entries: list[ManifestEntry], path: str) -> int:
 
 
 @dataclass
-class WriteManifest(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
+class WriteManifest(DataclassPTransform[PCollection["ManifestEntry"], PCollection[int]]):
     """Write the run manifest: one JSON line per cube, sorted by cube id."""
 
     path: str
     """Usually ``OUT/manifest.jsonl``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
         """Collect, sort, write."""
