@@ -52,6 +52,7 @@ from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.summary import Summary
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.compress import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
 from pipelines.transforms.discover import DiscoverScenes
@@ -95,7 +96,7 @@ def keep(item: object, kind: type | tuple[type, ...]) -> list[Any]:
 
 
 @dataclass
-class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
+class Convert(DataclassPTransform[PCollection[str], PCollection[int]]):
     """Convert input paths, globs, URLs and STAC files into rumi files.
 
     Input: the input texts. Output: one count per sink (published entries
@@ -108,7 +109,7 @@ class Convert(beam.PTransform[PCollection[str], PCollection[int]]):
     """Transforms applied to the manifest entries; None for :func:`default_publishers`."""
 
     def __post_init__(self) -> None:
-        super().__init__()
+        super().__post_init__()
         if self.publish is None:
             self.publish = default_publishers(self.options)
 

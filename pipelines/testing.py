@@ -131,7 +131,7 @@ def make_scene(
         grid=Grid(f"EPSG:{epsg}", (a, b, c, d, e, f), shape[0], shape[1]),
         dtype=dtype,
         nodata=nodata,
-        bands=tuple(SourceBand(i, name) for i, name in enumerate(bands, start=1)),
+        bands=tuple(SourceBand(name, index=i) for i, name in enumerate(bands, start=1)),
         time=parse_time(time),
         stack=stack or href,
         size=100,

@@ -302,7 +302,8 @@ def test_geozl_refuses_encodings_it_has_no_code_for() -> None:
 
 
 def test_narrow_openzl_graphs_refuse_wide_components() -> None:
-    with pytest.raises(InvalidInputError, match=r"graph 'entropy' takes components of at most 2 bytes, not uint32"):
+    refusal = r"graph 'entropy' does not take uint32 samples \(4-byte components\): it takes components of at most 2 bytes"
+    with pytest.raises(InvalidInputError, match=refusal):
         OpenZLGraph("entropy").encode(np.zeros((4, 4), np.uint32), axes=("h", "w"))
     assert OpenZLGraph("entropy").accepts(encoding_for_dtype("complex32"))
 

@@ -113,9 +113,9 @@ def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
     return [DeadLetter(href, reason, message, STAGE) for href in acq.hrefs]
 
 
-def _reject_series(acqs: list[Acquisition], reason: str, describe: Callable[[Acquisition], str], winners: str) -> list[DeadLetter]:
-    """Dead letters of a losing series: ``<what each acquisition is>, while <the winning series>``."""
-    return [letter for acq in acqs for letter in _reject(acq, reason, f"{describe(acq)}, while {winners}")]
+def _reject_series(acqs: list[Acquisition], winners: int, reason: str, text: Callable[[Acquisition], str], tail: str) -> list[DeadLetter]:
+    """Dead letters of a losing series: ``<what each acquisition is>, while <the winner's acquisition count> <tail>``."""
+    return [letter for acq in acqs for letter in _reject(acq, reason, f"{text(acq)}, while {winners} {tail}")]
 
 
 def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
@@ -212,6 +212,14 @@ class CubeKey(NamedTuple):
         return self.epsg, self.res_x, self.res_y, self.pixel_is_point, self.period
 
 
+def _dtype_text(acq: Acquisition) -> str:
+    return f"dtype {acq.dtype} with nodata {acq.nodata_key}"
+
+
+def _bands_text(acq: Acquisition) -> str:
+    return f"{len(acq.names)} bands ({', '.join(acq.names)})"
+
+
 def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
     """Same bands, another dtype or nodata: the series with most acquisitions wins."""
     losers: dict[CubeKey, list[DeadLetter]] = {}
@@ -220,12 +228,7 @@ def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey],
         winner = variants[0]
         for loser in variants[1:]:
             tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
-            losers[loser] = _reject_series(
-                series[loser],
-                "dtype-mismatch",
-                lambda acq: f"dtype {acq.dtype} with nodata {acq.nodata_key}",
-                f"{len(series[winner])} {tail}",
-            )
+            losers[loser] = _reject_series(series[loser], len(series[winner]), "dtype-mismatch", _dtype_text, tail)
     return losers
 
 
@@ -239,12 +242,7 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
         if loser in losers:
             continue
         tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
-        losers[loser] = _reject_series(
-            series[loser],
-            "band-count-mismatch",
-            lambda acq: f"{len(acq.names)} bands ({', '.join(acq.names)})",
-            f"{len(series[winner])} {tail}",
-        )
+        losers[loser] = _reject_series(series[loser], len(series[winner]), "band-count-mismatch", _bands_text, tail)
     return losers
 
 

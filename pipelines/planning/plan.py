@@ -81,18 +81,18 @@ class Source:
 
 @dataclass(frozen=True)
 class CubeBand:
-    """What the manifest records about one band of a cube."""
+    """What the manifest records about one band of a cube (:class:`~pipelines.planning.scene.SourceBand` adds its file index)."""
 
     name: str
     """The band text stored in the file's trailer."""
     description: str | None = None
     """GeoTIFF description of the band in its first source."""
     scale: float = 1.0
-    """Scale to physical values."""
+    """Scale to physical values: ``value * scale + offset``."""
     offset: float = 0.0
     """Offset to physical values."""
     unit: str | None = None
-    """Unit of the physical values."""
+    """Unit of the physical values, if the file names one."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""

@@ -10,11 +10,12 @@ symmetric ``to_dict``/``from_dict`` pair so a run can record them as JSON.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from catalog.grid import Grid
 from pipelines.planning.lattice import OnGrid
+from pipelines.planning.plan import CubeBand
 
 __all__ = ["SourceBand", "ProductBand", "Scene", "SceneRef", "nodata_key"]
 
@@ -108,37 +109,26 @@ class SceneRef:
 
 
 @dataclass(frozen=True)
-class SourceBand:
-    """One band of a scene."""
+class SourceBand(CubeBand):
+    """One band of a scene: what a cube records about a band, plus where the band is in its file.
 
-    index: int
+    :attr:`name` is the scene's band text (see :mod:`pipelines.planning.bands`);
+    the cube may record another, unique one.
+    """
+
+    index: int = field(kw_only=True)
     """1-based band index in the file."""
-    name: str
-    """Band text (see :mod:`pipelines.planning.bands`)."""
-    description: str | None = None
-    """The GeoTIFF band description, if any."""
-    scale: float = 1.0
-    """Scale to physical values: ``value * scale + offset``."""
-    offset: float = 0.0
-    """Offset to physical values."""
-    unit: str | None = None
-    """Unit of the physical values, if the file names one."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {
-            "index": self.index,
-            "name": self.name,
-            "description": self.description,
-            "scale": self.scale,
-            "offset": self.offset,
-            "unit": self.unit,
-        }
+        """JSON form: ``index`` first, then the :class:`~pipelines.planning.plan.CubeBand` fields."""
+        return {"index": self.index, **super().to_dict()}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SourceBand:
         """Inverse of :meth:`to_dict`."""
-        return cls(data["index"], data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"))
+        return cls(
+            data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"), index=data["index"]
+        )
 
 
 @dataclass(frozen=True)

@@ -12,5 +12,6 @@ frames), :mod:`~pipelines.transforms.frames` (frame keys, windowed reads),
 :mod:`~pipelines.transforms.dead_letters` and
 :mod:`~pipelines.transforms.publish` (the run's outputs);
 :mod:`~pipelines.transforms.collect` gathers a PCollection in one place and
-counts what flows through each step.
+counts what flows through each step, and every step is a dataclass
+:class:`~pipelines.transforms.base.DataclassPTransform`.
 """

@@ -38,6 +38,7 @@ from apache_beam.pvalue import AsDict, PCollection
 from pipelines.bucket import is_gs
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.frames import FrameFailure, RasterDoFn
@@ -215,7 +216,7 @@ class _AssembleFn(RasterDoFn):
 
 
 @dataclass
-class AssembleFiles(beam.PTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
+class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
     """Group frame sizes per cube, then assemble, verify and publish each file.
 
     Output: one :class:`~pipelines.transforms.manifest.ManifestEntry` per published
@@ -229,9 +230,6 @@ class AssembleFiles(beam.PTransform[PCollection[tuple[str, Any]], PCollection[An
     """Planned cubes, a dict side input."""
     codecs: PCollection[tuple[str, dict[str, Any]]]
     """Each cube's codec JSON, a dict side input (recorded in the manifest)."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, parts: PCollection[tuple[str, Any]]) -> PCollection[Any]:
         """GroupByKey, then one ParDo per cube."""
@@ -255,14 +253,11 @@ def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> CubePlan | Mani
 
 
 @dataclass
-class SkipExisting(beam.PTransform[PCollection["CubePlan"], PCollection[Any]]):
+class SkipExisting(DataclassPTransform[PCollection["CubePlan"], PCollection[Any]]):
     """Replace each plan whose outputs exist and validate by its ``skipped`` manifest entry (unless ``--overwrite``)."""
 
     options: ConvertOptions
     """The run's options."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[Any]:
         """One Map."""

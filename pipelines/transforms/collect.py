@@ -26,7 +26,9 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import PCollection
 
-__all__ = ["Collect", "inc"]
+from pipelines.transforms.base import DataclassPTransform
+
+__all__ = ["Collect", "WriteCollected", "inc"]
 
 
 class _Seed:
@@ -42,17 +44,38 @@ def _unseed(kv: tuple[int, Any]) -> list[Any]:
 
 
 @dataclass
-class Collect(beam.PTransform[PCollection[Any], PCollection[list[Any]]]):
+class Collect(DataclassPTransform[PCollection[Any], PCollection[list[Any]]]):
     """Every element of the input as one list (one element, also for an empty input)."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, items: PCollection[Any]) -> PCollection[list[Any]]:
         """Key by a constant, add the seed, group, drop the seed."""
         keyed = items | "Key" >> beam.Map(_key)
         seed = items.pipeline | "Seed" >> beam.Create([(0, _Seed())])
         out: PCollection[list[Any]] = (keyed, seed) | "Join" >> beam.Flatten() | "Group" >> beam.GroupByKey() | "List" >> beam.Map(_unseed)
+        return out
+
+
+@dataclass
+class WriteCollected(DataclassPTransform[PCollection[Any], PCollection[int]]):
+    """Collect every element, then write them all to one file; the output is the count written.
+
+    A subclass overrides :meth:`write_all`, the writer of its file.
+    """
+
+    path: str
+    """The output file."""
+
+    @staticmethod
+    def write_all(items: list[Any], path: str) -> int:
+        """Write the collected items to ``path`` and return how many were written.
+
+        A static method, so the write step pickles without the transform.
+        """
+        raise NotImplementedError(f"a WriteCollected subclass writes {len(items)} items to {path}")
+
+    def expand(self, items: PCollection[Any]) -> PCollection[int]:
+        """Collect, write."""
+        out: PCollection[int] = items | "Collect" >> Collect() | "Write" >> beam.Map(self.write_all, path=self.path)
         return out
 
 

@@ -23,6 +23,7 @@ from apache_beam.pvalue import AsDict, PCollection
 from pipelines.errors import SceneError
 from pipelines.planning.codec_choice import choose_codec, measure_frame_unit
 from pipelines.planning.plan import sample_indices
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure, LazyCube, RasterDoFn, read_frame
 from rumi_core.codecs import FrameCodec, codec_from_dict
@@ -76,14 +77,11 @@ class _FrameUnitFn(RasterDoFn):
 
 
 @dataclass
-class ChooseFrameUnits(beam.PTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
+class ChooseFrameUnits(DataclassPTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
     """Replace each planned cube's frame unit by the one measured on its sample cells (``--frame-unit auto``)."""
 
     access: Literal["tile", "cell"] | None = None
     """``--access``: keep tile or cell frames; None keeps the smallest."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[CubePlan]:
         """One ParDo."""
@@ -99,11 +97,8 @@ class _ChooseFn(RasterDoFn):
 
 
 @dataclass
-class ChooseCodecs(beam.PTransform[PCollection["CubePlan"], PCollection[tuple[str, dict[str, Any]]]]):
+class ChooseCodecs(DataclassPTransform[PCollection["CubePlan"], PCollection[tuple[str, dict[str, Any]]]]):
     """``(cube_id, codec JSON)`` for every planned cube, chosen once per cube on a sample."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[str, dict[str, Any]]]:
         """One ParDo."""
@@ -143,7 +138,7 @@ class _CompressFn(beam.DoFn):
 
 
 @dataclass
-class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
+class CompressFrames(DataclassPTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple["FrameKey", Any]]]):
     """Compress ``(FrameKey, samples)`` into ``(FrameKey, frame bytes)`` .
 
     :class:`~pipelines.transforms.frames.FrameFailure` values pass through.
@@ -153,9 +148,6 @@ class CompressFrames(beam.PTransform[PCollection[tuple["FrameKey", Any]], PColle
     """Output of :class:`ChooseCodecs`, a dict side input."""
     plans: PCollection[CubePlan]
     """The planned cubes (for each frame's axes), a dict side input."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, frames: PCollection[tuple[FrameKey, Any]]) -> PCollection[tuple[FrameKey, Any]]:
         """One ParDo with the codecs as a side input."""

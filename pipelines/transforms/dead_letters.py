@@ -17,12 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-import apache_beam as beam
-from apache_beam.pvalue import PCollection
-
 from pipelines.bucket import write_jsonl
 from pipelines.errors import PipelineError, SceneError
-from pipelines.transforms.collect import Collect, inc
+from pipelines.transforms.collect import WriteCollected, inc
 
 __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
 
@@ -81,24 +78,14 @@ class DeadLetter:
         return cls(data["href"], data["reason"], data["message"], data["stage"])
 
 
-def _write_dead_letters(letters: list[DeadLetter], path: str) -> int:
-    count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))])
-    for letter in letters:
-        inc(WriteDeadLetters, f"dead_letter.{letter.reason}")
-    return count
-
-
 @dataclass
-class WriteDeadLetters(beam.PTransform[PCollection["DeadLetter"], PCollection[int]]):
-    """Write every dead letter of the run, sorted and without repeats, and count them by reason."""
+class WriteDeadLetters(WriteCollected):
+    """Write every dead letter of the run (usually ``OUT/dead-letter.jsonl``), sorted and without repeats, and count them by reason."""
 
-    path: str
-    """Usually ``OUT/dead-letter.jsonl``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
-
-    def expand(self, letters: PCollection[DeadLetter]) -> PCollection[int]:
-        """Collect, sort, write."""
-        out: PCollection[int] = letters | "Collect" >> Collect() | "Write" >> beam.Map(_write_dead_letters, path=self.path)
-        return out
+    @staticmethod
+    def write_all(letters: list[DeadLetter], path: str) -> int:
+        """Sort, drop repeats, write, count by reason."""
+        count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))])
+        for letter in letters:
+            inc(WriteDeadLetters, f"dead_letter.{letter.reason}")
+        return count

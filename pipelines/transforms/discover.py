@@ -36,6 +36,7 @@ from pipelines.rasters import RASTER_SUFFIXES, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
 
@@ -175,7 +176,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
 
 
 @dataclass
-class DiscoverScenes(beam.PTransform[PCollection[str], PCollection[SceneRef | DeadLetter]]):
+class DiscoverScenes(DataclassPTransform[PCollection[str], PCollection[SceneRef | DeadLetter]]):
     """Expand input texts into scene references and dead letters.
 
     Input: ``PCollection[str]``. Output: ``PCollection[SceneRef | DeadLetter]``,
@@ -184,9 +185,6 @@ class DiscoverScenes(beam.PTransform[PCollection[str], PCollection[SceneRef | De
 
     s2: S2Request | None = None
     """What Sentinel-2 L2A items in STAC inputs are converted to."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, inputs: PCollection[str]) -> PCollection[SceneRef | DeadLetter]:
         """Discover, count, reshuffle."""

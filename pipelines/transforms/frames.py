@@ -47,6 +47,7 @@ from rasterio.windows import Window
 
 from pipelines.errors import PipelineError, SceneError
 from pipelines.rasters import RasterCache, gdal_env
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from rumi_core.writer import frame_samples
 
@@ -273,14 +274,11 @@ def _with_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Ite
 
 
 @dataclass
-class FrameKeys(beam.PTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
+class FrameKeys(DataclassPTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
     """Every frame key of the planned cubes, generated in shards and reshuffled by :func:`source_run`."""
 
     shards: int = 64
     """Number of key-generating shards (the frame stage's maximum parallelism on the Dask runner)."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[FrameKey]:
         """Create shards, generate their keys with the plans as a side input, reshuffle by source run."""
@@ -325,14 +323,11 @@ class _ReadFrameFn(RasterDoFn):
 
 
 @dataclass
-class ReadFrames(beam.PTransform[PCollection[FrameKey], PCollection[tuple[FrameKey, Any]]]):
+class ReadFrames(DataclassPTransform[PCollection[FrameKey], PCollection[tuple[FrameKey, Any]]]):
     """Read each frame's samples with windowed reads; a failed read becomes a :class:`FrameFailure`."""
 
     plans: PCollection[CubePlan]
     """The planned cubes, passed to the workers as a side input."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, keys: PCollection[FrameKey]) -> PCollection[tuple[FrameKey, Any]]:
         """One ParDo with the plans as a dict side input."""
@@ -342,16 +337,13 @@ class ReadFrames(beam.PTransform[PCollection[FrameKey], PCollection[tuple[FrameK
 
 
 @dataclass
-class SplitFrames(beam.PTransform[PCollection["CubePlan"], PCollection[tuple[FrameKey, Any]]]):
+class SplitFrames(DataclassPTransform[PCollection["CubePlan"], PCollection[tuple[FrameKey, Any]]]):
     """Split planned cubes into ``(FrameKey, samples)`` elements."""
 
     shards: int = 64
     """See :class:`FrameKeys`."""
     lookup: PCollection[CubePlan] | None = None
     """Plans the readers look frames up in (a superset of the input); None for the input itself."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[FrameKey, Any]]:
         """Generate keys, then read."""

@@ -19,11 +19,8 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apache_beam as beam
-from apache_beam.pvalue import PCollection
-
 from pipelines.bucket import write_jsonl
-from pipelines.transforms.collect import Collect, inc
+from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds
 
@@ -182,23 +179,13 @@ def tag_extra(plan: CubePlan) -> dict[str, Any]:
     return {"properties": {k: list(v) if k.endswith("s") or len(v) > 1 else v[0] for k, v in plan.tags}}
 
 
-def _write_manifest(entries: list[ManifestEntry], path: str) -> int:
-    count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)])
-    inc(WriteManifest, "cubes", count)
-    return count
-
-
 @dataclass
-class WriteManifest(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
-    """Write the run manifest: one JSON line per cube, sorted by cube id."""
+class WriteManifest(WriteCollected):
+    """Write the run manifest (usually ``OUT/manifest.jsonl``): one JSON line per cube, sorted by cube id."""
 
-    path: str
-    """Usually ``OUT/manifest.jsonl``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
-
-    def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
-        """Collect, sort, write."""
-        out: PCollection[int] = entries | "Collect" >> Collect() | "Write" >> beam.Map(_write_manifest, path=self.path)
-        return out
+    @staticmethod
+    def write_all(entries: list[ManifestEntry], path: str) -> int:
+        """Sort, write, count the cubes."""
+        count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)])
+        inc(WriteManifest, "cubes", count)
+        return count

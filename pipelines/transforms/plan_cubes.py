@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.planning.grouping import plan_cubes
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 from pipelines.transforms.dead_letters import DeadLetter
 
@@ -38,14 +39,11 @@ def plan_all(items: list[Scene | DeadLetter], options: ConvertOptions) -> list[C
 
 
 @dataclass
-class PlanCubes(beam.PTransform[PCollection[Any], PCollection[Any]]):
+class PlanCubes(DataclassPTransform[PCollection[Any], PCollection[Any]]):
     """``Scene | DeadLetter`` elements in, ``CubePlan | DeadLetter`` elements out."""
 
     options: ConvertOptions
     """Grouping, tiling and compression options."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, scenes: PCollection[Scene | DeadLetter]) -> PCollection[CubePlan | DeadLetter]:
         """Collect, plan, spread the plans out again."""

@@ -45,6 +45,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 
 if TYPE_CHECKING:
@@ -295,7 +296,7 @@ def _write(entries: list[ManifestEntry], out: str, root: str, carry_over: bool) 
 
 
 @dataclass
-class WriteCatalog(beam.PTransform[PCollection["ManifestEntry"], PCollection[int]]):
+class WriteCatalog(DataclassPTransform[PCollection["ManifestEntry"], PCollection[int]]):
     """Write the run's STAC catalogue and its stac-geoparquet index."""
 
     out: str
@@ -304,9 +305,6 @@ class WriteCatalog(beam.PTransform[PCollection["ManifestEntry"], PCollection[int
     """The catalogue directory (``--catalog``, by default ``OUT/stac``)."""
     carry_over: bool = False
     """Keep the items of an earlier catalogue that this run did not produce (incremental runs)."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
         """Collect, build, swap in."""

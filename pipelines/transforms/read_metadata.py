@@ -28,6 +28,7 @@ from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time
 from pipelines.rasters import file_size, gdal_env
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.encodings import encoding_for_dtype
@@ -102,7 +103,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                         f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
                     )
                 # The product's band table knows the text, radiometry and nodata better than the file.
-                bands = (SourceBand(1, product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None),)
+                bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
                 nodata = product.nodata
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
@@ -133,7 +134,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
 
 
 @dataclass
-class ReadSceneMetadata(beam.PTransform[PCollection[SceneRef | DeadLetter], PCollection[Scene | DeadLetter]]):
+class ReadSceneMetadata(DataclassPTransform[PCollection[SceneRef | DeadLetter], PCollection[Scene | DeadLetter]]):
     """Read each scene's metadata; unusable scenes become dead letters.
 
     Dead letters already in the input pass through unchanged.
@@ -143,9 +144,6 @@ class ReadSceneMetadata(beam.PTransform[PCollection[SceneRef | DeadLetter], PCol
     """``--time-pattern``."""
     time: str | None = None
     """``--time``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, refs: PCollection[SceneRef | DeadLetter]) -> PCollection[Scene | DeadLetter]:
         """One Map step."""

@@ -28,6 +28,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import is_gs, output_store
+from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure
 from rumi_core.files import write_atomic
@@ -113,14 +114,11 @@ def _prepare(plan: CubePlan, parts_dir: str) -> CubePlan:
 
 
 @dataclass
-class PrepareParts(beam.PTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
+class PrepareParts(DataclassPTransform[PCollection["CubePlan"], PCollection["CubePlan"]]):
     """Create each cube's part directory before its frames are written; pass the plans on."""
 
     parts_dir: str
     """``OUT/.parts``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[CubePlan]:
         """One Map."""
@@ -139,14 +137,11 @@ def _write_part(element: tuple[FrameKey, bytes | FrameFailure], parts_dir: str) 
 
 
 @dataclass
-class WriteParts(beam.PTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple[str, Any]]]):
+class WriteParts(DataclassPTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple[str, Any]]]):
     """Write each compressed frame to its part file; emit ``(cube_id, FramePart)``."""
 
     parts_dir: str
     """``OUT/.parts``."""
-
-    def __post_init__(self) -> None:
-        super().__init__()
 
     def expand(self, frames: PCollection[tuple[FrameKey, Any]]) -> PCollection[tuple[str, Any]]:
         """One Map."""

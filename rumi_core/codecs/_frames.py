@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from rumi_core.encodings import SampleEncoding
 
-__all__ = ["UINT_BY_WIDTH", "PreparedFrame", "prepare_frame"]
+__all__ = ["UINT_BY_WIDTH", "PreparedFrame", "prepare_frame", "refuse_encoding"]
 
 UINT_BY_WIDTH: Final[dict[int, np.dtype[Any]]] = {
     1: np.dtype("<u1"),
@@ -104,3 +104,21 @@ def prepare_frame(samples: npt.NDArray[Any], axes: tuple[str, ...]) -> PreparedF
     planes = math.prod(samples.shape[:h])
     width = math.prod(samples.shape[h + 1 :])
     return PreparedFrame(arr, encoding, width, planes)
+
+
+def refuse_encoding(codec: str, encoding: SampleEncoding, reason: str, *, field: str) -> InvalidInputError:
+    """The error a codec raises for samples whose encoding its ``accepts`` refuses.
+
+    One message shape for every codec: who refuses, the encoding and the
+    width of its components (what the OpenZL numeric stream is made of), and why.
+
+    Args:
+        codec: The refusing codec and its configuration, e.g. ``"geozl recipe 'auto'"``.
+        encoding: The encoding of the refused samples.
+        reason: Which part of the configuration needs which widths.
+        field: The configuration member to change.
+    """
+    return InvalidInputError(
+        f"{codec} does not take {encoding.name} samples ({encoding.component_bytes}-byte components): {reason}",
+        field=field,
+    )

@@ -12,7 +12,7 @@ import numpy as np
 
 from rumi_core.codecs._context import FORMAT_VERSION, ThreadLocalCache
 from rumi_core.codecs._decoding import frame_format_version
-from rumi_core.codecs._frames import prepare_frame
+from rumi_core.codecs._frames import prepare_frame, refuse_encoding
 from rumi_core.codecs._nodata import nodata_cache_key, nodata_to_json, parse_nodata
 from rumi_core.codecs._registry import FrameCodec, register_codec
 from rumi_core.errors import InvalidInputError
@@ -149,12 +149,8 @@ class GeoZLGraph(FrameCodec):
                 field="samples",
             )
         if not self.accepts(frame.encoding):
-            raise InvalidInputError(
-                f"geozl recipe {self.recipe!r} does not take {frame.encoding.name} samples "
-                f"({frame.encoding.decoded_bytes}-byte elements); 'transpose' needs at least "
-                "2 bytes and 'entropy' after a predictor at most 2",
-                field="codec.configuration.recipe",
-            )
+            reason = "'transpose' needs at least 2 bytes and 'entropy' after a predictor at most 2"
+            raise refuse_encoding(f"geozl recipe {self.recipe!r}", frame.encoding, reason, field="codec.configuration.recipe")
         try:
             graph = _graph(self.recipe, frame.width, frame.planes, frame.samples.dtype, self.nodata)
             out = geozl.compress(frame.samples, graph=graph)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from rumi_core.codecs._context import CompressionContext, ThreadLocalCache, zl
-from rumi_core.codecs._frames import prepare_frame
+from rumi_core.codecs._frames import prepare_frame, refuse_encoding
 from rumi_core.codecs._registry import FrameCodec, register_codec
 from rumi_core.errors import InvalidInputError
 
@@ -76,10 +76,8 @@ class OpenZLGraph(FrameCodec):
         """Compress one frame; see :meth:`FrameCodec.encode`."""
         frame = prepare_frame(samples, axes)
         if not self.accepts(frame.encoding):
-            raise InvalidInputError(
-                f"OpenZL graph {self.graph!r} takes components of at most 2 bytes, not {frame.encoding.name}; use 'field_lz' or 'compress'",
-                field="codec.configuration.graph",
-            )
+            reason = "it takes components of at most 2 bytes; use 'field_lz' or 'compress'"
+            raise refuse_encoding(f"OpenZL graph {self.graph!r}", frame.encoding, reason, field="codec.configuration.graph")
         try:
             return _CONTEXTS.get(self.graph, lambda: _context(self.graph)).compress(frame.stream())
         except RuntimeError as err:

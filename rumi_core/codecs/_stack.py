@@ -19,7 +19,7 @@ import numpy as np
 
 from rumi_core.codecs._chain import Chain, chain_graph, terminal_graph
 from rumi_core.codecs._context import CompressionContext, ThreadLocalCache, gl, zl
-from rumi_core.codecs._frames import prepare_frame
+from rumi_core.codecs._frames import prepare_frame, refuse_encoding
 from rumi_core.codecs._geozl import GEOZL_ENCODINGS
 from rumi_core.codecs._nodata import nodata_to_json, parse_nodata
 from rumi_core.codecs._registry import FrameCodec, register_codec
@@ -221,12 +221,8 @@ class StackCodec(FrameCodec):
         """Compress one frame; see :meth:`FrameCodec.encode`."""
         frame = prepare_frame(samples, axes)
         if not self.accepts(frame.encoding):
-            raise InvalidInputError(
-                f"stack codec {self._key} does not take {frame.encoding.name} samples "
-                f"({frame.encoding.component_bytes}-byte components): 'entropy' takes at most 2 bytes, "
-                "'transpose' at least 2, nodata only geozl's eleven dtypes",
-                field="codec.configuration",
-            )
+            reason = "'entropy' takes at most 2 bytes, 'transpose' at least 2, nodata only geozl's eleven dtypes"
+            raise refuse_encoding(f"stack codec {self._key}", frame.encoding, reason, field="codec.configuration")
         rows = frame.samples.shape[axes.index("h")]
         row = frame.width * (frame.encoding.decoded_bytes // frame.encoding.component_bytes)
         key = (self._key, frame.planes, rows, row, frame.encoding.component_bytes, frame.encoding.dtype.str)

@@ -330,7 +330,7 @@ def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_th
     from pipelines.planning.scene import Scene, SourceBand
 
     def scene(href: str, x0: float, day: int) -> Scene:
-        band = SourceBand(1, band_text(BANDS["B04"]), None, 0.0001, -0.1)
+        band = SourceBand(band_text(BANDS["B04"]), None, 0.0001, -0.1, index=1)
         grid = Grid("EPSG:32633", (10.0, 0.0, x0, 0.0, -10.0, 5800020.0), 8, 8)
         return Scene(href, grid, "uint16", 0.0, (band,), 1685577600 + day * 86400, href, family="S2L2A_T33UUU_10m_o1000")
 
