@@ -330,10 +330,17 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _peer() -> Path:
+    """rumi-eo's interpreter: ``RUMI_PEER_PYTHON``, or ``.venv-peer`` built on first use (as tests/test_interop.py does)."""
     peer = rumi_eo_environment(REPO)
-    candidate = Path(os.environ.get("RUMI_PEER_PYTHON") or peer.python)
-    if peer.probe_output(candidate) != peer.expect:
-        pytest.skip("rumi-eo 0.26.1 not available (set RUMI_PEER_PYTHON, or run tests/test_interop.py once to build .venv-peer)")
+    override = os.environ.get("RUMI_PEER_PYTHON")
+    reason = None if override else peer.build()
+    candidate = Path(override) if override else peer.python
+    if reason is None and peer.probe_output(candidate) != peer.expect:
+        reason = f"{candidate} has no rumi-eo {peer.expect}"
+    if reason is not None:
+        if os.environ.get("RUMI_REQUIRE_PEER") == "1":
+            pytest.fail(f"rumi-eo is required (RUMI_REQUIRE_PEER=1) but unavailable: {reason}")
+        pytest.skip(f"rumi-eo peer environment unavailable: {reason}")
     return candidate
 
 
