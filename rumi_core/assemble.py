@@ -12,7 +12,9 @@ parts of a file are independent:
 So separate workers may compress frames and produce the trailer, and only the
 frame sizes need to meet in one place. :class:`FileAssembler` streams frames
 into a temporary file beside the destination, writes the head once the
-counts are known, builds the header blob from the finalized temporary file
+counts are known (first, when the caller knows them up front, so the file is
+written in one sequential pass and hashed as it goes), builds the header blob
+from the finalized temporary file
 (checking it against the IFD, as *Creating the header blob* requires) and only
 then renames it into place. On any error the temporary file is removed, so a
 finished name never holds a partial file.
@@ -20,6 +22,7 @@ finished name never holds a partial file.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from typing import TYPE_CHECKING
@@ -29,7 +32,7 @@ from rumi_core.files import umask_mode
 from rumi_core.ifd import base_frame_offset, encode_head
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
     from types import TracebackType
 
     from rumi_core.georef import Georeferencing
@@ -46,9 +49,22 @@ class FileAssembler:
     >>> #     for frame in frames:          # in frame-index order
     >>> #         out.write_frame(frame)
     >>> # blob = out.header               # set once the file is published
+
+    An assembler of frames compressed elsewhere knows every frame's byte count
+    before the first frame: given ``counts``, the head is written first, each
+    frame must have its announced size, and the whole file is hashed while it
+    is written (:attr:`sha256`), so nobody reads it back to checksum it.
     """
 
-    def __init__(self, path: str | os.PathLike[str], layout: Layout, georef: Georeferencing, trailer: Trailer) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        layout: Layout,
+        georef: Georeferencing,
+        trailer: Trailer,
+        *,
+        counts: Sequence[int] | None = None,
+    ) -> None:
         if len(trailer.band_texts) != layout.samples_per_pixel:
             raise InvalidInputError(
                 f"{len(trailer.band_texts)} band texts for {layout.samples_per_pixel} bands; give one text per band",
@@ -65,8 +81,14 @@ class FileAssembler:
         self._trailer = trailer.to_bytes()
         self._counts: list[int] = []
         self._base = base_frame_offset(samples_per_pixel=layout.samples_per_pixel, frame_count=layout.frame_count)
+        self._announced = None if counts is None else [int(c) for c in counts]
+        if self._announced is not None and len(self._announced) != layout.frame_count:
+            raise InvalidInputError(f"{len(self._announced)} byte counts for {layout.frame_count} frames", field="TileByteCounts")
+        self._digest = None if counts is None else hashlib.sha256()
         self.header: bytes | None = None
         """The header blob, available after a successful exit."""
+        self.sha256: str | None = None
+        """The file's SHA-256 (hex) after a successful exit, when ``counts`` were given; else None."""
         directory = os.path.dirname(os.path.abspath(self.path))
         fd, self._tmp = tempfile.mkstemp(prefix=".", suffix=".rumi.partial", dir=directory)
         try:
@@ -76,10 +98,18 @@ class FileAssembler:
             os.unlink(self._tmp)
             raise
         try:
-            self._file.seek(self._base)
+            if self._announced is None:
+                self._file.seek(self._base)
+            else:
+                self._write(encode_head(layout, georef, self._announced))
         except BaseException:
             self.abort()
             raise
+
+    def _write(self, data: bytes | bytearray | memoryview) -> None:
+        self._file.write(data)
+        if self._digest is not None:
+            self._digest.update(data)
 
     @property
     def frames_written(self) -> int:
@@ -90,8 +120,8 @@ class FileAssembler:
         """Append the next frame in frame-index order.
 
         Raises:
-            InvalidInputError: the frame is empty, too large for uint32, or
-                beyond ``N``.
+            InvalidInputError: the frame is empty, too large for uint32,
+                beyond ``N``, or not of its announced size.
         """
         size = len(frame)
         index = len(self._counts)
@@ -99,7 +129,9 @@ class FileAssembler:
             raise InvalidInputError(f"the file has {self.layout.frame_count} frames; frame {index} is one too many", field="frames")
         if not 0 < size <= 0xFFFF_FFFF:
             raise InvalidInputError(f"frame {index} is {size} bytes; a frame is 1 to 4294967295 bytes", field="TileByteCounts")
-        self._file.write(frame)
+        if self._announced is not None and size != self._announced[index]:
+            raise InvalidInputError(f"frame {index} is {size} bytes, announced as {self._announced[index]}", field="TileByteCounts")
+        self._write(frame)
         self._counts.append(size)
 
     def _finish(self) -> bytes:
@@ -109,9 +141,10 @@ class FileAssembler:
             raise InvalidInputError(
                 f"only {len(self._counts)} of {self.layout.frame_count} frames were written", field="frames", rule="Every frame is present"
             )
-        self._file.write(self._trailer)
-        self._file.seek(0)
-        self._file.write(encode_head(self.layout, self.georef, self._counts))
+        self._write(self._trailer)
+        if self._digest is None:
+            self._file.seek(0)
+            self._file.write(encode_head(self.layout, self.georef, self._counts))
         self._file.flush()
         # mkstemp creates the file 0600; a published file gets the mode open()
         # would give it under the process's umask.
@@ -120,6 +153,8 @@ class FileAssembler:
         self._file.close()
         blob = build_header(self._tmp)
         os.replace(self._tmp, self.path)
+        if self._digest is not None:
+            self.sha256 = self._digest.hexdigest()
         return blob
 
     def abort(self) -> None:

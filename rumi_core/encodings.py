@@ -3,7 +3,11 @@
 Specification section *Sample encodings*. Only 21 pairs are valid. Each maps to
 exactly one NumPy dtype whose item size is the pair's *decoded bytes*:
 
-* the ML float types come from :mod:`ml_dtypes` (bfloat16 and five float8s);
+* the ML float types come from :mod:`ml_dtypes` (bfloat16 and five float8s),
+  imported the first time one of their dtypes is asked for: importing
+  ml_dtypes costs 0.6-0.9 s of CPU, paid otherwise by every process that
+  touches rumi_core (each conversion worker, each CLI call) for types most
+  files never use;
 * boolean is one decoded byte holding 0 or 1 (``numpy.bool_``);
 * complex with 16-bit components has no NumPy scalar type. It is represented
   exactly as the structured dtype ``[("real", "<f2"), ("imag", "<f2")]``: four
@@ -24,10 +28,11 @@ specification's *DLPack representation* table.
 
 from __future__ import annotations
 
+import functools
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import ml_dtypes
 import numpy as np
 
 from rumi_core.errors import InvalidInputError
@@ -63,10 +68,17 @@ class SampleEncoding:
     """Value of the SampleFormat tag (339)."""
     bits_per_sample: int
     """Value of the BitsPerSample tag (258): the logical width."""
-    dtype: np.dtype[Any] = field(compare=False)
-    """The NumPy dtype of one decoded sample, little-endian."""
     dlpack: tuple[int, int, int]
     """DLPack ``(code, bits, lanes)`` for exported tensors."""
+    numpy_type: np.dtype[Any] | str = field(compare=False, repr=False)
+    """The NumPy dtype, or the name of an :mod:`ml_dtypes` type resolved on first use (see :attr:`dtype`)."""
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        """The NumPy dtype of one decoded sample, little-endian."""
+        if isinstance(self.numpy_type, str):
+            return _ml_dtype(self.numpy_type)
+        return self.numpy_type
 
     @property
     def decoded_bytes(self) -> int:
@@ -92,8 +104,20 @@ class SampleEncoding:
         return encoding_for_pair(int(data["sample_format"]), int(data["bits_per_sample"]))
 
 
+@functools.cache
+def _ml_dtype(name: str) -> np.dtype[Any]:
+    import ml_dtypes
+
+    dtype: np.dtype[Any] = np.dtype(getattr(ml_dtypes, name)).newbyteorder("<")
+    return dtype
+
+
 def _enc(name: str, fmt: int, bits: int, dtype: DTypeLike, dl: tuple[int, int, int]) -> SampleEncoding:
-    return SampleEncoding(name, fmt, bits, np.dtype(dtype).newbyteorder("<"), dl)
+    return SampleEncoding(name, fmt, bits, dl, np.dtype(dtype).newbyteorder("<"))
+
+
+def _ml(name: str, fmt: int, bits: int, dl: tuple[int, int, int]) -> SampleEncoding:
+    return SampleEncoding(name, fmt, bits, dl, name)
 
 
 ENCODINGS: tuple[SampleEncoding, ...] = (
@@ -112,12 +136,12 @@ ENCODINGS: tuple[SampleEncoding, ...] = (
     _enc("complex32", 6, 32, COMPLEX32, (_DL_COMPLEX, 32, 1)),
     _enc("complex64", 6, 64, np.complex64, (_DL_COMPLEX, 64, 1)),
     _enc("complex128", 6, 128, np.complex128, (_DL_COMPLEX, 128, 1)),
-    _enc("float8_e4m3fn", 100, 8, ml_dtypes.float8_e4m3fn, (_DL_E4M3FN, 8, 1)),
-    _enc("float8_e5m2", 101, 8, ml_dtypes.float8_e5m2, (_DL_E5M2, 8, 1)),
-    _enc("bfloat16", 102, 16, ml_dtypes.bfloat16, (_DL_BFLOAT, 16, 1)),
-    _enc("float8_e8m0fnu", 103, 8, ml_dtypes.float8_e8m0fnu, (_DL_E8M0FNU, 8, 1)),
-    _enc("float8_e4m3fnuz", 107, 8, ml_dtypes.float8_e4m3fnuz, (_DL_E4M3FNUZ, 8, 1)),
-    _enc("float8_e5m2fnuz", 108, 8, ml_dtypes.float8_e5m2fnuz, (_DL_E5M2FNUZ, 8, 1)),
+    _ml("float8_e4m3fn", 100, 8, (_DL_E4M3FN, 8, 1)),
+    _ml("float8_e5m2", 101, 8, (_DL_E5M2, 8, 1)),
+    _ml("bfloat16", 102, 16, (_DL_BFLOAT, 16, 1)),
+    _ml("float8_e8m0fnu", 103, 8, (_DL_E8M0FNU, 8, 1)),
+    _ml("float8_e4m3fnuz", 107, 8, (_DL_E4M3FNUZ, 8, 1)),
+    _ml("float8_e5m2fnuz", 108, 8, (_DL_E5M2FNUZ, 8, 1)),
 )
 
 RESERVED_PAIRS = frozenset(
@@ -129,7 +153,7 @@ RESERVED_SAMPLE_FORMATS = frozenset({5, 104, 105, 106})
 """SampleFormat values reserved for future use."""
 
 _BY_PAIR = {(e.sample_format, e.bits_per_sample): e for e in ENCODINGS}
-_BY_DTYPE = {e.dtype: e for e in ENCODINGS}
+_BY_DTYPE = {e.numpy_type: e for e in ENCODINGS if not isinstance(e.numpy_type, str)}
 _BY_NAME = {e.name: e for e in ENCODINGS}
 
 
@@ -170,6 +194,8 @@ def encoding_for_dtype(dtype: DTypeLike | str) -> SampleEncoding:
         raise InvalidInputError(f"{dtype!r} is not a dtype", field="dtype") from err
     dt = dt.newbyteorder("<")
     found = _BY_DTYPE.get(dt)
+    if found is None and "ml_dtypes" in sys.modules:  # only an imported ml_dtypes can have made dt
+        found = next((e for e in ENCODINGS if isinstance(e.numpy_type, str) and e.dtype == dt), None)
     if found is None:
         names = ", ".join(e.name for e in ENCODINGS)
         raise InvalidInputError(

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from typing import Any
 
 import ml_dtypes
@@ -143,3 +145,18 @@ def test_dtypes_without_an_encoding_are_refused(dtype: Any) -> None:
 def test_not_a_dtype(dtype: Any, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         encoding_for_dtype(dtype)
+
+
+def test_ml_dtypes_is_imported_only_when_an_ml_type_is_asked_for() -> None:
+    """Each conversion worker and CLI call imports the codecs; ml_dtypes (0.6-0.9 s of CPU) waits for an ML type."""
+    code = (
+        "import sys, rumi_core.codecs, rumi_core.reader, pipelines.convert, pipelines.transforms.compress;"
+        "from rumi_core.encodings import encoding_for_pair, encoding_for_dtype;"
+        "before = 'ml_dtypes' in sys.modules;"
+        "assert encoding_for_dtype('uint16').dtype.str == '<u2' and 'ml_dtypes' not in sys.modules;"
+        "bf16 = encoding_for_pair(102, 16).dtype;"
+        "import ml_dtypes;"
+        "print(before, bf16 == ml_dtypes.bfloat16, encoding_for_dtype(ml_dtypes.float8_e5m2).name)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.split() == ["False", "True", "float8_e5m2"]

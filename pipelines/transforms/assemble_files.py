@@ -131,9 +131,10 @@ def assemble_cube(
     path, blob_path = published_paths(options, plan)
     if is_gs(path):
         return assemble_in_bucket(plan, counts, codec=codec, options=options, rasters=rasters)
+    sha256 = None
     if not _already_published(path, blob_path, counts):
         with contextlib.suppress(_PublishedMeanwhile):
-            _assemble_and_publish(plan, counts, options, rasters, path, blob_path)
+            sha256 = _assemble_and_publish(plan, counts, options, rasters, path, blob_path)
     shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
     return manifest_entry(
         plan,
@@ -141,7 +142,7 @@ def assemble_cube(
         codec=codec,
         file_bytes=os.path.getsize(path),
         blob_bytes=os.path.getsize(blob_path),
-        sha256=file_sha256(path),
+        sha256=sha256 or file_sha256(path),
     )
 
 
@@ -151,12 +152,13 @@ class _PublishedMeanwhile(Exception):
 
 def _assemble_and_publish(
     plan: CubePlan, counts: list[int], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
-) -> None:
+) -> str:
+    """Write the file from its parts (hashed on the way), verify it, publish it and its blob; return its SHA-256."""
     os.makedirs(options.staging_dir, exist_ok=True)
     staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
     write = plan.write_plan
     try:
-        with FileAssembler(staged, write.layout, write.georef, write.trailer) as out:
+        with FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out:
             for index, count in enumerate(counts):
                 try:
                     with open(part_path(options.parts_dir, plan.cube_id, index), "rb") as f:
@@ -168,10 +170,11 @@ def _assemble_and_publish(
                 if len(frame) != count:
                     raise AssemblyError(f"cube {plan.cube_id}: part {index} holds {len(frame)} bytes, the frame stage wrote {count}")
                 out.write_frame(frame)
-        assert out.header is not None
+        assert out.header is not None and out.sha256 is not None
         verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
         write_atomic(blob_path, out.header)
         os.replace(staged, path)
+        return out.sha256
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(staged)

@@ -1,0 +1,72 @@
+"""FileAssembler: a file from pre-compressed frames, with or without the byte counts known up front."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+
+import rumi_core
+from rumi_core.assemble import FileAssembler
+from rumi_core.codecs import parse_codec
+from rumi_core.encodings import encoding_for_dtype
+from rumi_core.errors import InvalidInputError
+from rumi_core.georef import Georeferencing
+from rumi_core.layout import Layout
+from rumi_core.time_coordinates import TimeCoordinates
+from rumi_core.trailer import Trailer
+from rumi_core.writer import frame_samples
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+LAYOUT = Layout(20, 18, 3, 2, 8, 8, encoding_for_dtype("uint16"), 0)
+TRAILER = Trailer(("red", "nir"), TimeCoordinates.from_values(["2020-01-01", "2020-02-01", "2020-03-01"]))
+
+
+def _cube() -> np.ndarray:
+    rng = np.random.default_rng(3)
+    return rng.integers(0, 4000, size=(3, 2, 18, 20), dtype="uint16")
+
+
+def _frames(cube: np.ndarray) -> list[bytes]:
+    codec = parse_codec(None)
+    return [codec.encode(frame_samples(cube, LAYOUT, i), axes=LAYOUT.frame_axes) for i in range(LAYOUT.frame_count)]
+
+
+def _write(path: Path, frames: list[bytes], counts: list[int] | None) -> FileAssembler:
+    with FileAssembler(path, LAYOUT, Georeferencing.undefined(), TRAILER, counts=counts) as out:
+        for frame in frames:
+            out.write_frame(frame)
+    return out
+
+
+def test_known_counts_write_the_same_file_and_hash_it_on_the_way(tmp_path: Path) -> None:
+    cube = _cube()
+    frames = _frames(cube)
+    late = _write(tmp_path / "late.rumi", frames, None)
+    early = _write(tmp_path / "early.rumi", frames, [len(f) for f in frames])
+    assert (tmp_path / "early.rumi").read_bytes() == (tmp_path / "late.rumi").read_bytes()
+    assert early.header == late.header
+    assert early.sha256 == hashlib.sha256((tmp_path / "early.rumi").read_bytes()).hexdigest()
+    assert late.sha256 is None  # the head went in last: nothing hashed the file in order
+    assert early.header is not None
+    np.testing.assert_array_equal(rumi_core.read(tmp_path / "early.rumi", early.header), cube)
+
+
+def test_a_frame_of_another_size_than_announced_is_refused_and_nothing_is_left(tmp_path: Path) -> None:
+    frames = _frames(_cube())
+    counts = [len(f) for f in frames]
+    counts[5] += 1
+    with pytest.raises(InvalidInputError, match=r"frame 5 is \d+ bytes, announced as \d+") as info:
+        _write(tmp_path / "f.rumi", frames, counts)
+    assert info.value.field == "TileByteCounts"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_counts_for_another_number_of_frames_are_refused_before_any_file_exists(tmp_path: Path) -> None:
+    with pytest.raises(InvalidInputError, match=r"^53 byte counts for 54 frames"):
+        FileAssembler(tmp_path / "f.rumi", LAYOUT, Georeferencing.undefined(), TRAILER, counts=[1] * 53)
+    assert list(tmp_path.iterdir()) == []
