@@ -1,8 +1,12 @@
 """Conversion benchmark: ``rumi convert`` on 2 workers against GDAL's COG driver.
 
-Generates 20 dates x 4 bands of Sentinel-2-like 2048 x 2048 uint16 scenes (one
-DEFLATE GeoTIFF per date and band, 80 files), then in the same run
+Generates 20 dates (``--dates``) x 4 bands of Sentinel-2-like 2048 x 2048
+uint16 scenes (one DEFLATE GeoTIFF per date and band, 80 files), then in the
+same run
 
+* converts one date of 512 x 512 scenes the same way, to show the pipeline's
+  fixed cost (starting Beam and its two worker processes, the planning and
+  publishing stages, stopping the workers) apart from the per-GB cost;
 * converts them with the pipeline on the FnApiRunner with two worker
   processes;
 * converts each scene to a Cloud Optimized GeoTIFF with rasterio/GDAL
@@ -12,8 +16,8 @@ sampling, for both, the resident memory (RSS) and CPU time (user + system)
 of every child process. It prints input MB/s (uncompressed pixels per second
 of wall time) and the same-run ratio rumi / COG, CPU seconds per GB of pixels
 (summed over the worker processes, plus the launching process), the peak RSS
-of each worker and what conversion added over a process with the same
-imports, output sizes and compression ratios, as Markdown for
+of each worker and what conversion added over a process that imported the
+same modules as that worker (:class:`WorkerImports`), output sizes and compression ratios, as Markdown for
 ``benchmarks/README.md``, with the load average before and after. Not a timed
 test: run it by hand (``python benchmarks/convert.py``).
 """
@@ -21,6 +25,7 @@ test: run it by hand (``python benchmarks/convert.py``).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import shutil
 import sys
@@ -29,6 +34,7 @@ import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Final
 
 import psutil
 import rasterio
@@ -39,6 +45,18 @@ from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 
 DATES = [f"2023-{m:02d}-{d:02d}" for m in range(3, 13) for d in (5, 20)]
+"""The default series: 20 dates, twice a month from March to December."""
+
+
+def series_dates(count: int) -> list[str]:
+    """``count`` acquisition days: :data:`DATES` for up to 20, else one every 5 days from 1 January 2023.
+
+    Sentinel-2's two satellites revisit every 5 days, so 73 dates are one year of one tile.
+    """
+    if count <= len(DATES):
+        return DATES[:count]
+    first = dt.date(2023, 1, 1)
+    return [(first + dt.timedelta(days=5 * i)).isoformat() for i in range(count)]
 
 
 class ChildMonitor(threading.Thread):
@@ -87,20 +105,91 @@ class ChildMonitor(threading.Thread):
         return sorted(self.peaks.items(), key=lambda kv: -kv[1])[:n]
 
 
-def import_baseline() -> int:
-    """RSS of a fresh Python process that has imported what a worker imports, before any work.
+WORKER_IMPORTS: Final = (
+    "psutil",
+    "numpy",
+    "rasterio",
+    "apache_beam.runners.worker.sdk_worker_main",
+    "rumi_core",
+    "pipelines.convert",
+    "pipelines.transforms.frames",
+    "pipelines.transforms.compress",
+)
+"""What every worker imports before any work: Beam's SDK harness (gRPC, the data plane) and the frame stage."""
 
-    A worker process runs Beam's SDK harness (``sdk_worker_main``: gRPC, the
-    data plane), so the baseline imports it too.
+_RECORDER = """\
+import atexit, os, sys
+if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:  # a Beam SDK worker process
+    def _record():
+        with open(os.path.join({folder!r}, f"modules.{{os.getpid()}}"), "w") as f:
+            f.write("\\n".join(sorted(sys.modules)))
+    atexit.register(_record)
+"""
+
+
+class WorkerImports:
+    """Record the modules each Beam worker process has imported when it exits.
+
+    A ``sitecustomize`` module in a temporary folder put first on
+    ``PYTHONPATH`` (worker processes inherit the environment) registers an
+    exit handler in every SDK worker that writes ``sorted(sys.modules)`` to
+    ``modules.<pid>``. A worker that publishes the catalogue also imports
+    pystac, GeoPandas and Pillow, one that only compresses frames does not, so
+    each worker's memory is compared with a process that imported exactly what
+    that worker imported.
     """
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="rumi-bench-imports-")
+        self._saved: str | None = None
+
+    def __enter__(self) -> WorkerImports:
+        Path(self.folder, "sitecustomize.py").write_text(_RECORDER.format(folder=self.folder))
+        self._saved = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (self.folder, self._saved) if p)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = self._saved
+
+    def modules(self, pid: int) -> list[str]:
+        """The modules worker ``pid`` had imported when it exited; :data:`WORKER_IMPORTS` if it left no record."""
+        path = Path(self.folder, f"modules.{pid}")
+        if not path.exists():
+            return list(WORKER_IMPORTS)
+        return [m for m in path.read_text().split() if m not in ("__main__", "sitecustomize")]
+
+    def cleanup(self) -> None:
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def import_baseline(modules: list[str]) -> int:
+    """RSS of a fresh Python process that has imported ``modules`` (after :data:`WORKER_IMPORTS`), before any work."""
     code = (
-        "import psutil, numpy, rasterio, apache_beam.runners.worker.sdk_worker_main, rumi_core,"
-        " pipelines.convert, pipelines.transforms.frames, pipelines.transforms.compress;"
+        "import importlib, sys, psutil\n"
+        f"for name in {list(WORKER_IMPORTS) + modules!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception:\n"
+        "        pass\n"
         "print(psutil.Process().memory_info().rss)"
     )
     import subprocess
 
-    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip())
+    return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+
+
+def fixed_cost(work: Path) -> float:
+    """Seconds ``rumi convert`` takes for one date of 4 bands of 512² on the same runner: what any run costs."""
+    scenes = work / "scenes"
+    if not scenes.exists():
+        write_series(str(scenes), dates=DATES[:1], size=512, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
+    shutil.rmtree(work / "rumi", ignore_errors=True)
+    options = ConvertOptions(out=str(work / "rumi"), tile_size=512)
+    return run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]).seconds
 
 
 def to_cog(args: tuple[str, str]) -> int:
@@ -114,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=None, help="Where to generate scenes (default: a temporary directory).")
     parser.add_argument("--size", type=int, default=2048)
-    parser.add_argument("--dates", type=int, default=20)
+    parser.add_argument("--dates", type=int, default=20, help="Dates in the series (73: one year of Sentinel-2 at a 5-day revisit).")
     parser.add_argument("--tile-size", type=int, default=512)
     parser.add_argument(
         "--frame-unit",
@@ -125,10 +214,11 @@ def main(argv: list[str] | None = None) -> int:
     work = args.workdir or Path(tempfile.mkdtemp(prefix="rumi-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     scenes = work / "scenes"
+    imports = WorkerImports()
     try:
         t0 = time.perf_counter()
         if not scenes.exists():
-            write_series(str(scenes), dates=DATES[: args.dates], size=args.size, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
+            write_series(str(scenes), dates=series_dates(args.dates), size=args.size, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
         paths = sorted(str(p) for p in scenes.glob("*.tif"))
         pixels = len(paths) * args.size * args.size * 2
         files = sum(os.path.getsize(p) for p in paths)
@@ -138,13 +228,15 @@ def main(argv: list[str] | None = None) -> int:
             f" ready in {time.perf_counter() - t0:.0f} s"
         )
 
+        fixed_s = fixed_cost(work / "fixed")
         load_before = os.getloadavg()
         out = work / "rumi"
         shutil.rmtree(out, ignore_errors=True)
         rumi_monitor = ChildMonitor()
         rumi_monitor.start()
         options = ConvertOptions(out=str(out), tile_size=args.tile_size, frame_unit=args.frame_unit)
-        summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
+        with imports:
+            summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
         rumi_monitor.stop()
         rumi_s = summary.seconds
         rumi_bytes = sum(e.file_bytes for e in summary.entries)
@@ -186,20 +278,23 @@ def main(argv: list[str] | None = None) -> int:
             f"same run: rumi / COG input MB/s {cog_s / rumi_s:.2f}x (goal >= 2x); "
             f"CPU s/GB, workers and launcher: rumi {rumi_cpu / gb:.1f}, COG {cog_cpu / gb:.1f} (rumi: {rumi_cpu / cog_cpu:.2f}x the CPU)"
         )
+        print(f"fixed cost: converting one date of 4 bands of 512² took {fixed_s:.1f} s, start to finish")
         print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} CPUs")
-        baseline = import_baseline()
         for pid, peak in rumi_monitor.busiest(2):
+            modules = imports.modules(pid)
+            baseline = import_baseline(modules)
             growth = peak - baseline
             print(
-                f"rumi worker {pid}: peak RSS {peak / 2**20:.0f} MiB; one with the same imports holds {baseline / 2**20:.0f} MiB, "
-                f"so {growth / 2**20:.0f} MiB were added = {growth / scene_bytes:.2f}x one 4-band scene "
-                f"({scene_bytes / 2**20:.0f} MiB; goal < 2x)"
+                f"rumi worker {pid}: peak RSS {peak / 2**20:.0f} MiB; a process with the same {len(modules)} modules imported "
+                f"holds {baseline / 2**20:.0f} MiB, so {growth / 2**20:.0f} MiB were added = {growth / scene_bytes:.2f}x one "
+                f"4-band scene ({scene_bytes / 2**20:.0f} MiB; goal < 2x)"
             )
         for pid, peak in cog_monitor.busiest(2):
             print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB")
         print(f"launcher: peak RSS {rumi_monitor.launcher_rss / 2**20:.0f} MiB")
         print("rumi files: " + ", ".join(f"{e.cube_id} sha256 {e.sha256}" for e in summary.entries))
     finally:
+        imports.cleanup()
         if args.workdir is None:
             shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -70,3 +72,48 @@ def test_counts_for_another_number_of_frames_are_refused_before_any_file_exists(
     with pytest.raises(InvalidInputError, match=r"^53 byte counts for 54 frames"):
         FileAssembler(tmp_path / "f.rumi", LAYOUT, Georeferencing.undefined(), TRAILER, counts=[1] * 53)
     assert list(tmp_path.iterdir()) == []
+
+
+def _copy(path: Path, folder: Path, frames: list[bytes], counts: list[int] | None) -> FileAssembler:
+    folder.mkdir(exist_ok=True)
+    for i, frame in enumerate(frames):
+        (folder / f"{i:04d}").write_bytes(frame)
+    with FileAssembler(path, LAYOUT, Georeferencing.undefined(), TRAILER, counts=counts) as out:
+        for i in range(len(frames)):
+            out.copy_frame(folder / f"{i:04d}")
+    return out
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["counts-known", "counts-late"])
+def test_frames_copied_from_files_make_the_same_file(tmp_path: Path, known: bool) -> None:
+    cube = _cube()
+    frames = _frames(cube)
+    written = _write(tmp_path / "written.rumi", frames, None)
+    copied = _copy(tmp_path / "copied.rumi", tmp_path / "parts", frames, [len(f) for f in frames] if known else None)
+    assert (tmp_path / "copied.rumi").read_bytes() == (tmp_path / "written.rumi").read_bytes()
+    assert copied.header == written.header
+    assert copied.sha256 == (hashlib.sha256((tmp_path / "copied.rumi").read_bytes()).hexdigest() if known else None)
+
+
+def test_a_frame_file_the_kernel_cannot_copy_is_written_through_python(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """copy_file_range fails between some file systems (EXDEV) and on old kernels (ENOSYS)."""
+    frames = _frames(_cube())
+    expected = _write(tmp_path / "written.rumi", frames, [len(f) for f in frames])
+
+    def refuse(*args: object) -> int:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    copied = _copy(tmp_path / "copied.rumi", tmp_path / "parts", frames, [len(f) for f in frames])
+    assert (tmp_path / "copied.rumi").read_bytes() == (tmp_path / "written.rumi").read_bytes()
+    assert copied.sha256 == expected.sha256
+
+
+def test_a_frame_file_of_another_size_than_announced_is_refused(tmp_path: Path) -> None:
+    frames = _frames(_cube())
+    counts = [len(f) for f in frames]
+    frames[2] = frames[2] + b"\0"
+    with pytest.raises(InvalidInputError, match=r"frame 2 is \d+ bytes, announced as \d+"):
+        _copy(tmp_path / "f.rumi", tmp_path / "parts", frames, counts)
+    assert not (tmp_path / "f.rumi").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["parts"]

@@ -46,7 +46,7 @@ from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_e
 from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
 from pipelines.transforms.write_parts import FramePart, part_path, remove_parts
 from rumi_core.assemble import FileAssembler
-from rumi_core.errors import RumiError
+from rumi_core.errors import InvalidInputError, RumiError
 from rumi_core.files import write_atomic
 from rumi_core.header import HeaderBlob
 
@@ -159,17 +159,15 @@ def _assemble_and_publish(
     write = plan.write_plan
     try:
         with FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out:
-            for index, count in enumerate(counts):
+            for index in range(len(counts)):
                 try:
-                    with open(part_path(options.parts_dir, plan.cube_id, index), "rb") as f:
-                        frame = f.read()
+                    out.copy_frame(part_path(options.parts_dir, plan.cube_id, index))
                 except FileNotFoundError:
                     if _already_published(path, blob_path, counts):
                         raise _PublishedMeanwhile from None
                     raise AssemblyError(f"cube {plan.cube_id}: the part file of frame {index} is missing") from None
-                if len(frame) != count:
-                    raise AssemblyError(f"cube {plan.cube_id}: part {index} holds {len(frame)} bytes, the frame stage wrote {count}")
-                out.write_frame(frame)
+                except InvalidInputError as err:  # a part of another size than the frame stage reported
+                    raise AssemblyError(f"cube {plan.cube_id}: part {index}: {err}") from err
         assert out.header is not None and out.sha256 is not None
         verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
         write_atomic(blob_path, out.header)

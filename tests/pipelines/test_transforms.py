@@ -233,3 +233,28 @@ def test_frame_unit_measured_only_when_several_fit(series: Series, options: Conv
         assert FRAME_UNITS[unit].is_valid(bands=len(plan.bands), times=len(plan.times))
     finally:
         rasters.close()
+
+
+def test_assembly_refuses_a_part_of_another_size_or_a_missing_part(series: Series, options: ConvertOptions) -> None:
+    """A part file that does not hold what the frame stage reported never reaches a published file."""
+    import pytest
+
+    from pipelines.errors import AssemblyError
+    from pipelines.transforms.assemble_files import assemble_cube
+    from pipelines.transforms.write_parts import prepare_parts, write_part
+
+    plan = _plan(series, options)
+    _, _, cube = series
+    layout = plan.layout
+    prepare_parts(options.parts_dir, plan)
+    frames = [DEFAULT_CODEC.encode(frame_samples(cube, layout, i), axes=layout.frame_axes) for i in range(layout.frame_count)]
+    parts = [write_part(options.parts_dir, FrameKey(plan.cube_id, i), f) for i, f in enumerate(frames)]
+    Path(part_path(options.parts_dir, plan.cube_id, 1)).write_bytes(frames[1] + b"\0")
+    rasters = RasterCache()
+    with pytest.raises(AssemblyError, match=r"part 1: frame 1 is \d+ bytes, announced as \d+"):
+        assemble_cube(plan, parts, codec={"name": "raster"}, options=options, rasters=rasters)
+    os.unlink(part_path(options.parts_dir, plan.cube_id, 1))
+    with pytest.raises(AssemblyError, match=r"the part file of frame 1 is missing"):
+        assemble_cube(plan, parts, codec={"name": "raster"}, options=options, rasters=rasters)
+    rasters.close()
+    assert not any(name.endswith((".rumi", ".rumih")) for name in os.listdir(options.out))
