@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidInputError
@@ -84,12 +85,11 @@ class FileAssembler:
         self._announced = None if counts is None else [int(c) for c in counts]
         if self._announced is not None and len(self._announced) != layout.frame_count:
             raise InvalidInputError(f"{len(self._announced)} byte counts for {layout.frame_count} frames", field="TileByteCounts")
-        self._digest = None if counts is None else hashlib.sha256()
+        self._digest = None if counts is None else _BackgroundDigest()
         self.header: bytes | None = None
         """The header blob, available after a successful exit."""
         self.sha256: str | None = None
         """The file's SHA-256 (hex) after a successful exit, when ``counts`` were given; else None."""
-        self._buffer = bytearray()
         directory = os.path.dirname(os.path.abspath(self.path))
         self._fd, self._tmp = tempfile.mkstemp(prefix=".", suffix=".rumi.partial", dir=directory)
         self._open = True
@@ -142,25 +142,22 @@ class FileAssembler:
         pass through a fresh Python buffer: on this project's machine, 1.19 GB
         of 255 kB frame files took 0.55 s this way against 2.3-3.1 s read and
         written through Python. When the file is hashed, the frame is also read
-        into one reused buffer for the digest.
+        into one of two reused buffers and hashed on a background thread
+        while the next frames are copied.
 
         Raises:
             InvalidInputError: as :meth:`write_frame`.
             OSError: the file cannot be read.
         """
         with open(path, "rb", buffering=0) as source:
-            size = os.fstat(source.fileno()).st_size
+            fd = source.fileno()
+            size = os.fstat(fd).st_size
             self._check_next(size)
-            if len(self._buffer) < size:
-                self._buffer = bytearray(size)
-            view = memoryview(self._buffer)[:size]
-            if self._digest is not None:
-                _read_exactly(source.fileno(), view)
-                self._digest.update(view)
+            view = None if self._digest is None else self._digest.read_and_update(fd, size)
             left = size
             try:
                 while left:
-                    copied = os.copy_file_range(source.fileno(), self._fd, left, size - left)
+                    copied = os.copy_file_range(fd, self._fd, left, size - left)
                     if copied == 0:
                         raise InvalidInputError(f"{os.fspath(path)} ended {left} bytes early", field="frames")
                     left -= copied
@@ -168,8 +165,9 @@ class FileAssembler:
                 if left != size:
                     raise  # part of the frame went in: the file cannot be mended here
                 # No kernel copy between these files (another file system, an old kernel): write it ourselves.
-                if self._digest is None:
-                    _read_exactly(source.fileno(), view)
+                if view is None:
+                    view = memoryview(bytearray(size))
+                    _read_exactly(fd, view)
                 self._write(view, digest=False)  # already in the digest
         self._counts.append(size)
 
@@ -185,6 +183,7 @@ class FileAssembler:
             head = encode_head(self.layout, self.georef, self._counts)
             if os.pwrite(self._fd, head, 0) != len(head):
                 raise OSError(f"{self._tmp}: the head was written short")
+        sha256 = None if self._digest is None else self._digest.hexdigest()
         # mkstemp creates the file 0600; a published file gets the mode open()
         # would give it under the process's umask.
         os.fchmod(self._fd, umask_mode())
@@ -192,8 +191,7 @@ class FileAssembler:
         self._close()
         blob = build_header(self._tmp)
         os.replace(self._tmp, self.path)
-        if self._digest is not None:
-            self.sha256 = self._digest.hexdigest()
+        self.sha256 = sha256
         return blob
 
     def _close(self) -> None:
@@ -203,6 +201,8 @@ class FileAssembler:
 
     def abort(self) -> None:
         """Discard the temporary file."""
+        if self._digest is not None:
+            self._digest.close()
         self._close()
         if os.path.exists(self._tmp):
             os.unlink(self._tmp)
@@ -219,6 +219,52 @@ class FileAssembler:
         except BaseException:
             self.abort()
             raise
+
+
+class _BackgroundDigest:
+    """The SHA-256 of a byte stream, updated in order on one background thread.
+
+    hashlib releases the GIL on large updates, so a frame is hashed while the
+    next one is copied: on 1.19 GB of frames, hashing inline took 0.75 s of the
+    assembler's 2.7 s.
+    """
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="rumi-sha256")
+        self._buffers = [bytearray(), bytearray()]
+        self._pending: list[Future[None] | None] = [None, None]
+        self._turn = 0
+
+    def update(self, data: bytes | bytearray | memoryview) -> None:
+        """Hash a copy of ``data`` after everything given before."""
+        self._pool.submit(self._sha.update, bytes(data))
+
+    def read_and_update(self, fd: int, size: int) -> memoryview:
+        """Read the first ``size`` bytes of file ``fd`` into a reused buffer and hash them; return the buffer.
+
+        The two buffers take turns, so the view returned stays valid until the
+        call after next.
+        """
+        turn, self._turn = self._turn, 1 - self._turn
+        pending = self._pending[turn]
+        if pending is not None:
+            pending.result()  # this buffer's previous frame is hashed
+        if len(self._buffers[turn]) < size:
+            self._buffers[turn] = bytearray(size)
+        view = memoryview(self._buffers[turn])[:size]
+        _read_exactly(fd, view)
+        self._pending[turn] = self._pool.submit(self._sha.update, view)
+        return view
+
+    def hexdigest(self) -> str:
+        """The digest of everything given, once it is all hashed."""
+        self._pool.shutdown(wait=True)
+        return self._sha.hexdigest()
+
+    def close(self) -> None:
+        """Stop the background thread (idempotent)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _read_exactly(fd: int, view: memoryview) -> None:
