@@ -30,7 +30,7 @@ import os
 import threading
 from typing import Any
 
-__all__ = ["MAX_TOP_PAD", "keep_heap_slack"]
+__all__ = ["MAX_TOP_PAD", "keep_heap_slack", "release_free_memory"]
 
 MAX_TOP_PAD = 32 << 20
 """The largest pad ever set: 32 MiB, kept resident at most once per malloc arena."""
@@ -92,3 +92,25 @@ def keep_heap_slack(nbytes: int) -> int:
         if _TopPad.mallopt and want > _TopPad.pad and _TopPad.mallopt(_M_TOP_PAD, want) == 1:
             _TopPad.pad = want
         return _TopPad.pad
+
+
+def release_free_memory() -> bool:
+    """Give the C heap's free pages back to the kernel, keeping the pad set so far (glibc's ``malloc_trim``).
+
+    For a process that is done with a large, short-lived working set (a codec
+    search) and goes on with a small one: glibc returns only the top of the
+    heap by itself, so freed memory below live blocks stays resident.
+
+    Returns:
+        Whether memory was returned; False where malloc is not glibc's or the user tuned it.
+    """
+    if _TopPad.mallopt is None:
+        with _LOCK:
+            if _TopPad.mallopt is None:
+                _TopPad.mallopt = _mallopt()
+    if not _TopPad.mallopt:
+        return False
+    trim = ctypes.CDLL(None).malloc_trim
+    trim.argtypes = (ctypes.c_size_t,)
+    trim.restype = ctypes.c_int
+    return bool(trim(_TopPad.pad))

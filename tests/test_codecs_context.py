@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from rumi_core.codecs import FORMAT_VERSION, decode_frame
+from rumi_core.codecs import FORMAT_VERSION, decode_frame, release_contexts
 from rumi_core.codecs._context import CompressionContext, ThreadLocalCache, zl
 
 
@@ -41,6 +41,29 @@ def test_cache_entries_are_private_to_each_thread() -> None:
     assert seen[0] is seen[1]
     assert seen[0] is not here
     assert cache.get("k", object) is here
+
+
+def test_release_contexts_drops_the_calling_threads_entries_of_every_cache() -> None:
+    first: ThreadLocalCache[str, object] = ThreadLocalCache(4)
+    second: ThreadLocalCache[str, object] = ThreadLocalCache(4)
+    a, b = first.get("k", object), second.get("k", object)
+    elsewhere: list[object] = []
+
+    def other_thread() -> None:
+        elsewhere.append(first.get("k", object))
+        barrier.wait()  # the main thread releases its entries
+        barrier.wait()
+        elsewhere.append(first.get("k", object))
+
+    barrier = threading.Barrier(2)
+    thread = threading.Thread(target=other_thread)
+    thread.start()
+    barrier.wait()
+    release_contexts()
+    barrier.wait()
+    thread.join()
+    assert first.get("k", object) is not a and second.get("k", object) is not b
+    assert elsewhere[0] is elsewhere[1]  # another thread's contexts stay
 
 
 def test_compression_context_writes_the_format_version_on_every_frame() -> None:

@@ -26,7 +26,8 @@ from pipelines.planning.plan import sample_indices
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure, LazyCube, RasterDoFn, read_frame
-from rumi_core.codecs import FrameCodec, codec_from_dict
+from rumi_core.codecs import FrameCodec, codec_from_dict, release_contexts
+from rumi_core.heap import release_free_memory
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -62,6 +63,17 @@ def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ..
     return codec.encode(np.ascontiguousarray(samples), axes=axes)
 
 
+def _release_search() -> None:
+    """Free what a codec or frame-unit search built for candidates, before this worker compresses frames.
+
+    The search's contexts stayed in the worker's heap for the rest of the run:
+    a worker that chose the codec of a 20-date cube of 2048² scenes held 45 MiB
+    more than the other (measured in its RSS through the run).
+    """
+    release_contexts()
+    release_free_memory()
+
+
 class _FrameUnitFn(RasterDoFn):
     def __init__(self, access: Literal["tile", "cell"] | None) -> None:
         RasterDoFn.__init__(self)
@@ -72,6 +84,7 @@ class _FrameUnitFn(RasterDoFn):
             unit = measure_frame_unit(plan, LazyCube(plan, self.rasters), access=self.access)
         except SceneError:
             unit = plan.frame_unit  # an unreadable sample: the frame stage reports the scene
+        _release_search()
         inc(ChooseFrameUnits, f"frame_unit.{unit}")
         yield plan if unit == plan.frame_unit else dataclasses.replace(plan, frame_unit=unit)
 
@@ -92,6 +105,7 @@ class ChooseFrameUnits(DataclassPTransform[PCollection["CubePlan"], PCollection[
 class _ChooseFn(RasterDoFn):
     def process(self, plan: CubePlan) -> Iterator[tuple[str, dict[str, Any]]]:
         codec = select_codec(plan, self.rasters)
+        _release_search()
         inc(ChooseCodecs, "cubes")
         yield plan.cube_id, codec.to_dict()
 

@@ -46,7 +46,7 @@ OpenZLGraph(graph='zstd')
 
 from rumi_core.codecs._bounded import QUANTIZED_ENCODINGS, BoundedCodec, EncodedFrame, bounded_encoding_check
 from rumi_core.codecs._chain import Chain
-from rumi_core.codecs._context import FORMAT_VERSION
+from rumi_core.codecs._context import FORMAT_VERSION, release_contexts
 from rumi_core.codecs._decoding import decode_frame
 from rumi_core.codecs._error_bound import ErrorBound, parse_error_bound, within_bound
 from rumi_core.codecs._frames import UINT_BY_WIDTH
@@ -82,6 +82,7 @@ __all__ = [
     "parse_error_bound",
     "parse_nodata",
     "register_codec",
+    "release_contexts",
     "registered_codecs",
     "within_bound",
 ]

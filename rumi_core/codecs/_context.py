@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["FORMAT_VERSION", "CompressionContext", "ThreadLocalCache", "gl", "zl"]
+__all__ = ["FORMAT_VERSION", "CompressionContext", "ThreadLocalCache", "gl", "release_contexts", "zl"]
 
 # openzl ships a stub file but no py.typed marker, so mypy cannot analyse it.
 # Importing it by name keeps its objects typed as Any at this one boundary.
@@ -92,6 +92,23 @@ _K = TypeVar("_K", bound="Hashable")
 _V = TypeVar("_V")
 
 
+_CACHES: list[ThreadLocalCache[Any, Any]] = []
+"""Every codec cache, for :func:`release_contexts`."""
+
+
+def release_contexts() -> None:
+    """Drop the calling thread's compression contexts and graphs, of every codec.
+
+    Choosing a codec builds a context for each of some twenty candidates and
+    keeps them (each holds OpenZL's working buffers, 20 MiB together for 512²
+    uint16 samples) for frames that will never come; the frames of the chosen
+    codec build their own. Call it after such a search, then
+    :func:`rumi_core.heap.release_free_memory`.
+    """
+    for cache in _CACHES:
+        cache.clear()
+
+
 class ThreadLocalCache(Generic[_K, _V]):
     """A least-recently-used cache of at most ``size`` entries, one per thread.
 
@@ -102,6 +119,11 @@ class ThreadLocalCache(Generic[_K, _V]):
     def __init__(self, size: int) -> None:
         self._size = size
         self._local = threading.local()
+        _CACHES.append(self)
+
+    def clear(self) -> None:
+        """Drop the calling thread's entries."""
+        self._local.entries = OrderedDict()
 
     def get(self, key: _K, build: Callable[[], _V]) -> _V:
         """Return this thread's entry for ``key``, calling ``build`` to make it on a miss."""
