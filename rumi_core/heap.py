@@ -1,4 +1,4 @@
-"""Keep the C heap's pages mapped from one read to the next.
+"""Keep the C heap's pages mapped from one read (or frame) to the next, and hand them back when done.
 
 A read allocates its request buffer, its output, one array per decoded frame
 and, inside libgeozl (out of reach of any public API), OpenZL's intermediate
@@ -16,6 +16,11 @@ freezes glibc's dynamic mmap threshold at its 128 KiB start, which would send
 every frame to a fresh ``mmap``; so the threshold is set to 32 MiB, the
 ceiling glibc's own dynamic rule climbs to on 64-bit. The cost is at most the
 pad (:data:`MAX_TOP_PAD`) of resident memory per malloc arena after a read.
+
+A process that compresses frames one after another (a conversion worker)
+asks for the same slack for each frame's working set, and
+:func:`release_free_memory` returns what a short-lived search freed
+(glibc's ``malloc_trim``, keeping the pad) before its frames start.
 
 The settings are process-wide, so the pad is only ever raised, never
 lowered, and malloc is left alone when the user tuned it (``MALLOC_*_``
