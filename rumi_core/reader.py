@@ -10,7 +10,10 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    request, and never reads the IFD or the trailer;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
-   the GIL), and places the requested samples in the output.
+   the GIL): straight into the output where the whole frame is one
+   contiguous part of it (:func:`~rumi_core.selection.frame_target`, every
+   frame of a window of whole tile columns), else into a new array whose
+   requested samples are then copied into the output.
 
 Every size is checked before it is allocated or looped over
 (:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
@@ -33,11 +36,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from rumi_core.codecs import decode_frame
+from rumi_core.codecs._decoding import check_declared_size
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.selection import ReadSelection, output_positions, place_frame, resolve_selection
+from rumi_core.selection import ReadSelection, frame_target, output_positions, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, known_size, open_source
 
 if TYPE_CHECKING:
@@ -148,8 +152,8 @@ def default_threads() -> int:
 def _decode_together(
     frames: Sequence[int],
     runs: Sequence[FrameRequest],
-    fetch: Callable[[FrameRequest], memoryview],
-    decode: Callable[[int, memoryview, int], None],
+    fetch: Callable[[FrameRequest], bytes],
+    decode: Callable[[int, bytes, int], None],
     workers: int,
 ) -> None:
     """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` from the pool.
@@ -161,7 +165,7 @@ def _decode_together(
     are dropped once its last frame is decoded.
     """
     run_of = {f: k for k, run in enumerate(runs) for f in run[2]}
-    views: list[memoryview | None] = [None] * len(runs)
+    fetched: list[bytes | None] = [None] * len(runs)
     left = [len(run[2]) for run in runs]
     run_locks = [threading.Lock() for _ in runs]
     lock = threading.Lock()
@@ -181,18 +185,18 @@ def _decode_together(
                         # Another participant's fetch of this run failed: asking
                         # again would retry the same range once per thread.
                         return
-                    view = views[k]
-                    if view is None:
+                    data = fetched[k]
+                    if data is None:
                         try:
-                            view = views[k] = fetch(runs[k])
+                            data = fetched[k] = fetch(runs[k])
                         except BaseException:
                             failed.set()  # before the lock is released to a waiting participant
                             raise
-                decode(f, view, runs[k][0])
+                decode(f, data, runs[k][0])
                 with lock:
                     left[k] -= 1
                     if not left[k]:
-                        views[k] = None
+                        fetched[k] = None
         except BaseException:
             failed.set()
             raise
@@ -220,30 +224,47 @@ def describe_frame(layout: Layout, index: int) -> str:
 
 
 def decode_checked(
-    frame: bytes | memoryview, layout: Layout, index: int, *, where: str, offset: int, verify: bool = True
+    frame: bytes | memoryview,
+    layout: Layout,
+    index: int,
+    *,
+    where: str | Callable[[], str],
+    offset: int,
+    verify: bool = True,
+    out: Callable[[], NDArray[Any] | None] | None = None,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
-    The frame must decode to exactly its size (*Frame encoding*), and a
-    boolean frame must hold no byte other than 0 or 1 (*Sample encodings*: a
-    NumPy bool holding any other byte is not a valid bool).
+    The frame must declare and decode to exactly its size (*Frame encoding*),
+    and a boolean frame must hold no byte other than 0 or 1 (*Sample
+    encodings*: a NumPy bool holding any other byte is not a valid bool).
 
     Args:
-        where: What the message names first (the source and frame), ending without a colon.
+        where: What the message names first (the source and frame), ending
+            without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
+        out: Called once the frame's header has declared the right size, and
+            before it is decoded: returns where to decode it (see
+            :func:`~rumi_core.codecs.decode_frame`'s ``out``), or None for a
+            new array. So a caller allocates nothing for a frame that
+            contradicts the size the blob gives it (*Resource limits*).
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
             decoder's text is put on one line.
         InvalidFileError: a boolean byte is neither 0 nor 1.
     """
+    data = frame if isinstance(frame, bytes) else bytes(frame)
+    expected = layout.decoded_frame_bytes(index)
     try:
-        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify)
+        check_declared_size(data, decoded_bytes=expected)
+        raw = decode_frame(data, decoded_bytes=expected, verify=verify, out=None if out is None else out())
     except FrameDecodeError as err:
-        raise FrameDecodeError(f"{where}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
+        text = where if isinstance(where, str) else where()
+        raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
     if layout.encoding.name == "bool" and raw.max(initial=0) > 1:
         raise InvalidFileError(
-            f"{where} holds a boolean byte other than 0 or 1",
+            f"{where if isinstance(where, str) else where()} holds a boolean byte other than 0 or 1",
             field=f"frame {index}",
             rule="Boolean samples: every byte MUST be 0 or 1",
             offset=offset,
@@ -310,7 +331,7 @@ def read_selection(
     # decoding scratch), kept mapped for the next read (rumi_core.heap).
     keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
 
-    def fetch(run: FrameRequest) -> memoryview:
+    def fetch(run: FrameRequest) -> bytes:
         start, length, members = run
         (data,) = source.read_ranges([(start, length)])
         if len(data) != length:
@@ -320,20 +341,16 @@ def read_selection(
                 rule="Every frame is present",
                 offset=start + len(data),
             )
-        return memoryview(data)
+        return data
 
-    def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
-        offset, n = where[f]
-        o = offset - start
-        return decode_checked(view[o : o + n], layout, f, where=f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify)
-
-    # The output is allocated only once a frame has been fetched and decoded:
-    # a source that learns its size from an answer (HTTP's Content-Range) can
-    # then refuse a blob that claims more bytes than the file has, and a blob
-    # whose sizes the frames contradict is refused, before an output sized by
-    # the blob alone is allocated. Any frame will do, so on several threads
-    # every thread decodes from the start instead of waiting for the first.
-    # The positions too are as many as the output's bands and times.
+    # The output is allocated only once a frame has been fetched and its
+    # header has declared the size the blob gives it: a source that learns
+    # its size from an answer (HTTP's Content-Range) can then refuse a blob
+    # that claims more bytes than the file has, and a blob whose sizes the
+    # frames contradict is refused, before an output sized by the blob alone
+    # is allocated. Any frame will do, so on several threads every thread
+    # decodes from the start instead of waiting for the first. The positions
+    # too are as many as the output's bands and times.
     allocated: list[tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]] = []
     allocate_lock = threading.Lock()
 
@@ -345,18 +362,33 @@ def read_selection(
                     allocated.append((np.empty(shape, dtype=dtype), *output_positions(layout, sel)))
         return allocated[0]
 
-    def decode(f: int, view: memoryview, start: int) -> None:
-        frame = decode_raw(f, view, start).view(dtype).reshape(layout.frame_shape(f))
-        out, band_pos, time_pos, subset = output()
-        place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
+    def decode(f: int, data: bytes, start: int) -> None:
+        offset, n = where[f]
+        if n != len(data):  # one frame of a merged request
+            data = data[offset - start : offset - start + n]
+        # A frame that fills its place in the output is decoded there; any
+        # other is decoded to a new array and its selected samples copied.
+        direct: list[NDArray[Any] | None] = [None]
+
+        def target() -> NDArray[Any] | None:
+            out, band_pos, time_pos, _ = output()
+            direct[0] = frame_target(out, f, layout, sel, band_pos, time_pos)
+            return direct[0]
+
+        raw = decode_checked(
+            data, layout, f, where=lambda: f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify, out=target
+        )
+        if direct[0] is None:
+            out, band_pos, time_pos, subset = output()
+            place_frame(out, raw.view(dtype).reshape(layout.frame_shape(f)), f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 
     if workers == 1:
         for run in runs:
-            view = fetch(run)
+            data = fetch(run)
             for f in run[2]:
-                decode(f, view, run[0])
+                decode(f, data, run[0])
     else:
         _decode_together(frames, runs, fetch, decode, workers)
     out = allocated[0][0]

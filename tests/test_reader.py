@@ -14,6 +14,7 @@ import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
+from rumi_core.selection import frame_target, output_positions, resolve_selection
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
@@ -123,6 +124,63 @@ def test_selections_match_numpy(cube_file: tuple[Path, bytes, np.ndarray]) -> No
     assert np.array_equal(rumi_core.read(path, blob, times=np.array([2, 0])), data[[2, 0]])
     got = rumi_core.read(path, blob, bands=[3, 3, 0], times=[1], window=rasterio.windows.Window(col_off=40, row_off=60, width=50, height=7))
     assert np.array_equal(got, data[1:2][:, [3, 3, 0], 60:67, 40:90])
+
+
+@pytest.mark.parametrize("frame_unit", [0, 9, 3], ids=["band tiles", "time tiles", "cells"])
+@pytest.mark.parametrize("dtype", ["uint16", "uint8", "bool"])
+def test_frames_decoded_into_the_output_or_placed_match_numpy(tmp_path: Path, frame_unit: int, dtype: str) -> None:
+    """Windows one tile column wide (decoded in place where aligned), across columns, and bands selected twice."""
+    data = random_samples((3, 4, 37, 29), dtype, seed=frame_unit)
+    path = tmp_path / "odd.rumi"
+    times = ["2021-01-01", "2021-01-02", "2021-01-03"]
+    blob = rumi_core.write(path, data, bands=["a", "b", "c", "d"], times=times, tile_size=(8, 7), frame_unit=frame_unit)
+    windows = [((0, 37), (7, 14)), ((8, 16), (7, 14)), ((32, 37), (28, 29)), ((3, 20), (5, 20)), None]
+    for threads in (1, 2):
+        for window in windows:
+            rows, cols = window or ((0, 37), (0, 29))
+            for bands, times in ((None, None), ([2], [1]), ([1, 1, 3], [2, 0])):
+                got = rumi_core.read(path, blob, bands=bands, times=times, window=window, threads=threads)
+                want = data[:, :, rows[0] : rows[1], cols[0] : cols[1]]
+                want = want if bands is None else want[:, bands]
+                assert np.array_equal(got, want if times is None else want[times])
+
+
+def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_path: Path) -> None:
+    data = random_samples((2, 3, 16, 24), "uint16")
+    blob = HeaderBlob.from_bytes(
+        rumi_core.write(tmp_path / "t.rumi", data, bands=["a", "b", "c"], times=["2021-01-01", "2021-01-02"], tile_size=8)
+    )
+    layout = blob.layout
+
+    def targets(bands: list[int], times: list[int], rows: tuple[int, int], cols: tuple[int, int]) -> list[bool]:
+        sel = resolve_selection(layout, bands=bands, times=times, window=(rows, cols))
+        out = np.empty((len(sel.times), len(sel.bands), rows[1] - rows[0], cols[1] - cols[0]), np.uint16)
+        band_pos, time_pos, _ = output_positions(layout, sel)
+        found = []
+        for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
+            target = frame_target(out, f, layout, sel, band_pos, time_pos)
+            found.append(target is not None)
+            if target is not None:
+                row, _, band, time = layout.frame_location(f)
+                assert target.shape == (8, 8) and np.shares_memory(target, out) and target.flags.c_contiguous
+                assert target.ctypes.data == out[time_pos[time][0], band_pos[band][0], row * 8 - rows[0]].ctypes.data
+        return found
+
+    # A column of whole tiles exactly as wide as the window: every frame in place.
+    assert targets([0, 1, 2], [0, 1], (0, 16), (8, 16)) == [True] * 12
+    # Tiles cut by the window's rows, wider windows, a band twice: placed.
+    assert targets([0], [0], (4, 16), (8, 16)) == [False, True]
+    assert targets([0], [0], (0, 8), (0, 16)) == [False, False]
+    assert targets([1, 1], [0], (0, 8), (8, 16)) == [False]
+    # 8 x 8 uint16 is 128 bytes per band; a 4 x 4 window of 2-byte samples is 32: still aligned.
+    # A 3 x 3 window of bytes puts band 1 at byte 9, where OpenZL cannot write.
+    small = HeaderBlob.from_bytes(
+        rumi_core.write(tmp_path / "s.rumi", np.zeros((2, 3, 3), np.uint8), bands=["a", "b"], times=["2021-01-01"], tile_size=3)
+    ).layout
+    sel = resolve_selection(small, window=((0, 3), (0, 3)))
+    out = np.empty((1, 2, 3, 3), np.uint8)
+    band_pos, time_pos, _ = output_positions(small, sel)
+    assert [frame_target(out, f, small, sel, band_pos, time_pos) is not None for f in (0, 1)] == [out.ctypes.data % 8 == 0, False]
 
 
 # -- sources and blobs -----------------------------------------------------------------
