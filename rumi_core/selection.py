@@ -169,10 +169,11 @@ def frame_target(
 
     That is a tile frame (one band, one time step) selected once, whose tile
     lies inside the window and is exactly as wide as it (so the tile's rows
-    are contiguous in ``out``), at an 8-byte aligned address (where OpenZL
-    writes numeric streams). Decoding there spares a copy of the frame; a
-    one-tile window of tile frames is made only of such frames. Every other
-    frame goes through :func:`place_frame`.
+    are contiguous in ``out``), 8 bytes from ``out``'s start times a whole
+    number (OpenZL writes numeric streams at 8-byte aligned addresses, and
+    ``out`` starts at one, as NumPy allocates arrays). Decoding there spares
+    a copy of the frame; a one-tile window of tile frames is made only of
+    such frames. Every other frame goes through :func:`place_frame`.
     """
     row, col, band, time = layout.frame_location(index)
     if band is None or time is None:
@@ -182,5 +183,8 @@ def frame_target(
     bands, times = band_pos.get(band, ()), time_pos.get(time, ())
     if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:
         return None
-    target = out[times[0], bands[0], y0 - r0 : y1 - r0]
-    return None if target.ctypes.data % 8 else target
+    t, b, y = times[0], bands[0], y0 - r0
+    strides = out.strides
+    if (t * strides[0] + b * strides[1] + y * strides[2]) % 8:
+        return None
+    return out[t, b, y : y1 - r0]

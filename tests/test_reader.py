@@ -12,9 +12,13 @@ import rasterio.windows
 
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
+from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
+from rumi_core.layout import Layout
+from rumi_core.reader import plan_requests, resolve_header
 from rumi_core.selection import frame_target, output_positions, resolve_selection
+from rumi_core.sources import is_local
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
@@ -181,6 +185,48 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
     out = np.empty((1, 2, 3, 3), np.uint8)
     band_pos, time_pos, _ = output_positions(small, sel)
     assert [frame_target(out, f, small, sel, band_pos, time_pos) is not None for f in (0, 1)] == [out.ctypes.data % 8 == 0, False]
+
+
+class _LocalCountingSource(CountingSource):
+    local = True
+
+
+def test_a_local_source_is_asked_frame_by_frame_and_a_remote_one_in_merged_runs(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob_bytes, data = cube_file
+    blob = HeaderBlob.from_bytes(blob_bytes)
+    sel = resolve_selection(blob.layout)
+    per_frame = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True)]
+    merged = [(r.offset, r.length) for r in plan_requests(blob, sel)]
+    starts, lengths = blob.frame_ranges(range(blob.layout.frame_count))
+    assert per_frame == list(zip(starts.tolist(), lengths.tolist(), strict=True))
+    assert len(merged) == 1 and merged[0] == (per_frame[0][0], sum(n for _, n in per_frame))
+    for source_type, expected in ((_LocalCountingSource, per_frame), (CountingSource, merged)):
+        for threads in (1, 2):
+            with source_type(LocalFileSource(path)) as source:
+                assert np.array_equal(rumi_core.read(source, blob_bytes, threads=threads), data)
+                assert sorted(source.ranges) == expected
+    assert is_local(LocalFileSource(path)) and is_local(BytesSource(b"")) and not is_local(CountingSource(BytesSource(b"")))
+
+
+def test_a_blob_read_from_bytes_is_parsed_once_per_limits(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob_bytes, data = cube_file
+    with LocalFileSource(path) as source:
+        first = resolve_header(source, bytearray(blob_bytes))
+        assert resolve_header(source, blob_bytes) is first and first == HeaderBlob.from_bytes(blob_bytes)
+        assert resolve_header(source, blob_bytes, limits=Limits(max_output_bytes=1 << 20)) is not first
+        # A blob kept under looser limits is not reused under stricter ones.
+        with pytest.raises(ResourceLimitError, match="max_frames = 10"):
+            resolve_header(source, blob_bytes, limits=Limits(max_frames=10))
+        assert np.array_equal(rumi_core.read(source, blob_bytes), data)
+
+
+def test_a_blob_of_many_frames_is_not_kept() -> None:
+    layout = Layout(300, 300, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0)
+    many = HeaderBlob(layout, np.arange(layout.frame_count) % 7 + 1).to_bytes()
+    few = HeaderBlob(Layout(256, 256, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0), np.arange(1 << 16) % 7 + 1).to_bytes()
+    with BytesSource(b"") as source:
+        assert resolve_header(source, many) is not resolve_header(source, many)
+        assert resolve_header(source, few) is resolve_header(source, few)
 
 
 # -- sources and blobs -----------------------------------------------------------------

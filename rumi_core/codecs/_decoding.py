@@ -18,9 +18,11 @@ from rumi_core.codecs._context import zl
 from rumi_core.errors import FrameDecodeError, InvalidInputError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy.typing as npt
 
-__all__ = ["check_declared_size", "decode_frame", "frame_format_version"]
+__all__ = ["decode_frame", "frame_format_version"]
 
 _FRAME_MAGIC_BASE: Final = 0xD7B1A5C0
 """An OpenZL frame starts with this little-endian word plus its format version."""
@@ -72,36 +74,6 @@ def _declared_size(data: bytes) -> int:
         raise FrameDecodeError(f"not a readable OpenZL frame header: {err}", field="frame") from err
 
 
-def _expected_size(decoded_bytes: int) -> int:
-    if isinstance(decoded_bytes, bool) or not isinstance(decoded_bytes, (int, np.integer)) or decoded_bytes < 0:
-        raise InvalidInputError(
-            f"decoded_bytes must be a non-negative integer, got {decoded_bytes!r}",
-            field="decoded_bytes",
-        )
-    return int(decoded_bytes)
-
-
-def check_declared_size(frame: bytes, *, decoded_bytes: int) -> None:
-    """Check that a frame's header declares ``decoded_bytes`` of output, before anything is allocated for it.
-
-    The check :func:`decode_frame` starts with (*Resource limits*), for a
-    caller that allocates the destination of ``out`` only once a frame agrees
-    with the size it was derived from.
-
-    Raises:
-        FrameDecodeError: The header is unreadable or declares another size.
-        InvalidInputError: ``decoded_bytes`` is not a non-negative integer.
-    """
-    expected = _expected_size(decoded_bytes)
-    declared = _declared_size(frame)
-    if declared != expected:
-        raise FrameDecodeError(
-            f"frame declares {declared} decoded bytes, expected {expected}",
-            field="frame",
-            rule=_SIZE_RULE,
-        )
-
-
 def _decoder_into() -> Any:
     """libgeozl's C decoder that writes into a caller's buffer, or None where geozl no longer has it.
 
@@ -139,8 +111,7 @@ def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
     ffi, decompress = _DECODE_INTO
     written = ffi.new("size_t*")
     reason = ffi.new("char[]", _ERROR_TEXT)
-    destination = ffi.from_buffer(out, require_writable=True)
-    code = decompress(ffi.from_buffer(data), len(data), destination, out.size, written, int(verify), reason, _ERROR_TEXT)
+    code = decompress(ffi.from_buffer(data), len(data), ffi.from_buffer(out), out.size, written, int(verify), reason, _ERROR_TEXT)
     if code != 0:
         text = ffi.string(reason).decode("utf-8", "replace")
         raise RuntimeError(f"{text} (ZL error code {code})")
@@ -152,7 +123,7 @@ def decode_frame(
     *,
     decoded_bytes: int,
     verify: bool = True,
-    out: npt.NDArray[Any] | None = None,
+    out: npt.NDArray[Any] | Callable[[], npt.NDArray[Any] | None] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode one frame to its samples' bytes.
 
@@ -168,7 +139,10 @@ def decode_frame(
         out: Where to decode: a writable C-contiguous array of exactly
             ``decoded_bytes`` bytes whose first byte is 8-byte aligned (what
             OpenZL's numeric streams need), such as one band of a read's
-            output. None allocates a new array.
+            output; or a callable returning such an array or None, called
+            only once the frame has declared ``decoded_bytes``, so that a
+            caller allocates nothing for a frame that contradicts the size it
+            expects. None allocates a new array.
 
     Returns:
         A flat, writable, 8-byte aligned ``uint8`` array of exactly
@@ -182,10 +156,21 @@ def decode_frame(
         InvalidInputError: ``decoded_bytes`` is not a non-negative integer,
             or ``out`` is not such an array.
     """
-    expected = _expected_size(decoded_bytes)
+    if isinstance(decoded_bytes, bool) or not isinstance(decoded_bytes, (int, np.integer)) or decoded_bytes < 0:
+        raise InvalidInputError(
+            f"decoded_bytes must be a non-negative integer, got {decoded_bytes!r}",
+            field="decoded_bytes",
+        )
+    expected = int(decoded_bytes)
     data = frame if isinstance(frame, bytes) else bytes(frame)
-    target = _target(out, expected)
-    check_declared_size(data, decoded_bytes=expected)
+    declared = _declared_size(data)
+    if declared != expected:
+        raise FrameDecodeError(
+            f"frame declares {declared} decoded bytes, expected {expected}",
+            field="frame",
+            rule=_SIZE_RULE,
+        )
+    target = _target(out() if callable(out) else out, expected)
     if expected == 0:
         return np.zeros(0, np.uint8) if target is None else target
     if target is None:
