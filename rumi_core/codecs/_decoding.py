@@ -198,6 +198,6 @@ def _target(out: npt.NDArray[Any] | None, expected: int) -> npt.NDArray[np.uint8
             + (f" of {out.nbytes} bytes" if isinstance(out, np.ndarray) else ""),
             field="out",
         )
-    if out.ctypes.data % 8:
+    if out.__array_interface__["data"][0] % 8:  # not out.ctypes.data, which runs Python code of NumPy's
         raise InvalidInputError("out must start at an 8-byte aligned address (OpenZL writes numeric streams there)", field="out")
     return out.reshape(-1).view(np.uint8)
