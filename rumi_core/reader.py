@@ -28,6 +28,7 @@ other size, or a boolean byte other than 0 or 1, is an error, as in
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from collections import OrderedDict
@@ -356,7 +357,7 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    out_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    out_bytes = math.prod(shape) * dtype.itemsize
     limits.check("max_output_bytes", out_bytes, "the read's output array")
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
