@@ -6,8 +6,11 @@ Specification sections *Selective read model*, *Offset reconstruction* and
 1. resolves the selection (band and time positions, a pixel window);
 2. computes the frames that intersect it (:meth:`Layout.frames_for`);
 3. reconstructs their offsets from the packed byte counts;
-4. fetches exactly those ranges, merging runs of adjacent frames into one
-   request, and never reads the IFD or the trailer;
+4. fetches exactly those ranges, and never reads the IFD or the trailer:
+   from a remote source runs of adjacent frames are merged into one request
+   (each request pays a round trip), from a local one each frame is a request
+   of its own (:func:`~rumi_core.sources.is_local`), fetched by the thread
+   that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
    the GIL): straight into the output where the whole frame is one
