@@ -320,8 +320,11 @@ def report(results: dict[str, Any], raw_mb: float) -> None:
         if run["threads"] != 2 or run["scenario"] != GOAL_SCENARIO:
             continue
         one = next(r for r in runs if r["threads"] == 1 and all(r[k] == run[k] for k in ("file", "scenario", "verify")))
+        cpu = run["rumi-eo_cpu"] / run["rumi_core_cpu"]
         print(
-            f"  {run['file']}, checksums {'on' if run['verify'] else 'off'}: rumi_core / rumi-eo {run['rumi-eo'] / run['rumi_core']:.2f}x, "
+            f"  {run['file']}, checksums {'on' if run['verify'] else 'off'}: rumi_core / rumi-eo {run['rumi-eo'] / run['rumi_core']:.2f}x "
+            f"(at best times {run['rumi-eo_min'] / run['rumi_core_min']:.2f}x, in CPU time {cpu:.2f}x; "
+            f"{run['rumi_core'] * 1e3:.2f} vs {run['rumi-eo'] * 1e3:.2f} ms per read), "
             f"speed-up {one['rumi_core'] / run['rumi_core']:.2f}x = {one['rumi_core'] / run['rumi_core'] / control:.2f} of the control's"
         )
 

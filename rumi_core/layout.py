@@ -89,43 +89,45 @@ class Layout:
         parse_frame_unit(self.frame_unit, bands=self.samples_per_pixel, times=self.time_count)
 
     # -- derived sizes ---------------------------------------------------------------
+    # Cached: a read asks for them once or more per frame, and the fields they
+    # derive from never change (the dataclass is frozen).
 
     @cached_property
     def unit(self) -> FrameUnit:
         """The registered frame unit (parsed once: the read path asks for it per frame)."""
         return parse_frame_unit(self.frame_unit, bands=self.samples_per_pixel, times=self.time_count)
 
-    @property
+    @cached_property
     def is_cube(self) -> bool:
         """True for a Cube (``T > 1``), False for an Image."""
         return self.time_count > 1
 
-    @property
+    @cached_property
     def tiles_across(self) -> int:
         """``ceil(image_width / tile_width)``."""
         return -(-self.image_width // self.tile_width)
 
-    @property
+    @cached_property
     def tiles_down(self) -> int:
         """``ceil(image_length / tile_length)``."""
         return -(-self.image_length // self.tile_length)
 
-    @property
+    @cached_property
     def grid_size(self) -> int:
         """``g``, the number of tile locations."""
         return self.tiles_across * self.tiles_down
 
-    @property
+    @cached_property
     def frames_per_location(self) -> int:
         """Frames at one tile location: ``B * T`` for tiles, 1 for cells."""
         return self.samples_per_pixel * self.time_count if self.unit.holds == "tile" else 1
 
-    @property
+    @cached_property
     def frame_count(self) -> int:
         """``N``, the number of frames."""
         return self.grid_size * self.frames_per_location
 
-    @property
+    @cached_property
     def frame_axes(self) -> tuple[str, ...]:
         """Axis names of a decoded frame, e.g. ``("h", "w")`` or ``("t", "b", "h", "w")``."""
         return self.unit.layout(bands=self.samples_per_pixel, times=self.time_count)
@@ -185,7 +187,7 @@ class Layout:
             n *= d
         return n * self.encoding.decoded_bytes
 
-    @property
+    @cached_property
     def max_decoded_frame_bytes(self) -> int:
         """The largest ``decoded_frame_bytes`` of any frame (a full nominal tile)."""
         h = min(self.tile_length, self.image_length)

@@ -6,11 +6,17 @@ Specification sections *Selective read model*, *Offset reconstruction* and
 1. resolves the selection (band and time positions, a pixel window);
 2. computes the frames that intersect it (:meth:`Layout.frames_for`);
 3. reconstructs their offsets from the packed byte counts;
-4. fetches exactly those ranges, merging runs of adjacent frames into one
-   request, and never reads the IFD or the trailer;
+4. fetches exactly those ranges, and never reads the IFD or the trailer:
+   from a remote source runs of adjacent frames are merged into one request
+   (each request pays a round trip), from a local one each frame is a request
+   of its own (:func:`~rumi_core.sources.is_local`), fetched by the thread
+   that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
-   the GIL), and places the requested samples in the output.
+   the GIL): straight into the output where the whole frame is one
+   contiguous part of it (:func:`~rumi_core.selection.frame_target`, every
+   frame of a window of whole tile columns), else into a new array whose
+   requested samples are then copied into the output.
 
 Every size is checked before it is allocated or looped over
 (:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
@@ -25,8 +31,10 @@ other size, or a boolean byte other than 0 or 1, is an error, as in
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -37,8 +45,8 @@ from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.selection import ReadSelection, output_positions, place_frame, resolve_selection
-from rumi_core.sources import ByteSource, deadline, known_size, open_source
+from rumi_core.selection import ReadSelection, frame_target, output_positions, place_frame, resolve_selection
+from rumi_core.sources import ByteSource, deadline, is_local, known_size, open_source
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -69,12 +77,45 @@ def resolve_header(
     if isinstance(header, HeaderBlob):
         return header
     if header is not None:
-        return HeaderBlob.from_bytes(header, limits=limits)
+        return _parsed_blob(bytes(header), limits)
     from rumi_core.structure import read_structure
 
     head = read_structure(source, limits=limits).head
     blob = header_from_head(head)
     check_against_head(blob, head)
+    return blob
+
+
+_PARSED_BLOBS: OrderedDict[tuple[bytes, Limits], HeaderBlob] = OrderedDict()
+_PARSED_BLOBS_LOCK = threading.Lock()
+_PARSED_BLOBS_KEPT = 16
+"""Blobs kept parsed, the most recently read first."""
+_PARSED_BLOB_FRAMES = 1 << 16
+"""Blobs of more frames are parsed on every read, not kept: at most 1 MiB of counts and offsets each."""
+
+
+def _parsed_blob(data: bytes, limits: Limits) -> HeaderBlob:
+    """``HeaderBlob.from_bytes(data)``, kept for the next read of the same blob.
+
+    Reads that pass the blob's bytes (``rumi read FILE --header``, a catalog
+    item's inline blob) would otherwise parse and check it every time: 28 us
+    of a 512 x 512 window read in a warm loop, about 100 us in a read loop
+    where decoding has evicted it from the CPU caches (3 % of the read). A
+    parsed blob is immutable, so sharing it between reads and threads changes
+    nothing they return.
+    """
+    key = (data, limits)
+    with _PARSED_BLOBS_LOCK:
+        blob = _PARSED_BLOBS.get(key)
+        if blob is not None:
+            _PARSED_BLOBS.move_to_end(key)
+            return blob
+    blob = HeaderBlob.from_bytes(data, limits=limits)
+    if blob.layout.frame_count <= _PARSED_BLOB_FRAMES:
+        with _PARSED_BLOBS_LOCK:
+            _PARSED_BLOBS[key] = blob
+            while len(_PARSED_BLOBS) > _PARSED_BLOBS_KEPT:
+                _PARSED_BLOBS.popitem(last=False)
     return blob
 
 
@@ -89,19 +130,23 @@ class FrameRequest(NamedTuple):
     """The frame indices the run holds, in file order."""
 
 
-def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFAULT_LIMITS) -> list[FrameRequest]:
+def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFAULT_LIMITS, local: bool = False) -> list[FrameRequest]:
     """Return the requests a stateless read of ``sel`` makes, in file order.
 
     The needed frames come from *Selective read model*; runs of frames that
     are adjacent in the file are merged into one request of at most
-    ``limits.max_merged_request`` bytes. No request is ever made for metadata.
+    ``limits.max_merged_request`` bytes, unless the source is ``local``
+    (:func:`~rumi_core.sources.is_local`): then each frame is a request. No
+    request is ever made for metadata.
     """
     frames = blob.layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
     starts, lengths = blob.frame_ranges(frames)
-    return _merge(frames, starts.tolist(), lengths.tolist(), limits.max_merged_request)
+    return _requests(frames, starts.tolist(), lengths.tolist(), limits.max_merged_request, local=local)
 
 
-def _merge(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int], limit: int) -> list[FrameRequest]:
+def _requests(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int], limit: int, *, local: bool) -> list[FrameRequest]:
+    if local:
+        return [FrameRequest(start, length, [f]) for f, start, length in zip(frames, starts, lengths, strict=True)]
     runs: list[FrameRequest] = []
     for f, start, length in zip(frames, starts, lengths, strict=True):
         if runs:
@@ -148,8 +193,8 @@ def default_threads() -> int:
 def _decode_together(
     frames: Sequence[int],
     runs: Sequence[FrameRequest],
-    fetch: Callable[[FrameRequest], memoryview],
-    decode: Callable[[int, memoryview, int], None],
+    fetch: Callable[[FrameRequest], bytes],
+    decode: Callable[[int, bytes, int], None],
     workers: int,
 ) -> None:
     """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` from the pool.
@@ -161,7 +206,7 @@ def _decode_together(
     are dropped once its last frame is decoded.
     """
     run_of = {f: k for k, run in enumerate(runs) for f in run[2]}
-    views: list[memoryview | None] = [None] * len(runs)
+    fetched: list[bytes | None] = [None] * len(runs)
     left = [len(run[2]) for run in runs]
     run_locks = [threading.Lock() for _ in runs]
     lock = threading.Lock()
@@ -181,18 +226,18 @@ def _decode_together(
                         # Another participant's fetch of this run failed: asking
                         # again would retry the same range once per thread.
                         return
-                    view = views[k]
-                    if view is None:
+                    data = fetched[k]
+                    if data is None:
                         try:
-                            view = views[k] = fetch(runs[k])
+                            data = fetched[k] = fetch(runs[k])
                         except BaseException:
                             failed.set()  # before the lock is released to a waiting participant
                             raise
-                decode(f, view, runs[k][0])
+                decode(f, data, runs[k][0])
                 with lock:
                     left[k] -= 1
                     if not left[k]:
-                        views[k] = None
+                        fetched[k] = None
         except BaseException:
             failed.set()
             raise
@@ -220,17 +265,29 @@ def describe_frame(layout: Layout, index: int) -> str:
 
 
 def decode_checked(
-    frame: bytes | memoryview, layout: Layout, index: int, *, where: str, offset: int, verify: bool = True
+    frame: bytes | memoryview,
+    layout: Layout,
+    index: int,
+    *,
+    where: str | Callable[[], str],
+    offset: int,
+    verify: bool = True,
+    out: NDArray[Any] | Callable[[], NDArray[Any] | None] | None = None,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
-    The frame must decode to exactly its size (*Frame encoding*), and a
-    boolean frame must hold no byte other than 0 or 1 (*Sample encodings*: a
-    NumPy bool holding any other byte is not a valid bool).
+    The frame must declare and decode to exactly its size (*Frame encoding*),
+    and a boolean frame must hold no byte other than 0 or 1 (*Sample
+    encodings*: a NumPy bool holding any other byte is not a valid bool).
 
     Args:
-        where: What the message names first (the source and frame), ending without a colon.
+        where: What the message names first (the source and frame), ending
+            without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
+        out: Where to decode, as :func:`~rumi_core.codecs.decode_frame`
+            takes it: a callable is called once the frame's header has
+            declared the size the blob gives it, so a caller allocates
+            nothing for a frame that contradicts it (*Resource limits*).
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
@@ -238,12 +295,13 @@ def decode_checked(
         InvalidFileError: a boolean byte is neither 0 nor 1.
     """
     try:
-        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify)
+        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify, out=out)
     except FrameDecodeError as err:
-        raise FrameDecodeError(f"{where}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
+        text = where if isinstance(where, str) else where()
+        raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
     if layout.encoding.name == "bool" and raw.max(initial=0) > 1:
         raise InvalidFileError(
-            f"{where} holds a boolean byte other than 0 or 1",
+            f"{where if isinstance(where, str) else where()} holds a boolean byte other than 0 or 1",
             field=f"frame {index}",
             rule="Boolean samples: every byte MUST be 0 or 1",
             offset=offset,
@@ -267,6 +325,22 @@ def _check_file_holds(source: ByteSource, blob: HeaderBlob, size: int | None = N
         check_blob_fits(blob, size, where=source.name)
 
 
+def _checked_size(source: ByteSource, blob: HeaderBlob, sel: ReadSelection) -> int | None:
+    """The file's size if known before any frame is read, with the blob checked against it (:func:`_check_file_holds`)."""
+    size = known_size(source)
+    _check_file_holds(source, blob, size)
+    layout = blob.layout
+    tile_rows, tile_cols = layout.tile_span(sel.rows, sel.cols)
+    per_location = len(sel.bands) * len(sel.times) if layout.unit.holds == "tile" else 1
+    if size is None and len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
+        # A remote source learns its size from its first answer; before
+        # looping over this many frames, ask for it (one request) so that a
+        # blob claiming more frames than the file holds is refused first.
+        size = source.size()
+        _check_file_holds(source, blob, size)
+    return size
+
+
 def read_selection(
     source: ByteSource,
     blob: HeaderBlob,
@@ -286,31 +360,24 @@ def read_selection(
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    out_bytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    out_bytes = math.prod(shape) * dtype.itemsize
     limits.check("max_output_bytes", out_bytes, "the read's output array")
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
-    _check_file_holds(source, blob)
-    tile_rows, tile_cols = layout.tile_span(sel.rows, sel.cols)
-    per_location = len(sel.bands) * len(sel.times) if layout.unit.holds == "tile" else 1
-    if known_size(source) is None and len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
-        # A remote source learns its size from its first answer; before
-        # looping over this many frames, ask for it (one request) so that a
-        # blob claiming more frames than the file holds is refused first.
-        _check_file_holds(source, blob, source.size())
+    size = _checked_size(source, blob, sel)
     # Every frame adds at least one sample to the output, so this loop and
     # the ones below are bounded by the output checked above.
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
-    runs = _merge(frames, starts, lengths, limits.max_merged_request)
+    runs = _requests(frames, starts, lengths, limits.max_merged_request, local=is_local(source))
     workers = min(threads or default_threads(), len(frames))
     # What this read allocates (output, requests, each thread's frame and its
     # decoding scratch), kept mapped for the next read (rumi_core.heap).
     keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
 
-    def fetch(run: FrameRequest) -> memoryview:
+    def fetch(run: FrameRequest) -> bytes:
         start, length, members = run
         (data,) = source.read_ranges([(start, length)])
         if len(data) != length:
@@ -320,20 +387,16 @@ def read_selection(
                 rule="Every frame is present",
                 offset=start + len(data),
             )
-        return memoryview(data)
+        return data
 
-    def decode_raw(f: int, view: memoryview, start: int) -> NDArray[Any]:
-        offset, n = where[f]
-        o = offset - start
-        return decode_checked(view[o : o + n], layout, f, where=f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify)
-
-    # The output is allocated only once a frame has been fetched and decoded:
-    # a source that learns its size from an answer (HTTP's Content-Range) can
-    # then refuse a blob that claims more bytes than the file has, and a blob
-    # whose sizes the frames contradict is refused, before an output sized by
-    # the blob alone is allocated. Any frame will do, so on several threads
-    # every thread decodes from the start instead of waiting for the first.
-    # The positions too are as many as the output's bands and times.
+    # The output is allocated only once a frame has been fetched and its
+    # header has declared the size the blob gives it: a source that learns
+    # its size from an answer (HTTP's Content-Range) can then refuse a blob
+    # that claims more bytes than the file has, and a blob whose sizes the
+    # frames contradict is refused, before an output sized by the blob alone
+    # is allocated. Any frame will do, so on several threads every thread
+    # decodes from the start instead of waiting for the first. The positions
+    # too are as many as the output's bands and times.
     allocated: list[tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]] = []
     allocate_lock = threading.Lock()
 
@@ -341,22 +404,38 @@ def read_selection(
         if not allocated:
             with allocate_lock:
                 if not allocated:
-                    _check_file_holds(source, blob)
+                    if size is None:  # the first answer may have told it
+                        _check_file_holds(source, blob)
                     allocated.append((np.empty(shape, dtype=dtype), *output_positions(layout, sel)))
         return allocated[0]
 
-    def decode(f: int, view: memoryview, start: int) -> None:
-        frame = decode_raw(f, view, start).view(dtype).reshape(layout.frame_shape(f))
-        out, band_pos, time_pos, subset = output()
-        place_frame(out, frame, f, layout, sel, band_pos, time_pos, subset)
+    def decode(f: int, data: bytes, start: int) -> None:
+        offset, n = where[f]
+        if n != len(data):  # one frame of a merged request
+            data = data[offset - start : offset - start + n]
+        # A frame that fills its place in the output is decoded there; any
+        # other is decoded to a new array and its selected samples copied.
+        direct: list[NDArray[Any] | None] = [None]
+
+        def target() -> NDArray[Any] | None:
+            out, band_pos, time_pos, _ = output()
+            direct[0] = frame_target(out, f, layout, sel, band_pos, time_pos)
+            return direct[0]
+
+        raw = decode_checked(
+            data, layout, f, where=lambda: f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify, out=target
+        )
+        if direct[0] is None:
+            out, band_pos, time_pos, subset = output()
+            place_frame(out, raw.view(dtype).reshape(layout.frame_shape(f)), f, layout, sel, band_pos, time_pos, subset)
         if progress is not None:
             progress(1)
 
     if workers == 1:
         for run in runs:
-            view = fetch(run)
+            data = fetch(run)
             for f in run[2]:
-                decode(f, view, run[0])
+                decode(f, data, run[0])
     else:
         _decode_together(frames, runs, fetch, decode, workers)
     out = allocated[0][0]

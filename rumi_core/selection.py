@@ -6,7 +6,8 @@ selection is resolved against a :class:`~rumi_core.layout.Layout` once
 :class:`~rumi_core.Limits` before any list of positions is built); the reader
 (:mod:`rumi_core.reader`) and the catalogue's chip sampler then place each
 decoded frame's selected samples into a ``(T', B', h, w)`` output with
-:func:`output_positions` and :func:`place_frame`.
+:func:`output_positions` and :func:`place_frame`, or decode a frame straight
+into the part of the output :func:`frame_target` finds for it.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["ReadSelection", "output_positions", "place_frame", "resolve_selection"]
+__all__ = ["ReadSelection", "frame_target", "output_positions", "place_frame", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -154,3 +155,36 @@ def place_frame(
     if subset:
         cell = cell[np.ix_(sel.times, sel.bands)]
     out[:, :, dst_y, dst_x] = cell[:, :, src_y, src_x]
+
+
+def frame_target(
+    out: NDArray[Any],
+    index: int,
+    layout: Layout,
+    sel: ReadSelection,
+    band_pos: dict[int, list[int]],
+    time_pos: dict[int, list[int]],
+) -> NDArray[Any] | None:
+    """The part of ``out`` that frame ``index``, decoded whole, is exactly; None when there is none.
+
+    That is a tile frame (one band, one time step) selected once, whose tile
+    lies inside the window and is exactly as wide as it (so the tile's rows
+    are contiguous in ``out``), 8 bytes from ``out``'s start times a whole
+    number (OpenZL writes numeric streams at 8-byte aligned addresses, and
+    ``out`` starts at one, as NumPy allocates arrays). Decoding there spares
+    a copy of the frame; a one-tile window of tile frames is made only of
+    such frames. Every other frame goes through :func:`place_frame`.
+    """
+    row, col, band, time = layout.frame_location(index)
+    if band is None or time is None:
+        return None  # a cell frame's (t, b) axes are picked from and reordered
+    y0, y1, x0, x1 = layout.tile_bounds(row, col)
+    (r0, r1), (c0, c1) = sel.rows, sel.cols
+    bands, times = band_pos.get(band, ()), time_pos.get(time, ())
+    if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:
+        return None
+    t, b, y = times[0], bands[0], y0 - r0
+    strides = out.strides
+    if (t * strides[0] + b * strides[1] + y * strides[2]) % 8:
+        return None
+    return out[t, b, y : y1 - r0]

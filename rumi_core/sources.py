@@ -43,6 +43,7 @@ __all__ = [
     "BytesSource",
     "LocalFileSource",
     "deadline",
+    "is_local",
     "known_size",
     "open_source",
     "open_url",
@@ -98,6 +99,9 @@ class _SourceBase:
 
 class LocalFileSource(_SourceBase):
     """A local file read with ``os.pread``; safe to share between threads."""
+
+    local = True
+    """A request costs no round trip (see :func:`is_local`)."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
@@ -159,6 +163,9 @@ class LocalFileSource(_SourceBase):
 
 class BytesSource(_SourceBase):
     """A file held in memory."""
+
+    local = True
+    """A request costs no round trip (see :func:`is_local`)."""
 
     def __init__(self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>") -> None:
         self._data = memoryview(data).cast("B")
@@ -222,6 +229,19 @@ def known_size(source: ByteSource) -> int | None:
     method = getattr(source, "known_size", None)
     size = None if method is None else method()
     return None if size is None else int(size)
+
+
+def is_local(source: ByteSource) -> bool:
+    """Whether a request to ``source`` costs no round trip, only the copy of its bytes.
+
+    A source may offer an optional ``local`` attribute, True for a local file
+    or a buffer. Readers merge adjacent frames into one request for any other
+    source, where each request pays a network round trip; from a local one
+    they ask for each frame on its own, so that the threads decoding a read
+    each fetch their own frames while the others decode, and no frame is
+    copied out of a larger request.
+    """
+    return getattr(source, "local", False) is True
 
 
 @contextlib.contextmanager

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import geozl
 import ml_dtypes
 import numpy as np
 import pytest
@@ -27,6 +26,7 @@ from rumi_core.codecs import (
     PlaneCoding,
     RasterCodec,
     StackCodec,
+    _decoding,
     codec_from_dict,
     decode_frame,
     parse_codec,
@@ -372,12 +372,57 @@ def test_decode_accepts_bytes_like(kind: type) -> None:
 def test_wrong_size_frame_is_refused_before_decoding(monkeypatch: pytest.MonkeyPatch, delta: int) -> None:
     frame, samples = _frame(DEFAULT_CODEC)
     calls: list[object] = []
-    monkeypatch.setattr(geozl, "decompress", lambda *a, **k: calls.append(a))
+    monkeypatch.setattr(_decoding, "_decode_into", lambda *a, **k: calls.append(a))
     expected = samples.nbytes + delta
     with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}") as info:
         decode_frame(frame, decoded_bytes=expected)
+    with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}"):
+        decode_frame(frame, decoded_bytes=expected, out=np.empty(expected, np.uint8))
     assert calls == []
     assert "MUST check derived sizes" in str(info.value)
+
+
+def test_decode_into_a_given_array() -> None:
+    frame, samples = _frame(DEFAULT_CODEC)
+    out = np.full((2, 16, 16), 7, np.uint16)
+    got = decode_frame(memoryview(frame), decoded_bytes=samples.nbytes, out=out[1])
+    assert got.dtype == np.uint8 and np.shares_memory(got, out[1])
+    assert np.array_equal(out[1], samples) and (out[0] == 7).all()
+
+
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda: np.empty(511, np.uint8), "writable C-contiguous array of 512 bytes"),
+        (lambda: np.empty((16, 32), np.uint16)[:, ::2], "writable C-contiguous"),
+        (lambda: np.frombuffer(bytes(512), np.uint8), "writable"),
+        (lambda: np.empty(513, np.uint8)[1:], "8-byte aligned"),
+        (lambda: bytearray(512), "got bytearray"),
+    ],
+    ids=["size", "strided", "read-only", "misaligned", "not an array"],
+)
+def test_decode_refuses_an_out_it_cannot_write(monkeypatch: pytest.MonkeyPatch, make: Any, match: str) -> None:
+    frame, samples = _frame(DEFAULT_CODEC)
+    calls: list[object] = []
+    monkeypatch.setattr(_decoding, "_decode_into", lambda *a, **k: calls.append(a))
+    with pytest.raises(InvalidInputError, match=match):
+        decode_frame(frame, decoded_bytes=samples.nbytes, out=make())
+    assert calls == []
+
+
+def test_decode_without_geozls_c_entry_copies_geozl_decompress(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another geozl than the pinned one may lack the C function: the public decompress gives the same bytes."""
+    frame, samples = _frame(DEFAULT_CODEC)
+    direct = decode_frame(frame, decoded_bytes=samples.nbytes)
+    monkeypatch.setattr(_decoding, "_DECODE_INTO", None)
+    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == direct.tobytes() == samples.tobytes()
+    out = np.empty(256, np.uint16)
+    decode_frame(frame, decoded_bytes=samples.nbytes, out=out)
+    assert np.array_equal(out, samples.reshape(-1))
+    bad = bytearray(frame)
+    bad[len(bad) // 2] ^= 0x01
+    with pytest.raises(FrameDecodeError, match=r"frame failed to decode: .*checksum"):
+        decode_frame(bytes(bad), decoded_bytes=samples.nbytes, out=out)
 
 
 def test_corrupted_payload_fails_checksum() -> None:

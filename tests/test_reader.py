@@ -12,8 +12,13 @@ import rasterio.windows
 
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
+from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
+from rumi_core.layout import Layout
+from rumi_core.reader import plan_requests, resolve_header
+from rumi_core.selection import frame_target, output_positions, resolve_selection
+from rumi_core.sources import is_local
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
@@ -123,6 +128,105 @@ def test_selections_match_numpy(cube_file: tuple[Path, bytes, np.ndarray]) -> No
     assert np.array_equal(rumi_core.read(path, blob, times=np.array([2, 0])), data[[2, 0]])
     got = rumi_core.read(path, blob, bands=[3, 3, 0], times=[1], window=rasterio.windows.Window(col_off=40, row_off=60, width=50, height=7))
     assert np.array_equal(got, data[1:2][:, [3, 3, 0], 60:67, 40:90])
+
+
+@pytest.mark.parametrize("frame_unit", [0, 9, 3], ids=["band tiles", "time tiles", "cells"])
+@pytest.mark.parametrize("dtype", ["uint16", "uint8", "bool"])
+def test_frames_decoded_into_the_output_or_placed_match_numpy(tmp_path: Path, frame_unit: int, dtype: str) -> None:
+    """Windows one tile column wide (decoded in place where aligned), across columns, and bands selected twice."""
+    data = random_samples((3, 4, 37, 29), dtype, seed=frame_unit)
+    path = tmp_path / "odd.rumi"
+    times = ["2021-01-01", "2021-01-02", "2021-01-03"]
+    blob = rumi_core.write(path, data, bands=["a", "b", "c", "d"], times=times, tile_size=(8, 7), frame_unit=frame_unit)
+    windows = [((0, 37), (7, 14)), ((8, 16), (7, 14)), ((32, 37), (28, 29)), ((3, 20), (5, 20)), None]
+    for threads in (1, 2):
+        for window in windows:
+            rows, cols = window or ((0, 37), (0, 29))
+            for bands, times in ((None, None), ([2], [1]), ([1, 1, 3], [2, 0])):
+                got = rumi_core.read(path, blob, bands=bands, times=times, window=window, threads=threads)
+                want = data[:, :, rows[0] : rows[1], cols[0] : cols[1]]
+                want = want if bands is None else want[:, bands]
+                assert np.array_equal(got, want if times is None else want[times])
+
+
+def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_path: Path) -> None:
+    data = random_samples((2, 3, 16, 24), "uint16")
+    blob = HeaderBlob.from_bytes(
+        rumi_core.write(tmp_path / "t.rumi", data, bands=["a", "b", "c"], times=["2021-01-01", "2021-01-02"], tile_size=8)
+    )
+    layout = blob.layout
+
+    def targets(bands: list[int], times: list[int], rows: tuple[int, int], cols: tuple[int, int]) -> list[bool]:
+        sel = resolve_selection(layout, bands=bands, times=times, window=(rows, cols))
+        out = np.empty((len(sel.times), len(sel.bands), rows[1] - rows[0], cols[1] - cols[0]), np.uint16)
+        band_pos, time_pos, _ = output_positions(layout, sel)
+        found = []
+        for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
+            target = frame_target(out, f, layout, sel, band_pos, time_pos)
+            found.append(target is not None)
+            if target is not None:
+                row, _, band, time = layout.frame_location(f)
+                assert target.shape == (8, 8) and np.shares_memory(target, out) and target.flags.c_contiguous
+                assert target.ctypes.data == out[time_pos[time][0], band_pos[band][0], row * 8 - rows[0]].ctypes.data
+        return found
+
+    # A column of whole tiles exactly as wide as the window: every frame in place.
+    assert targets([0, 1, 2], [0, 1], (0, 16), (8, 16)) == [True] * 12
+    # Tiles cut by the window's rows, wider windows, a band twice: placed.
+    assert targets([0], [0], (4, 16), (8, 16)) == [False, True]
+    assert targets([0], [0], (0, 8), (0, 16)) == [False, False]
+    assert targets([1, 1], [0], (0, 8), (8, 16)) == [False]
+    # 8 x 8 uint16 is 128 bytes per band; a 4 x 4 window of 2-byte samples is 32: still aligned.
+    # A 3 x 3 window of bytes puts band 1 at byte 9, where OpenZL cannot write.
+    small = HeaderBlob.from_bytes(
+        rumi_core.write(tmp_path / "s.rumi", np.zeros((2, 3, 3), np.uint8), bands=["a", "b"], times=["2021-01-01"], tile_size=3)
+    ).layout
+    sel = resolve_selection(small, window=((0, 3), (0, 3)))
+    out = np.empty((1, 2, 3, 3), np.uint8)
+    band_pos, time_pos, _ = output_positions(small, sel)
+    assert [frame_target(out, f, small, sel, band_pos, time_pos) is not None for f in (0, 1)] == [out.ctypes.data % 8 == 0, False]
+
+
+class _LocalCountingSource(CountingSource):
+    local = True
+
+
+def test_a_local_source_is_asked_frame_by_frame_and_a_remote_one_in_merged_runs(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob_bytes, data = cube_file
+    blob = HeaderBlob.from_bytes(blob_bytes)
+    sel = resolve_selection(blob.layout)
+    per_frame = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True)]
+    merged = [(r.offset, r.length) for r in plan_requests(blob, sel)]
+    starts, lengths = blob.frame_ranges(range(blob.layout.frame_count))
+    assert per_frame == list(zip(starts.tolist(), lengths.tolist(), strict=True))
+    assert len(merged) == 1 and merged[0] == (per_frame[0][0], sum(n for _, n in per_frame))
+    for source_type, expected in ((_LocalCountingSource, per_frame), (CountingSource, merged)):
+        for threads in (1, 2):
+            with source_type(LocalFileSource(path)) as source:
+                assert np.array_equal(rumi_core.read(source, blob_bytes, threads=threads), data)
+                assert sorted(source.ranges) == expected
+    assert is_local(LocalFileSource(path)) and is_local(BytesSource(b"")) and not is_local(CountingSource(BytesSource(b"")))
+
+
+def test_a_blob_read_from_bytes_is_parsed_once_per_limits(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    path, blob_bytes, data = cube_file
+    with LocalFileSource(path) as source:
+        first = resolve_header(source, bytearray(blob_bytes))
+        assert resolve_header(source, blob_bytes) is first and first == HeaderBlob.from_bytes(blob_bytes)
+        assert resolve_header(source, blob_bytes, limits=Limits(max_output_bytes=1 << 20)) is not first
+        # A blob kept under looser limits is not reused under stricter ones.
+        with pytest.raises(ResourceLimitError, match="max_frames = 10"):
+            resolve_header(source, blob_bytes, limits=Limits(max_frames=10))
+        assert np.array_equal(rumi_core.read(source, blob_bytes), data)
+
+
+def test_a_blob_of_many_frames_is_not_kept() -> None:
+    layout = Layout(300, 300, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0)
+    many = HeaderBlob(layout, np.arange(layout.frame_count) % 7 + 1).to_bytes()
+    few = HeaderBlob(Layout(256, 256, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0), np.arange(1 << 16) % 7 + 1).to_bytes()
+    with BytesSource(b"") as source:
+        assert resolve_header(source, many) is not resolve_header(source, many)
+        assert resolve_header(source, few) is resolve_header(source, few)
 
 
 # -- sources and blobs -----------------------------------------------------------------
