@@ -110,18 +110,26 @@ def render_thumbnail(
     height, width = layout.image_length, layout.image_width
     step = max(1, -(-max(height, width) // max_size))
     rows_kept = np.arange(0, height, step)
-    cols = slice(0, width, step)
-    parts: list[NDArray[np.float64]] = []
+    cols_kept = np.arange(0, width, step)
+    # One tile at a time: the working set is one tile of each band, not a strip of the image.
+    strips: list[NDArray[np.float64]] = []
     for r0 in range(0, height, layout.tile_length):
         r1 = min(r0 + layout.tile_length, height)
-        wanted = rows_kept[(rows_kept >= r0) & (rows_kept < r1)]
-        if wanted.size == 0:
+        rows = rows_kept[(rows_kept >= r0) & (rows_kept < r1)]
+        if rows.size == 0:
             continue
-        sel = resolve_selection(layout, bands=positions, times=[time], window=((r0, r1), (0, width)))
-        data = read_selection(source, blob, sel, threads=threads)
-        strip = data[0] if layout.is_cube else data
-        parts.append(_as_float(strip[:, wanted - r0, cols]))
-    image = np.concatenate(parts, axis=1)
+        tiles: list[NDArray[np.float64]] = []
+        for c0 in range(0, width, layout.tile_width):
+            c1 = min(c0 + layout.tile_width, width)
+            cols = cols_kept[(cols_kept >= c0) & (cols_kept < c1)]
+            if cols.size == 0:
+                continue
+            sel = resolve_selection(layout, bands=positions, times=[time], window=((r0, r1), (c0, c1)))
+            data = read_selection(source, blob, sel, threads=threads)
+            tile = data[0] if layout.is_cube else data
+            tiles.append(_as_float(tile[:, rows - r0][:, :, cols - c0]))
+        strips.append(np.concatenate(tiles, axis=2))
+    image = np.concatenate(strips, axis=1)
     channels = [_stretch(image[i], _nodata_value(bands[p].nodata)) for i, p in enumerate(positions)]
     buf = io.BytesIO()
     if len(channels) == 3:
