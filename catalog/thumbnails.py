@@ -20,7 +20,7 @@ from rumi_core.reader import read_selection
 from rumi_core.selection import resolve_selection
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from numpy.typing import NDArray
 
@@ -80,6 +80,15 @@ def _nodata_value(value: float | str | None) -> float | None:
         return None
 
 
+def _spans(kept: NDArray[np.int64], extent: int, tile: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
+    """``(start, end, kept positions inside)`` of each tile span along one axis that keeps a position."""
+    for start in range(0, extent, tile):
+        end = min(start + tile, extent)
+        inside = kept[(kept >= start) & (kept < end)]
+        if inside.size:
+            yield start, end, inside
+
+
 def render_thumbnail(
     source: ByteSource,
     blob: HeaderBlob,
@@ -113,17 +122,9 @@ def render_thumbnail(
     cols_kept = np.arange(0, width, step)
     # One tile at a time: the working set is one tile of each band, not a strip of the image.
     strips: list[NDArray[np.float64]] = []
-    for r0 in range(0, height, layout.tile_length):
-        r1 = min(r0 + layout.tile_length, height)
-        rows = rows_kept[(rows_kept >= r0) & (rows_kept < r1)]
-        if rows.size == 0:
-            continue
+    for r0, r1, rows in _spans(rows_kept, height, layout.tile_length):
         tiles: list[NDArray[np.float64]] = []
-        for c0 in range(0, width, layout.tile_width):
-            c1 = min(c0 + layout.tile_width, width)
-            cols = cols_kept[(cols_kept >= c0) & (cols_kept < c1)]
-            if cols.size == 0:
-                continue
+        for c0, c1, cols in _spans(cols_kept, width, layout.tile_width):
             sel = resolve_selection(layout, bands=positions, times=[time], window=((r0, r1), (c0, c1)))
             data = read_selection(source, blob, sel, threads=threads)
             tile = data[0] if layout.is_cube else data
