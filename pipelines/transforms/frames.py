@@ -46,7 +46,7 @@ from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
 from pipelines.errors import PipelineError, SceneError
-from pipelines.rasters import RasterCache, gdal_env
+from pipelines.rasters import RasterCache, fit_block_cache, gdal_env
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from rumi_core.heap import keep_heap_slack
@@ -155,9 +155,9 @@ def _read_source(rasters: RasterCache, source: Source, rows: tuple[int, int], co
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
         dataset = rasters.get(source.href, source.warp)
-        # GDAL sizes its block cache when it first caches a block, and keeps every block of an open
-        # dataset until the cache is full: reading outside the environment that caps it let a worker
-        # cache up to 5 % of the machine's RAM in decoded source blocks.
+        # GDAL keeps every block of an open dataset until its cache is full: reading outside the
+        # environment that caps it let a worker cache up to 5 % of the machine's RAM in source blocks.
+        fit_block_cache(dataset, source.band, window)
         with gdal_env(source.href):
             data: NDArray[Any] = dataset.read(source.band, window=window)
     except RasterioError as err:

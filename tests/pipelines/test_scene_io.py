@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import threading
@@ -308,3 +309,106 @@ def test_gdal_block_cache_stays_capped_while_datasets_stay_open(tmp_path: Path) 
         assert _gdal_cache_used() <= GDAL_CACHE_BYTES
     finally:
         rasters.close()
+
+
+class _CountingOpener:
+    """A ``rasterio.open(opener=...)`` that counts the bytes GDAL reads from the file."""
+
+    def __init__(self) -> None:
+        self.bytes_read = 0
+
+    def __call__(self, path: str, mode: str = "rb") -> io.FileIO:
+        opener = self
+
+        class Counted(io.FileIO):
+            def read(self, size: int | None = -1) -> bytes:
+                data = super().read(size)
+                opener.bytes_read += len(data)
+                return data
+
+            def readinto(self, buffer: Any) -> int:
+                count = super().readinto(buffer) or 0
+                opener.bytes_read += count
+                return count
+
+        return Counted(path, "r")
+
+
+def _read_row_of_windows(path: str, expected: np.ndarray[Any, Any], *, fit: bool, offset: int) -> int:
+    """Read four 512² windows along a row of band 1, as the frame stage does; return the bytes read from the file."""
+    import rasterio
+    from rasterio.windows import Window
+
+    from pipelines.rasters import fit_block_cache, gdal_env
+
+    opener = _CountingOpener()
+    with gdal_env(path):
+        dataset = rasterio.open(path, opener=opener)
+    with dataset:
+        for i in range(4):
+            window = Window(offset + 512 * i, 512 + offset, 512, 512)
+            if fit:
+                fit_block_cache(dataset, 1, window)
+            with gdal_env(path):
+                data = dataset.read(1, window=window)
+            np.testing.assert_array_equal(data, expected[0, 512 + offset : 1024 + offset, offset + 512 * i : offset + 512 * (i + 1)])
+    return opener.bytes_read
+
+
+@pytest.mark.parametrize(
+    ("layout", "bands", "creation"),
+    [
+        ("strips of 2 rows", 1, {}),
+        ("strips of 16 rows", 1, {"blockysize": 16}),
+        ("tiles of 256", 1, {"tiled": True, "blockxsize": 256, "blockysize": 256}),
+        ("tiles of 1024", 1, {"tiled": True, "blockxsize": 1024, "blockysize": 1024}),
+        ("pixel-interleaved strips", 3, {"interleave": "pixel"}),
+        ("pixel-interleaved tiles of 256", 3, {"interleave": "pixel", "tiled": True, "blockxsize": 256, "blockysize": 256}),
+    ],
+)
+@pytest.mark.parametrize("offset", [0, 100], ids=["on the block grid", "off it"])
+def test_block_cache_fits_a_row_of_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, bands: int, creation: dict[str, Any], offset: int
+) -> None:
+    """The fitted cache decodes each source block once along a row of windows, as the 16 MiB maximum does, and no more memory.
+
+    A striped file is the case a cache too small hurts: every window of the
+    row decodes the same full-width strips again (the 1 MiB control shows it).
+    """
+    import rasterio
+
+    from pipelines import rasters
+
+    data = (np.random.default_rng(3).integers(0, 4000, (bands, 2048, 2560)) // 7).astype(np.uint16)
+    path = str(tmp_path / "source.tif")
+    profile = {"driver": "GTiff", "width": 2560, "height": 2048, "count": bands, "dtype": "uint16", "compress": "deflate"}
+    profile.update(crs="EPSG:32632", transform=rasterio.Affine(*T))
+    with rasterio.open(path, "w", **profile, **creation) as dst:
+        dst.write(data)
+
+    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.GDAL_CACHE_BYTES)
+    once = _read_row_of_windows(path, data, fit=False, offset=offset)
+    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
+    fitted = _read_row_of_windows(path, data, fit=True, offset=offset)
+    assert fitted == once, layout
+    assert rasters._BlockCache.limit <= rasters.GDAL_CACHE_BYTES
+    if layout == "tiles of 256":
+        assert rasters._BlockCache.limit <= 2 << 20  # what the fixed 16 MiB held beyond this is gone
+    if layout.startswith("strips"):
+        monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
+        assert _read_row_of_windows(path, data, fit=False, offset=offset) > 2 * once  # the control: strips decoded again
+
+
+def test_block_cache_only_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small window after a large one keeps the larger cache, so one thread cannot evict another's blocks."""
+    import rasterio
+    from rasterio.windows import Window
+
+    from pipelines import rasters
+
+    path = write_geotiff(str(tmp_path / "s.tif"), _data((1, 2048, 2048)), epsg=32632, transform=T, tiled=False)
+    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
+    with rasterio.open(path) as dataset:
+        large = rasters.fit_block_cache(dataset, 1, Window(0, 0, 512, 512))
+        assert large == 512 * 2048 * 2 * 5 // 4  # 512 rows of full-width strips, and a quarter more
+        assert rasters.fit_block_cache(dataset, 1, Window(0, 0, 16, 16)) == large
