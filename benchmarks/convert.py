@@ -5,43 +5,46 @@ uint16 scenes (one DEFLATE GeoTIFF per date and band, 80 files), then in the
 same run
 
 * converts one date of 512 x 512 scenes the same way, to show the pipeline's
-  fixed cost (starting Beam and its two worker processes, the planning and
-  publishing stages, stopping the workers) apart from the per-GB cost;
-* converts them with the pipeline on the FnApiRunner with two worker
-  processes;
+  fixed cost (starting Beam and its workers, the planning and publishing
+  stages, stopping the workers) apart from the per-GB cost;
+* converts them with the pipeline on the FnApiRunner, in a process of its
+  own, twice: as ``rumi convert`` runs by default here (two worker threads,
+  one per core) and on two worker processes
+  (``--direct_running_mode=multi_processing``);
 * converts each scene to a Cloud Optimized GeoTIFF with rasterio/GDAL
   (ZSTD, predictor 2, 512 px blocks) on a pool of two processes;
 
-sampling, for both, the resident memory (RSS) and CPU time (user + system)
+sampling, for all, the resident memory (RSS) and CPU time (user + system)
 of every child process. It prints input MB/s (uncompressed pixels per second
 of wall time) and the same-run ratio rumi / COG, CPU seconds per GB of pixels
-(summed over the worker processes, plus the launching process), the peak RSS
-of each worker and what conversion added over a process that imported the
-same modules as that worker (:class:`WorkerImports`), output sizes and compression ratios, as Markdown for
-``benchmarks/README.md``, with the load average before and after. Not a timed
-test: run it by hand (``python benchmarks/convert.py``).
+(summed over every process of the conversion), the peak RSS of each process
+that converted and what conversion added over a process that imported the
+same modules (:class:`WorkerImports`), per worker, output sizes and compression
+ratios, as Markdown for ``benchmarks/README.md``, with the load average before
+and after. Not a timed test: run it by hand (``python benchmarks/convert.py``).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import psutil
 import rasterio
 import rasterio.shutil
 
-from pipelines.convert import run
-from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 
 DATES = [f"2023-{m:02d}-{d:02d}" for m in range(3, 13) for d in (5, 20)]
@@ -119,7 +122,7 @@ WORKER_IMPORTS: Final = (
 
 _RECORDER = """\
 import atexit, os, sys
-if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:  # a Beam SDK worker process
+if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ or "RUMI_BENCH_LAUNCHER" in os.environ:  # a Beam SDK worker, or the launcher
     def _record():
         with open(os.path.join({folder!r}, f"modules.{{os.getpid()}}"), "w") as f:
             f.write("\\n".join(sorted(sys.modules)))
@@ -128,12 +131,12 @@ if "CONTROL_API_SERVICE_DESCRIPTOR" in os.environ:  # a Beam SDK worker process
 
 
 class WorkerImports:
-    """Record the modules each Beam worker process has imported when it exits.
+    """Record the modules each process of a conversion has imported when it exits.
 
     A ``sitecustomize`` module in a temporary folder put first on
     ``PYTHONPATH`` (worker processes inherit the environment) registers an
-    exit handler in every SDK worker that writes ``sorted(sys.modules)`` to
-    ``modules.<pid>``. A worker that publishes the catalogue also imports
+    exit handler in the launching process and every SDK worker process that
+    writes ``sorted(sys.modules)`` to ``modules.<pid>``. A worker that publishes the catalogue also imports
     pystac, GeoPandas and Pillow, one that only compresses frames does not, so
     each worker's memory is compared with a process that imported exactly what
     that worker imported.
@@ -155,8 +158,12 @@ class WorkerImports:
         else:
             os.environ["PYTHONPATH"] = self._saved
 
+    def recorded(self) -> set[int]:
+        """The processes that left a record."""
+        return {int(p.suffix[1:]) for p in Path(self.folder).glob("modules.*")}
+
     def modules(self, pid: int) -> list[str]:
-        """The modules worker ``pid`` had imported when it exited; :data:`WORKER_IMPORTS` if it left no record."""
+        """The modules process ``pid`` had imported when it exited; :data:`WORKER_IMPORTS` if it left no record."""
         path = Path(self.folder, f"modules.{pid}")
         if not path.exists():
             return list(WORKER_IMPORTS)
@@ -182,14 +189,55 @@ def import_baseline(modules: list[str]) -> int:
     return int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
 
 
-def fixed_cost(work: Path) -> float:
+_LAUNCHER = """\
+import json, sys
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+scenes, out, tile_size, frame_unit, *beam_args = sys.argv[1:]
+summary = run([scenes], ConvertOptions(out=out, tile_size=int(tile_size), frame_unit=frame_unit), beam_args)
+entries = [{"cube_id": e.cube_id, "file_bytes": e.file_bytes, "sha256": e.sha256} for e in summary.entries]
+print(json.dumps({"seconds": summary.seconds, "entries": entries, "table": summary.table()}))
+"""
+
+MODES: Final = {"2 worker threads (default)": [], "2 worker processes": ["--direct_running_mode=multi_processing"]}
+"""The runs of ``rumi convert``: label and Beam options (FnApiRunner, two workers, one per core, as on this machine)."""
+
+
+@dataclass
+class Conversion:
+    """One ``rumi convert`` run in a process of its own, with its processes' samples."""
+
+    seconds: float
+    """Wall time of :func:`pipelines.convert.run`, from the launching process (its imports excluded, as a user's job)."""
+    entries: list[dict[str, Any]]
+    table: str
+    monitor: ChildMonitor
+    launcher: int
+    """The launching process's id; the others are Beam worker processes."""
+
+
+def convert(scenes: Path, out: Path, tile_size: int, frame_unit: str, beam_args: list[str]) -> Conversion:
+    """Run ``rumi convert`` on two workers in a child process, sampling it and its workers."""
+    shutil.rmtree(out, ignore_errors=True)
+    monitor = ChildMonitor()
+    monitor.start()
+    argv = [sys.executable, "-c", _LAUNCHER, str(scenes), str(out), str(tile_size), frame_unit, "--direct_num_workers=2", *beam_args]
+    env = {**os.environ, "RUMI_BENCH_LAUNCHER": "1"}
+    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    stdout, stderr = launcher.communicate()
+    monitor.stop()
+    if launcher.returncode:
+        raise RuntimeError(f"rumi convert failed ({launcher.returncode}): {stderr[-2000:]}")
+    result = json.loads(stdout.strip().splitlines()[-1])
+    return Conversion(result["seconds"], result["entries"], result["table"], monitor, launcher.pid)
+
+
+def fixed_cost(work: Path, beam_args: list[str]) -> float:
     """Seconds ``rumi convert`` takes for one date of 4 bands of 512² on the same runner: what any run costs."""
     scenes = work / "scenes"
     if not scenes.exists():
         write_series(str(scenes), dates=DATES[:1], size=512, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
-    shutil.rmtree(work / "rumi", ignore_errors=True)
-    options = ConvertOptions(out=str(work / "rumi"), tile_size=512)
-    return run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]).seconds
+    return convert(scenes, work / "rumi", 512, "auto", beam_args).seconds
 
 
 def to_cog(args: tuple[str, str]) -> int:
@@ -228,18 +276,10 @@ def main(argv: list[str] | None = None) -> int:
             f" ready in {time.perf_counter() - t0:.0f} s"
         )
 
-        fixed_s = fixed_cost(work / "fixed")
+        fixed = {label: fixed_cost(work / "fixed", beam_args) for label, beam_args in MODES.items()}
         load_before = os.getloadavg()
-        out = work / "rumi"
-        shutil.rmtree(out, ignore_errors=True)
-        rumi_monitor = ChildMonitor()
-        rumi_monitor.start()
-        options = ConvertOptions(out=str(out), tile_size=args.tile_size, frame_unit=args.frame_unit)
         with imports:
-            summary = run([str(scenes)], options, ["--direct_num_workers=2", "--direct_running_mode=multi_processing"])
-        rumi_monitor.stop()
-        rumi_s = summary.seconds
-        rumi_bytes = sum(e.file_bytes for e in summary.entries)
+            runs = {label: convert(scenes, work / "rumi", args.tile_size, args.frame_unit, beam_args) for label, beam_args in MODES.items()}
 
         cogs = work / "cog"
         shutil.rmtree(cogs, ignore_errors=True)
@@ -254,45 +294,52 @@ def main(argv: list[str] | None = None) -> int:
         load_after = os.getloadavg()
 
         gb = pixels / 1e9
+        default = next(iter(runs.values()))
         print()
-        print(summary.table())
+        print(default.table)
         print()
-        print(
-            f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s "
-            "| CPU s/GB, workers | CPU s/GB, launcher | output MB | ratio |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for name, seconds, monitor, nbytes in (
-            ("rumi convert, 2 workers (FnApiRunner)", rumi_s, rumi_monitor, rumi_bytes),
-            ("COG ZSTD+predictor 2, 2 processes", cog_s, cog_monitor, cog_bytes),
-        ):
+        print(f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | CPU s/GB | output MB | ratio |")
+        print("|---|---:|---:|---:|---:|---:|")
+        rows = [(f"rumi convert, {label}", r.seconds, r.monitor, sum(e["file_bytes"] for e in r.entries)) for label, r in runs.items()]
+        for name, seconds, monitor, nbytes in (*rows, ("COG ZSTD+predictor 2, 2 processes", cog_s, cog_monitor, cog_bytes)):
+            cpu = monitor.workers_cpu + monitor.launcher_cpu
             print(
-                f"| {name} | {seconds:.1f} s | {pixels / 1e6 / seconds:.1f} | {monitor.workers_cpu / gb:.1f} "
-                f"| {monitor.launcher_cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |"
+                f"| {name} | {seconds:.1f} s | {pixels / 1e6 / seconds:.1f} | {cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |"
             )
-        print(f"| input GeoTIFF (DEFLATE) | | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
+        print(f"| input GeoTIFF (DEFLATE) | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
         print()
-        rumi_cpu = rumi_monitor.workers_cpu + rumi_monitor.launcher_cpu
         cog_cpu = cog_monitor.workers_cpu + cog_monitor.launcher_cpu
-        print(
-            f"same run: rumi / COG input MB/s {cog_s / rumi_s:.2f}x (goal >= 2x); "
-            f"CPU s/GB, workers and launcher: rumi {rumi_cpu / gb:.1f}, COG {cog_cpu / gb:.1f} (rumi: {rumi_cpu / cog_cpu:.2f}x the CPU)"
-        )
-        print(f"fixed cost: converting one date of 4 bands of 512² took {fixed_s:.1f} s, start to finish")
-        print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} CPUs")
-        for pid, peak in rumi_monitor.busiest(2):
-            modules = imports.modules(pid)
-            baseline = import_baseline(modules)
-            growth = peak - baseline
+        for label, r in runs.items():
+            cpu = r.monitor.workers_cpu + r.monitor.launcher_cpu
+            goal = " (goal >= 2x)" if r is default else ""
             print(
-                f"rumi worker {pid}: peak RSS {peak / 2**20:.0f} MiB; a process with the same {len(modules)} modules imported "
-                f"holds {baseline / 2**20:.0f} MiB, so {growth / 2**20:.0f} MiB were added = {growth / scene_bytes:.2f}x one "
-                f"4-band scene ({scene_bytes / 2**20:.0f} MiB; goal < 2x)"
+                f"same run, {label}: rumi / COG input MB/s {cog_s / r.seconds:.2f}x{goal}; CPU s/GB rumi {cpu / gb:.1f}, "
+                f"COG {cog_cpu / gb:.1f} (rumi: {cpu / cog_cpu:.2f}x the CPU); fixed cost {fixed[label]:.1f} s "
+                "(one date of 4 bands of 512², start to finish)"
             )
+        print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} CPUs")
+        recorded = imports.recorded()
+        for label, r in runs.items():
+            for pid, peak in sorted(r.monitor.peaks.items()):
+                if pid not in recorded:
+                    continue
+                modules = imports.modules(pid)
+                growth = peak - import_baseline(modules)
+                threads = not MODES[label]
+                workers = 2 if threads else int(pid != r.launcher)
+                role = "launcher and its 2 worker threads" if threads else "launcher" if pid == r.launcher else "worker process"
+                if not workers:
+                    print(f"rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB")
+                    continue
+                print(
+                    f"rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB, {growth / 2**20:.0f} MiB over a process "
+                    f"with the same {len(modules)} modules imported = {growth / workers / scene_bytes:.2f}x one 4-band scene "
+                    f"({scene_bytes / 2**20:.0f} MiB) per worker (goal < 2x)"
+                )
         for pid, peak in cog_monitor.busiest(2):
             print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB")
-        print(f"launcher: peak RSS {rumi_monitor.launcher_rss / 2**20:.0f} MiB")
-        print("rumi files: " + ", ".join(f"{e.cube_id} sha256 {e.sha256}" for e in summary.entries))
+        for label, r in runs.items():
+            print(f"rumi files, {label}: " + ", ".join(f"{e['cube_id']} sha256 {e['sha256']}" for e in r.entries))
     finally:
         imports.cleanup()
         if args.workdir is None:

@@ -209,8 +209,9 @@ def convert_command(
 ) -> None:
     """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
 
-    Any other --name=value option is passed to Beam (e.g. --direct_num_workers=2
-    --direct_running_mode=multi_processing).
+    Any other --name=value option is passed to Beam (e.g. --runner=DaskRunner,
+    or --direct_running_mode=multi_processing; locally the default is one
+    worker thread per core).
     """
     paths, beam_args = split_beam_args(inputs)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)

@@ -104,13 +104,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"scenes   {len(paths)} GeoTIFFs ({len(DATES)} dates x 4 bands, 1024 x 1024 uint16, DEFLATE) in {scenes}")
     print(f"         {size / 1e6:.1f} MB, generated in {time.perf_counter() - t0:.1f} s")
 
-    beam_args = ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
-    print(f"convert  rumi convert {scenes} --out {cubes} --tile-size 512 {' '.join(beam_args)}")
+    print(f"convert  rumi convert {scenes} --out {cubes} --tile-size 512  (one worker thread per core)")
     options = ConvertOptions(out=str(cubes), tile_size=512)
     log = args.out / "workers.log"
-    with _stderr_to(log):  # Beam's worker processes log every start and stop at INFO
-        summary = run([str(scenes)], options, beam_args, progress=sys.stdout)
-    print(f"         worker logs in {log}")
+    with _stderr_to(log):  # Beam's workers log every start and stop at INFO
+        summary = run([str(scenes)], options, progress=sys.stdout)
+    if log.stat().st_size:
+        print(f"         worker logs in {log}")
 
     ok = True
     for entry in summary.entries:

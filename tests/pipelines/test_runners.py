@@ -80,6 +80,9 @@ def _service(args: list[str], port: int, log: Path) -> Iterator[None]:
             process.wait()
 
 
+IN_MEMORY = ["--direct_running_mode=in_memory"]
+
+
 @pytest.fixture(scope="module")
 def scenes(tmp_path_factory: pytest.TempPathFactory) -> str:
     directory = tmp_path_factory.mktemp("runner-scenes")
@@ -89,8 +92,8 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def reference(scenes: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """sha256 of every output of the in-memory FnApiRunner."""
-    return _convert(scenes, tmp_path_factory.mktemp("fnapi"), [])
+    """sha256 of every output of the in-memory FnApiRunner (one worker, in the calling thread)."""
+    return _convert(scenes, tmp_path_factory.mktemp("fnapi"), IN_MEMORY)
 
 
 def _convert(scenes: str, out: Path, beam_args: list[str], runner: str = "FnApiRunner") -> dict[str, str]:
@@ -105,9 +108,28 @@ def _convert(scenes: str, out: Path, beam_args: list[str], runner: str = "FnApiR
 
 def test_fnapi_in_memory_twice_writes_identical_files(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
     # Every file, STAC items included, is byte-identical in a second output directory.
-    assert _convert(scenes, tmp_path, []) == reference
+    assert _convert(scenes, tmp_path, IN_MEMORY) == reference
     items = [json.loads(p.read_text()) for p in (tmp_path / "stac").rglob("*.json") if "rumi:frame_unit" in p.read_text()]
     assert items and all(i["properties"]["rumi:libraries"] == library_versions() for i in items)
+
+
+def test_default_runs_a_worker_thread_per_core(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+    """Without Beam options, ``rumi convert`` runs the FnApiRunner on one worker thread per usable core: same bytes."""
+    from apache_beam.options.pipeline_options import DirectOptions
+
+    from pipelines.convert import _build, usable_cores
+    from pipelines.options import ConvertOptions
+
+    pipeline, _ = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), [], None, None)
+    direct = pipeline.options.view_as(DirectOptions)
+    assert (direct.direct_running_mode, direct.direct_num_workers) == ("multi_threading", usable_cores())
+    given, _ = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), ["--direct_running_mode=multi_processing"], None, None)
+    assert given.options.view_as(DirectOptions).direct_running_mode == "multi_processing"
+    assert _convert(scenes, tmp_path / "out", []) == reference
+
+
+def test_fnapi_multi_threading_on_more_threads_than_cores(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+    assert _convert(scenes, tmp_path, ["--direct_num_workers=5"]) == reference
 
 
 def test_fnapi_multi_processing(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
