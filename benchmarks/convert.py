@@ -99,9 +99,9 @@ class ChildMonitor(threading.Thread):
         self.launcher_cpu = time.process_time() - self._launcher_cpu
 
     @property
-    def workers_cpu(self) -> float:
-        """CPU seconds of every child process seen."""
-        return sum(self.cpu.values())
+    def total_cpu(self) -> float:
+        """CPU seconds of every child process seen, and of this process while sampling."""
+        return sum(self.cpu.values()) + self.launcher_cpu
 
     def busiest(self, n: int) -> list[tuple[int, int]]:
         """The ``n`` children with the highest peak RSS, as ``(pid, bytes)``."""
@@ -163,11 +163,8 @@ class WorkerImports:
         return {int(p.suffix[1:]) for p in Path(self.folder).glob("modules.*")}
 
     def modules(self, pid: int) -> list[str]:
-        """The modules process ``pid`` had imported when it exited; :data:`WORKER_IMPORTS` if it left no record."""
-        path = Path(self.folder, f"modules.{pid}")
-        if not path.exists():
-            return list(WORKER_IMPORTS)
-        return [m for m in path.read_text().split() if m not in ("__main__", "sitecustomize")]
+        """The modules process ``pid`` (one of :meth:`recorded`) had imported when it exited."""
+        return [m for m in Path(self.folder, f"modules.{pid}").read_text().split() if m not in ("__main__", "sitecustomize")]
 
     def cleanup(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -268,6 +265,10 @@ def main(argv: list[str] | None = None) -> int:
         if not scenes.exists():
             write_series(str(scenes), dates=series_dates(args.dates), size=args.size, epsg=32633, origin=(399960.0, 5800020.0), seed=7)
         paths = sorted(str(p) for p in scenes.glob("*.tif"))
+        with rasterio.open(paths[0]) as first:
+            shape = (len(paths), first.height, first.width)
+        if shape != (4 * args.dates, args.size, args.size):
+            parser.error(f"{scenes} holds {shape[0]} scenes of {shape[1]}x{shape[2]}, not --dates {args.dates} x 4 of --size {args.size}")
         pixels = len(paths) * args.size * args.size * 2
         files = sum(os.path.getsize(p) for p in paths)
         scene_bytes = 4 * args.size * args.size * 2
@@ -302,15 +303,15 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---:|---:|---:|---:|---:|")
         rows = [(f"rumi convert, {label}", r.seconds, r.monitor, sum(e["file_bytes"] for e in r.entries)) for label, r in runs.items()]
         for name, seconds, monitor, nbytes in (*rows, ("COG ZSTD+predictor 2, 2 processes", cog_s, cog_monitor, cog_bytes)):
-            cpu = monitor.workers_cpu + monitor.launcher_cpu
+            cpu = monitor.total_cpu
             print(
                 f"| {name} | {seconds:.1f} s | {pixels / 1e6 / seconds:.1f} | {cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |"
             )
         print(f"| input GeoTIFF (DEFLATE) | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
         print()
-        cog_cpu = cog_monitor.workers_cpu + cog_monitor.launcher_cpu
+        cog_cpu = cog_monitor.total_cpu
         for label, r in runs.items():
-            cpu = r.monitor.workers_cpu + r.monitor.launcher_cpu
+            cpu = r.monitor.total_cpu
             goal = " (goal >= 2x)" if r is default else ""
             print(
                 f"same run, {label}: rumi / COG input MB/s {cog_s / r.seconds:.2f}x{goal}; CPU s/GB rumi {cpu / gb:.1f}, "

@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"convert  rumi convert {scenes} --out {cubes} --tile-size 512  (one worker thread per core)")
     options = ConvertOptions(out=str(cubes), tile_size=512)
     log = args.out / "workers.log"
-    with _stderr_to(log):  # Beam's workers log every start and stop at INFO
+    with _stderr_to(log):  # Beam's warnings (and, on worker processes, every start and stop) go to stderr
         summary = run([str(scenes)], options, progress=sys.stdout)
     if log.stat().st_size:
         print(f"         worker logs in {log}")
