@@ -12,7 +12,7 @@
 ``ChooseCodecs``            one codec per cube, on a sample (side input)
 ``SplitFrames``             ``(cube_id, frame_index)`` elements, windowed reads
 ``CompressFrames``          one OpenZL frame per element
-``WriteParts``              one part file per frame; only sizes travel on
+``WriteParts``              frames appended to part files; only places travel on
 ``AssembleFiles``           head ‖ frames ‖ trailer, verify, publish
 ``publish``                 the run manifest (``WriteManifest``) and the STAC
                             catalogue (``WriteCatalog``), replaceable

@@ -75,12 +75,17 @@ def test_counts_for_another_number_of_frames_are_refused_before_any_file_exists(
 
 
 def _copy(path: Path, folder: Path, frames: list[bytes], counts: list[int] | None) -> FileAssembler:
+    """Copy ``frames`` into a file from one source file, where each lies after a gap of its own length, last first."""
     folder.mkdir(exist_ok=True)
-    for i, frame in enumerate(frames):
-        (folder / f"{i:04d}").write_bytes(frame)
-    with FileAssembler(path, LAYOUT, Georeferencing.undefined(), TRAILER, counts=counts) as out:
-        for i in range(len(frames)):
-            out.copy_frame(folder / f"{i:04d}")
+    offsets = {}
+    with open(folder / "frames", "wb") as source:
+        for i in reversed(range(len(frames))):
+            source.write(bytes(i % 7))
+            offsets[i] = source.tell()
+            source.write(frames[i])
+    with open(folder / "frames", "rb") as source, FileAssembler(path, LAYOUT, Georeferencing.undefined(), TRAILER, counts=counts) as out:
+        for i, frame in enumerate(frames):
+            out.copy_frame(source.fileno(), offsets[i], len(frame))
     return out
 
 
@@ -117,3 +122,17 @@ def test_a_frame_file_of_another_size_than_announced_is_refused(tmp_path: Path) 
         _copy(tmp_path / "f.rumi", tmp_path / "parts", frames, counts)
     assert not (tmp_path / "f.rumi").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["parts"]
+
+
+@pytest.mark.parametrize("known", [True, False], ids=["counts-known", "counts-late"])
+def test_a_source_that_ends_before_the_frame_is_refused(tmp_path: Path, known: bool) -> None:
+    frames = _frames(_cube())
+    (tmp_path / "short").write_bytes(frames[0][:-3])
+    counts = [len(f) for f in frames] if known else None
+    with (
+        pytest.raises(InvalidInputError, match=r"source ended 3 bytes early"),
+        open(tmp_path / "short", "rb") as source,
+        FileAssembler(tmp_path / "f.rumi", LAYOUT, Georeferencing.undefined(), TRAILER, counts=counts) as out,
+    ):
+        out.copy_frame(source.fileno(), 0, len(frames[0]))
+    assert [p.name for p in tmp_path.iterdir()] == ["short"]

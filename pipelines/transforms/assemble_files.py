@@ -44,7 +44,7 @@ from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.frames import FrameFailure, RasterDoFn
 from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
 from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
-from pipelines.transforms.write_parts import FramePart, part_path, remove_parts
+from pipelines.transforms.write_parts import FramePart, PartReader, remove_parts
 from rumi_core.assemble import FileAssembler
 from rumi_core.errors import InvalidInputError, RumiError
 from rumi_core.files import write_atomic
@@ -123,18 +123,19 @@ def assemble_cube(
         SceneError: a source cannot be read during verification.
     """
     layout = plan.layout
-    sizes = {p.index: p.size for p in parts}
-    missing = [i for i in range(layout.frame_count) if i not in sizes]
+    by_index = {p.index: p for p in parts}
+    missing = [i for i in range(layout.frame_count) if i not in by_index]
     if missing:
         raise AssemblyError(f"cube {plan.cube_id}: {len(missing)} of {layout.frame_count} frames are missing, first {missing[0]}")
-    counts = [sizes[i] for i in range(layout.frame_count)]
+    ordered = [by_index[i] for i in range(layout.frame_count)]
+    counts = [p.size for p in ordered]
     path, blob_path = published_paths(options, plan)
     if is_gs(path):
         return assemble_in_bucket(plan, counts, codec=codec, options=options, rasters=rasters)
     sha256 = None
     if not _already_published(path, blob_path, counts):
         with contextlib.suppress(_PublishedMeanwhile):
-            sha256 = _assemble_and_publish(plan, counts, options, rasters, path, blob_path)
+            sha256 = _assemble_and_publish(plan, ordered, options, rasters, path, blob_path)
     shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
     return manifest_entry(
         plan,
@@ -151,23 +152,24 @@ class _PublishedMeanwhile(Exception):
 
 
 def _assemble_and_publish(
-    plan: CubePlan, counts: list[int], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
+    plan: CubePlan, parts: list[FramePart], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
 ) -> str:
-    """Write the file from its parts (hashed on the way), verify it, publish it and its blob; return its SHA-256."""
+    """Write the file from its parts, in frame-index order (hashed on the way), verify it, publish it and its blob; return its SHA-256."""
+    counts = [p.size for p in parts]
     os.makedirs(options.staging_dir, exist_ok=True)
     staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
     write = plan.write_plan
     try:
-        with FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out:
-            for index in range(len(counts)):
+        with FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out, PartReader() as reader:
+            for part in parts:
                 try:
-                    out.copy_frame(part_path(options.parts_dir, plan.cube_id, index))
+                    out.copy_frame(reader.open(part), part.offset, part.size)
                 except FileNotFoundError:
                     if _already_published(path, blob_path, counts):
                         raise _PublishedMeanwhile from None
-                    raise AssemblyError(f"cube {plan.cube_id}: the part file of frame {index} is missing") from None
-                except InvalidInputError as err:  # a part of another size than the frame stage reported
-                    raise AssemblyError(f"cube {plan.cube_id}: part {index}: {err}") from err
+                    raise AssemblyError(f"cube {plan.cube_id}: the part file of frame {part.index} is missing") from None
+                except InvalidInputError as err:  # a part file that ends before the frame the frame stage reported
+                    raise AssemblyError(f"cube {plan.cube_id}: part {part.index}: {err}") from err
         assert out.header is not None and out.sha256 is not None
         verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
         write_atomic(blob_path, out.header)

@@ -167,21 +167,26 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
 def test_progress_monitor(tmp_path: Path) -> None:
     import io
 
-    from pipelines.transforms.write_parts import ProgressMonitor
+    from pipelines.transforms.frames import FrameKey
+    from pipelines.transforms.write_parts import PART_RECORD, PartWriter, ProgressMonitor
 
     parts = tmp_path / ".parts"
     (parts / "c1").mkdir(parents=True)
-    (parts / "c1" / ".frames").write_text("4")
-    for i in range(3):
-        (parts / "c1" / f"{i:010d}").write_bytes(b"x")
+    (parts / "c1" / ".frames").write_text("5")
+    with PartWriter(str(parts)) as first:
+        written = [first.write(FrameKey("c1", i), b"x" * (i + 1)) for i in range(3)]
     stream = io.StringIO()
     monitor = ProgressMonitor(str(parts), stream, interval=0.01)
-    assert monitor.poll() == (3, 4)
-    with monitor:
-        (parts / "c1" / "0000000003").write_bytes(b"x")
-    assert stream.getvalue().splitlines()[-1].endswith("100%  4/4 frames")
+    assert monitor.poll() == (3, 5)
+    with open(written[0].path, "ab") as f:  # a record whose frame is still being written does not count
+        f.write(PART_RECORD.pack(9, 4) + b"xx")
+    assert monitor.poll() == (3, 5)
+    with monitor, PartWriter(str(parts)) as second:
+        second.write(FrameKey("c1", 3), b"y")
+        second.write(FrameKey("c1", 4), b"zz")
+    assert stream.getvalue().splitlines()[-1].endswith("100%  5/5 frames")
     (parts / "c1").rename(tmp_path / "gone")
-    assert monitor.poll() == (4, 4)  # an assembled cube's parts are gone: it counts as complete
+    assert monitor.poll() == (5, 5)  # an assembled cube's parts are gone: it counts as complete
 
 
 def test_manifest_is_json_lines(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Path) -> None:

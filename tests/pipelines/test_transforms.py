@@ -24,7 +24,7 @@ from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFram
 from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
-from pipelines.transforms.write_parts import FramePart, PrepareParts, WriteParts, part_path
+from pipelines.transforms.write_parts import PART_RECORD, FramePart, PrepareParts, WriteParts, part_path
 from rumi_core import DEFAULT_CODEC, decode_frame
 from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.writer import frame_samples
@@ -140,7 +140,11 @@ def test_prepare_write_parts_and_assemble(pipeline: Callable[[], TestPipeline], 
             | "Wait" >> beam.Map(lambda kv, ready: kv, ready=beam.pvalue.AsList(plans))
             | WriteParts(options.parts_dir)
         )
-        assert_that(parts, equal_to([(plan.cube_id, FramePart(k.index, len(f))) for k, f in frames]), label="Parts")
+        assert_that(
+            parts | beam.Map(lambda kv: (kv[0], kv[1].index, kv[1].size, os.path.dirname(kv[1].path))),
+            equal_to([(plan.cube_id, k.index, len(f), os.path.join(options.parts_dir, plan.cube_id)) for k, f in frames]),
+            label="Parts",
+        )
         entries = parts | AssembleFiles(options, plans, codecs)
         assert_that(
             entries | beam.Map(lambda e: (e.cube_id, e.status, e.frames)),
@@ -161,7 +165,8 @@ def test_assemble_reports_read_failures(pipeline: Callable[[], TestPipeline], se
     with pipeline() as p:
         plans = p | "Plans" >> beam.Create([plan])
         codecs = p | "Codecs" >> beam.Create([(plan.cube_id, {})])
-        parts = p | "Parts" >> beam.Create([(plan.cube_id, FrameFailure("/x_B02.tif", "boom")), (plan.cube_id, FramePart(0, 10))])
+        failed = (plan.cube_id, FrameFailure("/x_B02.tif", "boom"))
+        parts = p | "Parts" >> beam.Create([failed, (plan.cube_id, FramePart(0, 10, "/nowhere.part", PART_RECORD.size))])
         out = parts | AssembleFiles(options, plans, codecs)
         assert_that(out | beam.Map(lambda d: (d.href, d.reason)), equal_to([("/x_B02.tif", "read-failed")]))
 
@@ -241,20 +246,31 @@ def test_assembly_refuses_a_part_of_another_size_or_a_missing_part(series: Serie
 
     from pipelines.errors import AssemblyError
     from pipelines.transforms.assemble_files import assemble_cube
-    from pipelines.transforms.write_parts import prepare_parts, write_part
+    from pipelines.transforms.write_parts import PartWriter, prepare_parts
 
     plan = _plan(series, options)
     _, _, cube = series
     layout = plan.layout
     prepare_parts(options.parts_dir, plan)
     frames = [DEFAULT_CODEC.encode(frame_samples(cube, layout, i), axes=layout.frame_axes) for i in range(layout.frame_count)]
-    parts = [write_part(options.parts_dir, FrameKey(plan.cube_id, i), f) for i, f in enumerate(frames)]
-    Path(part_path(options.parts_dir, plan.cube_id, 1)).write_bytes(frames[1] + b"\0")
+    with PartWriter(options.parts_dir) as writer:
+        parts = [writer.write(FrameKey(plan.cube_id, i), f) for i, f in enumerate(frames)]
     rasters = RasterCache()
-    with pytest.raises(AssemblyError, match=r"part 1: frame 1 is \d+ bytes, announced as \d+"):
+
+    def assemble(parts: list[FramePart]) -> None:
         assemble_cube(plan, parts, codec={"name": "raster"}, options=options, rasters=rasters)
-    os.unlink(part_path(options.parts_dir, plan.cube_id, 1))
-    with pytest.raises(AssemblyError, match=r"the part file of frame 1 is missing"):
-        assemble_cube(plan, parts, codec={"name": "raster"}, options=options, rasters=rasters)
+
+    longer = [dataclasses.replace(p, size=p.size + 1) if p.index == 1 else p for p in parts]
+    with pytest.raises(AssemblyError, match=r"\.part: the record at byte \d+ holds frame 1 of \d+ bytes, not frame 1 of \d+ bytes"):
+        assemble(longer)
+    shifted = [dataclasses.replace(p, offset=p.offset + 1) if p.index == 1 else p for p in parts]
+    with pytest.raises(AssemblyError, match=r"holds frame \d+ of \d+ bytes, not frame 1 of"):
+        assemble(shifted)
+    os.truncate(parts[-1].path, parts[-1].offset + parts[-1].size - 1)
+    with pytest.raises(AssemblyError, match=rf"part {parts[-1].index}: a frame's source ended 1 bytes early"):
+        assemble(parts)
+    os.unlink(parts[0].path)
+    with pytest.raises(AssemblyError, match=r"the part file of frame 0 is missing"):
+        assemble(parts)
     rasters.close()
     assert not any(name.endswith((".rumi", ".rumih")) for name in os.listdir(options.out))
