@@ -34,16 +34,16 @@ On the local runner a conversion uses every core it may run on: unless the
 Beam options say otherwise, :func:`local_workers` asks for one worker thread
 per core (``--direct_running_mode=multi_threading``); Beam's own default is
 one worker on one core. Measured on this project's 2-core machine with the
-20-date input of ``benchmarks/convert.py`` (671 MB of pixels), one run each:
-one worker 12.6 s (12.9 CPU s), two worker threads 10.0-11.2 s (17.0 CPU s),
-two worker processes 9.6-12.3 s (21.1 CPU s); one date of 512² takes 2.0,
-2.5 and 4.7-5.3 s. Threads, because the frames' work runs in GDAL and
+20-date input of ``benchmarks/convert.py`` (671 MB of pixels): one worker
+12.6-12.9 s, two worker threads 7.1-10.0 s (13.8-14.2 CPU s on an idle
+machine), two worker processes 9.4-12.7 s; one date of 512² takes 2.0,
+2.3-3.4 and 4.7-6.4 s. Threads, because the frames' work runs in GDAL and
 OpenZL, which release the GIL, while a worker process costs its start
 (importing Beam takes 1.5 s of CPU), its stop, its own copy of every import
-and the data plane between processes; what keeps threads from twice one
-worker's speed is Beam's per-element Python work, which holds the GIL, so on
-a year of dates (73, 2.4 GB) two processes were faster (34.4 vs 39.3 s):
-long local runs may pass ``--direct_running_mode=multi_processing``.
+and the data plane between processes. On a year of dates (73, 2.4 GB) the
+two took the same time (30.4 and 30.7 s); long local runs on many cores
+may still pass ``--direct_running_mode=multi_processing``, since Beam's
+per-element Python work holds the GIL.
 Output bytes do not depend on the mode (``tests/pipelines/test_runners.py``).
 """
 
