@@ -22,8 +22,9 @@ On the local runner ``rumi convert`` shows progress
 (:class:`ProgressMonitor`). Runners report no live metrics to the launcher,
 but the part directory of a cube holds its part files next to the cube's
 frame count (:data:`FRAME_COUNT_FILE`), so a thread of the launcher counts the
-complete records in them. A cube whose part directory has gone was assembled
-and counts as complete. On a terminal the bar redraws in place; elsewhere a
+frame indices of the complete records in them, each index once and only in
+files this run wrote. A cube whose part directory has gone was assembled and
+counts as complete. On a terminal the bar redraws in place; elsewhere a
 line is printed at every quarter.
 """
 
@@ -65,7 +66,7 @@ __all__ = [
     "PrepareParts",
     "ProgressMonitor",
     "WriteParts",
-    "count_records",
+    "frame_records",
     "part_path",
     "prepare_parts",
     "remove_parts",
@@ -195,20 +196,22 @@ class PartReader:
         self.close()
 
 
-def count_records(path: str, start: int = 0) -> tuple[int, int]:
-    """The complete frame records of a part file from byte ``start``: ``(count, where the next one starts)``.
+def frame_records(path: str, start: int = 0) -> tuple[list[int], int]:
+    """The frame indices of the complete records of a part file from byte ``start``, and where the next record starts.
 
-    A record whose frame is not all written yet ends the count.
+    A record whose frame is not all written yet ends the walk.
     """
-    count, at = 0, start
+    indices: list[int] = []
+    at = start
     with contextlib.suppress(OSError), open(path, "rb", buffering=0) as f:
         end = os.fstat(f.fileno()).st_size
         while at + PART_RECORD.size <= end:
-            _, size = PART_RECORD.unpack(os.pread(f.fileno(), PART_RECORD.size, at))
+            index, size = PART_RECORD.unpack(os.pread(f.fileno(), PART_RECORD.size, at))
             if at + PART_RECORD.size + size > end:
                 break
-            count, at = count + 1, at + PART_RECORD.size + size
-    return count, at
+            indices.append(index)
+            at += PART_RECORD.size + size
+    return indices, at
 
 
 def prepare_parts(parts_dir: str, plan: CubePlan) -> CubePlan:
@@ -321,8 +324,12 @@ class ProgressMonitor:
         """Frame count of every cube seen so far."""
         self.done: dict[str, int] = {}
         """Frames written of every cube seen so far."""
-        self._walked: dict[str, tuple[int, int]] = {}
-        """Per part file: the complete records counted so far, and where the next one starts."""
+        self._walked: dict[str, int] = {}
+        """Per part file: where its next record starts."""
+        self._seen: dict[str, set[int]] = {}
+        """Per cube: the frame indices found in its part files (a retried bundle writes some twice)."""
+        self._stale: set[str] = set()
+        """Part files a killed earlier run left, found when the monitor started: not this run's frames."""
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="rumi-progress", daemon=True)
         self._tty = stream.isatty()
@@ -344,18 +351,19 @@ class ProgressMonitor:
             except (OSError, ValueError):
                 continue
             present.add(name)
-            written = sum(self._records(os.path.join(directory, f)) for f in files if f.endswith(PART_SUFFIX))
-            self.done[name] = max(self.done.get(name, 0), written)
+            seen = self._seen.setdefault(name, set())
+            for path in self._part_files(directory, files):
+                indices, self._walked[path] = frame_records(path, self._walked.get(path, 0))
+                seen.update(indices)
+            self.done[name] = max(self.done.get(name, 0), len(seen))
         for name in self.totals:
             if name not in present:
                 self.done[name] = self.totals[name]
         return sum(self.done.values()), sum(self.totals.values())
 
-    def _records(self, path: str) -> int:
-        count, at = self._walked.get(path, (0, 0))
-        more, at = count_records(path, at)
-        self._walked[path] = (count + more, at)
-        return count + more
+    def _part_files(self, directory: str, names: list[str]) -> list[str]:
+        paths = (os.path.join(directory, name) for name in names if name.endswith(PART_SUFFIX))
+        return [path for path in paths if path not in self._stale]
 
     def _draw(self, final: bool = False) -> None:
         done, total = self.poll()
@@ -376,6 +384,11 @@ class ProgressMonitor:
             self._draw()
 
     def __enter__(self) -> ProgressMonitor:
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.parts_dir):
+                with contextlib.suppress(OSError):
+                    directory = os.path.join(self.parts_dir, name)
+                    self._stale.update(self._part_files(directory, os.listdir(directory)))
         self._thread.start()
         return self
 

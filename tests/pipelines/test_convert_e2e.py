@@ -173,17 +173,21 @@ def test_progress_monitor(tmp_path: Path) -> None:
     parts = tmp_path / ".parts"
     (parts / "c1").mkdir(parents=True)
     (parts / "c1" / ".frames").write_text("5")
-    with PartWriter(str(parts)) as first:
-        written = [first.write(FrameKey("c1", i), b"x" * (i + 1)) for i in range(3)]
+    with PartWriter(str(parts)) as killed:  # an earlier run's frames 0-3
+        for i in range(4):
+            killed.write(FrameKey("c1", i), b"old")
     stream = io.StringIO()
     monitor = ProgressMonitor(str(parts), stream, interval=0.01)
-    assert monitor.poll() == (3, 5)
-    with open(written[0].path, "ab") as f:  # a record whose frame is still being written does not count
-        f.write(PART_RECORD.pack(9, 4) + b"xx")
-    assert monitor.poll() == (3, 5)
-    with monitor, PartWriter(str(parts)) as second:
-        second.write(FrameKey("c1", 3), b"y")
-        second.write(FrameKey("c1", 4), b"zz")
+    with monitor, PartWriter(str(parts)) as first, PartWriter(str(parts)) as retry:
+        assert monitor.poll() == (0, 5)  # what was there when the run started is not this run's
+        written = [first.write(FrameKey("c1", i), b"x" * (i + 1)) for i in range(3)]
+        retry.write(FrameKey("c1", 2), b"xxx")  # a retried bundle writes frame 2 again
+        assert monitor.poll() == (3, 5)
+        with open(written[0].path, "ab") as f:  # a record whose frame is still being written does not count
+            f.write(PART_RECORD.pack(3, 4) + b"xx")
+        assert monitor.poll() == (3, 5)
+        retry.write(FrameKey("c1", 3), b"y")
+        retry.write(FrameKey("c1", 4), b"zz")
     assert stream.getvalue().splitlines()[-1].endswith("100%  5/5 frames")
     (parts / "c1").rename(tmp_path / "gone")
     assert monitor.poll() == (5, 5)  # an assembled cube's parts are gone: it counts as complete
