@@ -125,18 +125,28 @@ def option_cost(option: PlaneOption, size: float) -> float:
 
 
 class SizeCache:
-    """Compressed sizes of plane variants, memoised across layouts by plane label."""
+    """Compressed sizes of plane variants, memoised across layouts by plane label.
+
+    Only the sizes are memoised, and only the last geozl graph is kept: a
+    graph keeps the working buffers of the compression it ran, so the twenty
+    graphs a search of four 512 x 512 uint16 frames with nodata builds held
+    11 MiB at once (the search's peak went from +28 to +18 MiB with one kept).
+    Screening asks for one recipe many times in a row, so keeping one graph
+    builds 41 instead of 20, at 0.03-0.1 ms each.
+    """
 
     def __init__(self) -> None:
         self._sizes: dict[tuple[Hashable, ...], int] = {}
-        self._graphs: dict[tuple[str, int, str], Any] = {}
+        self._graph_key: tuple[str, int, str] | None = None
+        self._last_graph: Any = None
 
     def _graph(self, recipe: str, row: int, dtype: np.dtype[Any]) -> Any:
         key = (recipe, row, dtype.str)
-        graph = self._graphs.get(key)
-        if graph is None:
-            graph = self._graphs[key] = geozl.graph(np.zeros((1, row), dtype), recipe, width=row, planes=1)
-        return graph
+        if key != self._graph_key:
+            self._last_graph = None  # its buffers go before the next graph's are allocated
+            self._last_graph = geozl.graph(np.zeros((1, row), dtype), recipe, width=row, planes=1)
+            self._graph_key = key
+        return self._last_graph
 
     def size(self, key: tuple[Hashable, ...], array: Callable[[], npt.NDArray[Any]], recipe: str) -> int:
         """Exact frame size of ``recipe`` on ``array()``, or a huge number if geozl refuses it."""
