@@ -274,3 +274,24 @@ def test_assembly_refuses_a_part_of_another_size_or_a_missing_part(series: Serie
         assemble(parts)
     rasters.close()
     assert not any(name.endswith((".rumi", ".rumih")) for name in os.listdir(options.out))
+
+
+def test_band_windows_read_in_place_or_cast_as_numpy_casts(series: Series, options: ConvertOptions) -> None:
+    """A window one source covers is read straight into the caller's array; samples of another type are cast by NumPy."""
+    from pipelines.transforms.frames import read_band_window
+
+    plan = _plan(series, options)
+    _, _, cube = series
+    rasters = RasterCache()
+    try:
+        whole = ((0, 96), (0, 80))
+        out = np.full((96, 80), 7, plan.dtype)
+        assert read_band_window(plan, rasters, 1, 2, *whole, out=out) is out
+        assert np.array_equal(out, cube[1, 2])
+        edge = ((64, 96), (48, 80))  # a window on the cube's last tile
+        assert np.array_equal(read_band_window(plan, rasters, 2, 0, *edge), cube[2, 0, 64:, 48:])
+        narrow = dataclasses.replace(plan, dtype="int8")  # GDAL would clamp to 127; a NumPy cast wraps, as the mosaic path does
+        got = read_band_window(narrow, rasters, 0, 3, *whole, out=np.empty((96, 80), "int8"))
+        assert np.array_equal(got, cube[0, 3].astype("int8"))
+    finally:
+        rasters.close()
