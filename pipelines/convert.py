@@ -35,9 +35,9 @@ Beam options say otherwise, :func:`local_workers` asks for one worker thread
 per core (``--direct_running_mode=multi_threading``); Beam's own default is
 one worker on one core. Measured on this project's 2-core machine with the
 20-date input of ``benchmarks/convert.py`` (671 MB of pixels): one worker
-12.6-12.9 s, two worker threads 7.1-10.0 s (13.8-14.2 CPU s on an idle
-machine), two worker processes 9.4-12.7 s; one date of 512² takes 2.0,
-2.3-3.4 and 4.7-6.4 s. Threads, because the frames' work runs in GDAL and
+12.6-12.9 s, two worker threads 7.1-10.0 s (13.8-14.2 CPU s) on an idle
+machine and 11-14 s when other jobs shared it, two worker processes
+9.4-16.5 s; one date of 512² takes 2.0, 2.3-3.4 and 4.7-6.4 s. Threads, because the frames' work runs in GDAL and
 OpenZL, which release the GIL, while a worker process costs its start
 (importing Beam takes 1.5 s of CPU), its stop, its own copy of every import
 and the data plane between processes. On a year of dates (73, 2.4 GB) the
