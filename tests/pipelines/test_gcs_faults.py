@@ -124,6 +124,11 @@ class _FaultyProxy(ThreadingHTTPServer):
 
     Drops alternate between before forwarding and after the upstream has acted
     (so a retried upload, compose or delete finds its work already done).
+    Faults are transient: the retry of a faulted request (same method, path
+    and ranges) goes through. Counting alone does not promise that once
+    several threads send requests (two worker threads, the reader's decoding
+    threads): another thread's requests in between can land the retry on the
+    next multiple, and a read operation retries a range once.
     """
 
     daemon_threads = True
@@ -135,16 +140,21 @@ class _FaultyProxy(ThreadingHTTPServer):
         self.drop_every = drop_every
         self.count = 0
         self.faults: dict[str, int] = {"503": 0, "drop-before": 0, "drop-after": 0}
+        self.faulted: set[tuple[str, ...]] = set()
+        """Requests answered with a fault whose retry has not come yet."""
         self.lock = threading.Lock()
 
     @property
     def host(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
 
-    def next_fault(self) -> str | None:
+    def next_fault(self, request: tuple[str, ...]) -> str | None:
         with self.lock:
             self.count += 1
             n = self.count
+            if request in self.faulted:
+                self.faulted.discard(request)
+                return None
             fault = None
             if n % self.fail_every == 0:
                 fault = "503"
@@ -152,6 +162,7 @@ class _FaultyProxy(ThreadingHTTPServer):
                 fault = "drop-before" if (n // self.drop_every) % 2 else "drop-after"
             if fault:
                 self.faults[fault] += 1
+                self.faulted.add(request)
             return fault
 
 
@@ -165,7 +176,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else None
-        fault = self.server.next_fault()
+        fault = self.server.next_fault((self.command, self.path, self.headers.get("Range", ""), self.headers.get("Content-Range", "")))
         if fault == "503":
             self.send_response(503)
             self.send_header("Content-Length", "0")
