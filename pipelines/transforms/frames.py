@@ -157,10 +157,9 @@ def _read_source(
     rows: tuple[int, int],
     cols: tuple[int, int],
     *,
-    dtype: str | None = None,
     out: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
-    """Read a source's pixels under cube rows ``rows`` and columns ``cols``; into ``out`` when the source's samples are ``dtype``."""
+    """Read a source's pixels under cube rows ``rows`` and columns ``cols``; into ``out`` if given (in place when of its dtype)."""
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
         dataset = rasters.get(source.href, source.warp)
@@ -169,7 +168,7 @@ def _read_source(
         fit_block_cache(dataset, source.band, window)
         # GDAL converts samples of another type with its own rounding and clamping, NumPy's cast
         # below does not: only samples already of the cube's type are read in place.
-        into = out if dtype is not None and dataset.dtypes[source.band - 1] == dtype else None
+        into = out if out is not None and dataset.dtypes[source.band - 1] == out.dtype else None
         with gdal_env(source.href):
             data: NDArray[Any] = dataset.read(source.band, window=window, out=into)
     except RasterioError as err:
@@ -198,7 +197,7 @@ def read_band_window(
         out = np.empty(shape, dtype=plan.dtype)
     sources = plan.sources[t][b]
     if len(sources) == 1 and sources[0].window(rows, cols) == (tuple(rows), tuple(cols)):
-        _read_source(rasters, sources[0], rows, cols, dtype=plan.dtype, out=out)
+        _read_source(rasters, sources[0], rows, cols, out=out)
         return out
     out.fill(fill_value(plan.dtype, plan.nodata))
     covered: NDArray[np.bool_] | None = None if len(sources) == 1 else np.zeros(out.shape, bool)

@@ -102,6 +102,15 @@ def part_path(parts_dir: str, cube_id: str, index: int) -> str:
     return os.path.join(parts_dir, cube_id, f"{index:010d}")
 
 
+@dataclass
+class _OpenPart:
+    """A part file a writer appends to: its descriptor, path and length so far."""
+
+    fd: int
+    path: str
+    end: int = 0
+
+
 class PartWriter:
     """Write compressed frames to part files: on a file system, one file per cube appended to; in a bucket, an object per frame.
 
@@ -113,17 +122,17 @@ class PartWriter:
 
     def __init__(self, parts_dir: str) -> None:
         self.parts_dir = parts_dir
-        self._files: dict[str, tuple[int, str]] = {}
-        self._ends: dict[str, int] = {}
+        self._files: dict[str, _OpenPart] = {}
 
-    def _file(self, cube_id: str) -> tuple[int, str]:
-        if cube_id not in self._files:
+    def _file(self, cube_id: str) -> _OpenPart:
+        found = self._files.get(cube_id)
+        if found is None:
             directory = os.path.join(self.parts_dir, cube_id)
             os.makedirs(directory, exist_ok=True)
             path = os.path.join(directory, uuid.uuid4().hex + PART_SUFFIX)  # one name per attempt: retries never share a file
-            self._files[cube_id] = (os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), path)
-            self._ends[cube_id] = 0
-        return self._files[cube_id]
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+            found = self._files[cube_id] = _OpenPart(fd, path)
+        return found
 
     def write(self, key: FrameKey, frame: bytes | memoryview) -> FramePart:
         """Write one compressed frame of cube ``key.cube_id``; return where it is."""
@@ -132,23 +141,23 @@ class PartWriter:
             path = part_path(self.parts_dir, key.cube_id, key.index)
             output_store().write(path, bytes(frame))
             return FramePart(key.index, size, path, 0)
-        fd, path = self._file(key.cube_id)
-        start = self._ends[key.cube_id]
+        part = self._file(key.cube_id)
         views = [memoryview(PART_RECORD.pack(key.index, size)), memoryview(frame).cast("B")]
         while views:  # a regular file takes it in one call; a short write continues where it stopped
-            done = os.writev(fd, views)
+            done = os.writev(part.fd, views)
             while views and done >= views[0].nbytes:
                 done -= views.pop(0).nbytes
             if views:
                 views[0] = views[0][done:]
-        self._ends[key.cube_id] = start + PART_RECORD.size + size
-        return FramePart(key.index, size, path, start + PART_RECORD.size)
+        offset = part.end + PART_RECORD.size
+        part.end = offset + size
+        return FramePart(key.index, size, part.path, offset)
 
     def close(self) -> None:
         """Close every part file (idempotent)."""
         files, self._files = self._files, {}
-        for fd, _ in files.values():
-            os.close(fd)
+        for part in files.values():
+            os.close(part.fd)
 
     def __enter__(self) -> PartWriter:
         return self
@@ -337,33 +346,32 @@ class ProgressMonitor:
 
     def poll(self) -> tuple[int, int]:
         """Update the counts from the part directories; return ``(done, total)``."""
-        try:
-            names = os.listdir(self.parts_dir)
-        except OSError:
-            names = []
         present = set()
-        for name in names:
-            directory = os.path.join(self.parts_dir, name)
+        for name, directory, paths in self._cubes():
             try:
                 with open(os.path.join(directory, FRAME_COUNT_FILE), encoding="ascii") as f:
                     self.totals[name] = int(f.read() or 0)
-                files = os.listdir(directory)
             except (OSError, ValueError):
                 continue
             present.add(name)
             seen = self._seen.setdefault(name, set())
-            for path in self._part_files(directory, files):
-                indices, self._walked[path] = frame_records(path, self._walked.get(path, 0))
-                seen.update(indices)
+            for path in paths:
+                if path not in self._stale:
+                    indices, self._walked[path] = frame_records(path, self._walked.get(path, 0))
+                    seen.update(indices)
             self.done[name] = max(self.done.get(name, 0), len(seen))
         for name in self.totals:
             if name not in present:
                 self.done[name] = self.totals[name]
         return sum(self.done.values()), sum(self.totals.values())
 
-    def _part_files(self, directory: str, names: list[str]) -> list[str]:
-        paths = (os.path.join(directory, name) for name in names if name.endswith(PART_SUFFIX))
-        return [path for path in paths if path not in self._stale]
+    def _cubes(self) -> Iterator[tuple[str, str, list[str]]]:
+        """Each cube's name, part directory and part files, as they are now."""
+        with contextlib.suppress(OSError):
+            for name in os.listdir(self.parts_dir):
+                directory = os.path.join(self.parts_dir, name)
+                with contextlib.suppress(OSError):
+                    yield name, directory, [os.path.join(directory, f) for f in os.listdir(directory) if f.endswith(PART_SUFFIX)]
 
     def _draw(self, final: bool = False) -> None:
         done, total = self.poll()
@@ -384,11 +392,8 @@ class ProgressMonitor:
             self._draw()
 
     def __enter__(self) -> ProgressMonitor:
-        with contextlib.suppress(OSError):
-            for name in os.listdir(self.parts_dir):
-                with contextlib.suppress(OSError):
-                    directory = os.path.join(self.parts_dir, name)
-                    self._stale.update(self._part_files(directory, os.listdir(directory)))
+        for _, _, paths in self._cubes():
+            self._stale.update(paths)
         self._thread.start()
         return self
 
