@@ -14,7 +14,11 @@ same run
 * converts each scene to a Cloud Optimized GeoTIFF with rasterio/GDAL
   (ZSTD, predictor 2, 512 px blocks) on a pool of two processes;
 
-sampling, for all, the resident memory (RSS) and CPU time (user + system)
+in ``--rounds`` rounds (3), each contender once per round in that order, so
+that a burst of another tenant's load on this shared machine slows one round
+rather than one contender; the tables give the median over rounds and each
+round's ratio is printed too, with the CPU steal time (:class:`StolenTime`)
+during each conversion. It samples, for all, the resident memory (RSS) and CPU time (user + system)
 of every child process. It prints input MB/s (uncompressed pixels per second
 of wall time) and the same-run ratio rumi / COG, CPU seconds per GB of pixels
 (summed over every process of the conversion), the peak RSS of each process
@@ -31,6 +35,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,6 +65,35 @@ def series_dates(count: int) -> list[str]:
         return DATES[:count]
     first = dt.date(2023, 1, 1)
     return [(first + dt.timedelta(days=5 * i)).isoformat() for i in range(count)]
+
+
+def _cpu_jiffies() -> tuple[int, int]:
+    """``(steal, total)`` clock ticks of every CPU since boot, from ``/proc/stat``; ``(0, 0)`` without it."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return (0, 0)
+    return (ticks[7] if len(ticks) > 7 else 0, sum(ticks))
+
+
+class StolenTime:
+    """The share of this machine's CPU time the hypervisor ran other guests instead, during a block (``steal``).
+
+    On a shared virtual machine a neighbour's burst can show here; a contender
+    measured during one is slower for reasons of its own. 0 where the kernel
+    does not account steal time.
+    """
+
+    percent = 0.0
+
+    def __enter__(self) -> StolenTime:
+        self._start = _cpu_jiffies()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        steal, total = (b - a for a, b in zip(self._start, _cpu_jiffies(), strict=True))
+        self.percent = 100 * steal / total if total else 0.0
 
 
 class ChildMonitor(threading.Thread):
@@ -211,6 +245,8 @@ class Conversion:
     monitor: ChildMonitor
     launcher: int
     """The launching process's id; the others are Beam worker processes."""
+    steal: float
+    """CPU steal during the run, percent (:class:`StolenTime`)."""
 
 
 def convert(scenes: Path, out: Path, tile_size: int, frame_unit: str, beam_args: list[str]) -> Conversion:
@@ -220,13 +256,14 @@ def convert(scenes: Path, out: Path, tile_size: int, frame_unit: str, beam_args:
     monitor.start()
     argv = [sys.executable, "-c", _LAUNCHER, str(scenes), str(out), str(tile_size), frame_unit, "--direct_num_workers=2", *beam_args]
     env = {**os.environ, "RUMI_BENCH_LAUNCHER": "1"}
-    launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    stdout, stderr = launcher.communicate()
+    with StolenTime() as stolen:
+        launcher = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        stdout, stderr = launcher.communicate()
     monitor.stop()
     if launcher.returncode:
         raise RuntimeError(f"rumi convert failed ({launcher.returncode}): {stderr[-2000:]}")
     result = json.loads(stdout.strip().splitlines()[-1])
-    return Conversion(result["seconds"], result["entries"], result["table"], monitor, launcher.pid)
+    return Conversion(result["seconds"], result["entries"], result["table"], monitor, launcher.pid, stolen.percent)
 
 
 def fixed_cost(work: Path, beam_args: list[str]) -> float:
@@ -244,6 +281,123 @@ def to_cog(args: tuple[str, str]) -> int:
     return os.path.getsize(dst)
 
 
+@dataclass
+class CogRun:
+    """One conversion of every scene to a COG on two processes."""
+
+    seconds: float
+    monitor: ChildMonitor
+    nbytes: int
+    steal: float
+
+
+def cog(paths: list[str], cogs: Path) -> CogRun:
+    """Convert every scene to a COG (:func:`to_cog`) on a pool of two processes, sampling them."""
+    shutil.rmtree(cogs, ignore_errors=True)
+    cogs.mkdir()
+    monitor = ChildMonitor()
+    monitor.start()
+    with StolenTime() as stolen:
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(2) as pool:
+            nbytes = sum(pool.map(to_cog, [(p, str(cogs / Path(p).name)) for p in paths]))
+        seconds = time.perf_counter() - t0
+    monitor.stop()
+    return CogRun(seconds, monitor, nbytes, stolen.percent)
+
+
+@dataclass
+class Round:
+    """Every contender once, in turn: each ``rumi convert`` mode (:data:`MODES`), then COG."""
+
+    rumi: dict[str, Conversion]
+    cog: CogRun
+    load: float
+    """The 1-minute load average when the round started."""
+
+
+def report_times(rounds: list[Round], pixels: int, files: int, fixed: dict[str, float], size: int, scenes: int) -> None:
+    """Print the conversion table (median wall and CPU over rounds), each round's ratios, and the same-run ratios."""
+    gb = pixels / 1e9
+    print(f"| {scenes} scenes of {size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | CPU s/GB | output MB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|")
+    cog_s = statistics.median([r.cog.seconds for r in rounds])
+    cog_cpu = statistics.median([r.cog.monitor.total_cpu for r in rounds])
+    rows = []
+    for label in MODES:
+        nbytes = sum(e["file_bytes"] for e in rounds[0].rumi[label].entries)
+        rows.append(
+            (f"rumi convert, {label}", [r.rumi[label].seconds for r in rounds], [r.rumi[label].monitor.total_cpu for r in rounds], nbytes)
+        )
+    rows.append(
+        (
+            "COG ZSTD+predictor 2, 2 processes",
+            [r.cog.seconds for r in rounds],
+            [r.cog.monitor.total_cpu for r in rounds],
+            rounds[0].cog.nbytes,
+        )
+    )
+    for name, seconds, cpus, nbytes in rows:
+        wall, cpu = statistics.median(seconds), statistics.median(cpus)
+        print(f"| {name} | {wall:.1f} s | {pixels / 1e6 / wall:.1f} | {cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |")
+    print(f"| input GeoTIFF (DEFLATE) | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
+    print()
+    print(f"{len(rounds)} rounds (median above); wall seconds and rumi / COG input MB/s in each, CPU steal %, load average at the start:")
+    for k, r in enumerate(rounds, 1):
+        modes = "; ".join(
+            f"{label} {c.seconds:.1f} s = {r.cog.seconds / c.seconds:.2f}x (steal {c.steal:.0f} %)" for label, c in r.rumi.items()
+        )
+        print(f"  round {k}: COG {r.cog.seconds:.1f} s (steal {r.cog.steal:.0f} %); {modes}; load {r.load:.2f}")
+    for position, label in enumerate(MODES):
+        wall = statistics.median([r.rumi[label].seconds for r in rounds])
+        cpu = statistics.median([r.rumi[label].monitor.total_cpu for r in rounds])
+        goal = " (goal >= 2x)" if position == 0 else ""
+        print(
+            f"same run, {label}: rumi / COG input MB/s {cog_s / wall:.2f}x{goal} at the medians; CPU s/GB rumi {cpu / gb:.1f}, "
+            f"COG {cog_cpu / gb:.1f} (rumi: {cpu / cog_cpu:.2f}x the CPU); fixed cost {fixed[label]:.1f} s "
+            "(one date of 4 bands of 512², start to finish)"
+        )
+
+
+def report_memory(rounds: list[Round], imports: WorkerImports, scene_bytes: int) -> None:
+    """Print each rumi process's peak RSS and, for the processes that converted, its growth per worker over its imports."""
+    recorded = imports.recorded()
+    baselines: dict[tuple[str, ...], int] = {}
+    for k, r in enumerate(rounds, 1):
+        for label, run in r.rumi.items():
+            for pid, peak in sorted(run.monitor.peaks.items()):
+                if pid not in recorded:
+                    continue
+                modules = tuple(imports.modules(pid))
+                if modules not in baselines:
+                    baselines[modules] = import_baseline(list(modules))
+                growth = peak - baselines[modules]
+                threads = not MODES[label]
+                workers = 2 if threads else int(pid != run.launcher)
+                role = "launcher and its 2 worker threads" if threads else "launcher" if pid == run.launcher else "worker process"
+                if not workers:
+                    print(f"round {k}, rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB")
+                    continue
+                print(
+                    f"round {k}, rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB, {growth / 2**20:.0f} MiB over a process "
+                    f"with the same {len(modules)} modules imported = {growth / workers / scene_bytes:.2f}x one 4-band scene "
+                    f"({scene_bytes / 2**20:.0f} MiB) per worker (goal < 2x)"
+                )
+    for pid, peak in max((r.cog.monitor.busiest(2) for r in rounds), key=lambda b: max(p for _, p in b)):
+        print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB (the round with the largest)")
+
+
+def report_files(rounds: list[Round]) -> None:
+    """Print each mode's output SHA-256, and any round whose files differ from the first round's."""
+    for label in MODES:
+        first = [(e["cube_id"], e["sha256"]) for e in rounds[0].rumi[label].entries]
+        print(f"rumi files, {label}: " + ", ".join(f"{cube} sha256 {sha}" for cube, sha in first))
+        for k, r in enumerate(rounds[1:], 2):
+            other = [(e["cube_id"], e["sha256"]) for e in r.rumi[label].entries]
+            if other != first:
+                print(f"  round {k} wrote other bytes: {other}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, default=None, help="Where to generate scenes (default: a temporary directory).")
@@ -255,7 +409,10 @@ def main(argv: list[str] | None = None) -> int:
         default="auto",
         help="rumi convert's --frame-unit (default auto; 0 gives the same file for this input without measuring units).",
     )
+    parser.add_argument("--rounds", type=int, default=3, help="Rounds of every contender in turn (default 3; the tables show medians).")
     args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     work = args.workdir or Path(tempfile.mkdtemp(prefix="rumi-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     scenes = work / "scenes"
@@ -271,7 +428,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{scenes} holds {shape[0]} scenes of {shape[1]}x{shape[2]}, not --dates {args.dates} x 4 of --size {args.size}")
         pixels = len(paths) * args.size * args.size * 2
         files = sum(os.path.getsize(p) for p in paths)
-        scene_bytes = 4 * args.size * args.size * 2
         print(
             f"{len(paths)} scenes, {pixels / 1e6:.0f} MB of pixels, {files / 1e6:.0f} MB of DEFLATE GeoTIFF,"
             f" ready in {time.perf_counter() - t0:.0f} s"
@@ -279,68 +435,23 @@ def main(argv: list[str] | None = None) -> int:
 
         fixed = {label: fixed_cost(work / "fixed", beam_args) for label, beam_args in MODES.items()}
         load_before = os.getloadavg()
-        with imports:
-            runs = {label: convert(scenes, work / "rumi", args.tile_size, args.frame_unit, beam_args) for label, beam_args in MODES.items()}
-
-        cogs = work / "cog"
-        shutil.rmtree(cogs, ignore_errors=True)
-        cogs.mkdir()
-        cog_monitor = ChildMonitor()
-        cog_monitor.start()
-        t0 = time.perf_counter()
-        with ProcessPoolExecutor(2) as pool:
-            cog_bytes = sum(pool.map(to_cog, [(p, str(cogs / Path(p).name)) for p in paths]))
-        cog_s = time.perf_counter() - t0
-        cog_monitor.stop()
+        rounds = []
+        for _ in range(args.rounds):
+            load = os.getloadavg()[0]
+            with imports:
+                rumi = {
+                    label: convert(scenes, work / "rumi", args.tile_size, args.frame_unit, beam_args) for label, beam_args in MODES.items()
+                }
+            rounds.append(Round(rumi, cog(paths, work / "cog"), load))
         load_after = os.getloadavg()
 
-        gb = pixels / 1e9
-        default = next(iter(runs.values()))
         print()
-        print(default.table)
+        print(rounds[0].rumi[next(iter(MODES))].table)
         print()
-        print(f"| {len(paths)} scenes of {args.size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | CPU s/GB | output MB | ratio |")
-        print("|---|---:|---:|---:|---:|---:|")
-        rows = [(f"rumi convert, {label}", r.seconds, r.monitor, sum(e["file_bytes"] for e in r.entries)) for label, r in runs.items()]
-        for name, seconds, monitor, nbytes in (*rows, ("COG ZSTD+predictor 2, 2 processes", cog_s, cog_monitor, cog_bytes)):
-            cpu = monitor.total_cpu
-            print(
-                f"| {name} | {seconds:.1f} s | {pixels / 1e6 / seconds:.1f} | {cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |"
-            )
-        print(f"| input GeoTIFF (DEFLATE) | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
-        print()
-        cog_cpu = cog_monitor.total_cpu
-        for label, r in runs.items():
-            cpu = r.monitor.total_cpu
-            goal = " (goal >= 2x)" if r is default else ""
-            print(
-                f"same run, {label}: rumi / COG input MB/s {cog_s / r.seconds:.2f}x{goal}; CPU s/GB rumi {cpu / gb:.1f}, "
-                f"COG {cog_cpu / gb:.1f} (rumi: {cpu / cog_cpu:.2f}x the CPU); fixed cost {fixed[label]:.1f} s "
-                "(one date of 4 bands of 512², start to finish)"
-            )
+        report_times(rounds, pixels, files, fixed, args.size, len(paths))
         print(f"load average {load_before[0]:.2f} before, {load_after[0]:.2f} after; {os.cpu_count()} CPUs")
-        recorded = imports.recorded()
-        for label, r in runs.items():
-            for pid, peak in sorted(r.monitor.peaks.items()):
-                if pid not in recorded:
-                    continue
-                modules = imports.modules(pid)
-                growth = peak - import_baseline(modules)
-                threads = not MODES[label]
-                workers = 2 if threads else int(pid != r.launcher)
-                role = "launcher and its 2 worker threads" if threads else "launcher" if pid == r.launcher else "worker process"
-                if not workers:
-                    print(f"rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB")
-                    continue
-                print(
-                    f"rumi, {label}, {role} {pid}: peak RSS {peak / 2**20:.0f} MiB, {growth / 2**20:.0f} MiB over a process "
-                    f"with the same {len(modules)} modules imported = {growth / workers / scene_bytes:.2f}x one 4-band scene "
-                    f"({scene_bytes / 2**20:.0f} MiB) per worker (goal < 2x)"
-                )
-        for pid, peak in cog_monitor.busiest(2):
-            print(f"COG worker {pid}: peak RSS {peak / 2**20:.0f} MiB")
-        for label, r in runs.items():
-            print(f"rumi files, {label}: " + ", ".join(f"{e['cube_id']} sha256 {e['sha256']}" for e in r.entries))
+        report_memory(rounds, imports, 4 * args.size * args.size * 2)
+        report_files(rounds)
     finally:
         imports.cleanup()
         if args.workdir is None:
