@@ -40,10 +40,11 @@ machine and 11-14 s when other jobs shared it, two worker processes
 9.4-16.5 s; one date of 512² takes 2.0, 2.3-3.4 and 4.7-6.4 s. Threads, because the frames' work runs in GDAL and
 OpenZL, which release the GIL, while a worker process costs its start
 (importing Beam takes 1.5 s of CPU), its stop, its own copy of every import
-and the data plane between processes. On a year of dates (73, 2.4 GB) the
-two took the same time (30.4 and 30.7 s); long local runs on many cores
-may still pass ``--direct_running_mode=multi_processing``, since Beam's
-per-element Python work holds the GIL.
+and the data plane between processes. On a year of dates (73, 2.4 GB)
+processes were faster (23.8-27.7 s against 28.6-31.8 s in the same rounds),
+so long local runs, and runs on many cores, may pass
+``--direct_running_mode=multi_processing``: Beam's per-element Python work
+holds the GIL.
 Output bytes do not depend on the mode (``tests/pipelines/test_runners.py``).
 """
 
