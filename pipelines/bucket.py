@@ -409,12 +409,17 @@ def _joined(url: str, parts: Sequence[ObjectStat]) -> ObjectStat:
     return ObjectStat(url, size, crc, None, {})
 
 
-def write_jsonl(path: str, records: Sequence[dict[str, Any]]) -> int:
-    """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines."""
+def write_jsonl(path: str, records: Sequence[dict[str, Any]], *, temp_dir: str | None = None) -> int:
+    """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines.
+
+    A local file's temporary goes to ``temp_dir`` when given (see :func:`rumi_core.files.write_atomic`).
+    """
     text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
     if is_gs(path):
         output_store().write(path, text.encode("utf-8"))
         return len(records)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    write_atomic(path, text.encode("utf-8"))
+    if temp_dir is not None:
+        os.makedirs(temp_dir, exist_ok=True)
+    write_atomic(path, text.encode("utf-8"), temp_dir=temp_dir)
     return len(records)

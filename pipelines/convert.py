@@ -146,7 +146,7 @@ Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEn
 
 def manifest_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]:
     """The default publisher: :class:`~pipelines.transforms.manifest.WriteManifest` to ``OUT/manifest.jsonl``."""
-    return WriteManifest(options.manifest_path)
+    return WriteManifest(options.manifest_path, options.staging_dir)
 
 
 def default_publishers(options: ConvertOptions) -> tuple[Publisher, ...]:
@@ -209,7 +209,8 @@ class Convert(DataclassPTransform[PCollection[str], PCollection[int]]):
         failed = assembled | "Failed" >> beam.FlatMap(keep, kind=DeadLetter)
         entries = (written, skipped) | "Entries" >> beam.Flatten()
         counts = [entries | f"Publish{i}" >> make(o) for i, make in enumerate(self.publish or ())]
-        letters = (rejected, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> WriteDeadLetters(o.dead_letter_path)
+        write_letters = WriteDeadLetters(o.dead_letter_path, o.staging_dir)
+        letters = (rejected, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> write_letters
         done: PCollection[int] = (*counts, letters) | "Done" >> beam.Flatten()
         return done
 

@@ -1,7 +1,9 @@
-"""Local files published whole: written under a temporary name beside the target, then renamed.
+"""Local files published whole: written under a temporary name, then renamed.
 
 A reader (or a re-run) never sees half a file: :func:`os.replace` within one
-directory is atomic on POSIX, and a failed write removes its temporary file.
+file system is atomic on POSIX, and a failed write removes its temporary file.
+A process killed mid-write cannot remove it, so a job that owns a work folder
+on the same file system keeps its temporaries there and removes the folder.
 The temporary name is hidden (``.name.XXXX.partial``) and unique, so writers
 of the same target in several processes do not collide; the last rename wins
 and every candidate is whole. Published files get the mode a plain ``open()``
@@ -34,10 +36,14 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` whole: a temporary file beside it, then a rename."""
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, temp_dir: str | os.PathLike[str] | None = None) -> None:
+    """Write ``data`` to ``path`` whole: a temporary file, then a rename.
+
+    The temporary file is made in ``temp_dir``, which must be on the same
+    file system as ``path``, or beside ``path`` when it is None.
+    """
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)

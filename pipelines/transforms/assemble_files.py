@@ -172,7 +172,8 @@ def _assemble_and_publish(
                     raise AssemblyError(f"cube {plan.cube_id}: part {part.index}: {err}") from err
         assert out.header is not None and out.sha256 is not None
         verify_file(staged, out.header, plan, rasters, frames=options.verify_frames)
-        write_atomic(blob_path, out.header)
+        # A run killed while the blob is written leaves its temporary in .staging, which the rerun removes.
+        write_atomic(blob_path, out.header, temp_dir=options.staging_dir)
         os.replace(staged, path)
         return out.sha256
     finally:

@@ -64,10 +64,12 @@ class WriteCollected(DataclassPTransform[PCollection[Any], PCollection[int]]):
 
     path: str
     """The output file."""
+    temp_dir: str | None = None
+    """Where a local file's temporary is made (the run's work folder, removed with it); None: beside the file."""
 
     @staticmethod
-    def write_all(items: list[Any], path: str) -> int:
-        """Write the collected items to ``path`` and return how many were written.
+    def write_all(items: list[Any], path: str, temp_dir: str | None) -> int:
+        """Write the collected items to ``path`` (its temporary in ``temp_dir``) and return how many were written.
 
         A static method, so the write step pickles without the transform.
         """
@@ -75,7 +77,8 @@ class WriteCollected(DataclassPTransform[PCollection[Any], PCollection[int]]):
 
     def expand(self, items: PCollection[Any]) -> PCollection[int]:
         """Collect, write."""
-        out: PCollection[int] = items | "Collect" >> Collect() | "Write" >> beam.Map(self.write_all, path=self.path)
+        write = beam.Map(self.write_all, path=self.path, temp_dir=self.temp_dir)
+        out: PCollection[int] = items | "Collect" >> Collect() | "Write" >> write
         return out
 
 

@@ -83,9 +83,9 @@ class WriteDeadLetters(WriteCollected):
     """Write every dead letter of the run (usually ``OUT/dead-letter.jsonl``), sorted and without repeats, and count them by reason."""
 
     @staticmethod
-    def write_all(letters: list[DeadLetter], path: str) -> int:
+    def write_all(letters: list[DeadLetter], path: str, temp_dir: str | None) -> int:
         """Sort, drop repeats, write, count by reason."""
-        count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))])
+        count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))], temp_dir=temp_dir)
         for letter in letters:
             inc(WriteDeadLetters, f"dead_letter.{letter.reason}")
         return count

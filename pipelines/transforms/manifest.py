@@ -184,8 +184,8 @@ class WriteManifest(WriteCollected):
     """Write the run manifest (usually ``OUT/manifest.jsonl``): one JSON line per cube, sorted by cube id."""
 
     @staticmethod
-    def write_all(entries: list[ManifestEntry], path: str) -> int:
+    def write_all(entries: list[ManifestEntry], path: str, temp_dir: str | None) -> int:
         """Sort, write, count the cubes."""
-        count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)])
+        count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)], temp_dir=temp_dir)
         inc(WriteManifest, "cubes", count)
         return count

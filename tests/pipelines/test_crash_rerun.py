@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -141,3 +141,34 @@ def test_killed_then_rerun_is_byte_identical(scenes: str, clean: dict[str, str],
     assert not any(p.name.startswith(".stac-") or p.name in WORK_FOLDERS for p in out.iterdir())
     assert after == clean
     assert killed, f"the run finished before {reached.__name__} was seen; the kill point was not exercised"
+
+
+def test_temporaries_of_files_written_into_the_output_folder_are_made_in_its_work_folder(
+    scenes: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kill between creating a blob's, the manifest's or the dead letters' temporary and its rename leaves it in
+    ``.staging``, which the rerun removes, so no stray ``.*.partial`` sits beside the cubes (the kill points above
+    only catch that window by chance)."""
+    import tempfile
+
+    from pipelines.convert import run
+    from pipelines.options import ConvertOptions
+
+    out = tmp_path / "out"
+    made: list[str] = []
+    mkstemp = tempfile.mkstemp
+
+    def recording(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        fd, name = mkstemp(*args, **kwargs)
+        made.append(name)
+        return fd, name
+
+    monkeypatch.setattr(tempfile, "mkstemp", recording)
+    options = ConvertOptions(out=str(out), tile_size=32, cube_period="P1M", compression="raster", frame_unit=0)
+    summary = run([scenes], options, ["--direct_num_workers=1"])
+    assert summary.entries
+    beside = [name for name in made if os.path.dirname(name) == str(out)]
+    assert not beside, f"temporaries made beside the outputs: {beside}"
+    staged = [os.path.basename(name) for name in made if os.path.dirname(name) == str(out / ".staging")]
+    for kind in (".manifest.jsonl.", ".dead-letter.jsonl.", ".rumih."):
+        assert any(kind in name for name in staged), f"no {kind} temporary in .staging: {staged}"
