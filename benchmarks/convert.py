@@ -281,6 +281,10 @@ def to_cog(args: tuple[str, str]) -> int:
     return os.path.getsize(dst)
 
 
+COG_LABEL: Final = "COG ZSTD+predictor 2, 2 processes"
+"""The peer's row in the table."""
+
+
 @dataclass
 class CogRun:
     """One conversion of every scene to a COG on two processes."""
@@ -319,27 +323,22 @@ class Round:
 def report_times(rounds: list[Round], pixels: int, files: int, fixed: dict[str, float], size: int, scenes: int) -> None:
     """Print the conversion table (median wall and CPU over rounds), each round's ratios, and the same-run ratios."""
     gb = pixels / 1e9
+    runs: dict[str, list[Conversion | CogRun]] = {label: [r.rumi[label] for r in rounds] for label in MODES}
+    runs[COG_LABEL] = [r.cog for r in rounds]
+    # (median wall seconds, median CPU seconds) of each contender, computed once for the table and the ratios.
+    medians = {
+        name: (statistics.median(x.seconds for x in done), statistics.median(x.monitor.total_cpu for x in done))
+        for name, done in runs.items()
+    }
+    sizes = {label: sum(e["file_bytes"] for e in rounds[0].rumi[label].entries) for label in MODES}
+    sizes[COG_LABEL] = rounds[0].cog.nbytes
     print(f"| {scenes} scenes of {size}², {pixels / 1e6:.0f} MB | wall time | input MB/s | CPU s/GB | output MB | ratio |")
     print("|---|---:|---:|---:|---:|---:|")
-    cog_s = statistics.median([r.cog.seconds for r in rounds])
-    cog_cpu = statistics.median([r.cog.monitor.total_cpu for r in rounds])
-    rows = []
-    for label in MODES:
-        nbytes = sum(e["file_bytes"] for e in rounds[0].rumi[label].entries)
-        rows.append(
-            (f"rumi convert, {label}", [r.rumi[label].seconds for r in rounds], [r.rumi[label].monitor.total_cpu for r in rounds], nbytes)
+    for name, (wall, cpu) in medians.items():
+        row = name if name == COG_LABEL else f"rumi convert, {name}"
+        print(
+            f"| {row} | {wall:.1f} s | {pixels / 1e6 / wall:.1f} | {cpu / gb:.1f} | {sizes[name] / 1e6:.1f} | {pixels / sizes[name]:.3f} |"
         )
-    rows.append(
-        (
-            "COG ZSTD+predictor 2, 2 processes",
-            [r.cog.seconds for r in rounds],
-            [r.cog.monitor.total_cpu for r in rounds],
-            rounds[0].cog.nbytes,
-        )
-    )
-    for name, seconds, cpus, nbytes in rows:
-        wall, cpu = statistics.median(seconds), statistics.median(cpus)
-        print(f"| {name} | {wall:.1f} s | {pixels / 1e6 / wall:.1f} | {cpu / gb:.1f} | {nbytes / 1e6:.1f} | {pixels / nbytes:.3f} |")
     print(f"| input GeoTIFF (DEFLATE) | | | | {files / 1e6:.1f} | {pixels / files:.3f} |")
     print()
     print(f"{len(rounds)} rounds (median above); wall seconds and rumi / COG input MB/s in each, CPU steal %, load average at the start:")
@@ -348,9 +347,9 @@ def report_times(rounds: list[Round], pixels: int, files: int, fixed: dict[str, 
             f"{label} {c.seconds:.1f} s = {r.cog.seconds / c.seconds:.2f}x (steal {c.steal:.0f} %)" for label, c in r.rumi.items()
         )
         print(f"  round {k}: COG {r.cog.seconds:.1f} s (steal {r.cog.steal:.0f} %); {modes}; load {r.load:.2f}")
+    cog_s, cog_cpu = medians[COG_LABEL]
     for position, label in enumerate(MODES):
-        wall = statistics.median([r.rumi[label].seconds for r in rounds])
-        cpu = statistics.median([r.rumi[label].monitor.total_cpu for r in rounds])
+        wall, cpu = medians[label]
         goal = " (goal >= 2x)" if position == 0 else ""
         print(
             f"same run, {label}: rumi / COG input MB/s {cog_s / wall:.2f}x{goal} at the medians; CPU s/GB rumi {cpu / gb:.1f}, "
