@@ -84,17 +84,22 @@ def unpack(data: bytes | memoryview, count: int, bits: int) -> NDArray[np.uint64
         raise RumiError("unused bits in the final byte of a packed region are not zero")
     if bits <= 56:
         # Value i starts at bit i * bits, so it lies within the 8 bytes from
-        # byte (i * bits) // 8 (shift <= 7, 7 + 56 <= 64). Gathering those
-        # words through an overlapping, unaligned view costs 8 bytes per
-        # value, where spreading every bit into its own byte costs 64.
+        # byte (i * bits) // 8, shifted by (i * bits) % 8 <= 7 (7 + 56 <= 64).
+        # Values i, i + 8, i + 16... start exactly ``bits`` bytes apart at the
+        # same shift, so each of the 8 phases is one strided little-endian
+        # view of the bytes: a shift and a mask per value, with no index array
+        # (1.75 million 13- to 17-bit values: 13-15 ms, against 28-30 by gathering).
         padded = np.zeros(expected + 8, dtype=np.uint8)
         padded[:expected] = raw
-        words = np.ndarray(shape=(expected + 1,), dtype="<u8", buffer=padded, strides=(1,))
-        starts = np.arange(count, dtype=np.uint64) * np.uint64(bits)
-        values = words[(starts >> np.uint64(3)).astype(np.intp)]
-        values >>= starts & np.uint64(7)
-        values &= np.uint64((1 << bits) - 1)
-        return values.astype(np.uint64)
+        values = np.empty(count, dtype=np.uint64)
+        mask = np.uint64((1 << bits) - 1)
+        for phase in range(min(8, count)):
+            first = phase * bits
+            lanes = values[phase::8]
+            words = np.ndarray(shape=lanes.shape, dtype="<u8", buffer=padded, offset=first // 8, strides=(bits,))
+            np.right_shift(words, np.uint64(first % 8), out=lanes)
+            lanes &= mask
+        return values
     as_bits = np.unpackbits(raw, bitorder="little")[:used].reshape(count, bits)
     padded = np.zeros((count, 64), dtype=np.uint8)
     padded[:, :bits] = as_bits

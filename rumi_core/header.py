@@ -74,6 +74,7 @@ class HeaderBlob:
         self._counts: NDArray[np.uint64] | None = counts
         self._count_min = int(counts.min()) if counts.size else 0
         self._offsets: NDArray[np.uint64] | None = None
+        self._trailer_offset = self.base_frame_offset + int(counts.sum(dtype=np.uint64))
 
     @classmethod
     def uniform(cls, layout: Layout, count: int) -> HeaderBlob:
@@ -89,6 +90,7 @@ class HeaderBlob:
         blob._counts = None
         blob._count_min = count
         blob._offsets = None
+        blob._trailer_offset = blob.base_frame_offset + count * layout.frame_count
         return blob
 
     @property
@@ -147,10 +149,12 @@ class HeaderBlob:
 
     @property
     def trailer_offset(self) -> int:
-        """``offset[N-1] + frame_byte_counts[N-1]``."""
-        if self._counts is None:
-            return self.base_frame_offset + self._count_min * self.layout.frame_count
-        return self.base_frame_offset + int(self._counts.sum(dtype=np.uint64))
+        """``offset[N-1] + frame_byte_counts[N-1]``.
+
+        Summed once, when the blob is made: every read checks it against the
+        file's size, and the counts never change.
+        """
+        return self._trailer_offset
 
     def frame_ranges(self, frames: NDArray[np.int64] | Sequence[int]) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
         """Return the offsets and byte counts of ``frames``.

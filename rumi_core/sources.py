@@ -97,6 +97,10 @@ class _SourceBase:
         self.close()
 
 
+_UNCHECKED_RANGE = 16 << 20
+"""Bytes a local range may ask for without the file's size being looked up first."""
+
+
 class LocalFileSource(_SourceBase):
     """A local file read with ``os.pread``; safe to share between threads."""
 
@@ -131,15 +135,18 @@ class LocalFileSource(_SourceBase):
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Read each range with one positional read."""
         fd = self._fileno()
-        end = self.size()
+        end: int | None = None
         out = []
         for offset, length in ranges:
             if offset < 0 or length < 0:
                 raise SourceError(f"cannot read {length} bytes at {offset} of {self._path}: negative range")
             # os.pread allocates `length` bytes up front: a range derived from a
             # corrupt IFD or blob must not turn into a huge allocation or an
-            # OverflowError, so never ask for more than the file holds.
-            length = min(length, max(0, end - offset))
+            # OverflowError, so a large one never asks for more than the file
+            # holds. A small one costs no fstat: a frame's read is one pread.
+            if length > _UNCHECKED_RANGE:
+                end = self.size() if end is None else end
+                length = min(length, max(0, end - offset))
             try:
                 chunks = []
                 got = 0

@@ -29,7 +29,7 @@ from rumi_core.errors import (
     SourceError,
 )
 from rumi_core.header import HEADER_SIZE, HeaderBlob, build_header, check_against_head
-from rumi_core.ifd import ParsedHead, base_frame_offset
+from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
 from rumi_core.layout import Layout
 from rumi_core.limits import Limits
 from rumi_core.sources import BytesSource
@@ -165,6 +165,35 @@ def test_offsets_and_trailer_offset_equal_the_files(written: dict[str, tuple[Pat
         assert parsed.frame_range(k) == (tile_offsets[k], counts[k])
         # The closed form of Offset reconstruction.
         assert tile_offsets[k] == parsed.base_frame_offset + k * cmin + sum(c - cmin for c in counts[:k])
+
+
+@pytest.mark.parametrize(
+    ("base", "counts", "fits"),
+    [
+        (1, [2**63 - 1, 2**63 - 1], True),  # the last offset is 2**64 - 1: summed in uint64, exactly
+        (2, [2**63 - 1, 2**63 - 1], False),
+        (0, [2**63, 2**63], False),  # their uint64 sum wraps to 0
+        (0, [2**62] * 5, False),
+    ],
+    ids=["last-fits", "one-over", "wraps-to-zero", "wraps-past-max"],
+)
+def test_offsets_that_do_not_fit_uint64_are_refused_however_the_sum_wraps(base: int, counts: list[int], fits: bool) -> None:
+    if fits:
+        assert frame_offsets(base, counts).tolist() == [base, base + counts[0], base + sum(counts)]
+    else:
+        with pytest.raises(InvalidInputError, match="does not fit in uint64"):
+            frame_offsets(base, counts)
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_the_trailer_offset_of_a_blob_of_millions_of_frames_is_its_last_offset(uniform: bool) -> None:
+    layout = Layout(10980, 10980, 73, 13, 256, 256, encoding_for_dtype(np.uint16), 0)
+    counts = np.random.default_rng(0).integers(1, 1 << 20, layout.frame_count, dtype=np.uint64)
+    blob = HeaderBlob.uniform(layout, 70_000) if uniform else HeaderBlob(layout, counts)
+    parsed = HeaderBlob.from_bytes(blob.to_bytes())
+    assert parsed == blob
+    assert parsed.trailer_offset == blob.trailer_offset == int(parsed.offsets[-1])
+    assert parsed.frame_range(layout.frame_count - 1) == (int(parsed.offsets[-2]), 70_000 if uniform else int(counts[-1]))
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -11,7 +13,7 @@ import pytest
 import rasterio.windows
 
 import rumi_core
-from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource
+from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource, reader
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
@@ -221,7 +223,8 @@ def test_a_blob_read_from_bytes_is_parsed_once_per_limits(cube_file: tuple[Path,
 
 
 def test_a_blob_of_many_frames_is_not_kept() -> None:
-    layout = Layout(300, 300, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0)
+    side = math.isqrt(reader._PARSED_BLOB_FRAMES) + 1
+    layout = Layout(side, side, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0)
     many = HeaderBlob(layout, np.arange(layout.frame_count) % 7 + 1).to_bytes()
     few = HeaderBlob(Layout(256, 256, 1, 1, 1, 1, encoding_for_dtype("uint8"), 0), np.arange(1 << 16) % 7 + 1).to_bytes()
     with BytesSource(b"") as source:
@@ -364,3 +367,34 @@ def test_the_heap_pad_only_grows_and_stays_capped() -> None:
     assert first == 0 or first >= 1 << 20  # 0 only where glibc's mallopt cannot be used
     assert keep_heap_slack(1 << 40) in (0, MAX_TOP_PAD)
     assert keep_heap_slack(1) == keep_heap_slack(1 << 40)  # never lowered
+
+
+def test_a_blob_given_as_bytes_is_parsed_once_while_the_kept_blobs_fit_their_frame_budget(
+    cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, blob, data = cube_file
+    other_path = tmp_path / "other.rumi"
+    other = rumi_core.write(other_path, data[:2], bands=list("abcd"), times=["2021-01-01", "2021-01-11"], tile_size=(64, 48))
+    assert (HeaderBlob.from_bytes(blob).layout.frame_count, HeaderBlob.from_bytes(other).layout.frame_count) == (72, 48)
+    monkeypatch.setattr(reader, "_PARSED_BLOBS", OrderedDict())
+    parsed: list[bytes] = []
+    parse = HeaderBlob.from_bytes
+    monkeypatch.setattr(HeaderBlob, "from_bytes", staticmethod(lambda raw, **kw: parsed.append(bytes(raw)) or parse(raw, **kw)))
+
+    def read_both_twice() -> None:
+        for _ in range(2):
+            np.testing.assert_array_equal(rumi_core.read(path, blob, window=((0, 10), (0, 10))), data[:, :, :10, :10])
+            np.testing.assert_array_equal(rumi_core.read(other_path, other, window=((0, 10), (0, 10))), data[:2, :, :10, :10])
+
+    read_both_twice()
+    assert parsed == [blob, other]  # both kept: 120 frames
+    monkeypatch.setattr(reader, "_PARSED_BLOBS", OrderedDict())
+    monkeypatch.setattr(reader, "_PARSED_BLOB_FRAMES", 100)
+    parsed.clear()
+    read_both_twice()
+    assert parsed == [blob, other, blob, other]  # each evicts the other
+    monkeypatch.setattr(reader, "_PARSED_BLOBS", OrderedDict())
+    monkeypatch.setattr(reader, "_PARSED_BLOB_FRAMES", 60)
+    parsed.clear()
+    read_both_twice()
+    assert parsed == [blob, other, blob]  # the 72-frame blob is never kept
