@@ -150,14 +150,20 @@ def plan_write(
     return WritePlan(layout, georef, Trailer(band_texts, axis), parse_codec(compression))
 
 
-def frame_samples(data: Any, layout: Layout, index: int) -> NDArray[Any]:
+def frame_samples(data: Any, layout: Layout, index: int, *, crop: tuple[slice, slice] | None = None) -> NDArray[Any]:
     """Return frame ``index`` of ``data`` as a C-contiguous little-endian array.
 
     ``data`` is ``(T, B, Y, X)`` or, for an Image, ``(B, Y, X)``. The result
     has the decoded shape and axis order of the frame (:attr:`Layout.frame_axes`).
+    ``crop``, rows and columns within the tile (non-negative slices of step
+    1), reads only that part of it: a sample for a codec choice
+    (:func:`rumi_core.compression.sampling.crop_windows`).
     """
     row, col, band, time = layout.frame_location(index)
     y0, y1, x0, x1 = layout.tile_bounds(row, col)
+    if crop is not None:
+        rows, cols = crop
+        y0, y1, x0, x1 = y0 + rows.start, y0 + rows.stop, x0 + cols.start, x0 + cols.stop
     cube = data if len(data.shape) == 4 else None
     if band is not None and time is not None:
         block = np.asarray(cube[time, band, y0:y1, x0:x1] if cube is not None else data[band, y0:y1, x0:x1])

@@ -26,6 +26,7 @@ import rumi_core
 from rumi_core.codecs import FrameCodec, GeoZLGraph, OpenZLGraph, PlaneCoding, StackCodec, decode_frame
 from rumi_core.compression import CompressionChoice, profile_codecs, sample_locations, select_layout
 from rumi_core.compression.decode_cost import MODEL
+from rumi_core.compression.sampling import crop_frames, sample_budget, sample_cells
 from rumi_core.errors import InvalidInputError
 from rumi_core.testing import random_samples, rumi_eo_environment, synthetic_cube
 from rumi_core.writer import choose_compression
@@ -194,6 +195,45 @@ def test_sample_locations_are_spread_and_deterministic() -> None:
     assert sample_locations(1, 4) == (0,)
     assert sample_locations(3, 4) == (0, 1, 2)
     assert sample_locations(100, 1) == (50,)
+
+
+class _SliceRecorder:
+    """A sliceable array that counts the samples each slice reads, as the pipeline's lazy cube would read them."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data, self.shape, self.dtype, self.read = data, data.shape, data.dtype, 0
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        block = self.data[key]
+        self.read += block.size
+        return block
+
+
+@pytest.mark.parametrize(
+    ("shape", "tile", "budget"),
+    [
+        ((30, 3, 256, 300), 128, 1 << 14),
+        ((4, 3, 200, 256), 64, 1 << 20),
+        ((2, 2, 64, 128), 64, 1 << 20),
+        ((3, 200, 256), 64, 20000),
+        ((2, 2, 90, 70), 64, 1 << 15),
+    ],
+    ids=["long-series-one-cell-kept", "cropped", "within-budget", "image", "edge-tiles"],
+)
+def test_sample_cells_read_only_their_crops_and_keep_the_samples_of_cropping_whole_cells(
+    shape: tuple[int, ...], tile: int, budget: int
+) -> None:
+    data = random_samples(shape, np.uint16, seed=3)
+    source = _SliceRecorder(data)
+    cells, picked = sample_cells(source, tile_size=(tile, tile), locations=4, budget=budget)
+    cube = data if data.ndim == 4 else data[np.newaxis]
+    across = -(-shape[-1] // tile)
+    locations = sample_locations(across * -(-shape[-2] // tile), 4)
+    whole = [cube[..., r * tile : (r + 1) * tile, c * tile : (c + 1) * tile] for r, c in (divmod(loc, across) for loc in locations)]
+    expected, kept = crop_frames(whole, ("t", "b", "h", "w"), sample_budget(data.size, budget))
+    assert picked == tuple(locations[i] for i in kept)
+    assert [c.tobytes() for c in cells] == [e.tobytes() for e in expected]
+    assert source.read == sum(c.size for c in cells)  # nothing outside the crops
 
 
 def test_frame_unit_auto_takes_cells_for_correlated_bands() -> None:

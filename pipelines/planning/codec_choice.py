@@ -33,6 +33,7 @@ import numpy as np
 
 from rumi_core.codecs import DEFAULT_CODEC, BoundedCodec, FrameCodec, parse_codec
 from rumi_core.compression import DECODE_FLOOR, MODES, profile_codecs, select_layout
+from rumi_core.compression.sampling import SAMPLE_BUDGET
 from rumi_core.frame_units import FRAME_UNITS
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ def selection_nodata(plan: CubePlan) -> int | float | None:
     return value
 
 
-def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> FrameCodec:
+def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]], *, budget: int = SAMPLE_BUDGET) -> FrameCodec:
     """Return the codec of every frame of ``plan``, chosen on ``sample_frames``.
 
     Args:
@@ -124,6 +125,8 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
             geozl's quantized recipes.
         sample_frames: Decoded samples of a deterministic sample of the
             cube's frames, in the layout of ``plan.layout``.
+        budget: Samples the choice measures; the frames are cropped to fit
+            (:func:`rumi_core.compression.sampling.crop_frames`).
 
     Returns:
         The requested codec, or the one :func:`rumi_core.compression.profile_codecs`
@@ -150,5 +153,6 @@ def choose_codec(plan: CubePlan, sample_frames: Sequence[NDArray[Any]]) -> Frame
         nodata=selection_nodata(plan),
         bound=bound,
         decode_floor=DECODE_FLOOR,
+        budget=budget,
     )
     return selection.codec

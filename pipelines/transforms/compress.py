@@ -27,6 +27,7 @@ from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure, LazyCube, RasterDoFn, read_frame
 from rumi_core.codecs import FrameCodec, codec_from_dict, release_contexts
+from rumi_core.compression.sampling import SAMPLE_BUDGET, crop_windows
 from rumi_core.heap import release_free_memory
 
 if TYPE_CHECKING:
@@ -44,18 +45,27 @@ CODEC_SAMPLE_FRAMES: Final = 4
 """How many frames of a cube the codec choice sees."""
 
 
-def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_FRAMES) -> FrameCodec:
+def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_FRAMES, budget: int = SAMPLE_BUDGET) -> FrameCodec:
     """Read a deterministic sample of a cube's frames and choose its codec.
 
-    A sample frame that cannot be read is left out; the frame stage reports it.
+    Only the part of each frame the choice measures is read: the crops
+    :func:`~rumi_core.compression.profile_codecs` would cut from the whole
+    frames to fit its sample budget (:func:`~rumi_core.compression.sampling.crop_windows`).
+    A frame of a cell unit holds every date, so the four whole sample frames
+    of a 73-date cube of 4 bands and 512 x 512 tiles would be 584 MiB. A
+    sample frame that cannot be read is left out; the frame stage reports it.
     """
+    layout = plan.layout
+    indices = sample_indices(layout.frame_count, k)
+    kept, crops = crop_windows([layout.frame_shape(i) for i in indices], layout.frame_axes, budget)
     samples: list[NDArray[Any]] = []
-    for index in sample_indices(plan.layout.frame_count, k):
+    for position, crop in zip(kept, crops, strict=True):
         try:
-            samples.append(read_frame(plan, index, rasters))
+            samples.append(read_frame(plan, indices[position], rasters, crop=crop))
         except SceneError:
             continue
-    return choose_codec(plan, samples)
+    # Already fitted: profile_codecs must not crop them again (its crops of crops differ).
+    return choose_codec(plan, samples, budget=max(budget, sum(sample.size for sample in samples)))
 
 
 def compress_frame(samples: NDArray[Any], codec: FrameCodec, axes: tuple[str, ...]) -> bytes:

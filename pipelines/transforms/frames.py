@@ -248,13 +248,13 @@ class LazyCube:
         return picked
 
 
-def read_frame(plan: CubePlan, index: int, rasters: RasterCache) -> NDArray[Any]:
-    """The samples of frame ``index`` of a cube, in the frame's decoded layout.
+def read_frame(plan: CubePlan, index: int, rasters: RasterCache, *, crop: tuple[slice, slice] | None = None) -> NDArray[Any]:
+    """The samples of frame ``index`` of a cube, in the frame's decoded layout; only ``crop`` of its tile if given.
 
     Raises:
         SceneError: a source file cannot be read (reason ``read-failed``).
     """
-    return frame_samples(LazyCube(plan, rasters), plan.layout, index)
+    return frame_samples(LazyCube(plan, rasters), plan.layout, index, crop=crop)
 
 
 def shard_frame_keys(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[FrameKey]:

@@ -38,6 +38,7 @@ __all__ = [
     "SAMPLE_MIN",
     "SampleFrames",
     "crop_frames",
+    "crop_windows",
     "sample_budget",
     "sample_cells",
     "sample_locations",
@@ -80,12 +81,46 @@ def sample_locations(grid: int, count: int = SAMPLE_LOCATIONS) -> tuple[int, ...
     return tuple(sorted({min(grid - 1, (2 * i + 1) * grid // (2 * count)) for i in range(count)}))
 
 
-def _kept_spread(frames: Sequence[npt.NDArray[Any]], keep: int) -> list[int]:
-    """Positions of ``keep`` frames, whole tiles before clipped edge tiles, evenly spread among them."""
-    largest = sorted(range(len(frames)), key=lambda i: -frames[i].size)
-    full = [i for i in largest if frames[i].size == frames[largest[0]].size] if largest else []
+def _kept_spread(sizes: Sequence[int], keep: int) -> list[int]:
+    """Positions of ``keep`` frames of ``sizes`` samples, whole tiles before clipped edge tiles, evenly spread among them."""
+    largest = sorted(range(len(sizes)), key=lambda i: -sizes[i])
+    full = [i for i in largest if sizes[i] == sizes[largest[0]]] if largest else []
     pool = sorted(full) if len(full) >= keep else sorted(largest[:keep])
     return sorted({pool[(2 * k + 1) * len(pool) // (2 * keep)] for k in range(keep)})
+
+
+def crop_windows(
+    shapes: Sequence[tuple[int, ...]], axes: tuple[str, ...], budget: int, min_side: int = MIN_SIDE
+) -> tuple[list[int], list[tuple[slice, slice]]]:
+    """Decide, from the frames' shapes alone, how :func:`crop_frames` fits them into ``budget`` samples.
+
+    Returns the positions of the frames kept and, for each, the rows and
+    columns of its crop, so that a caller reading from storage reads only
+    those (:func:`sample_cells`).
+    """
+    h, w = axes.index("h"), axes.index("w")
+    sizes = [math.prod(shape) for shape in shapes]
+    kept = list(range(len(shapes)))
+    total = sum(sizes)
+    if total > budget:
+
+        def smallest(shape: tuple[int, ...]) -> int:
+            rows, cols = shape[h], shape[w]
+            return math.prod(shape) // (rows * cols) * min(rows, min_side) * min(cols, min_side)
+
+        floor_total = sum(smallest(shape) for shape in shapes)
+        if floor_total > budget and len(shapes) > 1:
+            kept = _kept_spread(sizes, max(1, min(len(shapes), budget * len(shapes) // max(floor_total, 1))))
+            total = sum(sizes[i] for i in kept)
+    scale = math.sqrt(budget / total) if total > budget else 1.0
+    windows = []
+    for i in kept:
+        height, width = shapes[i][h], shapes[i][w]
+        rows = min(height, max(min(height, min_side), math.ceil(height * scale)))
+        cols = min(width, max(min(width, min_side), math.ceil(width * scale)))
+        r0, c0 = (height - rows) // 2, (width - cols) // 2
+        windows.append((slice(r0, r0 + rows), slice(c0, c0 + cols)))
+    return kept, windows
 
 
 def crop_frames(
@@ -99,30 +134,15 @@ def crop_frames(
     Returns the frames and the positions of those kept.
     """
     arrays = [np.asarray(f) for f in frames]
-    kept = list(range(len(arrays)))
-    total = sum(f.size for f in arrays)
-    if total <= budget:
-        return arrays, kept
+    if sum(f.size for f in arrays) <= budget:
+        return arrays, list(range(len(arrays)))
+    kept, windows = crop_windows([f.shape for f in arrays], axes, budget, min_side)
     h, w = axes.index("h"), axes.index("w")
-
-    def smallest(frame: npt.NDArray[Any]) -> int:
-        rows, cols = int(frame.shape[h]), int(frame.shape[w])
-        return int(frame.size) // (rows * cols) * min(rows, min_side) * min(cols, min_side)
-
-    floor_total = sum(smallest(f) for f in arrays)
-    if floor_total > budget and len(arrays) > 1:
-        kept = _kept_spread(arrays, max(1, min(len(arrays), budget * len(arrays) // max(floor_total, 1))))
-        arrays = [arrays[i] for i in kept]
-        total = sum(f.size for f in arrays)
-    scale = math.sqrt(budget / total) if total > budget else 1.0
     out = []
-    for frame in arrays:
-        rows = min(frame.shape[h], max(min(frame.shape[h], min_side), math.ceil(frame.shape[h] * scale)))
-        cols = min(frame.shape[w], max(min(frame.shape[w], min_side), math.ceil(frame.shape[w] * scale)))
-        index: list[slice] = [slice(None)] * frame.ndim
-        r0, c0 = (frame.shape[h] - rows) // 2, (frame.shape[w] - cols) // 2
-        index[h], index[w] = slice(r0, r0 + rows), slice(c0, c0 + cols)
-        out.append(np.ascontiguousarray(frame[tuple(index)]))
+    for i, (rows, cols) in zip(kept, windows, strict=True):
+        index: list[slice] = [slice(None)] * arrays[i].ndim
+        index[h], index[w] = rows, cols
+        out.append(np.ascontiguousarray(arrays[i][tuple(index)]))
     return out, kept
 
 
@@ -131,20 +151,31 @@ def sample_cells(
 ) -> tuple[list[npt.NDArray[Any]], tuple[int, ...]]:
     """Read the sampled ``(T, B, h, w)`` cells of an Image or Cube, cropped to the budget.
 
-    Returns the cells and their tile locations (row-major spatial index).
+    The crops are decided from the cells' shapes (:func:`crop_windows`) and
+    only they are read: ``data`` may read from storage on slicing (the
+    pipeline's lazy cube), and a whole cell of a long series is large (73
+    dates of 4 bands of 512 x 512 uint16: 146 MiB, where the budget keeps at
+    most 2 MiB of it). Returns the cells and their tile locations (row-major
+    spatial index).
     """
     shape = tuple(int(d) for d in data.shape)
     height, width = shape[-2:]
     th, tw = tile_size
     across, down = -(-width // tw), -(-height // th)
     picked = sample_locations(across * down, locations)
-    cells = []
+    planes = math.prod(shape[:-2])
+    bounds = []
     for loc in picked:
         row, col = divmod(loc, across)
-        block = data[..., row * th : min(height, (row + 1) * th), col * tw : min(width, (col + 1) * tw)]
-        cells.append(np.asarray(block if len(shape) == 4 else np.asarray(block)[np.newaxis]))
-    cropped, kept = crop_frames(cells, ("t", "b", "h", "w"), sample_budget(math.prod(shape), budget))
-    return cropped, tuple(picked[i] for i in kept)
+        bounds.append((row * th, min(height, (row + 1) * th), col * tw, min(width, (col + 1) * tw)))
+    shapes = [(planes, y1 - y0, x1 - x0) for y0, y1, x0, x1 in bounds]
+    kept, windows = crop_windows(shapes, ("p", "h", "w"), sample_budget(math.prod(shape), budget))
+    cells = []
+    for i, (rows, cols) in zip(kept, windows, strict=True):
+        y0, _, x0, _ = bounds[i]
+        block = data[..., y0 + rows.start : y0 + rows.stop, x0 + cols.start : x0 + cols.stop]
+        cells.append(np.ascontiguousarray(block if len(shape) == 4 else np.asarray(block)[np.newaxis]))
+    return cells, tuple(picked[i] for i in kept)
 
 
 @dataclass(frozen=True)

@@ -9,23 +9,30 @@ from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 import numpy as np
+import pytest
 from apache_beam.testing.util import assert_that, equal_to, is_not_empty
 
+from pipelines.options import ConvertOptions
 from pipelines.planning.codec_choice import measure_frame_unit
 from pipelines.planning.grouping import plan_cubes
+from pipelines.planning.plan import sample_indices
 from pipelines.planning.scene import Scene, SceneRef
 from pipelines.rasters import RasterCache
 from pipelines.summary import load_jsonl
+from pipelines.testing import write_series
+from pipelines.transforms import compress as compress_module
+from pipelines.transforms import frames as frames_module
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
 from pipelines.transforms.compress import ChooseCodecs, CompressFrames, select_codec
 from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
 from pipelines.transforms.discover import DiscoverScenes
-from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFrames
+from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFrames, read_frame
 from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
 from pipelines.transforms.write_parts import PART_RECORD, FramePart, PrepareParts, WriteParts, part_path
 from rumi_core import DEFAULT_CODEC, decode_frame
+from rumi_core.compression.sampling import crop_frames
 from rumi_core.frame_units import FRAME_UNITS
 from rumi_core.writer import frame_samples
 
@@ -34,7 +41,6 @@ if TYPE_CHECKING:
 
     from apache_beam.testing.test_pipeline import TestPipeline
 
-    from pipelines.options import ConvertOptions
     from pipelines.planning.plan import CubePlan
 
 Series = tuple["Path", list[str], np.ndarray[Any, Any]]
@@ -118,6 +124,39 @@ def test_choose_and_compress(pipeline: Callable[[], TestPipeline], series: Serie
             lambda kv: (kv[0].index, decode_frame(kv[1], decoded_bytes=layout.decoded_frame_bytes(kv[0].index)).tobytes())
         )
         assert_that(decoded, equal_to([(i, frame_samples(cube, layout, i).tobytes()) for i in (0, 5)]), label="RoundTrip")
+
+
+@pytest.mark.parametrize(("unit", "budget"), [(0, 20000), (3, 20000), (3, 1 << 22)], ids=["tiles-cropped", "cells-cropped", "cells-whole"])
+def test_the_codec_sample_reads_only_the_crops_it_measures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, unit: int, budget: int) -> None:
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=("2023-01-05", "2023-02-04"), size=(300, 280), seed=5)
+    (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out=str(tmp_path / "out"), tile_size=256))
+    plan = dataclasses.replace(plan, frame_unit=unit)
+    layout = plan.layout
+    read: list[int] = []
+    real_read = frames_module.read_band_window
+    monkeypatch.setattr(frames_module, "read_band_window", lambda *a, out, **kw: read.append(out.size) or real_read(*a, out=out, **kw))
+    chosen: list[tuple[list[np.ndarray[Any, Any]], int]] = []
+    real_choose = compress_module.choose_codec
+
+    def choose(plan: CubePlan, samples: list[np.ndarray[Any, Any]], budget: int) -> Any:
+        chosen.append((samples, budget))
+        return real_choose(plan, samples, budget=budget)
+
+    monkeypatch.setattr(compress_module, "choose_codec", choose)
+    rasters = RasterCache()
+    try:
+        codec = select_codec(plan, rasters, budget=budget)
+        read_for_choice = sum(read)
+        whole = [read_frame(plan, i, rasters) for i in sample_indices(layout.frame_count, 4)]
+    finally:
+        rasters.close()
+    ((samples, passed),) = chosen
+    expected, _ = crop_frames(whole, layout.frame_axes, budget)
+    assert [s.tobytes() for s in samples] == [e.tobytes() for e in expected]  # what measuring whole frames measured
+    assert read_for_choice == sum(s.size for s in samples)  # and nothing else was read
+    assert (read_for_choice < sum(w.size for w in whole)) == (budget < 1 << 22)
+    assert passed >= read_for_choice  # not cropped a second time
+    assert codec == real_choose(plan, whole, budget=budget)  # the same choice as on whole frames
 
 
 def test_prepare_write_parts_and_assemble(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
