@@ -78,6 +78,8 @@ from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata
 from pipelines.transforms.write_parts import PrepareParts, ProgressMonitor, WriteParts
+from rumi_core.heap import limit_arenas
+from rumi_core.reader import default_threads
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -312,6 +314,8 @@ def run(
     """
     in_bucket = is_gs(options.out)
     start = time.monotonic()
+    # Before the local runner starts its worker threads (see RasterDoFn.setup).
+    limit_arenas(default_threads())
     pipeline, options = _build(inputs, options, beam_args, runner, publish)
     # The progress display counts part files on disk; a bucket output draws none.
     monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None

@@ -49,7 +49,8 @@ from pipelines.errors import PipelineError, SceneError
 from pipelines.rasters import RasterCache, fit_block_cache, gdal_env
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
-from rumi_core.heap import keep_heap_slack
+from rumi_core.heap import keep_heap_slack, limit_arenas
+from rumi_core.reader import default_threads
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:
@@ -328,7 +329,13 @@ class RasterDoFn(beam.DoFn):
         beam.DoFn.__init__(self)
 
     def setup(self) -> None:
-        """Open the cache (Beam calls this once per DoFn instance on a worker)."""
+        """Open the cache (Beam calls this once per DoFn instance on a worker), and cap the worker's malloc arenas.
+
+        One arena per CPU the worker may use (:func:`rumi_core.heap.limit_arenas`):
+        the heap slack each frame keeps (:data:`FRAME_WORKING_SET`) then stays
+        resident once per CPU, not once per thread the runner has used.
+        """
+        limit_arenas(default_threads())
         self.rasters = RasterCache()
 
     def teardown(self) -> None:
