@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from read_timing import time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
+from read_timing import header_argument, time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
 
 import rumi_core
 from rumi_core.codecs import RasterCodec
@@ -114,9 +114,9 @@ def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: li
 
 
 def time_child(argv: list[str]) -> int:
-    """The child process that times rumi_core: PATH HEADER_HEX THREADS VERIFY SCENARIOS_JSON."""
+    """The child process that times rumi_core: PATH HEADER THREADS VERIFY SCENARIOS_JSON (HEADER: hex, or ``@PATH``)."""
     path, header, threads, verify, spec = argv
-    print(json.dumps(time_ours(Path(path), bytes.fromhex(header), int(threads), verify == "1", json.loads(Path(spec).read_text()))))
+    print(json.dumps(time_ours(Path(path), header_argument(header), int(threads), verify == "1", json.loads(Path(spec).read_text()))))
     return 0
 
 

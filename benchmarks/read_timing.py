@@ -50,6 +50,15 @@ def current_rss() -> int:
     return _status_bytes("VmRSS")
 
 
+def header_argument(text: str) -> bytes:
+    """A header blob given on a command line: hex digits, or ``@PATH`` of a blob file.
+
+    A blob of a cube with hundreds of thousands of frames is larger than
+    one command-line argument may be (128 KiB on Linux).
+    """
+    return Path(text[1:]).read_bytes() if text.startswith("@") else bytes.fromhex(text)
+
+
 def time_scenarios(
     read: Callable[[Any], Samples], window_of: Callable[[list[int] | None], Any], scenarios: list[dict[str, Any]]
 ) -> dict[str, Any]:

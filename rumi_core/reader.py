@@ -7,16 +7,18 @@ Specification sections *Selective read model*, *Offset reconstruction* and
 2. computes the frames that intersect it (:meth:`Layout.frames_for`);
 3. reconstructs their offsets from the packed byte counts;
 4. fetches exactly those ranges, and never reads the IFD or the trailer:
-   from a remote source runs of adjacent frames are merged into one request
-   (each request pays a round trip), from a local one each frame is a request
-   of its own (:func:`~rumi_core.sources.is_local`), fetched by the thread
-   that decodes it;
+   runs of adjacent frames are merged into one request, up to
+   ``limits.max_merged_request`` from a remote source (each request pays a
+   round trip) and up to :data:`LOCAL_RUN_BYTES` from a local one
+   (:func:`~rumi_core.sources.is_local`), where a frame of that size or more
+   is a request of its own, fetched by the thread that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
-   the GIL): straight into the output where the whole frame is one
-   contiguous part of it (:func:`~rumi_core.selection.frame_target`, every
-   frame of a window of whole tile columns), else into a new array whose
-   requested samples are then copied into the output.
+   the GIL), unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
+   straight into the output where the whole frame is one contiguous part of
+   it (:func:`~rumi_core.selection.frame_target`, every frame of a window of
+   whole tile columns), else into a new array whose requested samples are
+   then copied into the output.
 
 Every size is checked before it is allocated or looped over
 (:class:`~rumi_core.Limits`): the output against ``max_output_bytes`` before
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
     from rumi_core.layout import Layout
 
 __all__ = [
+    "LOCAL_RUN_BYTES",
+    "PARALLEL_FRAME_BYTES",
     "FrameRequest",
     "decode_checked",
     "plan_requests",
@@ -141,14 +145,35 @@ class FrameRequest(NamedTuple):
     """The frame indices the run holds, in file order."""
 
 
+LOCAL_RUN_BYTES = 256 << 10
+"""Most bytes of adjacent frames one request to a local source holds.
+
+Each request costs a system call and Python around it (about 15 us), which
+a frame of 16 x 16 uint16 samples does not repay; a frame this large or
+larger is fetched alone, by the thread that decodes it, while the others
+decode.
+"""
+
+PARALLEL_FRAME_BYTES = 16 << 10
+"""Decoded bytes a read's frames must reach for more than one thread to decode them.
+
+The Python around each frame holds the GIL; below this, decoding a frame
+takes little more time than that Python, and a second thread waits for the
+GIL more than it decodes. A 256 x 256 window of 4 bands and 4 dates of
+uint16, on 2 threads against 1 (this project's 2-core machine, three runs):
+tiles of 16 (512 bytes decoded per frame) 0.62-0.76x, of 32 0.63-0.66x, of
+64 (8 KiB) 0.75-1.39x, of 128 (32 KiB) 1.22-1.72x, of 256 1.47-1.57x.
+"""
+
+
 def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFAULT_LIMITS, local: bool = False) -> list[FrameRequest]:
     """Return the requests a stateless read of ``sel`` makes, in file order.
 
     The needed frames come from *Selective read model*; runs of frames that
     are adjacent in the file are merged into one request of at most
-    ``limits.max_merged_request`` bytes, unless the source is ``local``
-    (:func:`~rumi_core.sources.is_local`): then each frame is a request. No
-    request is ever made for metadata.
+    ``limits.max_merged_request`` bytes, or :data:`LOCAL_RUN_BYTES` when the
+    source is ``local`` (:func:`~rumi_core.sources.is_local`). No request is
+    ever made for metadata.
     """
     frames = blob.layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
     starts, lengths = blob.frame_ranges(frames)
@@ -157,7 +182,7 @@ def plan_requests(blob: HeaderBlob, sel: ReadSelection, *, limits: Limits = DEFA
 
 def _requests(frames: Sequence[int], starts: Sequence[int], lengths: Sequence[int], limit: int, *, local: bool) -> list[FrameRequest]:
     if local:
-        return [FrameRequest(start, length, [f]) for f, start, length in zip(frames, starts, lengths, strict=True)]
+        limit = min(limit, LOCAL_RUN_BYTES)
     runs: list[FrameRequest] = []
     for f, start, length in zip(frames, starts, lengths, strict=True):
         if runs:
@@ -383,7 +408,7 @@ def read_selection(
     starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
     where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
     runs = _requests(frames, starts, lengths, limits.max_merged_request, local=is_local(source))
-    workers = min(threads or default_threads(), len(frames))
+    workers = min(threads or default_threads(), len(frames)) if layout.max_decoded_frame_bytes >= PARALLEL_FRAME_BYTES else 1
     # What this read allocates (output, requests, each thread's frame and its
     # decoding scratch), kept mapped for the next read (rumi_core.heap).
     keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)

@@ -193,21 +193,41 @@ class _LocalCountingSource(CountingSource):
     local = True
 
 
-def test_a_local_source_is_asked_frame_by_frame_and_a_remote_one_in_merged_runs(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+@pytest.mark.parametrize("local_run", [reader.LOCAL_RUN_BYTES, 1], ids=["small-frames-merged", "each-frame-alone"])
+def test_a_local_source_merges_adjacent_frames_up_to_its_run_and_a_remote_one_up_to_the_limit(
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch, local_run: int
+) -> None:
     path, blob_bytes, data = cube_file
+    monkeypatch.setattr(reader, "LOCAL_RUN_BYTES", local_run)
     blob = HeaderBlob.from_bytes(blob_bytes)
     sel = resolve_selection(blob.layout)
-    per_frame = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True)]
+    local = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True)]
     merged = [(r.offset, r.length) for r in plan_requests(blob, sel)]
     starts, lengths = blob.frame_ranges(range(blob.layout.frame_count))
-    assert per_frame == list(zip(starts.tolist(), lengths.tolist(), strict=True))
+    per_frame = list(zip(starts.tolist(), lengths.tolist(), strict=True))
     assert len(merged) == 1 and merged[0] == (per_frame[0][0], sum(n for _, n in per_frame))
-    for source_type, expected in ((_LocalCountingSource, per_frame), (CountingSource, merged)):
+    assert blob.trailer_offset - blob.base_frame_offset < reader.LOCAL_RUN_BYTES or local_run == 1  # the whole cube fits one local run
+    assert local == (merged if local_run > 1 else per_frame)
+    for source_type, expected in ((_LocalCountingSource, local), (CountingSource, merged)):
         for threads in (1, 2):
             with source_type(LocalFileSource(path)) as source:
                 assert np.array_equal(rumi_core.read(source, blob_bytes, threads=threads), data)
                 assert sorted(source.ranges) == expected
     assert is_local(LocalFileSource(path)) and is_local(BytesSource(b"")) and not is_local(CountingSource(BytesSource(b"")))
+
+
+@pytest.mark.parametrize(("parallel_bytes", "pooled"), [(reader.PARALLEL_FRAME_BYTES, False), (1, True)], ids=["small", "large"])
+def test_frames_smaller_than_the_parallel_size_decode_on_the_calling_thread_alone(
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch, parallel_bytes: int, pooled: bool
+) -> None:
+    path, blob_bytes, data = cube_file
+    assert HeaderBlob.from_bytes(blob_bytes).layout.max_decoded_frame_bytes < reader.PARALLEL_FRAME_BYTES  # 64 x 48 uint16
+    monkeypatch.setattr(reader, "PARALLEL_FRAME_BYTES", parallel_bytes)
+    pools: list[int] = []
+    pool = reader.thread_pool
+    monkeypatch.setattr(reader, "thread_pool", lambda threads: pools.append(threads) or pool(threads))
+    assert np.array_equal(rumi_core.read(path, blob_bytes, threads=2), data)
+    assert pools == ([1] if pooled else [])
 
 
 def test_a_blob_read_from_bytes_is_parsed_once_per_limits(cube_file: tuple[Path, bytes, np.ndarray]) -> None:

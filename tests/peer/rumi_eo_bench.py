@@ -4,9 +4,9 @@ Runs in the rumi-eo peer environment (see ``tests/test_interop.py``), never
 beside rumi_core. Two commands, each printing one JSON document::
 
     python rumi_eo_bench.py write DATA.npy PATH RECIPE TILE
-    python rumi_eo_bench.py time PATH HEADER_HEX THREADS VERIFY SCENARIOS_JSON
+    python rumi_eo_bench.py time PATH HEADER THREADS VERIFY SCENARIOS_JSON
 
-``write`` splits a ``(B, Y, X)`` array into one frame per band and tile
+``HEADER`` is the blob in hex, or ``@PATH`` of a blob file. ``write`` splits a ``(B, Y, X)`` array into one frame per band and tile
 (``frame_unit`` 0), compresses each with the geozl ``RECIPE`` and writes it.
 ``time`` sets rumi-eo's thread count and checksum verification (both are
 process-wide and fixed at the first read, hence one process per setting),
@@ -74,7 +74,8 @@ def main(argv: list[str]) -> int:
     if argv[1] == "write":
         result = write(argv[2], argv[3], argv[4], int(argv[5]))
     elif argv[1] == "time":
-        result = time_reads(argv[2], bytes.fromhex(argv[3]), int(argv[4]), argv[5] == "1", json.loads(Path(argv[6]).read_text()))
+        header = _read_timing().header_argument(argv[3])
+        result = time_reads(argv[2], header, int(argv[4]), argv[5] == "1", json.loads(Path(argv[6]).read_text()))
     else:
         raise SystemExit(f"unknown command {argv[1]!r}; use write or time")
     result["medians"] = {k: float(np.median(v["times"])) for k, v in result.get("scenarios", {}).items()}
