@@ -193,23 +193,29 @@ class _LocalCountingSource(CountingSource):
     local = True
 
 
-@pytest.mark.parametrize("local_run", [reader.LOCAL_RUN_BYTES, 1], ids=["small-frames-merged", "each-frame-alone"])
+@pytest.mark.parametrize(
+    ("local_run", "parallel_bytes"),
+    [(reader.LOCAL_RUN_BYTES, reader.PARALLEL_FRAME_BYTES), (1, reader.PARALLEL_FRAME_BYTES), (reader.LOCAL_RUN_BYTES, 1)],
+    ids=["one-thread-merges-small-frames", "run-of-one-frame", "several-threads-fetch-frame-by-frame"],
+)
 def test_a_local_source_merges_adjacent_frames_up_to_its_run_and_a_remote_one_up_to_the_limit(
-    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch, local_run: int
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch, local_run: int, parallel_bytes: int
 ) -> None:
     path, blob_bytes, data = cube_file
     monkeypatch.setattr(reader, "LOCAL_RUN_BYTES", local_run)
+    monkeypatch.setattr(reader, "PARALLEL_FRAME_BYTES", parallel_bytes)
     blob = HeaderBlob.from_bytes(blob_bytes)
     sel = resolve_selection(blob.layout)
-    local = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True)]
-    merged = [(r.offset, r.length) for r in plan_requests(blob, sel)]
+    merged = [(r.offset, r.length) for r in plan_requests(blob, sel, threads=2)]
     starts, lengths = blob.frame_ranges(range(blob.layout.frame_count))
     per_frame = list(zip(starts.tolist(), lengths.tolist(), strict=True))
     assert len(merged) == 1 and merged[0] == (per_frame[0][0], sum(n for _, n in per_frame))
     assert blob.trailer_offset - blob.base_frame_offset < reader.LOCAL_RUN_BYTES or local_run == 1  # the whole cube fits one local run
-    assert local == (merged if local_run > 1 else per_frame)
-    for source_type, expected in ((_LocalCountingSource, local), (CountingSource, merged)):
-        for threads in (1, 2):
+    for threads in (1, 2):
+        local = [(r.offset, r.length) for r in plan_requests(blob, sel, local=True, threads=threads)]
+        alone = local_run == 1 or (threads == 2 and parallel_bytes == 1)
+        assert local == (per_frame if alone else merged)
+        for source_type, expected in ((_LocalCountingSource, local), (CountingSource, merged)):
             with source_type(LocalFileSource(path)) as source:
                 assert np.array_equal(rumi_core.read(source, blob_bytes, threads=threads), data)
                 assert sorted(source.ranges) == expected
