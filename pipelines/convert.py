@@ -309,6 +309,9 @@ def run(
         publish: Publishers of the manifest entries (see :class:`Convert`); None for
             :func:`default_publishers` (the manifest and, unless turned off, the catalogue).
 
+    The calling process's malloc arenas are capped at one per CPU
+    (:func:`rumi_core.heap.limit_arenas`), as every worker's are.
+
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """

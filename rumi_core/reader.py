@@ -10,8 +10,9 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    runs of adjacent frames are merged into one request, up to
    ``limits.max_merged_request`` from a remote source (each request pays a
    round trip) and up to :data:`LOCAL_RUN_BYTES` from a local one
-   (:func:`~rumi_core.sources.is_local`), where a frame of that size or more
-   is a request of its own, fetched by the thread that decodes it;
+   (:func:`~rumi_core.sources.is_local`) that one thread decodes; when
+   several threads decode a local read, each frame is a request of its own,
+   fetched by the thread that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
    the GIL), unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
