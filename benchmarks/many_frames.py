@@ -46,6 +46,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=20, help="timed reads of the one-location window per round (4 x 4: a quarter)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds alternating the two readers")
     args = parser.parse_args()
+    if args.reps < 1 or args.rounds < 1:
+        parser.error("--reps and --rounds must be at least 1")
     scenarios = [
         {"name": "16x16 window, 1 location, 80 frames", "window": [512, 256, 16, 16], "reps": args.reps, "warmup": 2},
         {"name": "64x64 window, 16 locations, 1280 frames", "window": [512, 256, 64, 64], "reps": max(1, args.reps // 4), "warmup": 1},
