@@ -61,7 +61,7 @@ class _TopPad:
     mallopt: Any = None
 
 
-def _mallopt() -> Any:
+def _find_mallopt() -> Any:
     """glibc's ``mallopt``, or False where it is not glibc or the user tuned malloc."""
     if any(name in os.environ for name in _USER_TUNING) or "glibc.malloc" in os.environ.get("GLIBC_TUNABLES", ""):
         return False
@@ -74,6 +74,13 @@ def _mallopt() -> Any:
     function.argtypes = (ctypes.c_int, ctypes.c_int)
     function.restype = ctypes.c_int
     return function
+
+
+def _mallopt() -> Any:
+    """:func:`_find_mallopt`'s answer, looked up once; called with ``_LOCK`` held."""
+    if _TopPad.mallopt is None:
+        _TopPad.mallopt = _find_mallopt()
+    return _TopPad.mallopt
 
 
 def keep_heap_slack(nbytes: int) -> int:
@@ -93,9 +100,7 @@ def keep_heap_slack(nbytes: int) -> int:
     if want <= _TopPad.pad or _TopPad.mallopt is False:
         return _TopPad.pad
     with _LOCK:
-        if _TopPad.mallopt is None:
-            _TopPad.mallopt = _mallopt()
-        if _TopPad.mallopt and not _TopPad.pad and _TopPad.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) != 1:
+        if _mallopt() and not _TopPad.pad and _TopPad.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD) != 1:
             _TopPad.mallopt = False  # a pad without the threshold would send every frame to mmap
         if _TopPad.mallopt and want > _TopPad.pad and _TopPad.mallopt(_M_TOP_PAD, want) == 1:
             _TopPad.pad = want
@@ -118,10 +123,8 @@ def limit_arenas(count: int) -> int:
         The cap now in force; 0 when malloc is not glibc's or the user tuned it.
     """
     with _LOCK:
-        if _TopPad.mallopt is None:
-            _TopPad.mallopt = _mallopt()
         want = max(1, count)
-        if _TopPad.mallopt and (not _TopPad.arenas or want < _TopPad.arenas) and _TopPad.mallopt(_M_ARENA_MAX, want) == 1:
+        if _mallopt() and (not _TopPad.arenas or want < _TopPad.arenas) and _TopPad.mallopt(_M_ARENA_MAX, want) == 1:
             _TopPad.arenas = want
         return _TopPad.arenas
 
@@ -136,12 +139,9 @@ def release_free_memory() -> bool:
     Returns:
         Whether memory was returned; False where malloc is not glibc's or the user tuned it.
     """
-    if _TopPad.mallopt is None:
-        with _LOCK:
-            if _TopPad.mallopt is None:
-                _TopPad.mallopt = _mallopt()
-    if not _TopPad.mallopt:
-        return False
+    with _LOCK:
+        if not _mallopt():
+            return False
     trim = ctypes.CDLL(None).malloc_trim
     trim.argtypes = (ctypes.c_size_t,)
     trim.restype = ctypes.c_int
