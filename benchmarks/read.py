@@ -14,16 +14,20 @@ tests do, or ``RUMI_PEER_PYTHON``) through ``tests/peer/rumi_eo_bench.py``,
 which times its reads with the same loop as this script: a warm-up, then
 ``reps`` timed calls of the public read function on a local path (the file
 sits in the page cache), each including opening the file. rumi_core is timed
-the same way in a child process of its own (``read.py time ...``), so that
+the same way in a child process of its own (``read.py serve ...``), so that
 both readers' CPU time and peak memory are those of a process that only reads.
-The two readers alternate for ``rounds`` rounds. Throughput is decoded bytes
-returned per second at the median time over all rounds. The ratio is also
+Each reader runs one such process per setting (threads, checksums) for the
+whole run (rumi-eo fixes both per process), and the two readers' blocks of
+reads of one scenario follow each other, 1 thread then 2, before the next
+scenario (:func:`time_side_by_side`); which reader goes first alternates
+over ``rounds`` rounds. Throughput is decoded bytes returned per second at
+the median time over all rounds. The ratio is also
 given at the best times, and each reader's CPU seconds per GB of samples
 returned (``time.process_time`` per read, every thread of the process, at the
 median), which other processes on the machine disturb far less than wall
 time. Each reader's peak resident memory added by its reads (peak RSS after
-the last read minus RSS after its imports, the worst round) is printed too,
-and its minor page faults per timed read (``getrusage``, the worst round):
+the last read minus RSS after its imports, per setting, both files) is printed too,
+and its minor page faults per timed read (``getrusage``, the worst block):
 memory the C heap gave back and the next read faults in again.
 The control is SHA-256, which releases the GIL, on 1 and 2 threads before
 and after the runs: no reader can scale better than it does on this machine
@@ -42,6 +46,7 @@ speed-up at least 0.9x the control's) are printed with the measured values.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -52,10 +57,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
-from read_timing import header_argument, time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
+from read_timing import header_argument, serve, time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
 
 import rumi_core
 from rumi_core.codecs import RasterCodec
@@ -98,19 +103,21 @@ def run_peer(python: Path, *args: str) -> dict[str, Any]:
     return result
 
 
+def _window(window: list[int] | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """A scenario's ``[row, col, height, width]`` as :func:`rumi_core.read`'s ``window``."""
+    if window is None:
+        return None
+    r, c, h, w = window
+    return ((r, r + h), (c, c + w))
+
+
 def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
     """The peer's loop, :func:`read_timing.time_scenarios`, around :func:`rumi_core.read`; run in a child process."""
 
     def read(window: tuple[tuple[int, int], tuple[int, int]] | None) -> np.ndarray:
         return rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
 
-    def window_of(window: list[int] | None) -> tuple[tuple[int, int], tuple[int, int]] | None:
-        if window is None:
-            return None
-        r, c, h, w = window
-        return ((r, r + h), (c, c + w))
-
-    return time_scenarios(read, window_of, scenarios)
+    return time_scenarios(read, _window, scenarios)
 
 
 def time_child(argv: list[str]) -> int:
@@ -118,6 +125,55 @@ def time_child(argv: list[str]) -> int:
     path, header, threads, verify, spec = argv
     print(json.dumps(time_ours(Path(path), header_argument(header), int(threads), verify == "1", json.loads(Path(spec).read_text()))))
     return 0
+
+
+def serve_child(argv: list[str]) -> int:
+    """The child process that answers :func:`read_timing.serve` commands with rumi_core: THREADS VERIFY."""
+    threads, verify = int(argv[0]), argv[1] == "1"
+
+    def open_read(path: str, blob: bytes) -> Any:
+        return lambda window: rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
+
+    serve(open_read, _window, sys.stdin, lambda line: print(line, flush=True))
+    return 0
+
+
+class TimingServer:
+    """One reader with one setting (threads, checksums) in a child process that stays up for the whole run."""
+
+    def __init__(self, label: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        self.label = label
+        self._log = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 - closed by __exit__, with the child
+        self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True, env=env)
+
+    def time(self, path: Path, blob: bytes, scenario: dict[str, Any]) -> dict[str, Any]:
+        """Time ``scenario`` on ``path`` (:func:`read_timing.time_scenarios`'s result)."""
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        try:
+            self._proc.stdin.write(json.dumps({"path": str(path), "header": blob.hex(), "scenario": scenario}) + "\n")
+            self._proc.stdin.flush()
+            line = self._proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self._log.seek(0)
+            raise SystemExit(f"{self.label} failed:\n{self._log.read()[-3000:]}")
+        result: dict[str, Any] = json.loads(line)
+        return result
+
+    def __enter__(self) -> TimingServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """End the child (its input closes) and wait for it."""
+        if self._proc.stdin is not None:
+            self._proc.stdin.close()
+        try:
+            self._proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._log.close()
 
 
 def run_ours(*args: str) -> dict[str, Any]:
@@ -157,9 +213,77 @@ def expected_sha(scene: np.ndarray, window: list[int] | None) -> str:
     return hashlib.sha256(np.ascontiguousarray(scene).tobytes()).hexdigest()
 
 
+READERS: Final = ("rumi_core", "rumi-eo")
+SETTINGS: Final = [(verify, threads) for verify in (False, True) for threads in (1, 2)]
+"""Checksum verification and threads of each pair of timing servers."""
+
+
+def time_side_by_side(
+    python: Path, files: dict[str, tuple[Path, bytes]], scenarios: list[dict[str, Any]], scene: np.ndarray, rounds: int
+) -> list[dict[str, Any]]:
+    """Time every reader, setting, file and scenario; return one row per setting, file and scenario.
+
+    One :class:`TimingServer` per reader and setting stays up for the whole
+    run. Each scenario is timed by each reader on 1 and then 2 threads, one
+    block of reads after another, before the next scenario: the readers'
+    ratio and each one's 2-thread speed-up compare reads a second apart, not
+    minutes, on a machine whose load changes faster than that. Which reader
+    goes first alternates by round. Every block's samples are checked.
+    """
+    times: dict[tuple[str, bool, int, str, str], list[float]] = {}
+    cpu: dict[tuple[str, bool, int, str, str], list[float]] = {}
+    faults: dict[tuple[str, bool, int, str, str], float] = {}
+    rss: dict[tuple[str, bool, int], int] = {}
+    nbytes: dict[str, int] = {}
+    with contextlib.ExitStack() as stack:
+        servers: dict[tuple[str, bool, int], TimingServer] = {}
+        for verify, threads in SETTINGS:
+            flags = [str(threads), "1" if verify else "0"]
+            ours = TimingServer("rumi_core reader", [sys.executable, __file__, "serve", *flags])
+            servers["rumi_core", verify, threads] = stack.enter_context(ours)
+            peer = TimingServer("rumi-eo peer", [str(python), str(PEER_SCRIPT), "serve", *flags], env=_peer_env())
+            servers["rumi-eo", verify, threads] = stack.enter_context(peer)
+        for k in range(rounds):
+            for verify in (False, True):
+                for name, (path, blob) in files.items():
+                    for scenario in scenarios:
+                        sname = scenario["name"]
+                        want = expected_sha(scene, scenario["window"])
+                        for threads in (1, 2):
+                            for reader in READERS if k % 2 == 0 else READERS[::-1]:
+                                got = servers[reader, verify, threads].time(path, blob, scenario)
+                                timed = got["scenarios"][sname]
+                                if timed["sha256"] != want:
+                                    raise SystemExit(f"{reader} read other samples from {name} ({sname})")
+                                key = (name, verify, threads, sname, reader)
+                                times.setdefault(key, []).extend(timed["times"])
+                                cpu.setdefault(key, []).extend(timed["cpu"])
+                                faults[key] = max(faults.get(key, 0.0), timed["minflt"])
+                                added = got["peak_rss"] - got["peak_rss_before"]
+                                rss[reader, verify, threads] = max(rss.get((reader, verify, threads), 0), added)
+                                nbytes[sname] = timed["nbytes"]
+    runs = []
+    for verify, threads in SETTINGS:
+        for name in files:
+            for scenario in scenarios:
+                sname = scenario["name"]
+                run: dict[str, Any] = {"file": name, "verify": verify, "threads": threads, "scenario": sname, "nbytes": nbytes[sname]}
+                for reader in READERS:
+                    key = (name, verify, threads, sname, reader)
+                    run[reader] = statistics.median(times[key])
+                    run[f"{reader}_min"] = min(times[key])
+                    run[f"{reader}_cpu"] = statistics.median(cpu[key])
+                    run[f"{reader}_rss"] = rss[reader, verify, threads]
+                    run[f"{reader}_minflt"] = faults[key]
+                runs.append(run)
+    return runs
+
+
 def main() -> int:
     if sys.argv[1:2] == ["time"]:
         return time_child(sys.argv[2:])
+    if sys.argv[1:2] == ["serve"]:
+        return serve_child(sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=10, help="timed reads of the whole image per round (windows: 8x as many)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds alternating the two readers")
@@ -204,58 +328,7 @@ def main() -> int:
         for name, (path, blob) in files.items():
             assert rumi_core.build_header(path) == blob
             results["files"][name] = {"bytes": path.stat().st_size, "ratio": round(scene.nbytes / path.stat().st_size, 3)}
-        spec = work / "scenarios.json"
-        spec.write_text(json.dumps(scenarios))
-        for verify in (False, True):
-            for threads in (1, 2):
-                for name, (path, blob) in files.items():
-                    # Alternate the two readers, round after round, so that a
-                    # change in machine load hits both alike.
-                    ours_times: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
-                    peer_times: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
-                    ours_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
-                    peer_cpu: dict[str, list[float]] = {sc["name"]: [] for sc in scenarios}
-                    rss = {"rumi_core": 0, "rumi-eo": 0}
-                    faults: dict[str, dict[str, float]] = {"rumi_core": {}, "rumi-eo": {}}
-                    for _ in range(args.rounds):
-                        argv = (str(path), blob.hex(), str(threads), "1" if verify else "0", str(spec))
-                        peer = run_peer(python, "time", *argv)
-                        ours = run_ours(*argv)
-                        for reader, got in (("rumi_core", ours), ("rumi-eo", peer)):
-                            rss[reader] = max(rss[reader], got["peak_rss"] - got["peak_rss_before"])
-                        for scenario in scenarios:
-                            sname = scenario["name"]
-                            want = expected_sha(scene, scenario["window"])
-                            for reader, got in (("rumi_core", ours["scenarios"][sname]), ("rumi-eo", peer["scenarios"][sname])):
-                                if got["sha256"] != want:
-                                    raise SystemExit(f"{reader} read other samples from {name} ({sname})")
-                            ours_times[sname] += ours["scenarios"][sname]["times"]
-                            peer_times[sname] += peer["scenarios"][sname]["times"]
-                            ours_cpu[sname] += ours["scenarios"][sname]["cpu"]
-                            for reader, got in (("rumi_core", ours), ("rumi-eo", peer)):
-                                faults[reader][sname] = max(faults[reader].get(sname, 0.0), got["scenarios"][sname]["minflt"])
-                            peer_cpu[sname] += peer["scenarios"][sname]["cpu"]
-                    for scenario in scenarios:
-                        sname = scenario["name"]
-                        results["runs"].append(
-                            {
-                                "file": name,
-                                "verify": verify,
-                                "threads": threads,
-                                "scenario": sname,
-                                "nbytes": ours["scenarios"][sname]["nbytes"],
-                                "rumi_core": statistics.median(ours_times[sname]),
-                                "rumi-eo": statistics.median(peer_times[sname]),
-                                "rumi_core_min": min(ours_times[sname]),
-                                "rumi-eo_min": min(peer_times[sname]),
-                                "rumi_core_cpu": statistics.median(ours_cpu[sname]),
-                                "rumi-eo_cpu": statistics.median(peer_cpu[sname]),
-                                "rumi_core_rss": rss["rumi_core"],
-                                "rumi-eo_rss": rss["rumi-eo"],
-                                "rumi_core_minflt": faults["rumi_core"][sname],
-                                "rumi-eo_minflt": faults["rumi-eo"][sname],
-                            }
-                        )
+        results["runs"] = time_side_by_side(python, files, scenarios, scene, args.rounds)
         results["machine"]["load_after"] = os.getloadavg()
         results["machine"]["sha256_speedup_after"] = parallel_ceiling()
     results["rumi_eo"] = {"version": theirs["rumi_eo"], "geozl": theirs["geozl"]}

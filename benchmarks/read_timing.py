@@ -10,13 +10,14 @@ two readers' numbers comparable.
 from __future__ import annotations
 
 import hashlib
+import json
 import resource
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 
 class Samples(Protocol):
@@ -106,3 +107,31 @@ def time_scenarios(
             "sha256": hashlib.sha256(samples.tobytes()).hexdigest(),
         }
     return {"scenarios": results, "peak_rss_before": rss_before, "peak_rss": peak_rss()}
+
+
+def serve(
+    open_read: Callable[[str, bytes], Callable[[Any], Samples]],
+    window_of: Callable[[list[int] | None], Any],
+    commands: Iterable[str],
+    reply: Callable[[str], None],
+) -> None:
+    """Time one scenario per command, for a caller that alternates readers every few reads.
+
+    Each command is one JSON line ``{"path", "header", "scenario"}`` (the
+    header as :func:`header_argument` takes it, the scenario as
+    :func:`time_scenarios` takes it); each answer is one JSON line,
+    :func:`time_scenarios`'s result for that scenario, whose
+    ``peak_rss_before`` is this process's resident memory before its first
+    command. A reader whose settings are process-wide (rumi-eo's threads and
+    checksum verification) thus stays one process for a whole run, and the
+    caller can put the two readers' reads of one window side by side within
+    a second of each other, where separate processes per round put them
+    tens of seconds apart on a machine whose load changes faster than that.
+    """
+    rss_before = current_rss()
+    for line in commands:
+        command = json.loads(line)
+        read = open_read(command["path"], header_argument(command["header"]))
+        result = time_scenarios(read, window_of, [command["scenario"]])
+        result["peak_rss_before"] = rss_before
+        reply(json.dumps(result))

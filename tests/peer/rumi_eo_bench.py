@@ -5,6 +5,10 @@ beside rumi_core. Two commands, each printing one JSON document::
 
     python rumi_eo_bench.py write DATA.npy PATH RECIPE TILE
     python rumi_eo_bench.py time PATH HEADER THREADS VERIFY SCENARIOS_JSON
+    python rumi_eo_bench.py serve THREADS VERIFY
+
+``serve`` answers timing commands on standard input, one JSON line each
+(``read_timing.serve``), until its input ends.
 
 ``HEADER`` is the blob in hex, or ``@PATH`` of a blob file. ``write`` splits a ``(B, Y, X)`` array into one frame per band and tile
 (``frame_unit`` 0), compresses each with the geozl ``RECIPE`` and writes it.
@@ -54,6 +58,20 @@ def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: 
     return {"threads": rumi.get_num_threads(), "verify": rumi.get_checksum_verification(), **timed}
 
 
+def serve_reads(threads: int, verify: bool) -> None:
+    """Answer ``read_timing.serve`` commands with ``rumi.read``, rumi-eo's threads and verification set first."""
+    rumi.set_num_threads(threads)
+    rumi.set_checksum_verification(verify)
+
+    def open_read(path: str, header: bytes) -> Any:
+        return lambda window: rumi.read(path, header, window=window)
+
+    def reply(line: str) -> None:
+        print(line, flush=True)
+
+    _read_timing().serve(open_read, _window, sys.stdin, reply)
+
+
 def _window(window: list[int] | None) -> tuple[int, ...] | None:
     """A scenario's ``[row, col, height, width]`` as rumi-eo's ``window``."""
     return None if window is None else tuple(window)
@@ -70,14 +88,17 @@ def _read_timing() -> ModuleType:
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``write`` or ``time`` and print the JSON result."""
+    """Dispatch ``write`` or ``time`` and print the JSON result, or ``serve``."""
+    if argv[1] == "serve":
+        serve_reads(int(argv[2]), argv[3] == "1")
+        return 0
     if argv[1] == "write":
         result = write(argv[2], argv[3], argv[4], int(argv[5]))
     elif argv[1] == "time":
         header = _read_timing().header_argument(argv[3])
         result = time_reads(argv[2], header, int(argv[4]), argv[5] == "1", json.loads(Path(argv[6]).read_text()))
     else:
-        raise SystemExit(f"unknown command {argv[1]!r}; use write or time")
+        raise SystemExit(f"unknown command {argv[1]!r}; use write, time or serve")
     result["medians"] = {k: float(np.median(v["times"])) for k, v in result.get("scenarios", {}).items()}
     result["rumi_eo"] = rumi.__version__
     result["geozl"] = geozl.__version__
