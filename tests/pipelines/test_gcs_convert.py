@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 import rasterio
 
+import pipelines.bucket
 import rumi_core
-from pipelines.bucket import COMPOSE_LIMIT, GCSOutput, ObjectStat, crc32c_combine, crc32c_of, glob_pattern, output_store
+from pipelines.bucket import GCSOutput, ObjectStat, crc32c_combine, crc32c_of, glob_pattern, output_store
 from pipelines.convert import run
 from pipelines.errors import OptionError
 from pipelines.options import ConvertOptions
@@ -88,17 +89,33 @@ def test_real_rasters_gs_to_gs(emulator: GCSEmulator, shared_data: Path, tmp_pat
 
 
 @pytest.mark.slow
-def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path) -> None:
-    """A cube of 1056 frames (> 32 x 32) from local scenes to a bucket; a re-run skips it and removes stale temporaries.
+def test_hierarchical_compose_and_rerun(emulator: GCSEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cube of more frames than one compose level takes, from local scenes to a bucket; a re-run skips it and removes stale temporaries.
 
-    Tiles of 40 x 40 keep the frame count below the pixels per frame, which the planner requires."""
-    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(440, 480), seed=4)
+    GCS composes at most 32 objects per call, so a real cube needs a second
+    level of intermediate objects beyond 32 x 32 = 1024 frames. Uploading that
+    many temporaries to the emulator takes minutes; the limit is lowered to 4
+    here instead, so that 96 frames (plus the head and the trailer) take three
+    levels (98 objects -> 25 -> 7 -> 2 -> the file), through the same code.
+    Tiles of 40 x 40 keep the frame count below the pixels per frame, which
+    the planner requires."""
+    monkeypatch.setattr(pipelines.bucket, "COMPOSE_LIMIT", 4)
+    composed: list[str] = []
+    compose = GCSOutput.compose
+
+    def recorded(self: GCSOutput, sources: Any, dest: str, **kwargs: Any) -> bool:
+        composed.append(dest.rsplit("/", 1)[-1])
+        return compose(self, sources, dest, **kwargs)
+
+    monkeypatch.setattr(GCSOutput, "compose", recorded)
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(120, 160), seed=4)
     # Frame unit 0 (one band and date per frame) and a fixed codec, so the re-run's bytes cannot depend on a measured choice.
     options = ConvertOptions(out=f"gs://{BUCKET}/cubes/many", tile_size=40, frame_unit=0, compression="raster", write_catalog=False)
     run(sorted(paths), options)
     objects = _objects("cubes/many")
     (entry,) = [json.loads(line) for line in objects["manifest.jsonl"].decode().splitlines()]
-    assert entry["frames"] == 11 * 12 * 4 * 2 > COMPOSE_LIMIT * COMPOSE_LIMIT
+    assert entry["frames"] == 3 * 4 * 4 * 2 > 4 * 4 * 4
+    assert {"compose-0-000024", "compose-1-000006", "compose-2-000001"} <= set(composed)
     assert entry["status"] == "written"
     assert np.array_equal(_decoded(objects, entry, tmp_path), cube)
 
