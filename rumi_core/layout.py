@@ -181,11 +181,15 @@ class Layout:
         return tuple(sizes[a] for a in self.frame_axes)
 
     def decoded_frame_bytes(self, index: int) -> int:
-        """``decoded_frame_bytes`` of frame ``index``."""
-        n = 1
-        for d in self.frame_shape(index):
-            n *= d
-        return n * self.encoding.decoded_bytes
+        """``decoded_frame_bytes`` of frame ``index``: the product of :meth:`frame_shape`, times the sample's bytes.
+
+        Computed from the tile's bounds without building the shape: a read
+        asks once per frame, right after a decode has evicted the caches.
+        """
+        row, col, band, _ = self.frame_location(index)
+        y0, y1, x0, x1 = self.tile_bounds(row, col)
+        per_location = 1 if band is not None else self.samples_per_pixel * self.time_count
+        return (y1 - y0) * (x1 - x0) * per_location * self.encoding.decoded_bytes
 
     @cached_property
     def max_decoded_frame_bytes(self) -> int:

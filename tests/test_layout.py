@@ -6,6 +6,7 @@ reconstruction*.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -185,7 +186,7 @@ def test_frame_shape_and_decoded_bytes(lay: Layout) -> None:
         if FRAME_UNITS[lay.frame_unit].holds == "cell":
             samples *= lay.samples_per_pixel * lay.time_count  # absent axes contribute a factor of one
             assert all(shape[axes.index(a)] == sizes[a] for a in axes if a in sizes)
-        assert lay.decoded_frame_bytes(idx) == samples * lay.encoding.decoded_bytes
+        assert lay.decoded_frame_bytes(idx) == samples * lay.encoding.decoded_bytes == math.prod(shape) * lay.encoding.decoded_bytes
         largest = max(largest, lay.decoded_frame_bytes(idx))
     assert lay.max_decoded_frame_bytes == largest
 

@@ -9,6 +9,7 @@ header and checked before anything is allocated or decoded.
 from __future__ import annotations
 
 import struct
+import threading
 from typing import TYPE_CHECKING, Any, Final
 
 import geozl
@@ -102,6 +103,10 @@ _ERROR_TEXT: Final = 256
 """Bytes of libgeozl's error text kept for a message."""
 
 
+_CALL_BUFFERS = threading.local()
+"""Each thread's ``size_t`` for the bytes written and its error text buffer, reused from one decode to the next."""
+
+
 def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
     """Decode ``data`` into ``out`` with libgeozl; return the bytes written."""
     if _DECODE_INTO is None:
@@ -109,8 +114,11 @@ def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
         out[: decoded.size] = decoded
         return int(decoded.size)
     ffi, decompress = _DECODE_INTO
-    written = ffi.new("size_t*")
-    reason = ffi.new("char[]", _ERROR_TEXT)
+    buffers = getattr(_CALL_BUFFERS, "buffers", None)
+    if buffers is None:
+        buffers = _CALL_BUFFERS.buffers = (ffi.new("size_t*"), ffi.new("char[]", _ERROR_TEXT))
+    written, reason = buffers
+    reason[0] = b"\0"  # no earlier decode's error text in this one's message
     code = decompress(ffi.from_buffer(data), len(data), ffi.from_buffer(out), out.size, written, int(verify), reason, _ERROR_TEXT)
     if code != 0:
         text = ffi.string(reason).decode("utf-8", "replace")
@@ -192,7 +200,8 @@ def _target(out: npt.NDArray[Any] | None, expected: int) -> npt.NDArray[np.uint8
     """``out`` as flat bytes, checked to be a place a frame of ``expected`` bytes can be decoded into."""
     if out is None:
         return None
-    if not isinstance(out, np.ndarray) or not out.flags.c_contiguous or not out.flags.writeable or out.nbytes != expected:
+    flags = out.flags if isinstance(out, np.ndarray) else None
+    if flags is None or not (flags.c_contiguous and flags.writeable) or out.nbytes != expected:
         raise InvalidInputError(
             f"out must be a writable C-contiguous array of {expected} bytes, got {type(out).__name__}"
             + (f" of {out.nbytes} bytes" if isinstance(out, np.ndarray) else ""),
