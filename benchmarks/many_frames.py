@@ -9,9 +9,9 @@ and one frame per band, date and tile (``frame_unit`` 0): 327,680 frames,
 a blob of 369 kB. Both readers then read windows of every band and date
 from it, given the blob's bytes, as a training loader holding the blob of
 a STAC item does: one tile location (80 frames) and 4 x 4 of them (1,280
-frames), on 1 and 2 threads, checksums on, alternating readers for
-``--rounds`` rounds, each in a process that only reads (the loop and child
-processes of ``benchmarks/read.py``). Times are medians over all rounds.
+frames), on 1 and 2 threads, checksums on, side by side for ``--rounds``
+rounds, each reader in processes that only read
+(:func:`read.time_side_by_side`). Times are medians over all rounds.
 
 Usage::
 
@@ -23,17 +23,13 @@ No assertion is made on the numbers.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-from read import peer_python, run_ours, run_peer  # benchmarks/ is on sys.path: this file runs as a script
+from read import peer_python, time_side_by_side  # benchmarks/ is on sys.path: this file runs as a script
 
 import rumi_core
 from rumi_core.testing import synthetic_cube
@@ -63,41 +59,21 @@ def main() -> int:
         written = time.perf_counter() - start
         with open(path, "rb") as f:  # written back before timing: the first round would share the disk with it
             os.fsync(f.fileno())
-        (work / "many.rumih").write_bytes(blob)
         frames = rumi_core.HeaderBlob.from_bytes(blob).layout.frame_count
         print(
             f"cube: {DATES} x {BANDS} x {SIZE} x {SIZE} uint16, tiles {TILE}: {frames} frames, blob {len(blob)} bytes, "
             f"file {path.stat().st_size} bytes (written in {written:.0f} s)"
         )
         print(f"machine: {len(os.sched_getaffinity(0))} CPUs; load average {os.getloadavg()[0]:.2f} before")
-        spec = work / "scenarios.json"
-        spec.write_text(json.dumps(scenarios))
-        print()
-        print("| read | threads | rumi_core ms | rumi-eo ms | rumi_core / rumi-eo (speed) | rumi_core CPU ms | rumi-eo CPU ms |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
-        for threads in (1, 2):
-            times: dict[str, dict[str, list[float]]] = {r: {s["name"]: [] for s in scenarios} for r in ("rumi_core", "rumi-eo")}
-            cpu: dict[str, dict[str, list[float]]] = {r: {s["name"]: [] for s in scenarios} for r in ("rumi_core", "rumi-eo")}
-            for _ in range(args.rounds):
-                argv = (str(path), "@" + str(work / "many.rumih"), str(threads), "1", str(spec))
-                got = {"rumi-eo": run_peer(python, "time", *argv), "rumi_core": run_ours(*argv)}
-                for scenario in scenarios:
-                    name = scenario["name"]
-                    r, c, h, w = scenario["window"]
-                    want = hashlib.sha256(np.ascontiguousarray(cube[:, :, r : r + h, c : c + w]).tobytes()).hexdigest()
-                    for reader, result in got.items():
-                        if result["scenarios"][name]["sha256"] != want:
-                            raise SystemExit(f"{reader} read other samples ({name})")
-                        times[reader][name] += result["scenarios"][name]["times"]
-                        cpu[reader][name] += result["scenarios"][name]["cpu"]
-            for scenario in scenarios:
-                name = scenario["name"]
-                ours, theirs = (statistics.median(times[r][name]) for r in ("rumi_core", "rumi-eo"))
-                ours_cpu, theirs_cpu = (statistics.median(cpu[r][name]) for r in ("rumi_core", "rumi-eo"))
-                print(
-                    f"| {name} | {threads} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} | {theirs / ours:.2f}x "
-                    f"| {ours_cpu * 1e3:.2f} | {theirs_cpu * 1e3:.2f} |"
-                )
+        runs = time_side_by_side(python, {"many": (path, blob)}, scenarios, cube, args.rounds, settings=[(True, 1), (True, 2)])
+    print()
+    print("| read | threads | rumi_core ms | rumi-eo ms | rumi_core / rumi-eo (speed) | rumi_core CPU ms | rumi-eo CPU ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for run in runs:
+        print(
+            f"| {run['scenario']} | {run['threads']} | {run['rumi_core'] * 1e3:.2f} | {run['rumi-eo'] * 1e3:.2f} "
+            f"| {run['rumi-eo'] / run['rumi_core']:.2f}x | {run['rumi_core_cpu'] * 1e3:.2f} | {run['rumi-eo_cpu'] * 1e3:.2f} |"
+        )
     print(f"\nload average {os.getloadavg()[0]:.2f} after; {args.rounds} rounds")
     return 0
 

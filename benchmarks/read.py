@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-from read_timing import header_argument, serve, time_scenarios  # benchmarks/ is on sys.path: this file runs as a script
+from read_timing import serve  # benchmarks/ is on sys.path: this file runs as a script
 
 import rumi_core
 from rumi_core.codecs import RasterCodec
@@ -109,22 +109,6 @@ def _window(window: list[int] | None) -> tuple[tuple[int, int], tuple[int, int]]
         return None
     r, c, h, w = window
     return ((r, r + h), (c, c + w))
-
-
-def time_ours(path: Path, blob: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
-    """The peer's loop, :func:`read_timing.time_scenarios`, around :func:`rumi_core.read`; run in a child process."""
-
-    def read(window: tuple[tuple[int, int], tuple[int, int]] | None) -> np.ndarray:
-        return rumi_core.read(path, blob, window=window, threads=threads, verify=verify)
-
-    return time_scenarios(read, _window, scenarios)
-
-
-def time_child(argv: list[str]) -> int:
-    """The child process that times rumi_core: PATH HEADER THREADS VERIFY SCENARIOS_JSON (HEADER: hex, or ``@PATH``)."""
-    path, header, threads, verify, spec = argv
-    print(json.dumps(time_ours(Path(path), header_argument(header), int(threads), verify == "1", json.loads(Path(spec).read_text()))))
-    return 0
 
 
 def serve_child(argv: list[str]) -> int:
@@ -176,14 +160,6 @@ class TimingServer:
         self._log.close()
 
 
-def run_ours(*args: str) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, __file__, "time", *args], capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise SystemExit(f"rumi_core reader failed:\n{proc.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(proc.stdout)
-    return result
-
-
 def parallel_ceiling() -> float:
     """The 2-thread speed-up of SHA-256 (which releases the GIL) on this machine right now.
 
@@ -207,9 +183,10 @@ def parallel_ceiling() -> float:
 
 
 def expected_sha(scene: np.ndarray, window: list[int] | None) -> str:
+    """SHA-256 of the samples of ``scene`` (an Image or a Cube) a read of ``window`` returns."""
     if window is not None:
         r, c, h, w = window
-        scene = scene[:, r : r + h, c : c + w]
+        scene = scene[..., r : r + h, c : c + w]
     return hashlib.sha256(np.ascontiguousarray(scene).tobytes()).hexdigest()
 
 
@@ -219,7 +196,12 @@ SETTINGS: Final = [(verify, threads) for verify in (False, True) for threads in 
 
 
 def time_side_by_side(
-    python: Path, files: dict[str, tuple[Path, bytes]], scenarios: list[dict[str, Any]], scene: np.ndarray, rounds: int
+    python: Path,
+    files: dict[str, tuple[Path, bytes]],
+    scenarios: list[dict[str, Any]],
+    scene: np.ndarray,
+    rounds: int,
+    settings: list[tuple[bool, int]] = SETTINGS,
 ) -> list[dict[str, Any]]:
     """Time every reader, setting, file and scenario; return one row per setting, file and scenario.
 
@@ -229,6 +211,8 @@ def time_side_by_side(
     ratio and each one's 2-thread speed-up compare reads a second apart, not
     minutes, on a machine whose load changes faster than that. Which reader
     goes first alternates by round. Every block's samples are checked.
+    ``settings`` are the ``(verify, threads)`` pairs timed, one server of
+    each reader per pair.
     """
     times: dict[tuple[str, bool, int, str, str], list[float]] = {}
     cpu: dict[tuple[str, bool, int, str, str], list[float]] = {}
@@ -237,19 +221,19 @@ def time_side_by_side(
     nbytes: dict[str, int] = {}
     with contextlib.ExitStack() as stack:
         servers: dict[tuple[str, bool, int], TimingServer] = {}
-        for verify, threads in SETTINGS:
+        for verify, threads in settings:
             flags = [str(threads), "1" if verify else "0"]
             ours = TimingServer("rumi_core reader", [sys.executable, __file__, "serve", *flags])
             servers["rumi_core", verify, threads] = stack.enter_context(ours)
             peer = TimingServer("rumi-eo peer", [str(python), str(PEER_SCRIPT), "serve", *flags], env=_peer_env())
             servers["rumi-eo", verify, threads] = stack.enter_context(peer)
         for k in range(rounds):
-            for verify in (False, True):
+            for verify in dict.fromkeys(v for v, _ in settings):
                 for name, (path, blob) in files.items():
                     for scenario in scenarios:
                         sname = scenario["name"]
                         want = expected_sha(scene, scenario["window"])
-                        for threads in (1, 2):
+                        for threads in sorted(t for v, t in settings if v == verify):
                             for reader in READERS if k % 2 == 0 else READERS[::-1]:
                                 got = servers[reader, verify, threads].time(path, blob, scenario)
                                 timed = got["scenarios"][sname]
@@ -263,7 +247,7 @@ def time_side_by_side(
                                 rss[reader, verify, threads] = max(rss.get((reader, verify, threads), 0), added)
                                 nbytes[sname] = timed["nbytes"]
     runs = []
-    for verify, threads in SETTINGS:
+    for verify, threads in settings:
         for name in files:
             for scenario in scenarios:
                 sname = scenario["name"]
@@ -280,8 +264,6 @@ def time_side_by_side(
 
 
 def main() -> int:
-    if sys.argv[1:2] == ["time"]:
-        return time_child(sys.argv[2:])
     if sys.argv[1:2] == ["serve"]:
         return serve_child(sys.argv[2:])
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

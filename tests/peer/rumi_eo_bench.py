@@ -1,24 +1,19 @@
-"""Write and time rumi files with rumi-eo, for ``benchmarks/read.py``.
+"""Write and time rumi files with rumi-eo, for ``benchmarks/read.py`` and ``benchmarks/many_frames.py``.
 
 Runs in the rumi-eo peer environment (see ``tests/test_interop.py``), never
-beside rumi_core. Two commands, each printing one JSON document::
+beside rumi_core. Two commands::
 
     python rumi_eo_bench.py write DATA.npy PATH RECIPE TILE
-    python rumi_eo_bench.py time PATH HEADER THREADS VERIFY SCENARIOS_JSON
     python rumi_eo_bench.py serve THREADS VERIFY
 
-``serve`` answers timing commands on standard input, one JSON line each
-(``read_timing.serve``), until its input ends.
-
-``HEADER`` is the blob in hex, or ``@PATH`` of a blob file. ``write`` splits a ``(B, Y, X)`` array into one frame per band and tile
-(``frame_unit`` 0), compresses each with the geozl ``RECIPE`` and writes it.
-``time`` sets rumi-eo's thread count and checksum verification (both are
+``write`` splits a ``(B, Y, X)`` array into one frame per band and tile
+(``frame_unit`` 0), compresses each with the geozl ``RECIPE``, writes it and
+prints one JSON document (the blob in hex, the frame count, the versions).
+``serve`` sets rumi-eo's thread count and checksum verification (both are
 process-wide and fixed at the first read, hence one process per setting),
-then times ``rumi.read`` for each scenario ``{"name", "window", "reps",
-"warmup"}`` with the loop ``benchmarks/read.py`` uses for rumi_core (its
-``benchmarks/read_timing.py``, loaded by path), and reports every time in
-seconds, a SHA-256 of the samples read, and the process's resident memory
-before the first read and its peak after the last.
+then answers timing commands on standard input, one JSON line each, with
+the loop the benchmarks use for rumi_core (``read_timing.serve`` of
+``benchmarks/read_timing.py``, loaded by path), until its input ends.
 """
 
 from __future__ import annotations
@@ -48,14 +43,6 @@ def write(data_path: str, path: str, recipe: str, tile: int) -> dict[str, Any]:
         frame.compressed = geozl.compress(samples, graph=graphs[samples.shape])
     _, header = rumi.write(path, tf, bands=[f"band {b}" for b in range(data.shape[0])], time=["2024-06-01"])
     return {"header": header.hex(), "frames": len(tf), "compressed_bytes": int(tf.nbytes), "frame_unit": int(tf.frame_unit)}
-
-
-def time_reads(path: str, header: bytes, threads: int, verify: bool, scenarios: list[dict[str, Any]]) -> dict[str, Any]:
-    """Time ``rumi.read`` with ``benchmarks/read.py``'s loop, with rumi-eo's thread count and verification set first."""
-    rumi.set_num_threads(threads)
-    rumi.set_checksum_verification(verify)
-    timed = _read_timing().time_scenarios(lambda window: rumi.read(path, header, window=window), _window, scenarios)
-    return {"threads": rumi.get_num_threads(), "verify": rumi.get_checksum_verification(), **timed}
 
 
 def serve_reads(threads: int, verify: bool) -> None:
@@ -88,18 +75,13 @@ def _read_timing() -> ModuleType:
 
 
 def main(argv: list[str]) -> int:
-    """Dispatch ``write`` or ``time`` and print the JSON result, or ``serve``."""
+    """Dispatch ``write`` (prints one JSON document) or ``serve``."""
     if argv[1] == "serve":
         serve_reads(int(argv[2]), argv[3] == "1")
         return 0
-    if argv[1] == "write":
-        result = write(argv[2], argv[3], argv[4], int(argv[5]))
-    elif argv[1] == "time":
-        header = _read_timing().header_argument(argv[3])
-        result = time_reads(argv[2], header, int(argv[4]), argv[5] == "1", json.loads(Path(argv[6]).read_text()))
-    else:
-        raise SystemExit(f"unknown command {argv[1]!r}; use write, time or serve")
-    result["medians"] = {k: float(np.median(v["times"])) for k, v in result.get("scenarios", {}).items()}
+    if argv[1] != "write":
+        raise SystemExit(f"unknown command {argv[1]!r}; use write or serve")
+    result = write(argv[2], argv[3], argv[4], int(argv[5]))
     result["rumi_eo"] = rumi.__version__
     result["geozl"] = geozl.__version__
     print(json.dumps(result))
