@@ -25,7 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 DAG_FILE = REPO / "deploy" / "scheduler" / "rumi_sentinel2_dag.py"
 AIRFLOW = VirtualEnvironment(
     path=REPO / ".venv-airflow",
-    packages=("apache-airflow", "apache-airflow-providers-google", "apache-airflow-providers-apache-beam"),
+    # Pinned to the releases pip chose: without the pins, uv's resolver backtracks to apache-beam 2.3.0,
+    # an sdist that no longer builds. apache-beam is the release rumi's own environment has.
+    packages=(
+        "apache-airflow==3.3.2",
+        "apache-airflow-providers-google==22.8.0",
+        "apache-airflow-providers-apache-beam==6.3.1",
+        "apache-beam==2.77.0",
+    ),
     probe="import airflow.providers.google.cloud.operators.dataflow, airflow.providers.apache.beam.operators.beam, airflow; print('ok')",
     expect="ok",
 )

@@ -9,6 +9,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rumi_core.testing._install import bundled_uv, install_command
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -17,6 +19,8 @@ RUMI_EO_VERSION = "0.26.1"
 
 _PROBE_SECONDS = 300
 _INSTALL_SECONDS = 1800
+_LOCK = ".rumi-build.lock"
+"""The lock :meth:`VirtualEnvironment.build` holds; not ``.lock``, which uv takes while it installs."""
 
 
 @dataclass(frozen=True)
@@ -67,23 +71,30 @@ class VirtualEnvironment:
         that needs it, several checkouts) build it once: the others wait.
         """
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / ".lock", "w") as lock:
+        with open(self.path / _LOCK, "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if self.probe_output() == self.expect:
                 return None
-            for cmd in (
-                [sys.executable, "-m", "venv", str(self.path)],
-                [str(self.python), "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", *self.packages],
-            ):
-                try:
-                    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_INSTALL_SECONDS, env=self.environ(), check=False)
-                except (OSError, subprocess.SubprocessError) as err:
-                    return f"{' '.join(cmd[:4])} failed: {err}"
-                if proc.returncode != 0:
-                    return f"{' '.join(cmd)} exited {proc.returncode}:\n{(proc.stderr + proc.stdout).strip()[-1500:]}"
+            failed = self._run([sys.executable, "-m", "venv", str(self.path)], {})
+            if failed is None:
+                # The pip configuration is read in the new environment, which has its pip.
+                failed = self._run(*install_command(self.python, self.packages, bundled_uv()))
+            if failed is not None:
+                return failed
             found = self.probe_output()
             if found != self.expect:
                 return f"after installing, {self.python} prints {found!r} for its probe, expected {self.expect!r}"
+        return None
+
+    def _run(self, cmd: list[str], extra: dict[str, str]) -> str | None:
+        """Run one step of :meth:`build` with :meth:`environ` and ``extra``; return why it failed, or None."""
+        try:
+            env = {**self.environ(), **extra}
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=_INSTALL_SECONDS, env=env, check=False)
+        except (OSError, subprocess.SubprocessError) as err:
+            return f"{' '.join(cmd[:4])} failed: {err}"
+        if proc.returncode != 0:
+            return f"{' '.join(cmd)} exited {proc.returncode}:\n{(proc.stderr + proc.stdout).strip()[-1500:]}"
         return None
 
 
