@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from rumi_core.testing._install import bundled_uv, install_command, uv_arguments
+from rumi_core.testing._install import bundled_uv, install_command, main, uv_arguments
 
 # pip reads no configuration file when PIP_CONFIG_FILE is os.devnull, so these tests see only the variables they set.
 _CLEAN = {"PIP_CONFIG_FILE": "/dev/null"}
@@ -70,6 +70,12 @@ def _wheel(directory: Path) -> Path:
     return path
 
 
+def _probe(python: Path) -> str:
+    """What the probe wheel's module holds, imported in ``python``."""
+    probe = "import rumi_install_probe as m; print(m.VALUE)"
+    return subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
 @pytest.mark.parametrize("installer", ["uv", "pip"])
 def test_a_wheel_installs_and_imports(installer: str, pip_env: pytest.MonkeyPatch, tmp_path: Path) -> None:
     uv = bundled_uv() if installer == "uv" else None
@@ -81,6 +87,15 @@ def test_a_wheel_installs_and_imports(installer: str, pip_env: pytest.MonkeyPatc
     command, env = install_command(python, [str(_wheel(tmp_path))], uv)
     assert Path(command[0]).name == ("uv" if installer == "uv" else "python")
     subprocess.run(command, env={**os.environ, **env}, check=True)
-    probe = "import rumi_install_probe as m; print(m.VALUE)"
-    shown = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True)
-    assert shown.stdout.strip() == "42"
+    assert _probe(python) == "42"
+
+
+def test_without_uv_the_script_installs_with_pip(pip_env: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    pip_env.setenv("PIP_NO_INDEX", "1")  # no index to install uv from
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    assert main([str(python), str(_wheel(tmp_path))]) == 0
+    assert "installing with pip" in capfd.readouterr().err
+    assert not (venv / "bin" / "uv").exists()
+    assert _probe(python) == "42"

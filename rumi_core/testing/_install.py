@@ -123,7 +123,7 @@ def main(argv: Sequence[str]) -> int:
     uv = Path(python).with_name("uv") if got_uv else None
     if uv is None:
         print("uv could not be installed: installing with pip", file=sys.stderr)
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=False)  # the venv's own pip will do
     command, env = install_command(python, requirements, uv)
     return subprocess.run(command, env={**os.environ, **env}, check=False).returncode
 
