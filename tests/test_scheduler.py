@@ -2,7 +2,7 @@
 
 apache-airflow (with the Google and Apache Beam providers) lives in its own
 environment, ``<repo>/.venv-airflow``, built by the first run of this test
-(several minutes, started in the background as soon as the test is collected so
+(a minute or more, started in the background as soon as the test is collected so
 that it overlaps the rest of the suite; later runs reuse it). Where it cannot be installed the test
 skips with the reason, unless ``RUMI_REQUIRE_AIRFLOW=1`` turns that into a failure.
 """
