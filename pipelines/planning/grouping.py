@@ -123,6 +123,20 @@ def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
     return natural_key(token or scene.bands[0].name), scene.href
 
 
+def _not_north_up(scene: Scene) -> str:
+    """The message of a scene whose transform is not north-up: which way it is off, and how to warp it.
+
+    ``--align reproject`` moves a north-up scene onto its series' grid; a
+    rotated or south-up one has no grid to compare, so it is not warped.
+    """
+    a, b, _, d, e, _ = scene.transform
+    how = "south-up (rows run south)" if b == 0 and d == 0 and a > 0 and e > 0 else "rotated, sheared or mirrored"
+    return (
+        f"transform {scene.transform} is {how}; warp it to a north-up grid first (e.g. gdalwarp -t_srs EPSG:{scene.epsg}):"
+        " --align reproject moves only north-up scenes onto their series' grid"
+    )
+
+
 def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadLetter]]:
     """Stack scenes into acquisitions (step 1); return them and the dtype mismatches.
 
@@ -132,9 +146,7 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
     stacks: dict[StackKey, list[Scene]] = defaultdict(list)
     for scene in scenes:
         if not is_north_up(scene.transform):
-            rejects.append(
-                DeadLetter(scene.href, "rotated", f"transform {scene.transform} is not north-up; warp it to a north-up grid first", STAGE)
-            )
+            rejects.append(DeadLetter(scene.href, "rotated", _not_north_up(scene), STAGE))
             continue
         key = StackKey(
             scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point, scene.family or ""

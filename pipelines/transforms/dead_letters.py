@@ -27,6 +27,7 @@ REASONS: Final = {
     "no-match": "an input path or glob matches no file",
     "bad-stac": "a STAC ItemCollection cannot be read",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
+    "no-geotransform": "the file is located by ground control points, RPCs or nothing, not by a geotransform",
     "missing-crs": "the file has no CRS",
     "crs-not-epsg": "the CRS has no EPSG code",
     "unsupported-dtype": "the sample type is not a rumi sample encoding, or bands differ in type",

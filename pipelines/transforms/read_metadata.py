@@ -44,6 +44,36 @@ def _check_last_block(ds: rasterio.io.DatasetReader) -> None:
     ds.read(ds.count, window=Window(col, row, min(block_w, ds.width - col), min(block_h, ds.height - row)))
 
 
+def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
+    """Why ``ds`` has no geotransform to place its pixels with, or None when it has one.
+
+    GDAL gives the identity transform (pixel coordinates, rows running south)
+    to a raster without a geotransform, such as a Sentinel-1 SLC located by
+    ground control points or a satellite image located by RPCs. Such a file
+    is not on any grid until it is warped, whatever its CRS; saying so names
+    the fix, where "no CRS" or "not north-up" would name another. A file that
+    declares the identity as its geotransform gets the same answer.
+    """
+    if not ds.transform.is_identity:
+        return None
+    if ds.rpcs is not None:
+        return (
+            "the file is located by rational polynomial coefficients (RPCs), not a geotransform;"
+            " orthorectify it first (e.g. gdalwarp -rpc -t_srs EPSG:n)"
+        )
+    gcps, gcp_crs = ds.gcps
+    if gcps:
+        where = f" in {gcp_crs.to_string()[:80]}" if gcp_crs else ""
+        return (
+            f"the file is located by {len(gcps)} ground control points{where}, not a geotransform;"
+            " warp it first (e.g. gdalwarp -t_srs EPSG:n)"
+        )
+    return (
+        "the file has no geotransform (GDAL gives the identity, pixel coordinates);"
+        " assign one (e.g. gdal_edit.py -a_ullr ulx uly lrx lry) and convert again"
+    )
+
+
 def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
     """Read the metadata of one scene.
 
@@ -53,14 +83,21 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         time: ``--time``, the time of a scene nothing else dates.
 
     Raises:
-        SceneError: the file is unreadable (``unreadable``), has no CRS
-            (``missing-crs``) or none with an EPSG code (``crs-not-epsg``),
+        SceneError: the file is unreadable (``unreadable``), has no
+            geotransform (``no-geotransform``: located by GCPs, RPCs or
+            nothing), has no CRS (``missing-crs``) or none with an EPSG code
+            (``crs-not-epsg``),
             holds samples rumi cannot store (``unsupported-dtype``), or has
             no valid time (``unknown-time``, ``bad-time``).
     """
     href = ref.href
     try:
         with gdal_env(href), rasterio.open(href) as ds:
+            # Before the CRS: a file located by GCPs often has no CRS of its
+            # own, and assigning one would not put it on a grid.
+            unplaced = _no_geotransform(ds)
+            if unplaced is not None:
+                raise SceneError(unplaced, href=href, reason="no-geotransform")
             if ds.crs is None:
                 raise SceneError(
                     "the file has no CRS; assign one (e.g. gdal_edit.py -a_srs EPSG:n) and convert again", href=href, reason="missing-crs"

