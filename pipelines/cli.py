@@ -140,7 +140,13 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
     default=None,
     help="Split each grid's series into cubes [default: none; P1M with --stac-api].",
 )
-@click.option("--align", type=click.Choice(ALIGN_MODES), default="fail", show_default=True, help="Off-grid scenes: dead letter, or warp.")
+@click.option(
+    "--align",
+    type=click.Choice(ALIGN_MODES),
+    default="fail",
+    show_default=True,
+    help="Off-grid, rotated or south-up scenes: dead letter, or warp.",
+)
 @click.option(
     "--resampling", type=click.Choice(RESAMPLING_METHODS), default="nearest", show_default=True, help="Resampling of --align reproject."
 )

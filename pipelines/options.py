@@ -46,7 +46,7 @@ CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
 """``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
 
 ALIGN_MODES: Final = ("fail", "reproject")
-"""``--align``: off-grid scenes go to the dead-letter output, or are warped onto the group grid."""
+"""``--align``: off-grid, rotated and south-up scenes go to the dead-letter output, or are warped onto a north-up group grid."""
 
 DUPLICATE_MODES: Final = ("error", "first", "last", "mosaic")
 """``--duplicates``: what to do with two scenes of one grid at one instant."""
@@ -155,7 +155,7 @@ class ConvertOptions:
     cube_period: str = "none"
     """How a grid's time series is split into cubes (``--cube-period``)."""
     align: str = "fail"
-    """What happens to off-grid scenes (``--align``)."""
+    """What happens to off-grid, rotated and south-up scenes (``--align``)."""
     resampling: str = "nearest"
     """Resampling of ``--align reproject``."""
     duplicates: str = "error"

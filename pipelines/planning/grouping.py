@@ -7,7 +7,9 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
 1. **Stacking.** Single-band files of one acquisition (same
    :func:`~pipelines.planning.bands.stack_id`, time and raster) become the bands of one
    :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
-   differs from the rest of its stack is a *dtype mismatch*.
+   differs from the rest of its stack is a *dtype mismatch*. A file whose
+   transform is not north-up is *rotated*: a dead letter, or with ``--align
+   reproject`` warped onto the north-up grid of :func:`~pipelines.planning.lattice.north_up`.
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
    set, dtype, nodata and ``--cube-period``. Where two series on one grid hold
    the same bands with another dtype, or nested band sets (one a strict
@@ -37,7 +39,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from catalog.grid import Grid
 from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
-from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, snap_extent
+from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import period_label
 from pipelines.transforms.dead_letters import DeadLetter
@@ -76,7 +78,7 @@ class Acquisition(OnGrid):
     size: int
     """Total bytes of its files (0 where unknown)."""
     warp: Warp | None = None
-    """Set once an off-grid acquisition is planned to be warped."""
+    """Set once a rotated or off-grid acquisition is planned to be warped."""
     family: str | None = None
     """Cube family of its scenes (:attr:`pipelines.planning.scene.Scene.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
@@ -107,6 +109,8 @@ class StackKey(NamedTuple):
     """Raster type."""
     family: str
     """Cube family, ``""`` for none (a product family name is never empty)."""
+    warped: bool
+    """Whether the file is warped to be north-up: it and a north-up file on the same grid read differently."""
 
 
 def _reject(acq: Acquisition, reason: str, message: str) -> list[DeadLetter]:
@@ -124,32 +128,45 @@ def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
 
 
 def _not_north_up(scene: Scene) -> str:
-    """The message of a scene whose transform is not north-up: which way it is off, and how to warp it.
-
-    ``--align reproject`` moves a north-up scene onto its series' grid; a
-    rotated or south-up one has no grid to compare, so it is not warped.
-    """
+    """The message of a scene whose transform is not north-up: which way it is off, and how to have it warped."""
     a, b, _, d, e, _ = scene.transform
     how = "south-up (rows run south)" if b == 0 and d == 0 and a > 0 and e > 0 else "rotated, sheared or mirrored"
     return (
-        f"transform {scene.transform} is {how}; warp it to a north-up grid first (e.g. gdalwarp -t_srs EPSG:{scene.epsg}):"
-        " --align reproject moves only north-up scenes onto their series' grid"
+        f"transform {scene.transform} is {how}; pass --align reproject to warp it onto a north-up grid,"
+        f" or warp it first (e.g. gdalwarp -t_srs EPSG:{scene.epsg})"
     )
 
 
-def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadLetter]]:
+def stack_scenes(
+    scenes: Iterable[Scene], *, align: str = "fail", resampling: str = "nearest"
+) -> tuple[list[Acquisition], list[DeadLetter]]:
     """Stack scenes into acquisitions (step 1); return them and the dtype mismatches.
 
-    Scenes with a rotated or south-up transform are rejected here too.
+    A scene whose transform is not north-up is rejected here, or with
+    ``align="reproject"`` planned to be warped (with ``resampling``) onto
+    the grid of :func:`~pipelines.planning.lattice.north_up`, where it then
+    counts as any other scene of that grid.
     """
     rejects: list[DeadLetter] = []
     stacks: dict[StackKey, list[Scene]] = defaultdict(list)
     for scene in scenes:
-        if not is_north_up(scene.transform):
+        warped = not is_north_up(scene.transform)
+        if warped and align != "reproject":
             rejects.append(DeadLetter(scene.href, "rotated", _not_north_up(scene), STAGE))
             continue
+        if warped:
+            transform, height, width = north_up(scene.transform, scene.height, scene.width)
+            scene = replace(scene, grid=replace(scene.grid, transform=transform, height=height, width=width))
         key = StackKey(
-            scene.stack, scene.time, scene.epsg, scene.transform, scene.height, scene.width, scene.pixel_is_point, scene.family or ""
+            scene.stack,
+            scene.time,
+            scene.epsg,
+            scene.transform,
+            scene.height,
+            scene.width,
+            scene.pixel_is_point,
+            scene.family or "",
+            warped,
         )
         stacks[key].append(scene)
     out: list[Acquisition] = []
@@ -183,6 +200,7 @@ def stack_scenes(scenes: Iterable[Scene]) -> tuple[list[Acquisition], list[DeadL
                 bands=bands,
                 names=unique_band_texts([b.name for _, b in bands]),
                 size=sum(m.size or 0 for m in kept),
+                warp=Warp(head.transform, head.height, head.width, resampling) if key.warped else None,
                 family=head.family,
                 tags=tuple(sorted({t for m in kept for t in m.tags})),
             )
@@ -409,7 +427,7 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
         The cube plans sorted by id, and the dead letters sorted by href.
     """
     unique = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
-    acquisitions, rejects = stack_scenes(unique[h] for h in sorted(unique))
+    acquisitions, rejects = stack_scenes((unique[h] for h in sorted(unique)), align=options.align, resampling=options.resampling)
     series: dict[CubeKey, list[Acquisition]] = defaultdict(list)
     for acq in acquisitions:
         series[CubeKey.of(acq, options)].append(acq)

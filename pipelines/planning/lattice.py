@@ -40,6 +40,35 @@ def is_north_up(transform: Sequence[float]) -> bool:
     return b == 0.0 and d == 0.0 and a > 0.0 and e < 0.0
 
 
+def north_up(transform: Sequence[float], height: int, width: int) -> tuple[tuple[float, float, float, float, float, float], int, int]:
+    """The north-up transform and shape that a rotated, sheared, mirrored or south-up raster is warped onto.
+
+    A pixel of it is as wide as the source's step along a row
+    (``hypot(a, d)``) and as tall as its step down a column
+    (``hypot(b, e)``), and it covers the bounding box of the source's four
+    corners from their north-west corner. A south-up raster so maps pixel
+    for pixel onto itself turned upright, and one turned by a multiple of 90
+    degrees onto itself turned back: every target pixel's centre falls on a
+    source pixel's centre, and nearest resampling moves samples without
+    changing them. (gdalwarp's default keeps the length of the pixel's
+    diagonal instead, which would change the pixel size of a raster turned
+    by other angles; the per-axis step keeps the source's resolution.)
+
+    >>> north_up((10.0, 0.0, 500000.0, 0.0, 10.0, 4000000.0), 3, 2)  # south-up: rows run north
+    ((10.0, 0.0, 500000.0, 0.0, -10.0, 4000030.0), 3, 2)
+    >>> north_up((0.0, 10.0, 500000.0, 10.0, 0.0, 4000000.0), 3, 2)  # rows run east, columns north
+    ((10.0, 0.0, 500000.0, 0.0, -10.0, 4000020.0), 2, 3)
+    """
+    a, b, c, d, e, f = (float(v) for v in transform[:6])
+    xs = [c + a * col + b * row for col in (0, width) for row in (0, height)]
+    ys = [f + d * col + e * row for col in (0, width) for row in (0, height)]
+    res_x, res_y = math.hypot(a, d), math.hypot(b, e)
+    eps = 1e-9
+    out_width = max(1, math.ceil((max(xs) - min(xs)) / res_x - eps))
+    out_height = max(1, math.ceil((max(ys) - min(ys)) / res_y - eps))
+    return (res_x, 0.0, min(xs), 0.0, -res_y, max(ys)), out_height, out_width
+
+
 def _fraction(value: float) -> float:
     frac = round(value % 1.0, _DIGITS)
     return 0.0 if frac >= 1.0 else frac

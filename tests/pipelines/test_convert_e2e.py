@@ -199,3 +199,26 @@ def test_manifest_is_json_lines(archive: tuple[Path, dict[str, np.ndarray[Any, A
     run([str(root / "b")], ConvertOptions(out=str(out)))
     text = (out / "manifest.jsonl").read_text()
     assert text.count("\n") == 1 and json.loads(text)["dtype"] == "uint16"
+
+
+@pytest.mark.parametrize(
+    ("name", "transform", "turn"),
+    [
+        ("south-up", (10.0, 0.0, 600000.0, 0.0, 10.0, 5300000.0), np.flipud),  # rows run north
+        ("transposed", (0.0, 10.0, 600000.0, -10.0, 0.0, 5300000.0), np.transpose),  # rows run east, columns south
+    ],
+)
+def test_not_north_up_rasters_are_warped_upright_with_align_reproject(
+    tmp_path: Path, name: str, transform: tuple[float, ...], turn: Any
+) -> None:
+    """Every pixel centre of the upright grid falls on a source pixel's centre: nearest resampling moves samples unchanged."""
+    data = np.random.default_rng(3).integers(1, 4000, size=(1, 40, 70), dtype=np.uint16)
+    path = write_geotiff(str(tmp_path / f"{name}.tif"), data, epsg=32632, transform=transform, nodata=0)
+    refused = run([path], ConvertOptions(out=str(tmp_path / "refused"), time="2023-01-01"))
+    assert [(d.reason, "pass --align reproject" in d.message) for d in refused.dead_letters] == [("rotated", True)]
+    out = tmp_path / "out"
+    summary = run([path], ConvertOptions(out=str(out), time="2023-01-01", align="reproject", tile_size=32))
+    assert not summary.dead_letters
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["transform"][4] < 0 and entry["transform"][1] == entry["transform"][3] == 0.0
+    assert np.array_equal(_read(out, entry)[0], turn(data[0]))

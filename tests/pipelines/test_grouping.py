@@ -116,15 +116,35 @@ def test_off_grid_is_a_dead_letter_unless_reprojected() -> None:
 
 
 @pytest.mark.parametrize(
-    ("transform", "how"),
-    [((10.0, 1.0, 0, 0, -10.0, 0), "rotated, sheared or mirrored"), ((10.0, 0, 0, 0, 10.0, 0), "south-up \\(rows run south\\)")],
+    ("transform", "how", "north_up"),
+    [
+        ((10.0, 1.0, 0, 0, -10.0, 0), "rotated, sheared or mirrored", ((10.0, 0.0, 0.0, 0.0, -(101**0.5), 0.0), 64, 71)),
+        ((10.0, 0, 600000.0, 0, 10.0, 5300000.0), "south-up \\(rows run south\\)", ((10.0, 0.0, 600000.0, 0.0, -10.0, 5300640.0), 64, 64)),
+    ],
 )
-def test_rotated_scene(transform: tuple[float, ...], how: str) -> None:
-    """Not north-up: a dead letter whatever --align says, naming which way the transform is off and the warp that fixes it."""
-    for align in ("fail", "reproject"):
-        plans, rejects = plan_cubes([make_scene("/r.tif", transform=transform)], opts(align=align))
-        assert not plans and [r.reason for r in rejects] == ["rotated"]
-        assert re.search(f"is {how}; warp it to a north-up grid first \\(e.g. gdalwarp -t_srs EPSG:\\d+\\)", rejects[0].message)
+def test_not_north_up_scene(transform: tuple[float, ...], how: str, north_up: tuple[Any, int, int]) -> None:
+    """A dead letter naming which way the transform is off, or with --align reproject a warp onto a north-up grid."""
+    plans, rejects = plan_cubes([make_scene("/r.tif", transform=transform)], opts())
+    assert not plans and [r.reason for r in rejects] == ["rotated"]
+    expected = f"is {how}; pass --align reproject to warp it onto a north-up grid, or warp it first \\(e.g. gdalwarp"
+    assert re.search(expected, rejects[0].message)
+    plans, rejects = plan_cubes([make_scene("/r.tif", transform=transform)], opts(align="reproject", resampling="bilinear"))
+    assert not rejects
+    (plan,) = plans
+    (target, height, width) = north_up
+    ((source,),) = plan.sources[0]
+    assert source.warp is not None and source.warp.resampling == "bilinear"
+    assert source.warp.transform == pytest.approx(target, abs=1e-4) and (source.warp.height, source.warp.width) == (height, width)
+    assert plan.transform == pytest.approx(target, abs=1e-4) and (plan.height, plan.width) == (height, width)
+
+
+def test_warped_and_north_up_scenes_of_one_grid_stack_apart() -> None:
+    """A south-up file and a north-up file that cover the same grid are read differently, so they are not one acquisition."""
+    up = make_scene("/s_2023-01-05_B02.tif", bands=("B02",), stack="/s", transform=(10.0, 0, 600000.0, 0, -10.0, 5300640.0))
+    down = make_scene("/s_2023-01-05_B03.tif", bands=("B03",), stack="/s", transform=(10.0, 0, 600000.0, 0, 10.0, 5300000.0))
+    acqs, rejects = stack_scenes([up, down], align="reproject")
+    assert not rejects and len(acqs) == 2
+    assert {a.grid for a in acqs} == {up.grid} and sorted(a.warp is not None for a in acqs) == [False, True]
 
 
 def test_extents_separate_or_unioned() -> None:
