@@ -110,9 +110,9 @@ def install_command(python: str | Path, requirements: Sequence[str], uv: Path | 
     return [*command, *options, *requirements], env
 
 
-def bundled_uv() -> Path | None:
-    """The uv installed beside this interpreter, if any."""
-    uv = Path(sys.executable).with_name("uv")
+def bundled_uv(python: str | Path = sys.executable) -> Path | None:
+    """The uv installed beside interpreter ``python`` (this one by default), if any."""
+    uv = Path(python).with_name("uv")
     return uv if uv.exists() else None
 
 
@@ -120,7 +120,7 @@ def main(argv: Sequence[str]) -> int:
     """Install ``argv[1:]`` into the environment of interpreter ``argv[0]``, with uv if it can be installed there."""
     python, *requirements = argv
     got_uv = subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "uv"], check=False).returncode == 0
-    uv = Path(python).with_name("uv") if got_uv else None
+    uv = bundled_uv(python) if got_uv else None
     if uv is None:
         print("uv could not be installed: installing with pip", file=sys.stderr)
         subprocess.run([python, "-m", "pip", "install", "--quiet", "--upgrade", "pip"], check=False)  # the venv's own pip will do
