@@ -130,7 +130,7 @@ def _band_order(scene: Scene) -> tuple[tuple[tuple[int, int | str], ...], str]:
 def _not_north_up(scene: Scene) -> str:
     """The message of a scene whose transform is not north-up: which way it is off, and how to have it warped."""
     a, b, _, d, e, _ = scene.transform
-    how = "south-up (rows run south)" if b == 0 and d == 0 and a > 0 and e > 0 else "rotated, sheared or mirrored"
+    how = "south-up (rows run north)" if b == 0 and d == 0 and a > 0 and e > 0 else "rotated, sheared or mirrored"
     return (
         f"transform {scene.transform} is {how}; pass --align reproject to warp it onto a north-up grid,"
         f" or warp it first (e.g. gdalwarp -t_srs EPSG:{scene.epsg})"

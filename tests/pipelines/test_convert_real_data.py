@@ -85,7 +85,7 @@ def test_rasters_off_any_grid_are_named_for_what_they_lack(shared_data: Path, tm
     }
     south_up = "rio-tiler-fixtures/original/tests/fixtures/inverted_lat.tif"
     turned = {
-        south_up: ("rotated", "is south-up (rows run south); pass --align reproject"),
+        south_up: ("rotated", "is south-up (rows run north); pass --align reproject"),
         "rioxarray-testdata/original/test/test_data/input/2d_test.tif": ("rotated", "is rotated, sheared or mirrored; pass --align"),
     }
     for align, expected in (("fail", {**unplaced, **turned}), ("reproject", unplaced)):

@@ -119,7 +119,7 @@ def test_off_grid_is_a_dead_letter_unless_reprojected() -> None:
     ("transform", "how", "north_up"),
     [
         ((10.0, 1.0, 0, 0, -10.0, 0), "rotated, sheared or mirrored", ((10.0, 0.0, 0.0, 0.0, -(101**0.5), 0.0), 64, 71)),
-        ((10.0, 0, 600000.0, 0, 10.0, 5300000.0), "south-up \\(rows run south\\)", ((10.0, 0.0, 600000.0, 0.0, -10.0, 5300640.0), 64, 64)),
+        ((10.0, 0, 600000.0, 0, 10.0, 5300000.0), "south-up \\(rows run north\\)", ((10.0, 0.0, 600000.0, 0.0, -10.0, 5300640.0), 64, 64)),
     ],
 )
 def test_not_north_up_scene(transform: tuple[float, ...], how: str, north_up: tuple[Any, int, int]) -> None:
