@@ -40,7 +40,7 @@ REASONS: Final = {
     "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
     "family-extent": "a product's cube of this period is already planned on another extent of the same grid",
     "invalid-cube": "the cube cannot be stored as a rumi file",
-    "tile-size": "--tile-size would cut the cube into more frames than a frame has pixels",
+    "tile-size": "--tile-size would cut the cube into frames so small that their own bytes outweigh their pixels",
     "read-failed": "reading pixels failed during conversion; the cube was not written",
     "verification-failed": "the written file does not decode to the source pixels; it was not published",
 }

@@ -11,7 +11,7 @@ import pytest
 from pipelines.options import ConvertOptions
 from pipelines.planning.grouping import plan_cubes, stack_scenes
 from pipelines.testing import make_scene
-from rumi_core.times import format_seconds
+from rumi_core.times import format_seconds, parse_time
 
 T = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
 
@@ -187,16 +187,34 @@ def test_invalid_cube_is_a_dead_letter() -> None:
     assert "frame_unit 9" in rejects[0].message
 
 
-def test_tiles_smaller_than_their_frame_count_are_refused() -> None:
-    """A 64 x 64 scene in 7-pixel tiles: 100 frames of 49 pixels would cost more than the pixels."""
-    scenes = bands_of("2023-01-05", tokens=("B04",))
-    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=7))
+def test_tiles_whose_frames_hold_too_few_samples_are_refused_whatever_the_cube_size() -> None:
+    """Frames of fewer than 256 samples are refused; the cube's frame count plays no part."""
+    scenes = bands_of("2023-01-05", tokens=("B04",))  # 64 x 64
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=15))
     assert not plans
     (reject,) = rejects
     assert reject.reason == "tile-size"
-    assert "into 100 frames of 49 pixels" in reject.message
-    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=8))  # 64 frames of 64 pixels: allowed
+    assert "into frames of 225 samples, fewer than 256" in reject.message
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=16))  # 16 frames of 256 samples
     assert plans and not rejects
+    # A cell frame holds every band and date of its tile: 8 x 8 pixels x 4 bands x 10 dates.
+    series = [s for day in range(1, 11) for s in bands_of(f"2023-01-{day:02d}", tokens=("B02", "B03", "B04", "B08"))]
+    plans, rejects = plan_cubes(series, ConvertOptions(out="out", tile_size=8, frame_unit=3))
+    assert plans and not rejects
+    # One tile holds the whole image: its frames are as small as the image, and nothing is gained by refusing.
+    plans, rejects = plan_cubes([make_scene("/tiny_B04.tif", "2023-01-05", shape=(10, 10), bands=("B04",))], opts())
+    assert plans and not rejects
+
+
+def test_a_long_series_of_many_bands_in_256_pixel_tiles_is_planned() -> None:
+    """A year of 13 bands over a Sentinel-2 tile (10980 px) in 256-pixel tiles: 1.75 million frames of 65,536 pixels."""
+    days = [format_seconds(parse_time("2023-01-01") + 5 * 86400 * i)[:10] for i in range(73)]
+    tokens = tuple(f"B{b:02d}" for b in range(1, 14))
+    scenes = [s for day in days for s in bands_of(day, stack="/s2/T32UPU", tokens=tokens, shape=(10980, 10980))]
+    plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=256, frame_unit=0))
+    assert not rejects
+    (plan,) = plans
+    assert plan.layout.frame_count == 43 * 43 * 13 * 73
 
 
 def test_a_band_without_a_name_takes_its_files_shared_stem() -> None:
