@@ -62,12 +62,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.summary import Summary
+from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.compress import ChooseCodecs, ChooseFrameUnits, CompressFrames
@@ -265,7 +266,9 @@ def _build(
     standard = pipeline_options.view_as(StandardOptions)
     standard.runner = runner
     logger.info("converting %d inputs to %s on %s", len(inputs), options.out, standard.runner)
-    pipeline = beam.Pipeline(options=pipeline_options)
+    threads = runner in LOCAL_RUNNERS and pipeline_options.view_as(DirectOptions).direct_running_mode == "multi_threading"
+    # Beam's own worker threads can split an element between two chunks of a GroupByKey's input (pipelines.threaded_runner).
+    pipeline = beam.Pipeline(runner=ThreadedRunner() if threads else None, options=pipeline_options)
     _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
     return pipeline, options
 
