@@ -279,7 +279,7 @@ SOURCE_RUN: Final = 4
 """Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`source_run`)."""
 
 
-def source_run(cube: int, key: FrameKey, layout: Layout) -> tuple[int, int, int, int, int]:
+def source_run(key: FrameKey, layout: Layout) -> str:
     """The spread key of a frame: its cube, tile row, run of :data:`SOURCE_RUN` tiles, band and time.
 
     Frames with the same spread key come from the same source files, and a
@@ -288,27 +288,19 @@ def source_run(cube: int, key: FrameKey, layout: Layout) -> tuple[int, int, int,
     instead of reopening a file for nearly every frame (random keys, 80 files
     and 16 open datasets: 1.2 ms of ``rasterio.open`` per frame).
 
-    ``cube`` is the cube's position among the run's cubes in id order, and a
-    frame unit without a band or time axis gives -1 there: a tuple of small
-    integers is a few bytes on the wire, where the cube id would be 70 for each
-    frame (see :mod:`pipelines.transforms.write_parts` on what a byte crossing a
-    reshuffle costs the local runner).
-
     >>> from types import SimpleNamespace as NS
     >>> layout = NS(frame_location=lambda i: (1, i, 2, None))
-    >>> [source_run(0, FrameKey("c", i), layout) for i in (3, 4)]
-    [(0, 1, 0, 2, -1), (0, 1, 1, 2, -1)]
+    >>> [source_run(FrameKey("c", i), layout) for i in (3, 4)]
+    ['c/1/0/2/None', 'c/1/1/2/None']
     """
     row, col, band, time = layout.frame_location(key.index)
-    return (cube, row, col // SOURCE_RUN, -1 if band is None else band, -1 if time is None else time)
+    return f"{key.cube_id}/{row}/{col // SOURCE_RUN}/{band}/{time}"
 
 
-def _with_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[tuple[int, int, int, int, int], FrameKey]]:
-    ordered = sorted(plans, key=lambda plan: plan.cube_id)
-    cubes = {plan.cube_id: (ordinal, plan.layout) for ordinal, plan in enumerate(ordered)}
-    for key in shard_frame_keys(shard, ordered, shards):
-        ordinal, layout = cubes[key.cube_id]
-        yield source_run(ordinal, key, layout), key
+def _with_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[str, FrameKey]]:
+    layouts = {plan.cube_id: plan.layout for plan in plans}
+    for key in shard_frame_keys(shard, plans, shards):
+        yield source_run(key, layouts[key.cube_id]), key
 
 
 @dataclass
@@ -323,10 +315,7 @@ class FrameKeys(DataclassPTransform[PCollection["CubePlan"], PCollection[FrameKe
         keys: PCollection[FrameKey] = (
             plans.pipeline
             | "Shards" >> beam.Create(list(range(self.shards)))
-            | "Keys"
-            >> beam.FlatMap(_with_source_runs, plans=AsList(plans), shards=self.shards).with_output_types(
-                tuple[tuple[int, int, int, int, int], FrameKey]
-            )
+            | "Keys" >> beam.FlatMap(_with_source_runs, plans=AsList(plans), shards=self.shards).with_output_types(tuple[str, FrameKey])
             | "Spread" >> ReshufflePerKey()
             | "Frames" >> beam.Values().with_output_types(FrameKey)
         )
