@@ -160,10 +160,7 @@ def _assemble_and_publish(
     staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
     write = plan.write_plan
     try:
-        with (
-            FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out,
-            PartReader(os.path.join(options.parts_dir, plan.cube_id)) as reader,
-        ):
+        with FileAssembler(staged, write.layout, write.georef, write.trailer, counts=counts) as out, PartReader() as reader:
             for part in parts:
                 try:
                     out.copy_frame(reader.open(part), part.offset, part.size)
@@ -191,7 +188,7 @@ class _AssembleFn(RasterDoFn):
 
     def process(
         self,
-        element: tuple[str, Iterable[bytes | FrameFailure]],
+        element: tuple[str, Iterable[FramePart | FrameFailure]],
         plans: Mapping[str, CubePlan],
         codecs: Mapping[str, dict[str, Any]],
     ) -> Iterator[ManifestEntry | DeadLetter]:
@@ -208,11 +205,7 @@ class _AssembleFn(RasterDoFn):
         start = time.perf_counter()
         try:
             entry = assemble_cube(
-                plan,
-                [FramePart.from_bytes(p) for p in values if isinstance(p, bytes)],
-                codec=codecs[cube_id],
-                options=self.options,
-                rasters=self.rasters,
+                plan, [p for p in values if isinstance(p, FramePart)], codec=codecs[cube_id], options=self.options, rasters=self.rasters
             )
         except (VerificationError, SceneError) as err:
             remove_parts(self.options.parts_dir, cube_id)

@@ -10,18 +10,7 @@ frame never does either: a part says where its frame's bytes are
 ``--out gs://…`` each frame is a temporary object of its own
 (:mod:`pipelines.bucket`), because GCS ``compose`` joins whole objects. Only
 the frames' places and sizes travel on through the pipeline, to
-:class:`~pipelines.transforms.assemble_files.AssembleFiles`, each as the
-bytes of :meth:`FramePart.to_bytes` (20 bytes and the part file's name).
-
-What travels is kept that small because every byte that crosses a GroupByKey
-is paid for many times over in memory on the local runner: the runner holds
-it, encodes it again for the worker, and gRPC and protobuf copy it on both
-sides. Measured on this project's machine (FnApiRunner, two worker threads),
-2.2 MB of 548-byte values grouped under one key raised the process's peak RSS
-by 50 MiB, 21.6 MB of 54 kB values by 450 MiB. A cube's frame places are
-grouped under its id, so a pickled place with the part file's full path (265
-bytes) cost the assembling worker memory in proportion to the cube's frame
-count; the record is 57 bytes.
+:class:`~pipelines.transforms.assemble_files.AssembleFiles`.
 
 One file per bundle rather than per frame, because creating a file is what a
 local file system charges for: on this project's machine (ext4) a create
@@ -102,24 +91,10 @@ class FramePart:
     """Frame index."""
     size: int
     """Bytes of the compressed frame."""
-    file: str
-    """The name of the part file holding it in the cube's part directory (in a bucket, of the frame's object)."""
+    path: str
+    """The part file (or, in a bucket, the temporary object) holding it."""
     offset: int
     """Where the frame's bytes start in that file; 0 for an object."""
-
-    def to_bytes(self) -> bytes:
-        """The form that travels to assembly: index, size and offset (:data:`_PLACE`), then the file name in UTF-8."""
-        return _PLACE.pack(self.index, self.size, self.offset) + self.file.encode("utf-8")
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> FramePart:
-        """Inverse of :meth:`to_bytes`."""
-        index, size, offset = _PLACE.unpack_from(data)
-        return cls(index, size, data[_PLACE.size :].decode("utf-8"), offset)
-
-
-_PLACE: Final = struct.Struct("<QIQ")
-"""Frame index (uint64), byte count (uint32, as in :data:`PART_RECORD`) and offset (uint64), little-endian."""
 
 
 def part_path(parts_dir: str, cube_id: str, index: int) -> str:
@@ -165,7 +140,7 @@ class PartWriter:
         if is_gs(self.parts_dir):
             path = part_path(self.parts_dir, key.cube_id, key.index)
             output_store().write(path, bytes(frame))
-            return FramePart(key.index, size, path.rsplit("/", 1)[-1], 0)
+            return FramePart(key.index, size, path, 0)
         part = self._file(key.cube_id)
         views = [memoryview(PART_RECORD.pack(key.index, size)), memoryview(frame).cast("B")]
         while views:  # a regular file takes it in one call; a short write continues where it stopped
@@ -176,7 +151,7 @@ class PartWriter:
                 views[0] = views[0][done:]
         offset = part.end + PART_RECORD.size
         part.end = offset + size
-        return FramePart(key.index, size, os.path.basename(part.path), offset)
+        return FramePart(key.index, size, part.path, offset)
 
     def close(self) -> None:
         """Close every part file (idempotent)."""
@@ -192,31 +167,29 @@ class PartWriter:
 
 
 class PartReader:
-    """Open the local part files of one cube for assembly, each once, and check the record in front of each frame.
+    """Open local part files for assembly, each once, and check the record in front of each frame.
 
     Raises AssemblyError from :meth:`open` when the record does not name the
     frame and size the frame stage reported (a damaged or foreign file), and
     FileNotFoundError when the part file is gone.
     """
 
-    def __init__(self, directory: str) -> None:
-        self.directory = directory
-        """The cube's part directory, ``<parts_dir>/<cube_id>``."""
+    def __init__(self) -> None:
         self._fds: dict[str, int] = {}
 
     def open(self, part: FramePart) -> int:
         """The open part file holding ``part``, once its record is checked."""
-        fd = self._fds.get(part.file)
+        fd = self._fds.get(part.path)
         if fd is None:
-            fd = self._fds[part.file] = os.open(os.path.join(self.directory, part.file), os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            fd = self._fds[part.path] = os.open(part.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         at = part.offset - PART_RECORD.size
         record = os.pread(fd, PART_RECORD.size, at) if at >= 0 else b""
         found = PART_RECORD.unpack(record) if len(record) == PART_RECORD.size else None
         if found != (part.index, part.size):
             held = "no record" if found is None else f"frame {found[0]} of {found[1]} bytes"
-            where = os.path.join(self.directory, part.file)
-            wrote = f"frame {part.index} of {part.size} bytes as the frame stage wrote"
-            raise AssemblyError(f"{where}: the record at byte {at} holds {held}, not {wrote}")
+            raise AssemblyError(
+                f"{part.path}: the record at byte {at} holds {held}, not frame {part.index} of {part.size} bytes as the frame stage wrote"
+            )
         return fd
 
     def close(self) -> None:
@@ -302,7 +275,7 @@ class _WritePartsFn(beam.DoFn):
     def start_bundle(self) -> None:
         self.writer = PartWriter(self.parts_dir)
 
-    def process(self, element: tuple[FrameKey, bytes | FrameFailure]) -> Iterator[tuple[str, bytes | FrameFailure]]:
+    def process(self, element: tuple[FrameKey, bytes | FrameFailure]) -> Iterator[tuple[str, FramePart | FrameFailure]]:
         key, frame = element
         if isinstance(frame, FrameFailure):
             yield key.cube_id, frame
@@ -311,7 +284,7 @@ class _WritePartsFn(beam.DoFn):
         part = self.writer.write(key, frame)
         inc(WriteParts, "frames")
         inc(WriteParts, "bytes", part.size)
-        yield key.cube_id, part.to_bytes()
+        yield key.cube_id, part
 
     def finish_bundle(self) -> None:
         self._close()
@@ -327,10 +300,7 @@ class _WritePartsFn(beam.DoFn):
 
 @dataclass
 class WriteParts(DataclassPTransform[PCollection[tuple["FrameKey", Any]], PCollection[tuple[str, Any]]]):
-    """Write each compressed frame to a part file (:class:`PartWriter`, one per bundle); emit ``(cube_id, FramePart.to_bytes())``.
-
-    A frame that could not be read passes on as ``(cube_id, FrameFailure)``.
-    """
+    """Write each compressed frame to a part file (:class:`PartWriter`, one per bundle); emit ``(cube_id, FramePart)``."""
 
     parts_dir: str
     """``OUT/.parts``."""

@@ -183,7 +183,7 @@ def test_progress_monitor(tmp_path: Path) -> None:
         written = [first.write(FrameKey("c1", i), b"x" * (i + 1)) for i in range(3)]
         retry.write(FrameKey("c1", 2), b"xxx")  # a retried bundle writes frame 2 again
         assert monitor.poll() == (3, 5)
-        with open(parts / "c1" / written[0].file, "ab") as f:  # a record whose frame is still being written does not count
+        with open(written[0].path, "ab") as f:  # a record whose frame is still being written does not count
             f.write(PART_RECORD.pack(3, 4) + b"xx")
         assert monitor.poll() == (3, 5)
         retry.write(FrameKey("c1", 3), b"y")
