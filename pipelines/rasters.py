@@ -14,7 +14,7 @@ cache so a worker's memory stays near the size of the frames it holds.
 
 The bound is what a window read needs (:func:`fit_block_cache`), not a fixed
 size. Frames are read tile after tile along a row of the source
-(:func:`pipelines.transforms.frames.source_runs`), and the only blocks a read
+(:func:`pipelines.transforms.frames.run_frames`), and the only blocks a read
 can share with the next one are those straddling their common edge: for a
 tiled source, one column of blocks; for a striped one, every strip of the
 window's rows, which each tile of the row decodes again if they were evicted.

@@ -24,7 +24,7 @@ FrameKey(cube_id='cube', index=7)
 
 Keys are generated in ``shards`` shards on the workers and reshuffled (style
 guide, *Beam transforms*), so the frame stage spreads over every worker on
-every runner. What crosses the reshuffle is a source run (:func:`source_runs`),
+every runner. What crosses the reshuffle is a source run (:func:`run_frames`),
 up to :data:`SOURCE_RUN` frames of one source file along a tile row, and the run
 becomes its frame keys after it: a worker reads the run's frames in a row
 through one open dataset, and the local runner holds a quarter of the
@@ -81,8 +81,9 @@ __all__ = [
     "fill_value",
     "read_band_window",
     "read_frame",
+    "run_count",
+    "run_frames",
     "shard_source_runs",
-    "source_runs",
 ]
 
 _LENGTH: Final = struct.Struct("<I")
@@ -265,11 +266,16 @@ def read_frame(plan: CubePlan, index: int, rasters: RasterCache, *, crop: tuple[
 
 
 SOURCE_RUN: Final = 4
-"""Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`source_runs`)."""
+"""Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`run_frames`)."""
 
 
-def source_runs(layout: Layout) -> Iterator[tuple[int, ...]]:
-    """The frame indices of each source run of a layout, in order: up to :data:`SOURCE_RUN` tiles of a row, one band and time.
+def run_count(layout: Layout) -> int:
+    """How many source runs (:func:`run_frames`) a layout has."""
+    return layout.tiles_down * -(-layout.tiles_across // SOURCE_RUN) * layout.frames_per_location
+
+
+def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
+    """The frame indices of source run ``run``: up to :data:`SOURCE_RUN` tiles of a row, one band and time.
 
     Frames of one run come from the same source files, and one worker reads
     them one after the other through one open dataset of its
@@ -277,18 +283,21 @@ def source_runs(layout: Layout) -> Iterator[tuple[int, ...]]:
     nearly every frame (random order, 80 files and 16 open datasets: 1.2 ms
     of ``rasterio.open`` per frame). A frame's index is its tile's position
     times the frames of a location, plus its place among them (specification,
-    *Frame index*), so a run steps by the frames of a location.
+    *Frame index*), so a run steps by the frames of a location. Runs are
+    numbered by row, then run along the row, then place.
 
     >>> from types import SimpleNamespace as NS
-    >>> list(source_runs(NS(tiles_down=1, tiles_across=5, frames_per_location=2)))
+    >>> layout = NS(tiles_down=1, tiles_across=5, frames_per_location=2)
+    >>> [run_frames(layout, r) for r in range(run_count(layout))]
     [(0, 2, 4, 6), (1, 3, 5, 7), (8,), (9,)]
     """
     per = layout.frames_per_location
-    for row in range(layout.tiles_down):
-        for first in range(0, layout.tiles_across, SOURCE_RUN):
-            spatial = range(row * layout.tiles_across + first, row * layout.tiles_across + min(first + SOURCE_RUN, layout.tiles_across))
-            for rest in range(per):
-                yield tuple(tile * per + rest for tile in spatial)
+    across = layout.tiles_across
+    spatial_run, rest = divmod(run, per)
+    row, along = divmod(spatial_run, -(-across // SOURCE_RUN))
+    first = row * across + along * SOURCE_RUN
+    last = row * across + min((along + 1) * SOURCE_RUN, across)
+    return tuple(tile * per + rest for tile in range(first, last))
 
 
 def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[str, tuple[int, ...]]]:
@@ -301,10 +310,10 @@ def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Ite
     """
     ordinal = 0
     for plan in sorted(plans, key=lambda p: p.cube_id):
-        for run in source_runs(plan.layout):
-            if ordinal % shards == shard:
-                yield plan.cube_id, run
-            ordinal += 1
+        count = run_count(plan.layout)
+        for run in range((shard - ordinal) % shards, count, shards):
+            yield plan.cube_id, run_frames(plan.layout, run)
+        ordinal += count
 
 
 def _frame_keys(run: tuple[str, tuple[int, ...]]) -> Iterator[FrameKey]:
@@ -315,7 +324,7 @@ def _frame_keys(run: tuple[str, tuple[int, ...]]) -> Iterator[FrameKey]:
 
 @dataclass
 class FrameKeys(DataclassPTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
-    """Every frame key of the planned cubes, generated in shards as source runs (:func:`source_runs`) and reshuffled."""
+    """Every frame key of the planned cubes, generated in shards as source runs (:func:`run_frames`) and reshuffled."""
 
     shards: int = 64
     """Number of key-generating shards (the frame stage's maximum parallelism on the Dask runner)."""

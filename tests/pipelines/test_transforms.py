@@ -334,3 +334,25 @@ def test_band_windows_read_in_place_or_cast_as_numpy_casts(series: Series, optio
         assert np.array_equal(got, cube[0, 3].astype("int8"))
     finally:
         rasters.close()
+
+
+def test_source_runs_of_all_shards_cover_every_frame_once() -> None:
+    """Every frame of every cube is in exactly one run of one shard, and a run's frames share a row, band and time."""
+    from types import SimpleNamespace
+
+    from pipelines.transforms.frames import SOURCE_RUN, shard_source_runs
+
+    shapes = {"a": (3, 9, 4), "b": (1, 1, 1), "c": (2, 4, 6)}  # tiles down, tiles across, frames per location
+    plans = [
+        SimpleNamespace(cube_id=c, layout=SimpleNamespace(tiles_down=d, tiles_across=a, frames_per_location=p))
+        for c, (d, a, p) in shapes.items()
+    ]
+    for shards in (1, 5, 64):
+        runs = [run for shard in range(shards) for run in shard_source_runs(shard, plans, shards)]
+        for cube, (down, across, per) in shapes.items():
+            frames = [i for c, run in runs if c == cube for i in run]
+            assert sorted(frames) == list(range(down * across * per))
+            for c, run in runs:
+                if c == cube:
+                    places = {((i // per) // across, i % per) for i in run}  # (row, band and time)
+                    assert len(places) == 1 and 1 <= len(run) <= SOURCE_RUN
