@@ -21,8 +21,8 @@
 
 Elements that fail carry a :class:`~pipelines.transforms.dead_letters.DeadLetter` down
 their branch instead of raising, so one bad scene never stops the other
-cubes, and every step is a plain ParDo, Flatten, GroupByKey or side input
-(no multi-output ParDo), which every runner supports. The pipeline ends in
+cubes, and every step is a plain ParDo, Flatten, GroupByKey, CombinePerKey or
+side input (no multi-output ParDo), which every runner supports. The pipeline ends in
 one step that depends on every output, because the Dask runner computes only
 what its last step needs.
 

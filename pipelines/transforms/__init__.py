@@ -6,6 +6,7 @@ references), :mod:`~pipelines.transforms.read_metadata` (scenes),
 :mod:`~pipelines.transforms.compress` (frame units, codecs, compressed
 frames), :mod:`~pipelines.transforms.frames` (frame keys, windowed reads),
 :mod:`~pipelines.transforms.write_parts` (part files),
+:mod:`~pipelines.transforms.cube_parts` (the frames' places, per cube),
 :mod:`~pipelines.transforms.assemble_files` and
 :mod:`~pipelines.transforms.assemble_bucket` (files, after
 :mod:`~pipelines.transforms.verify`), :mod:`~pipelines.transforms.manifest`,

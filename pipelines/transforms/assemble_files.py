@@ -1,7 +1,8 @@
 """Assembling, verifying and publishing files from their part files.
 
-Only the frame sizes travel through the pipeline to the one step per cube
-(:class:`AssembleFiles`) that
+Only the frames' places travel through the pipeline, gathered per cube
+(:class:`~pipelines.transforms.cube_parts.GatherParts`), to the one step per
+cube (:class:`AssembleFiles`) that
 
 1. checks every frame index is present;
 2. writes ``head ‖ frames ‖ trailer`` with :class:`rumi_core.FileAssembler`
@@ -40,18 +41,19 @@ from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
+from pipelines.transforms.cube_parts import CubeParts, GatherParts
 from pipelines.transforms.dead_letters import DeadLetter
-from pipelines.transforms.frames import FrameFailure, RasterDoFn
+from pipelines.transforms.frames import RasterDoFn
 from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
 from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
-from pipelines.transforms.write_parts import FramePart, PartReader, remove_parts
+from pipelines.transforms.write_parts import PartReader, remove_parts
 from rumi_core.assemble import FileAssembler
 from rumi_core.errors import InvalidInputError, RumiError
 from rumi_core.files import write_atomic
 from rumi_core.header import HeaderBlob
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
 
     from pipelines.options import ConvertOptions
     from pipelines.planning.plan import CubePlan
@@ -113,7 +115,7 @@ def _already_published(path: str, blob_path: str, counts: list[int]) -> bool:
 
 
 def assemble_cube(
-    plan: CubePlan, parts: Iterable[FramePart], *, codec: dict[str, Any], options: ConvertOptions, rasters: RasterCache
+    plan: CubePlan, parts: CubeParts, *, codec: dict[str, Any], options: ConvertOptions, rasters: RasterCache
 ) -> ManifestEntry:
     """Assemble, verify and publish one cube from its part files; return its manifest entry.
 
@@ -122,20 +124,19 @@ def assemble_cube(
         VerificationError: the staged file disagrees with its sources; nothing is published.
         SceneError: a source cannot be read during verification.
     """
-    layout = plan.layout
-    by_index = {p.index: p for p in parts}
-    missing = [i for i in range(layout.frame_count) if i not in by_index]
-    if missing:
-        raise AssemblyError(f"cube {plan.cube_id}: {len(missing)} of {layout.frame_count} frames are missing, first {missing[0]}")
-    ordered = [by_index[i] for i in range(layout.frame_count)]
-    counts = [p.size for p in ordered]
+    frame_count = plan.layout.frame_count
+    ordered = parts.in_frame_order(frame_count)
+    if len(ordered) != frame_count:
+        missing = ordered.missing(frame_count)
+        raise AssemblyError(f"cube {plan.cube_id}: {len(missing)} of {frame_count} frames are missing, first {missing[0]}")
+    counts = ordered.counts
     path, blob_path = published_paths(options, plan)
     if is_gs(path):
         return assemble_in_bucket(plan, counts, codec=codec, options=options, rasters=rasters)
     sha256 = None
     if not _already_published(path, blob_path, counts):
         with contextlib.suppress(_PublishedMeanwhile):
-            sha256 = _assemble_and_publish(plan, ordered, options, rasters, path, blob_path)
+            sha256 = _assemble_and_publish(plan, ordered, counts, options, rasters, path, blob_path)
     shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
     return manifest_entry(
         plan,
@@ -152,10 +153,9 @@ class _PublishedMeanwhile(Exception):
 
 
 def _assemble_and_publish(
-    plan: CubePlan, parts: list[FramePart], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
+    plan: CubePlan, parts: CubeParts, counts: list[int], options: ConvertOptions, rasters: RasterCache, path: str, blob_path: str
 ) -> str:
     """Write the file from its parts, in frame-index order (hashed on the way), verify it, publish it and its blob; return its SHA-256."""
-    counts = [p.size for p in parts]
     os.makedirs(options.staging_dir, exist_ok=True)
     staged = os.path.join(options.staging_dir, f"{plan.cube_id}.{uuid.uuid4().hex}.rumi")  # one name per attempt
     write = plan.write_plan
@@ -188,14 +188,13 @@ class _AssembleFn(RasterDoFn):
 
     def process(
         self,
-        element: tuple[str, Iterable[FramePart | FrameFailure]],
+        element: tuple[str, CubeParts],
         plans: Mapping[str, CubePlan],
         codecs: Mapping[str, dict[str, Any]],
     ) -> Iterator[ManifestEntry | DeadLetter]:
-        cube_id, items = element
+        cube_id, parts = element
         plan = plans[cube_id]
-        values = list(items)
-        failures = sorted({(f.href, f.message) for f in values if isinstance(f, FrameFailure)})
+        failures = sorted(parts.failures)
         if failures:
             remove_parts(self.options.parts_dir, cube_id)
             for href, message in failures:
@@ -204,9 +203,7 @@ class _AssembleFn(RasterDoFn):
             return
         start = time.perf_counter()
         try:
-            entry = assemble_cube(
-                plan, [p for p in values if isinstance(p, FramePart)], codec=codecs[cube_id], options=self.options, rasters=self.rasters
-            )
+            entry = assemble_cube(plan, parts, codec=codecs[cube_id], options=self.options, rasters=self.rasters)
         except (VerificationError, SceneError) as err:
             remove_parts(self.options.parts_dir, cube_id)
             inc(AssembleFiles, "dead_letter.verification-failed")
@@ -221,7 +218,7 @@ class _AssembleFn(RasterDoFn):
 
 @dataclass
 class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollection[Any]]):
-    """Group frame sizes per cube, then assemble, verify and publish each file.
+    """Gather the frames' places per cube (:class:`~pipelines.transforms.cube_parts.GatherParts`), then assemble, verify, publish.
 
     Output: one :class:`~pipelines.transforms.manifest.ManifestEntry` per published
     cube, or :class:`~pipelines.transforms.dead_letters.DeadLetter` records for a cube that
@@ -236,11 +233,11 @@ class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollectio
     """Each cube's codec JSON, a dict side input (recorded in the manifest)."""
 
     def expand(self, parts: PCollection[tuple[str, Any]]) -> PCollection[Any]:
-        """GroupByKey, then one ParDo per cube."""
+        """CombinePerKey, then one ParDo per cube."""
         by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
         out: PCollection[Any] = (
             parts
-            | "Group" >> beam.GroupByKey()
+            | "Gather" >> beam.CombinePerKey(GatherParts())
             | "Assemble" >> beam.ParDo(_AssembleFn(self.options), plans=AsDict(by_id), codecs=AsDict(self.codecs))
         )
         return out

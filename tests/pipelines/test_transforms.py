@@ -285,6 +285,7 @@ def test_assembly_refuses_a_part_of_another_size_or_a_missing_part(series: Serie
 
     from pipelines.errors import AssemblyError
     from pipelines.transforms.assemble_files import assemble_cube
+    from pipelines.transforms.cube_parts import CubeParts
     from pipelines.transforms.write_parts import PartWriter, prepare_parts
 
     plan = _plan(series, options)
@@ -297,7 +298,7 @@ def test_assembly_refuses_a_part_of_another_size_or_a_missing_part(series: Serie
     rasters = RasterCache()
 
     def assemble(parts: list[FramePart]) -> None:
-        assemble_cube(plan, parts, codec={"name": "raster"}, options=options, rasters=rasters)
+        assemble_cube(plan, CubeParts.of(parts), codec={"name": "raster"}, options=options, rasters=rasters)
 
     longer = [dataclasses.replace(p, size=p.size + 1) if p.index == 1 else p for p in parts]
     with pytest.raises(AssemblyError, match=r"\.part: the record at byte \d+ holds frame 1 of \d+ bytes, not frame 1 of \d+ bytes"):
