@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from array import array
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -80,9 +81,10 @@ class FileAssembler:
         self.layout = layout
         self.georef = georef
         self._trailer = trailer.to_bytes()
-        self._counts: list[int] = []
+        # 8 bytes a frame rather than a list's 36: a cube may have millions of frames.
+        self._counts: array[int] = array("q")
         self._base = base_frame_offset(samples_per_pixel=layout.samples_per_pixel, frame_count=layout.frame_count)
-        self._announced = None if counts is None else [int(c) for c in counts]
+        self._announced = None if counts is None else array("q", counts)
         if self._announced is not None and len(self._announced) != layout.frame_count:
             raise InvalidInputError(f"{len(self._announced)} byte counts for {layout.frame_count} frames", field="TileByteCounts")
         self._digest = None if counts is None else _BackgroundDigest()
