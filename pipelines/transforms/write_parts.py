@@ -92,7 +92,7 @@ class FramePart:
     size: int
     """Bytes of the compressed frame."""
     path: str
-    """The part file (or, in a bucket, the temporary object) holding it."""
+    """The part file holding it; in a bucket, the folder of the cube's temporary objects (the frame's is :func:`part_path`)."""
     offset: int
     """Where the frame's bytes start in that file; 0 for an object."""
 
@@ -140,7 +140,10 @@ class PartWriter:
         if is_gs(self.parts_dir):
             path = part_path(self.parts_dir, key.cube_id, key.index)
             output_store().write(path, bytes(frame))
-            return FramePart(key.index, size, path, 0)
+            # The folder, not the object: the place a cube's frames share is
+            # recorded once per cube (pipelines.transforms.cube_parts), and
+            # assembly names each object from its frame index.
+            return FramePart(key.index, size, os.path.dirname(path), 0)
         part = self._file(key.cube_id)
         views = [memoryview(PART_RECORD.pack(key.index, size)), memoryview(frame).cast("B")]
         while views:  # a regular file takes it in one call; a short write continues where it stopped

@@ -270,3 +270,18 @@ def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
     blob = (out / entry.blob).read_bytes()
     rumi_core.validate(out / entry.file, blob)
     assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
+
+
+def test_frames_in_a_bucket_share_one_recorded_place_per_cube(emulator: GCSEmulator) -> None:
+    """Each frame is an object named by its index; what travels to assembly names the cube's folder, recorded once."""
+    from pipelines.transforms.cube_parts import CubeParts
+    from pipelines.transforms.frames import FrameKey
+    from pipelines.transforms.write_parts import PartWriter, part_path
+
+    parts_dir = f"gs://{BUCKET}/placed/.parts"
+    with PartWriter(parts_dir) as writer:
+        placed = [writer.write(FrameKey("c1", i), bytes([i]) * (i + 1)) for i in range(5)]
+    gathered = CubeParts.of(placed)
+    assert gathered.paths == [f"{parts_dir}/c1"]
+    assert gathered.in_frame_order(5).counts == [1, 2, 3, 4, 5]
+    assert [output_store().read(part_path(parts_dir, "c1", i)) for i in range(5)] == [bytes([i]) * (i + 1) for i in range(5)]
