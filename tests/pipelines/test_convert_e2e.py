@@ -222,3 +222,29 @@ def test_not_north_up_rasters_are_warped_upright_with_align_reproject(
     (entry,) = load_jsonl(str(out / "manifest.jsonl"))
     assert entry["transform"][4] < 0 and entry["transform"][1] == entry["transform"][3] == 0.0
     assert np.array_equal(_read(out, entry)[0], turn(data[0]))
+
+
+def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> None:
+    """A source whose header reads but one of whose blocks does not decode: a ``read-failed`` dead letter, no file, no parts.
+
+    Runs on the default two worker threads, where each bundle's frame places and failures are combined before the
+    shuffle (pipelines.transforms.cube_parts), so the failure has to survive that combine.
+    """
+    import rasterio
+
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=["2024-04-02", "2024-04-07"], size=512, seed=4)
+    broken = sorted(paths)[1]
+    with rasterio.open(broken) as ds:  # the first block, not the last one, which reading the metadata checks
+        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
+        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
+    with open(broken, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * size)
+    out = tmp_path / "out"
+    summary = run([str(tmp_path / "scenes")], ConvertOptions(out=str(out), tile_size=256), ["--direct_num_workers=2"])
+    assert not summary.entries
+    letters = load_jsonl(str(out / "dead-letter.jsonl"))
+    assert {(d["href"], d["reason"]) for d in letters} == {(broken, "read-failed")}
+    assert "was not written" in letters[0]["message"]
+    assert not list(out.glob("*.rumi*"))
+    assert not os.path.exists(out / ".parts") or not any((out / ".parts").iterdir())
