@@ -19,6 +19,7 @@ ignore them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,5 +89,15 @@ def inc(transform: type | str, name: str, value: int = 1) -> None:
     ``transform`` is the transform class, or its name where importing the
     class would be circular (a module the transform's own module imports).
     """
-    namespace = transform if isinstance(transform, str) else transform.__name__
-    Metrics.counter(namespace, name).inc(value)
+    _counter(transform if isinstance(transform, str) else transform.__name__, name).inc(value)
+
+
+@functools.cache
+def _counter(namespace: str, name: str) -> Metrics.DelegatingCounter:
+    """One counter object per name: it adds to the current bundle's metrics when incremented, so it can be made once.
+
+    Making one per call (a metric name and a counter object) cost about 10 us
+    a call, a tenth of a frame's time at 64-pixel tiles, where each frame is
+    counted nine times.
+    """
+    return Metrics.counter(namespace, name)
