@@ -11,11 +11,12 @@ process that groups it.
 
 :class:`GatherParts` combines them instead, into one :class:`CubeParts` per
 cube: four 64-bit integers per frame, the part files' paths once each, and
-the distinct read failures. A runner that lifts combiners (the FnApiRunner,
-Dataflow, Flink's and Spark's job servers) folds each bundle's frames before
-the shuffle, so what crosses it is one element per cube and bundle. A runner
-that does not (the Dask runner) groups the frames, then combines them, as
-before.
+the distinct read failures. A runner that lifts combiners folds each
+bundle's frames before the shuffle, so what crosses it is one element per
+cube and bundle: the FnApiRunner, Dataflow, and Beam's Python portable runner,
+which lifts them before it submits a pipeline to a Flink or Spark job server
+(``pre_optimize=default``). A runner that does not (the Dask runner) groups
+the frames, then combines them, as before.
 """
 
 from __future__ import annotations
