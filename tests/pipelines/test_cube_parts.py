@@ -36,6 +36,8 @@ def test_in_frame_order_sorts_drops_repeats_and_frames_beyond_the_count() -> Non
     assert list(ordered) == parts
     assert ordered.counts == [p.size for p in parts]
     assert ordered.missing(8).tolist() == []
+    ordered.add(FramePart(8, 1, parts[0].path, 0))  # a path it knows keeps its number
+    assert len(ordered.paths) == 5
 
 
 def test_missing_names_every_frame_recorded_nowhere() -> None:
