@@ -113,7 +113,7 @@ class CubeParts:
         keep = (index >= 0) & (index < frame_count)
         keep[1:] &= index[1:] != index[:-1]
         ordered = CubeParts()
-        ordered.paths, ordered._numbers = self.paths, self._numbers
+        ordered.paths, ordered._numbers = list(self.paths), dict(self._numbers)  # a part file per bundle: few
         ordered.records.frombytes(table[order[keep]].data.cast("B"))
         return ordered
 

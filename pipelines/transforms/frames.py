@@ -269,9 +269,13 @@ SOURCE_RUN: Final = 4
 """Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`run_frames`)."""
 
 
+def _runs_along_row(layout: Layout) -> int:
+    return -(-layout.tiles_across // SOURCE_RUN)
+
+
 def run_count(layout: Layout) -> int:
     """How many source runs (:func:`run_frames`) a layout has."""
-    return layout.tiles_down * -(-layout.tiles_across // SOURCE_RUN) * layout.frames_per_location
+    return layout.tiles_down * _runs_along_row(layout) * layout.frames_per_location
 
 
 def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
@@ -294,7 +298,7 @@ def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
     per = layout.frames_per_location
     across = layout.tiles_across
     spatial_run, rest = divmod(run, per)
-    row, along = divmod(spatial_run, -(-across // SOURCE_RUN))
+    row, along = divmod(spatial_run, _runs_along_row(layout))
     first = row * across + along * SOURCE_RUN
     last = row * across + min((along + 1) * SOURCE_RUN, across)
     return tuple(tile * per + rest for tile in range(first, last))
