@@ -52,6 +52,7 @@ __all__ = [
     "fit_block_cache",
     "gdal_env",
     "is_url",
+    "raster_error_text",
 ]
 
 RASTER_SUFFIXES: Final = (".tif", ".tiff")
@@ -117,6 +118,25 @@ def fit_block_cache(dataset: Any, band: int, window: rasterio.windows.Window) ->
         with _BlockCache.lock:
             _BlockCache.limit = max(_BlockCache.limit, need)
     return _BlockCache.limit
+
+
+def raster_error_text(err: BaseException) -> str:
+    """A rasterio error's message, with GDAL's own text where rasterio only points at it.
+
+    A failed read raises ``Read failed. See previous exception for details.``;
+    the previous exception, its cause, holds what GDAL said (the band, the
+    block, the decoder that failed).
+
+    >>> try:
+    ...     raise ValueError("Read failed. See previous exception for details.") from OSError("band 1: IReadBlock failed")
+    ... except ValueError as err:
+    ...     raster_error_text(err)
+    'Read failed: band 1: IReadBlock failed'
+    """
+    text, cause = str(err), err.__cause__
+    if cause is None or not str(cause) or str(cause) in text:
+        return text
+    return f"{text.removesuffix(' See previous exception for details.').rstrip('.')}: {cause}"
 
 
 def gdal_env(href: str) -> rasterio.Env:

@@ -52,7 +52,7 @@ from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
 from pipelines.errors import PipelineError, SceneError
-from pipelines.rasters import RasterCache, fit_block_cache, gdal_env
+from pipelines.rasters import RasterCache, fit_block_cache, gdal_env, raster_error_text
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from rumi_core.heap import keep_heap_slack, limit_arenas
@@ -180,7 +180,8 @@ def _read_source(
         with gdal_env(source.href):
             data: NDArray[Any] = dataset.read(source.band, window=window, out=into)
     except RasterioError as err:
-        raise SceneError(f"reading band {source.band} window {window} failed: {err}", href=source.href, reason="read-failed") from err
+        message = f"reading band {source.band} window {window} failed: {raster_error_text(err)}"
+        raise SceneError(message, href=source.href, reason="read-failed") from err
     if out is not None and into is None:
         out[...] = data
     return data

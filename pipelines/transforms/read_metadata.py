@@ -27,7 +27,7 @@ from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time
-from pipelines.rasters import file_size, gdal_env
+from pipelines.rasters import file_size, gdal_env, raster_error_text
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -145,7 +145,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
     except RasterioError as err:
-        raise SceneError(f"cannot read the raster: {err}", href=href, reason="unreadable") from err
+        raise SceneError(f"cannot read the raster: {raster_error_text(err)}", href=href, reason="unreadable") from err
     try:
         seconds = resolve_time(href=href, stac=ref.time, tags=tags, pattern=time_pattern, fallback=time)
     except ValueError as err:

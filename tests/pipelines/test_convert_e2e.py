@@ -246,5 +246,7 @@ def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> Non
     letters = load_jsonl(str(out / "dead-letter.jsonl"))
     assert {(d["href"], d["reason"]) for d in letters} == {(broken, "read-failed")}
     assert "was not written" in letters[0]["message"]
+    # GDAL's own words, not only rasterio's pointer to them.
+    assert "previous exception" not in letters[0]["message"] and "IReadBlock" in letters[0]["message"]
     assert not list(out.glob("*.rumi*"))
     assert not os.path.exists(out / ".parts") or not any((out / ".parts").iterdir())
