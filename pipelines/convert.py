@@ -67,6 +67,7 @@ from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
+from pipelines.rasters import kept_block_cache
 from pipelines.summary import Summary
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
@@ -328,11 +329,13 @@ def run(
     if monitor is not None:
         monitor.__enter__()
     try:
-        result = pipeline.run()
-        try:
-            result.wait_until_finish()
-        finally:
-            _close(result)
+        # Local workers are threads of this process: GDAL's block cache they fit is given back.
+        with kept_block_cache():
+            result = pipeline.run()
+            try:
+                result.wait_until_finish()
+            finally:
+                _close(result)
     except BaseException:
         # A failed run leaves nothing to resume: PrepareParts clears a cube's parts before
         # writing them again, and staged files carry one name per attempt. Remove both, so a

@@ -2,9 +2,12 @@
 
 Every frame of every planned cube becomes one element
 keyed :class:`~pipelines.transforms.frames.FrameKey`. Its samples come from windowed
-rasterio reads of exactly the tile the frame covers, so no worker ever holds
-a whole cube or a whole scene: a tile frame (units 0 and 9) is one window of
-one band of one file; a cell frame is that window for every band and time.
+rasterio reads, so no worker ever holds a whole cube or a whole scene: a
+tile frame (units 0 and 9) is one window of one band of one file; a cell
+frame is that window for every band and time. Tile frames are read a
+source run at a time (:func:`run_frames`): the tiles of one band and time in
+a square of about :data:`RUN_SPAN` pixels, read as one window and cut into
+frames.
 
 :class:`LazyCube` presents a plan as a ``(T, B, Y, X)`` array whose slices
 are read on demand, and :func:`read_frame` hands it to
@@ -25,14 +28,13 @@ FrameKey(cube_id='cube', index=7)
 Keys are generated in ``shards`` shards on the workers and reshuffled (style
 guide, *Beam transforms*), so the frame stage spreads over every worker on
 every runner. What crosses the reshuffle is a source run (:func:`run_frames`),
-up to :data:`SOURCE_RUN` frames of one source file along a tile row, and the run
-becomes its frame keys after it: a worker reads the run's frames in a row
-through one open dataset, and the local runner holds a quarter of the
-elements it would for single frames. Each element crossing a reshuffle costs
-that runner about 2 KiB, whatever its size: with 81,920 frames (20 dates of
-4 bands of 2048 x 2048 in 64-pixel tiles) the keys took a threaded run from
-259 to 438 MiB before its first frame was read, frame keys shrunk from 168
-to 92 bytes did not change that, and runs take it to 302 MiB.
+not a frame: a worker reads the run's frames together, and the local runner
+holds far fewer elements than it would for single frames. Each element
+crossing a reshuffle costs that runner about 2 KiB, whatever its size: with
+81,920 frames (20 dates of 4 bands of 2048 x 2048 in 64-pixel tiles) the
+keys took a threaded run from 259 to 438 MiB before its first frame was
+read, frame keys shrunk from 168 to 92 bytes did not change that, and runs
+of 4 frames took it to 302 MiB.
 """
 
 from __future__ import annotations
@@ -69,14 +71,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FRAME_WORKING_SET",
-    "SOURCE_RUN",
+    "RUN_SPAN",
     "FrameFailure",
     "FrameKey",
     "FrameKeyCoder",
-    "FrameKeys",
     "LazyCube",
     "RasterDoFn",
     "ReadFrames",
+    "SourceRuns",
     "SplitFrames",
     "fill_value",
     "read_band_window",
@@ -171,8 +173,8 @@ def _read_source(
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
         dataset = rasters.get(source.href, source.warp)
-        # GDAL keeps every block of an open dataset until its cache is full: reading outside the
-        # environment that caps it let a worker cache up to 5 % of the machine's RAM in source blocks.
+        # GDAL keeps every block of an open dataset until its cache is full, by default 5 % of the
+        # machine's RAM: the process's cache is capped at what this read needs before it reads.
         fit_block_cache(dataset, source.band, window)
         # GDAL converts samples of another type with its own rounding and clamping, NumPy's cast
         # below does not: only samples already of the cube's type are read in place.
@@ -233,13 +235,42 @@ class LazyCube:
     Supports the indexing :func:`rumi_core.writer.frame_samples` and
     :func:`rumi_core.compression.select_layout` use: an integer or ``:`` for time
     and band (or ``...`` for both), and a slice of rows and of columns.
+
+    With a ``region`` (cube rows and columns), a band at a time is read over
+    the whole region the first time a window inside it asks for that band
+    and time, and windows inside it are cut from that read: the frames of a
+    source run (:func:`run_frames`) cost one GDAL read, which decodes each
+    source block once. Only the last band and time read is kept, so a region
+    suits frames that each hold one band and time. Bands with a warped source
+    are read window by window: GDAL's warper need not give the same pixels
+    for a window as for a larger one around it, and verification reads
+    frames one by one.
     """
 
-    def __init__(self, plan: CubePlan, rasters: RasterCache) -> None:
+    def __init__(self, plan: CubePlan, rasters: RasterCache, *, region: tuple[tuple[int, int], tuple[int, int]] | None = None) -> None:
         self.plan = plan
         self.rasters = rasters
         self.shape = plan.shape
         self.dtype = np.dtype(plan.dtype)
+        self.region = region
+        """Cube rows and columns read as one window per band and time, or None."""
+        self._kept: tuple[int, int, NDArray[Any]] | None = None
+
+    def _read(self, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int], out: NDArray[Any]) -> None:
+        region = self.region
+        if (
+            region is None
+            or not (region[0][0] <= rows[0] and rows[1] <= region[0][1] and region[1][0] <= cols[0] and cols[1] <= region[1][1])
+            or any(source.warp is not None for source in self.plan.sources[t][b])
+        ):
+            read_band_window(self.plan, self.rasters, t, b, rows, cols, out=out)
+            return
+        (r0, _), (c0, _) = region
+        kept = self._kept
+        if kept is None or kept[:2] != (t, b):
+            self._kept = None  # before the read, so a failed one keeps nothing
+            kept = self._kept = (t, b, read_band_window(self.plan, self.rasters, t, b, *region))
+        out[...] = kept[2][rows[0] - r0 : rows[1] - r0, cols[0] - c0 : cols[1] - c0]
 
     def __getitem__(self, key: tuple[Any, ...]) -> NDArray[Any]:
         if len(key) == 3 and key[0] is Ellipsis:  # data[..., rows, cols]: every time and band
@@ -252,7 +283,7 @@ class LazyCube:
         out = np.empty((len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0]), self.dtype)
         for i, ti in enumerate(times):
             for j, bj in enumerate(bands):
-                read_band_window(self.plan, self.rasters, ti, bj, rows, cols, out=out[i, j])
+                self._read(ti, bj, rows, cols, out[i, j])
         picked: NDArray[Any] = out[(0 if not isinstance(t, slice) else slice(None), 0 if not isinstance(b, slice) else slice(None))]
         return picked
 
@@ -266,52 +297,78 @@ def read_frame(plan: CubePlan, index: int, rasters: RasterCache, *, crop: tuple[
     return frame_samples(LazyCube(plan, rasters), plan.layout, index, crop=crop)
 
 
-SOURCE_RUN: Final = 4
-"""Tiles of one band and time, consecutive in a tile row, that one worker reads in a row (see :func:`run_frames`)."""
+RUN_SPAN: Final = 1024
+"""Pixels a source run spans down and across, or one tile where tiles are larger (see :func:`run_frames`).
+
+1024 is the block size of Sentinel-2's COGs and a multiple of the 256 and 512
+of most other tiled GeoTIFFs, so a run's window covers whole source blocks
+where the cube's grid starts on the source's.
+"""
 
 
-def _runs_along_row(layout: Layout) -> int:
-    return -(-layout.tiles_across // SOURCE_RUN)
+def _run_tiles(layout: Layout) -> tuple[int, int]:
+    """Tile rows and columns a whole source run spans: one tile for cells."""
+    if layout.unit.holds == "cell":
+        return 1, 1
+    return max(1, RUN_SPAN // layout.tile_length), max(1, RUN_SPAN // layout.tile_width)
+
+
+def _run_grid(layout: Layout) -> tuple[int, int]:
+    """Source runs down and across the cube."""
+    down, across = _run_tiles(layout)
+    return -(-layout.tiles_down // down), -(-layout.tiles_across // across)
 
 
 def run_count(layout: Layout) -> int:
     """How many source runs (:func:`run_frames`) a layout has."""
-    return layout.tiles_down * _runs_along_row(layout) * layout.frames_per_location
+    down, across = _run_grid(layout)
+    return down * across * layout.frames_per_location
 
 
 def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
-    """The frame indices of source run ``run``: up to :data:`SOURCE_RUN` tiles of a row, one band and time.
+    """The frame indices of source run ``run``: the tiles of a square of about :data:`RUN_SPAN` pixels, one band and time.
 
-    Frames of one run come from the same source files, and one worker reads
-    them one after the other through one open dataset of its
-    :class:`~pipelines.rasters.RasterCache` instead of reopening a file for
-    nearly every frame (random order, 80 files and 16 open datasets: 1.2 ms
-    of ``rasterio.open`` per frame). A frame's index is its tile's position
-    times the frames of a location, plus its place among them (specification,
-    *Frame index*), so a run steps by the frames of a location. Runs are
-    numbered by row, then run along the row, then place.
+    One worker reads a run's frames together, as one window over the run
+    for their band and time (:class:`LazyCube`'s region) through one open
+    dataset: GDAL decodes each source block under it once, where tile by
+    tile it decoded a block once per tile row crossing it (64-pixel tiles on
+    256-pixel blocks: 4 times), and a file is not reopened for nearly every
+    frame (random order, 80 files and 16 open datasets: 1.2 ms of
+    ``rasterio.open`` per frame). A cell frame, which reads every band and
+    time of its tile, is a run of its own. A frame's index is its tile's
+    position times the frames of a location, plus its place among them
+    (specification, *Frame index*), so a run's frames step by the frames of a
+    location. Runs are numbered by row of runs, then run along it, then
+    place; a run's frames are in tile order, row by row.
 
     >>> from types import SimpleNamespace as NS
-    >>> layout = NS(tiles_down=1, tiles_across=5, frames_per_location=2)
+    >>> layout = NS(tiles_down=3, tiles_across=3, tile_length=512, tile_width=512, frames_per_location=2, unit=NS(holds="tile"))
     >>> [run_frames(layout, r) for r in range(run_count(layout))]
-    [(0, 2, 4, 6), (1, 3, 5, 7), (8,), (9,)]
+    [(0, 2, 6, 8), (1, 3, 7, 9), (4, 10), (5, 11), (12, 14), (13, 15), (16,), (17,)]
     """
     per = layout.frames_per_location
-    across = layout.tiles_across
-    spatial_run, rest = divmod(run, per)
-    row, along = divmod(spatial_run, _runs_along_row(layout))
-    first = row * across + along * SOURCE_RUN
-    last = row * across + min((along + 1) * SOURCE_RUN, across)
-    return tuple(tile * per + rest for tile in range(first, last))
+    spatial_run, place = divmod(run, per)
+    run_row, run_col = divmod(spatial_run, _run_grid(layout)[1])
+    down, across = _run_tiles(layout)
+    rows = range(run_row * down, min((run_row + 1) * down, layout.tiles_down))
+    cols = range(run_col * across, min((run_col + 1) * across, layout.tiles_across))
+    return tuple((row * layout.tiles_across + col) * per + place for row in rows for col in cols)
+
+
+def run_region(layout: Layout, frames: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The cube rows and columns the tiles of ``frames`` span, as ``((y0, y1), (x0, x1))``."""
+    bounds = [layout.tile_bounds(*layout.frame_location(index)[:2]) for index in frames]
+    return (min(b[0] for b in bounds), max(b[1] for b in bounds)), (min(b[2] for b in bounds), max(b[3] for b in bounds))
 
 
 def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[str, tuple[int, ...]]]:
     """The source runs of shard ``shard``, as ``(cube_id, frame indices)``: every ``shards``-th run of the plans in id order.
 
     >>> from types import SimpleNamespace as NS
-    >>> plans = [NS(cube_id=c, layout=NS(tiles_down=1, tiles_across=n, frames_per_location=1)) for c, n in (("b", 6), ("a", 5))]
+    >>> layout = dict(tiles_down=1, tile_length=512, tile_width=512, frames_per_location=1, unit=NS(holds="tile"))
+    >>> plans = [NS(cube_id=c, layout=NS(tiles_across=n, **layout)) for c, n in (("b", 6), ("a", 5))]
     >>> list(shard_source_runs(1, plans, 2))
-    [('a', (4,)), ('b', (4, 5))]
+    [('a', (2, 3)), ('b', (0, 1)), ('b', (4, 5))]
     """
     ordinal = 0
     for plan in sorted(plans, key=lambda p: p.cube_id):
@@ -321,29 +378,22 @@ def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Ite
         ordinal += count
 
 
-def _frame_keys(run: tuple[str, tuple[int, ...]]) -> Iterator[FrameKey]:
-    cube_id, indices = run
-    for index in indices:
-        yield FrameKey(cube_id, index)
-
-
 @dataclass
-class FrameKeys(DataclassPTransform[PCollection["CubePlan"], PCollection[FrameKey]]):
-    """Every frame key of the planned cubes, generated in shards as source runs (:func:`run_frames`) and reshuffled."""
+class SourceRuns(DataclassPTransform[PCollection["CubePlan"], PCollection[tuple[str, tuple[int, ...]]]]):
+    """Every frame of the planned cubes as source runs, ``(cube_id, frame indices)`` (:func:`run_frames`), made in shards and reshuffled."""
 
     shards: int = 64
-    """Number of key-generating shards (the frame stage's maximum parallelism on the Dask runner)."""
+    """Number of run-generating shards (the frame stage's maximum parallelism on the Dask runner)."""
 
-    def expand(self, plans: PCollection[CubePlan]) -> PCollection[FrameKey]:
-        """Create shards, generate their source runs with the plans as a side input, reshuffle the runs, split them into keys."""
-        keys: PCollection[FrameKey] = (
+    def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[str, tuple[int, ...]]]:
+        """Create shards, generate their source runs with the plans as a side input, reshuffle the runs."""
+        runs: PCollection[tuple[str, tuple[int, ...]]] = (
             plans.pipeline
             | "Shards" >> beam.Create(list(range(self.shards)))
             | "Runs" >> beam.FlatMap(shard_source_runs, plans=AsList(plans), shards=self.shards)
             | "Spread" >> beam.Reshuffle()
-            | "Frames" >> beam.FlatMap(_frame_keys).with_output_types(FrameKey)
         )
-        return keys
+        return runs
 
 
 class RasterDoFn(beam.DoFn):
@@ -379,33 +429,48 @@ measured the same, 4 left 28 faults per frame).
 
 
 class _ReadFrameFn(RasterDoFn):
-    def process(self, key: FrameKey, plans: Mapping[str, CubePlan]) -> Iterator[tuple[FrameKey, NDArray[Any] | FrameFailure]]:
-        start = time.perf_counter()
-        plan = plans[key.cube_id]
-        keep_heap_slack(FRAME_WORKING_SET * plan.layout.max_decoded_frame_bytes)
-        try:
-            samples = read_frame(plan, key.index, self.rasters)
-        except SceneError as err:
-            inc(ReadFrames, "dead_letter.read-failed")
-            yield key, FrameFailure(err.href, err.detail)
-            return
-        inc(ReadFrames, "frames")
-        inc(ReadFrames, "bytes", samples.nbytes)
-        inc(ReadFrames, "msec", round(1000 * (time.perf_counter() - start)))
-        yield key, samples
+    def process(
+        self, run: tuple[str, tuple[int, ...]], plans: Mapping[str, CubePlan]
+    ) -> Iterator[tuple[FrameKey, NDArray[Any] | FrameFailure]]:
+        cube_id, indices = run
+        plan = plans[cube_id]
+        layout = plan.layout
+        # A run's frames share one band and time: one window over the run.
+        region = run_region(layout, indices) if len(indices) > 1 else None
+        region_bytes = 0 if region is None else math.prod(hi - lo for lo, hi in region) * np.dtype(plan.dtype).itemsize
+        keep_heap_slack(FRAME_WORKING_SET * layout.max_decoded_frame_bytes + region_bytes)
+        cube = LazyCube(plan, self.rasters, region=region)
+        failure: FrameFailure | None = None
+        for index in indices:
+            key = FrameKey(cube_id, index)
+            if failure is None:
+                start = time.perf_counter()
+                try:
+                    samples = frame_samples(cube, layout, index)
+                except SceneError as err:
+                    # The cube will not be written: the run's other frames are not read.
+                    failure = FrameFailure(err.href, err.detail)
+            if failure is not None:
+                inc(ReadFrames, "dead_letter.read-failed")
+                yield key, failure
+                continue
+            inc(ReadFrames, "frames")
+            inc(ReadFrames, "bytes", samples.nbytes)
+            inc(ReadFrames, "msec", round(1000 * (time.perf_counter() - start)))
+            yield key, samples
 
 
 @dataclass
-class ReadFrames(DataclassPTransform[PCollection[FrameKey], PCollection[tuple[FrameKey, Any]]]):
-    """Read each frame's samples with windowed reads; a failed read becomes a :class:`FrameFailure`."""
+class ReadFrames(DataclassPTransform[PCollection[tuple[str, tuple[int, ...]]], PCollection[tuple[FrameKey, Any]]]):
+    """Read the frames of each source run (:func:`run_frames`) with windowed reads; a failed read becomes a :class:`FrameFailure`."""
 
     plans: PCollection[CubePlan]
     """The planned cubes, passed to the workers as a side input."""
 
-    def expand(self, keys: PCollection[FrameKey]) -> PCollection[tuple[FrameKey, Any]]:
+    def expand(self, runs: PCollection[tuple[str, tuple[int, ...]]]) -> PCollection[tuple[FrameKey, Any]]:
         """One ParDo with the plans as a dict side input."""
         by_id = self.plans | "ById" >> beam.Map(lambda plan: (plan.cube_id, plan))
-        frames: PCollection[tuple[FrameKey, Any]] = keys | "Read" >> beam.ParDo(_ReadFrameFn(), plans=AsDict(by_id))
+        frames: PCollection[tuple[FrameKey, Any]] = runs | "Read" >> beam.ParDo(_ReadFrameFn(), plans=AsDict(by_id))
         return frames
 
 
@@ -414,12 +479,12 @@ class SplitFrames(DataclassPTransform[PCollection["CubePlan"], PCollection[tuple
     """Split planned cubes into ``(FrameKey, samples)`` elements."""
 
     shards: int = 64
-    """See :class:`FrameKeys`."""
+    """See :class:`SourceRuns`."""
     lookup: PCollection[CubePlan] | None = None
     """Plans the readers look frames up in (a superset of the input); None for the input itself."""
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[tuple[FrameKey, Any]]:
-        """Generate keys, then read."""
+        """Generate source runs, then read them."""
         lookup = plans if self.lookup is None else self.lookup
-        frames: PCollection[tuple[FrameKey, Any]] = plans | "Keys" >> FrameKeys(self.shards) | "Read" >> ReadFrames(lookup)
+        frames: PCollection[tuple[FrameKey, Any]] = plans | "Runs" >> SourceRuns(self.shards) | "Read" >> ReadFrames(lookup)
         return frames

@@ -84,9 +84,9 @@ class PlaneCoding:
         object.__setattr__(self, "chains", canonical)
         object.__setattr__(self, "reference", bool(self.reference))
 
-    @property
+    @functools.cached_property
     def parsed(self) -> tuple[Chain, ...]:
-        """The chains, parsed."""
+        """The chains, parsed (once: every frame's encode asks, through :meth:`StackCodec.accepts`)."""
         return tuple(Chain.parse(c) for c in self.chains)
 
     def to_dict(self) -> dict[str, Any]:

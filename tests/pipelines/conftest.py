@@ -25,6 +25,15 @@ if TYPE_CHECKING:
 DATES = ("2023-01-05", "2023-02-04", "2023-04-10")
 
 
+@pytest.fixture(autouse=True)
+def _gdal_block_cache() -> Iterator[None]:
+    """Each test starts with no block cache fitted to frame reads, and gives GDAL's back afterwards, as ``pipelines.convert.run`` does."""
+    from pipelines.rasters import kept_block_cache
+
+    with kept_block_cache():
+        yield
+
+
 @pytest.fixture
 def pipeline() -> Callable[[], TestPipeline]:
     """A factory of TestPipelines on the in-process FnApiRunner (no Prism download)."""

@@ -268,6 +268,70 @@ class TestFrames:
             finally:
                 rasters.close()
 
+    @pytest.mark.parametrize("unit", [0, 9, 4])
+    @pytest.mark.parametrize("span", [64, 1024], ids=["runs of 2x2 tiles", "one run"])
+    def test_a_source_run_reads_each_band_and_time_once(
+        self, series: tuple[Path, list[str], np.ndarray[Any, Any]], monkeypatch: pytest.MonkeyPatch, unit: int, span: int
+    ) -> None:
+        """A run's tile frames, cut from one window per band and time, are the frames read one by one; cells are read per frame."""
+        from pipelines.transforms import frames as frames_module
+        from rumi_core.writer import frame_samples
+
+        _, paths, cube = series
+        (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o", tile_size=32, frame_unit=unit))
+        layout = plan.layout
+        monkeypatch.setattr(frames_module, "RUN_SPAN", span)
+        reads: list[tuple[int, int]] = []
+        real = frames_module.read_band_window
+
+        def counted(plan: Any, rasters: Any, t: int, b: int, *args: Any, **kwargs: Any) -> Any:
+            reads.append((t, b))
+            return real(plan, rasters, t, b, *args, **kwargs)
+
+        monkeypatch.setattr(frames_module, "read_band_window", counted)
+        fn = frames_module._ReadFrameFn()
+        fn.setup()
+        try:
+            covered = []
+            for run in range(frames_module.run_count(layout)):
+                indices = frames_module.run_frames(layout, run)
+                reads.clear()
+                got = list(fn.process((plan.cube_id, indices), {plan.cube_id: plan}))
+                assert [key.index for key, _ in got] == list(indices)
+                for key, samples in got:
+                    assert np.array_equal(samples, frame_samples(cube, layout, key.index))
+                per_frame = layout.samples_per_pixel * layout.time_count if layout.unit.holds == "cell" else 1
+                assert len(reads) == (per_frame * len(indices) if layout.unit.holds == "cell" or len(indices) == 1 else 1)
+                covered.extend(indices)
+            assert sorted(covered) == list(range(layout.frame_count))
+        finally:
+            fn.teardown()
+
+    def test_a_source_run_that_fails_reports_every_frame_after_one_read(
+        self, series: tuple[Path, list[str], np.ndarray[Any, Any]], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        from pipelines.transforms import frames as frames_module
+
+        _, paths, _ = series
+        (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o", tile_size=32))
+        indices = frames_module.run_frames(plan.layout, 0)
+        assert len(indices) == 9
+        os.unlink(plan.sources[0][0][0].href)
+        reads: list[int] = []
+        real = frames_module._read_source
+        monkeypatch.setattr(frames_module, "_read_source", lambda *a, **kw: reads.append(1) or real(*a, **kw))
+        fn = frames_module._ReadFrameFn()
+        fn.setup()
+        try:
+            got = list(fn.process((plan.cube_id, indices), {plan.cube_id: plan}))
+        finally:
+            fn.teardown()
+        assert [key.index for key, _ in got] == list(indices)
+        failures = {failure for _, failure in got}
+        assert len(failures) == 1 and len(reads) == 1
+        (failure,) = failures
+        assert isinstance(failure, frames_module.FrameFailure) and failure.href == plan.sources[0][0][0].href
+
     def test_lazy_cube_indexing(self, series: tuple[Path, list[str], np.ndarray[Any, Any]]) -> None:
         _, paths, cube = series
         (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o"))
@@ -305,6 +369,11 @@ class TestFrames:
         warped = LazyCube(plans[0], RasterCache())[1, 0, 0:40, 0:51]
         # Nearest: grid pixel i's centre (i + 0.5) falls in source pixel i of a scene shifted 0.4 px east.
         assert np.array_equal(warped[:, :50], b[0]) and not warped[:, 50].any()
+        # Through a region: the mosaic is cut from one window, the warped band read window by window, the same pixels.
+        region = LazyCube(plan, RasterCache(), region=((0, 40), (0, 70)))
+        assert np.array_equal(region[0, 0, 3:20, 10:60], expected[3:20, 10:60])
+        region = LazyCube(plans[0], RasterCache(), region=((0, 40), (0, 51)))
+        assert np.array_equal(region[1, 0, 0:40, 0:51], warped) and np.array_equal(region[1, 0, 7:9, 40:51], warped[7:9, 40:51])
 
     def test_fill_value(self) -> None:
         assert fill_value("uint16", None) == 0
@@ -378,23 +447,22 @@ class _CountingOpener:
         return Counted(path, "r")
 
 
-def _read_row_of_windows(path: str, expected: np.ndarray[Any, Any], *, fit: bool, offset: int) -> int:
-    """Read four 512² windows along a row of band 1, as the frame stage does; return the bytes read from the file."""
+def _read_row_of_windows(path: str, expected: np.ndarray[Any, Any], *, cache: int | None, offset: int) -> int:
+    """Read four 512² windows along a row of band 1, GDAL's cache at ``cache`` bytes or fitted to each window; return the bytes read."""
     import rasterio
     from rasterio.windows import Window
 
-    from pipelines.rasters import fit_block_cache, gdal_env
+    from pipelines.rasters import fit_block_cache
 
+    if cache is not None:
+        rasterio.env.set_gdal_config("GDAL_CACHEMAX", cache)
     opener = _CountingOpener()
-    with gdal_env(path):
-        dataset = rasterio.open(path, opener=opener)
-    with dataset:
+    with rasterio.open(path, opener=opener) as dataset:
         for i in range(4):
             window = Window(offset + 512 * i, 512 + offset, 512, 512)
-            if fit:
+            if cache is None:
                 fit_block_cache(dataset, 1, window)
-            with gdal_env(path):
-                data = dataset.read(1, window=window)
+            data = dataset.read(1, window=window)
             np.testing.assert_array_equal(data, expected[0, 512 + offset : 1024 + offset, offset + 512 * i : offset + 512 * (i + 1)])
     return opener.bytes_read
 
@@ -411,9 +479,7 @@ def _read_row_of_windows(path: str, expected: np.ndarray[Any, Any], *, fit: bool
     ],
 )
 @pytest.mark.parametrize("offset", [0, 100], ids=["on the block grid", "off it"])
-def test_block_cache_fits_a_row_of_windows(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout: str, bands: int, creation: dict[str, Any], offset: int
-) -> None:
+def test_block_cache_fits_a_row_of_windows(tmp_path: Path, layout: str, bands: int, creation: dict[str, Any], offset: int) -> None:
     """The fitted cache decodes each source block once along a row of windows, as the 16 MiB maximum does, and no more memory.
 
     A striped file is the case a cache too small hurts: every window of the
@@ -430,20 +496,19 @@ def test_block_cache_fits_a_row_of_windows(
     with rasterio.open(path, "w", **profile, **creation) as dst:
         dst.write(data)
 
-    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.GDAL_CACHE_BYTES)
-    once = _read_row_of_windows(path, data, fit=False, offset=offset)
-    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
-    fitted = _read_row_of_windows(path, data, fit=True, offset=offset)
+    once = _read_row_of_windows(path, data, cache=rasters.GDAL_CACHE_BYTES, offset=offset)
+    fitted = _read_row_of_windows(path, data, cache=None, offset=offset)
     assert fitted == once, layout
+    assert rasterio.env.get_gdal_config("GDAL_CACHEMAX") == rasters._BlockCache.limit  # the process's cache, set by the fit
     assert rasters._BlockCache.limit <= rasters.GDAL_CACHE_BYTES
     if layout == "tiles of 256":
         assert rasters._BlockCache.limit <= 2 << 20  # what the fixed 16 MiB held beyond this is gone
     if layout.startswith("strips"):
-        monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
-        assert _read_row_of_windows(path, data, fit=False, offset=offset) > 2 * once  # the control: strips decoded again
+        control = _read_row_of_windows(path, data, cache=rasters.MIN_GDAL_CACHE_BYTES, offset=offset)
+        assert control > 2 * once  # strips decoded again
 
 
-def test_block_cache_only_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_block_cache_only_grows(tmp_path: Path) -> None:
     """A small window after a large one keeps the larger cache, so one thread cannot evict another's blocks."""
     import rasterio
     from rasterio.windows import Window
@@ -451,8 +516,25 @@ def test_block_cache_only_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     from pipelines import rasters
 
     path = write_geotiff(str(tmp_path / "s.tif"), _data((1, 2048, 2048)), epsg=32632, transform=T, tiled=False)
-    monkeypatch.setattr(rasters._BlockCache, "limit", rasters.MIN_GDAL_CACHE_BYTES)
     with rasterio.open(path) as dataset:
+        assert rasters.fit_block_cache(dataset, 1, Window(0, 0, 16, 1)) == rasters.MIN_GDAL_CACHE_BYTES  # the least it sets
         large = rasters.fit_block_cache(dataset, 1, Window(0, 0, 512, 512))
         assert large == 512 * 2048 * 2 * 5 // 4  # 512 rows of full-width strips, and a quarter more
         assert rasters.fit_block_cache(dataset, 1, Window(0, 0, 16, 16)) == large
+        assert rasterio.env.get_gdal_config("GDAL_CACHEMAX") == large
+
+
+def test_the_block_cache_is_given_back_after_a_run(tmp_path: Path) -> None:
+    """Frame reads shrink the process's GDAL cache; :func:`~pipelines.rasters.kept_block_cache` restores what the caller had."""
+    import rasterio
+    from rasterio.windows import Window
+
+    from pipelines import rasters
+
+    path = write_geotiff(str(tmp_path / "s.tif"), _data((1, 256, 256)), epsg=32632, transform=T)
+    before = rasterio.env.get_gdal_config("GDAL_CACHEMAX")
+    with rasters.kept_block_cache(), rasterio.open(path) as dataset:
+        fitted = rasters.fit_block_cache(dataset, 1, Window(0, 0, 64, 64))
+        assert rasterio.env.get_gdal_config("GDAL_CACHEMAX") == fitted != before
+    assert rasterio.env.get_gdal_config("GDAL_CACHEMAX") == before
+    assert rasters._BlockCache.limit == 0  # the next run sets its own

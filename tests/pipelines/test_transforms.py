@@ -26,7 +26,7 @@ from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
 from pipelines.transforms.compress import ChooseCodecs, CompressFrames, select_codec
 from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
 from pipelines.transforms.discover import DiscoverScenes
-from pipelines.transforms.frames import FrameKey, FrameKeys, LazyCube, SplitFrames, read_frame
+from pipelines.transforms.frames import FrameKey, LazyCube, SourceRuns, SplitFrames, read_frame
 from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata, read_scene
@@ -96,13 +96,14 @@ def test_plan_cubes(pipeline: Callable[[], TestPipeline], series: Series, option
         assert_that(out, equal_to([expected, letter]))
 
 
-def test_frame_keys_and_split_frames(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
+def test_source_runs_and_split_frames(pipeline: Callable[[], TestPipeline], series: Series, options: ConvertOptions) -> None:
     plan = _plan(series, options)
     _, _, cube = series
     n = plan.layout.frame_count
     with pipeline() as p:
         plans = p | "Plans" >> beam.Create([plan])
-        keys = plans | "Keys" >> FrameKeys(shards=5)
+        runs = plans | "Runs" >> SourceRuns(shards=5)
+        keys = runs | beam.FlatMap(lambda run: [FrameKey(run[0], i) for i in run[1]])
         assert_that(keys, equal_to([FrameKey(plan.cube_id, i) for i in range(n)]), label="AllKeys")
         frames = plans | "Split" >> SplitFrames(shards=3)
         checked = frames | beam.Map(lambda kv: (kv[0].index, bool(np.array_equal(kv[1], frame_samples(cube, plan.layout, kv[0].index)))))
@@ -337,17 +338,32 @@ def test_band_windows_read_in_place_or_cast_as_numpy_casts(series: Series, optio
         rasters.close()
 
 
-def test_source_runs_of_all_shards_cover_every_frame_once() -> None:
-    """Every frame of every cube is in exactly one run of one shard, and a run's frames share a row, band and time."""
+@pytest.mark.parametrize("holds", ["tile", "cell"])
+@pytest.mark.parametrize("tile", [64, 300, 512, 2048])
+def test_source_runs_of_all_shards_cover_every_frame_once(tile: int, holds: str) -> None:
+    """Every frame is in exactly one run of one shard; a run's frames share a band, a time and a RUN_SPAN square; a cell is one."""
     from types import SimpleNamespace
 
-    from pipelines.transforms.frames import SOURCE_RUN, shard_source_runs
+    from pipelines.transforms.frames import RUN_SPAN, shard_source_runs
 
-    shapes = {"a": (3, 9, 4), "b": (1, 1, 1), "c": (2, 4, 6)}  # tiles down, tiles across, frames per location
+    shapes = {"a": (3, 40, 4), "b": (1, 1, 1), "c": (17, 4, 6)}  # tiles down, tiles across, frames per location
     plans = [
-        SimpleNamespace(cube_id=c, layout=SimpleNamespace(tiles_down=d, tiles_across=a, frames_per_location=p))
+        SimpleNamespace(
+            cube_id=c,
+            layout=SimpleNamespace(
+                tiles_down=d,
+                tiles_across=a,
+                tile_length=tile,
+                tile_width=tile,
+                frames_per_location=p if holds == "tile" else 1,
+                unit=SimpleNamespace(holds=holds),
+            ),
+        )
         for c, (d, a, p) in shapes.items()
     ]
+    if holds == "cell":
+        shapes = {c: (d, a, 1) for c, (d, a, _) in shapes.items()}
+    side = max(1, RUN_SPAN // tile) if holds == "tile" else 1  # tiles a run spans each way
     for shards in (1, 5, 64):
         runs = [run for shard in range(shards) for run in shard_source_runs(shard, plans, shards)]
         for cube, (down, across, per) in shapes.items():
@@ -355,5 +371,10 @@ def test_source_runs_of_all_shards_cover_every_frame_once() -> None:
             assert sorted(frames) == list(range(down * across * per))
             for c, run in runs:
                 if c == cube:
-                    places = {((i // per) // across, i % per) for i in run}  # (row, band and time)
-                    assert len(places) == 1 and 1 <= len(run) <= SOURCE_RUN
+                    assert len({i % per for i in run}) == 1  # one band and time
+                    rows = {(i // per) // across for i in run}
+                    cols = {(i // per) % across for i in run}
+                    assert len(run) == len(rows) * len(cols)  # a rectangle of tiles
+                    assert len({r // side for r in rows}) == 1 and len({c // side for c in cols}) == 1  # within one square
+                    # As large as the cube allows.
+                    assert len(rows) == min(side, down - min(rows)) and len(cols) == min(side, across - min(cols))
