@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import importlib
 import os
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,30 @@ def _copy(path: Path, folder: Path, frames: list[bytes], counts: list[int] | Non
         for i, frame in enumerate(frames):
             out.copy_frame(source.fileno(), offsets[i], len(frame))
     return out
+
+
+@pytest.mark.parametrize("batch", [1, 60, 1 << 20], ids=["every frame beyond a batch", "batches of a few frames", "one batch"])
+def test_a_hashed_file_is_the_same_whatever_its_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int) -> None:
+    """Frames written and copied in turn, gathered in batches smaller than a frame, of a few frames, or of all: one file, one hash."""
+    monkeypatch.setattr(importlib.import_module("rumi_core.assemble"), "_BATCH_BYTES", batch)  # the package's `assemble` is the function
+    cube = _cube()
+    frames = _frames(cube)
+    expected = _write(tmp_path / "written.rumi", frames, None)
+    (tmp_path / "frames").write_bytes(b"".join(frames))
+    starts = np.cumsum([0, *(len(f) for f in frames)]).tolist()
+    with (
+        open(tmp_path / "frames", "rb") as source,
+        FileAssembler(tmp_path / "mixed.rumi", LAYOUT, Georeferencing.undefined(), TRAILER, counts=[len(f) for f in frames]) as out,
+    ):
+        for i, frame in enumerate(frames):
+            if i % 3:
+                out.copy_frame(source.fileno(), starts[i], len(frame))
+            else:
+                out.write_frame(frame)
+    data = (tmp_path / "mixed.rumi").read_bytes()
+    assert data == (tmp_path / "written.rumi").read_bytes()
+    assert out.header == expected.header
+    assert out.sha256 == hashlib.sha256(data).hexdigest()
 
 
 @pytest.mark.parametrize("known", [True, False], ids=["counts-known", "counts-late"])
