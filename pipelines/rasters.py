@@ -31,8 +31,8 @@ is set for the process when it grows (``GDAL_CACHEMAX`` through
 :func:`rasterio.env.set_gdal_config`), not in a ``rasterio.Env`` around each
 read: entering and leaving one took 45 us, 12 % of the CPU of a conversion
 in 64-pixel tiles read tile by tile (5.2-5.4 against 4.5-4.6 CPU s for
-8,192 frames). :func:`kept_block_cache` gives the caller's process its own cache
-back afterwards.
+8,192 frames). :func:`kept_block_cache` gives the caller's process its own
+cache back afterwards.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ GDAL_CACHE_BYTES: Final = 16 << 20
 """The most GDAL block cache a worker process is given (and what warped reads get)."""
 
 MIN_GDAL_CACHE_BYTES: Final = 1 << 20
-"""The GDAL block cache of a process before its first window read."""
+"""The least GDAL block cache :func:`fit_block_cache` sets (GDAL's own default, before any, is 5 % of RAM)."""
 
 GDAL_HTTP_MAX_RETRY: Final = 5
 """Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""

@@ -355,7 +355,7 @@ def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
     return tuple((row * layout.tiles_across + col) * per + place for row in rows for col in cols)
 
 
-def run_region(layout: Layout, frames: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]]:
+def _run_region(layout: Layout, frames: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]]:
     """The cube rows and columns the tiles of ``frames`` span, as ``((y0, y1), (x0, x1))``."""
     bounds = [layout.tile_bounds(*layout.frame_location(index)[:2]) for index in frames]
     return (min(b[0] for b in bounds), max(b[1] for b in bounds)), (min(b[2] for b in bounds), max(b[3] for b in bounds))
@@ -436,7 +436,7 @@ class _ReadFrameFn(RasterDoFn):
         plan = plans[cube_id]
         layout = plan.layout
         # A run's frames share one band and time: one window over the run.
-        region = run_region(layout, indices) if len(indices) > 1 else None
+        region = _run_region(layout, indices) if len(indices) > 1 else None
         region_bytes = 0 if region is None else math.prod(hi - lo for lo, hi in region) * np.dtype(plan.dtype).itemsize
         keep_heap_slack(FRAME_WORKING_SET * layout.max_decoded_frame_bytes + region_bytes)
         cube = LazyCube(plan, self.rasters, region=region)
