@@ -240,9 +240,9 @@ class _HashedWriter:
     hashlib releases the GIL on large updates, so a batch is hashed while the
     next one is read and written: on 1.19 GB of frames, hashing inline took
     0.75 s of the assembler's 2.7 s. Frames are gathered in one of two
-    buffers that take turns, one write and one hash update per batch: per
-    frame, a write and a hand-over to the hashing thread cost 23 us and
-    27 us of an 81,920-frame assembly's 55 us a frame (8 KiB frames).
+    buffers that take turns, one write and one hash update per batch: a
+    write and a hand-over to the hashing thread per frame made 81,920
+    frames of 8 KiB take 4.5 s to assemble, and 1.2 s in batches.
     """
 
     def __init__(self, fd: int) -> None:
