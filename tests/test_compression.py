@@ -109,6 +109,20 @@ def test_stacks_below_the_floor_fall_back_to_faster_predictors() -> None:
     assert not any("med" in c or "average" in c or "wp_static" in c for c in chains)
 
 
+def test_a_faster_tier_takes_the_screen_s_options_where_none_re_measured_on_a_plane_fits() -> None:
+    """A plane re-measured under its best options only (all slow predictors) still gets a fast tier's coding from the screen."""
+    from rumi_core.compression.lossless import _TIERS, _stack_from
+    from rumi_core.compression.screening import PlaneOption
+
+    med, planar = PlaneOption("x", "med", "transpose>entropy"), PlaneOption("x", "planar", "transpose>entropy")
+    fastest_predictors = _TIERS[2]  # planar, delta_w, delta_n, id
+    re_measured = [{planar: 90.0}, {med: 80.0}]
+    screened = [{planar: 95.0, med: 85.0}, {planar: 100.0, med: 80.0}]
+    stack = _stack_from(re_measured, screened, fastest_predictors, 2, 1, None)
+    assert stack is not None and [p.chains for p in stack.planes] == [("planar>zigzag>transpose>entropy",)]
+    assert _stack_from(re_measured, re_measured, fastest_predictors, 2, 1, None) is None  # without the screen: no stack
+
+
 def test_one_plane_below_the_floor_falls_back_to_a_faster_coding_not_to_the_generic_graph() -> None:
     """Single-plane frames (one band and date each) whose best coding decodes too slowly get a faster geozl coding.
 

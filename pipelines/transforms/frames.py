@@ -259,18 +259,30 @@ class LazyCube:
     def _read(self, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int], out: NDArray[Any]) -> None:
         region = self.region
         if (
-            region is None
-            or not (region[0][0] <= rows[0] and rows[1] <= region[0][1] and region[1][0] <= cols[0] and cols[1] <= region[1][1])
-            or any(source.warp is not None for source in self.plan.sources[t][b])
+            region is not None
+            and region[0][0] <= rows[0]
+            and rows[1] <= region[0][1]
+            and region[1][0] <= cols[0]
+            and cols[1] <= region[1][1]
         ):
-            read_band_window(self.plan, self.rasters, t, b, rows, cols, out=out)
-            return
-        (r0, _), (c0, _) = region
+            layer = self._layer(t, b, region)
+            if layer is not None:
+                (r0, _), (c0, _) = region
+                out[...] = layer[rows[0] - r0 : rows[1] - r0, cols[0] - c0 : cols[1] - c0]
+                return
+        read_band_window(self.plan, self.rasters, t, b, rows, cols, out=out)
+
+    def _layer(self, t: int, b: int, region: tuple[tuple[int, int], tuple[int, int]]) -> NDArray[Any] | None:
+        """Band ``b`` at time ``t`` over ``region``, read once while it is the last asked for; None where a source is warped."""
         kept = self._kept
-        if kept is None or kept[:2] != (t, b):
-            self._kept = None  # before the read, so a failed one keeps nothing
-            kept = self._kept = (t, b, read_band_window(self.plan, self.rasters, t, b, *region))
-        out[...] = kept[2][rows[0] - r0 : rows[1] - r0, cols[0] - c0 : cols[1] - c0]
+        if kept is not None and kept[:2] == (t, b):
+            return kept[2]
+        if any(source.warp is not None for source in self.plan.sources[t][b]):
+            return None
+        self._kept = None  # before the read, so a failed one keeps nothing
+        layer = read_band_window(self.plan, self.rasters, t, b, *region)
+        self._kept = (t, b, layer)
+        return layer
 
     def __getitem__(self, key: tuple[Any, ...]) -> NDArray[Any]:
         if len(key) == 3 and key[0] is Ellipsis:  # data[..., rows, cols]: every time and band

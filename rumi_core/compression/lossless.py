@@ -73,13 +73,22 @@ _TIERS: Final = (
 
 
 def _stack_from(
-    per_plane: Sequence[Mapping[PlaneOption, float]], tier: _Tier, width: int, alternatives: int, nodata: int | float | None
+    per_plane: Sequence[Mapping[PlaneOption, float]],
+    screened: Sequence[Mapping[PlaneOption, float]],
+    tier: _Tier,
+    width: int,
+    alternatives: int,
+    nodata: int | float | None,
 ) -> StackCodec | None:
-    """The per-plane stack of each plane's best options in ``tier``; None when a plane has none."""
+    """The per-plane stack of each plane's best options in ``tier``; None when a plane has none.
+
+    A plane's options are those measured on it (``per_plane``); where ``tier``
+    admits none of them, the screen's options of its class (``screened``):
+    re-measuring keeps only a plane's best few, often all of them slow.
+    """
     codings = []
-    for plane, options in enumerate(per_plane):
-        admitted = ((o, s) for o, s in options.items() if tier.admits(o, width) and (plane > 0 or not o.reference))
-        ranked = sorted(admitted, key=lambda kv: option_cost(*kv))
+    for plane, (options, fallback) in enumerate(zip(per_plane, screened, strict=True)):
+        ranked = _ranked(options, tier, width, plane) or _ranked(fallback, tier, width, plane)
         if not ranked:
             return None
         best = ranked[0][0]
@@ -88,6 +97,12 @@ def _stack_from(
     if len(set(codings)) == 1 and not codings[0].reference:
         return StackCodec((codings[0],), nodata)
     return StackCodec(tuple(codings), nodata)
+
+
+def _ranked(options: Mapping[PlaneOption, float], tier: _Tier, width: int, plane: int) -> list[tuple[PlaneOption, float]]:
+    """``options`` that ``tier`` admits for plane ``plane`` (the first has no previous plane to reference), best first."""
+    admitted = ((o, s) for o, s in options.items() if tier.admits(o, width) and (plane > 0 or not o.reference))
+    return sorted(admitted, key=lambda kv: option_cost(*kv))
 
 
 def _uniform(table: Mapping[Hashable, Mapping[PlaneOption, float]], alternatives: int) -> list[PlaneOption]:
@@ -112,16 +127,17 @@ def _with_fast_stack(
     measured: tuple[Candidate, ...],
     frames: SampleFrames,
     per_plane: Sequence[Mapping[PlaneOption, float]],
+    screened: Sequence[Mapping[PlaneOption, float]],
     *,
     unit: int | None,
     alternatives: int,
     nodata: int | float | None,
     floor: float,
 ) -> tuple[Candidate, ...]:
-    """``measured`` plus the per-plane stacks of each tier, until one is predicted to hold the floor."""
+    """``measured`` plus the per-plane stacks of each tier, until one is predicted to hold the floor (options: :func:`_stack_from`)."""
     width = frames.encoding.component_bytes
     for tier in _TIERS:
-        more = _with(measured, _stack_from(per_plane, tier, width, alternatives, nodata), frames, unit)
+        more = _with(measured, _stack_from(per_plane, screened, tier, width, alternatives, nodata), frames, unit)
         if len(more) > len(measured) and (floor <= 0 or meets_floor(more[-1], floor)):
             return more
         measured = more
@@ -181,21 +197,21 @@ def choose_lossless(
     table = screen_classes(cache, frames, portable=portable)
     planes = frames.planes[0].shape[0]
     measured: tuple[Candidate, ...] = ()
+    screened = [table[c] for c in frames.classes[0]]
     if planes > 1:
         per_plane = refine(cache, frames, table, portable=portable, alternatives=alternatives)
-        measured = _with_fast_stack(measured, frames, per_plane, unit=unit, alternatives=alternatives, nodata=None, floor=floor)
+        measured = _with_fast_stack(measured, frames, per_plane, screened, unit=unit, alternatives=alternatives, nodata=None, floor=floor)
     uniform = _uniform(table, alternatives)
     if uniform:
         measured = _with(measured, _single_codings(uniform), frames, unit)
         if uniform[0].variant == "x" and frames.encoding.name in GEOZL_ENCODINGS and not portable:
             measured = _with(measured, GeoZLGraph(uniform[0].recipe), frames, unit)
     if planes == 1 and floor > 0 and not any(meets_floor(c, floor) for c in measured):
-        # One plane: its pick is the single coding above. Below the floor, the faster tiers are tried as
-        # for several planes, on every option the screen measured; else OpenZL's generic graph won, e.g. on
-        # 64-pixel tiles of a 20-date series: 'compress' at 1.65:1 and 265 us a frame to encode, where
-        # 'planar>zigzag>transpose>entropy' gives 1.90:1 and decodes above the floor.
-        (cls,) = set(frames.classes[0])
-        measured = _with_fast_stack(measured, frames, [table[cls]], unit=unit, alternatives=alternatives, nodata=None, floor=floor)
+        # One plane's per-plane stack is the single coding just measured; only when it and its one-stream
+        # recipe both decode below the floor are the faster tiers tried. Else OpenZL's generic graph won,
+        # e.g. on 64-pixel tiles of a 20-date series: 'compress' at 1.65:1 and 265 us a frame to encode,
+        # where 'planar>zigzag>transpose>entropy' gives 1.90:1 and decodes above the floor.
+        measured = _with_fast_stack(measured, frames, screened, screened, unit=unit, alternatives=alternatives, nodata=None, floor=floor)
     nodata = _nodata_of(frames, nodata)
     filled = None
     if nodata is not None and not portable and frames.encoding.name in GEOZL_ENCODINGS:
@@ -206,7 +222,10 @@ def choose_lossless(
             measured = _with(measured, _single_codings(_uniform(filled_table, alternatives), nodata), frames, unit)
         else:
             per_plane = refine(cache, filled, filled_table, portable=portable, alternatives=alternatives)
-            measured = _with_fast_stack(measured, frames, per_plane, unit=unit, alternatives=alternatives, nodata=nodata, floor=floor)
+            filled_screened = [filled_table[c] for c in filled.classes[0]]
+            measured = _with_fast_stack(
+                measured, frames, per_plane, filled_screened, unit=unit, alternatives=alternatives, nodata=nodata, floor=floor
+            )
     if builtins:
         for graph in ("compress", "zstd") if portable else ("compress",):
             measured = _with_builtin(measured, OpenZLGraph(graph), frames, unit, floor)
