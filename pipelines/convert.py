@@ -81,7 +81,7 @@ from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata
 from pipelines.transforms.write_parts import PrepareParts, ProgressMonitor, WriteParts
 from rumi_core.heap import limit_arenas
-from rumi_core.reader import default_threads
+from rumi_core.threads import default_threads
 
 if TYPE_CHECKING:
     from typing import TextIO

@@ -14,8 +14,8 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    several threads decode a local read, each frame is a request of its own,
    fetched by the thread that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
-   and ``threads - 1`` pool threads that take frames in turn (OpenZL releases
-   the GIL), unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
+   and ``threads - 1`` helper threads that take frames in turn
+   (:func:`~rumi_core.threads.run_together`; OpenZL releases the GIL), unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
    straight into the output where the whole frame is one contiguous part of
    it (:func:`~rumi_core.selection.frame_target`, every frame of a window of
    whole tile columns), else into a new array whose requested samples are
@@ -35,23 +35,23 @@ other size, or a boolean byte other than 0 or 1, is an error, as in
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from rumi_core.codecs import decode_frame
+from rumi_core.codecs import decode_into_place
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.selection import ReadSelection, frame_target, output_positions, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, is_local, known_size, open_source
+from rumi_core.threads import default_threads, run_together
 
 if TYPE_CHECKING:
+    import os
     from collections.abc import Callable, Sequence
 
     from numpy.typing import NDArray
@@ -217,30 +217,6 @@ _LARGE_SELECTION = 1 << 16
 _SCRATCH_FRAMES = 4
 """Decoded frames of heap one decode uses: its output and OpenZL's streams (measured 2 to 4)."""
 
-_POOLS: dict[int, ThreadPoolExecutor] = {}
-_POOLS_LOCK = threading.Lock()
-
-
-def thread_pool(threads: int) -> ThreadPoolExecutor:
-    """The process-wide pool of ``threads`` decoding threads.
-
-    One long-lived pool per size keeps each thread's decompression context
-    alive across reads.
-    """
-    with _POOLS_LOCK:
-        pool = _POOLS.get(threads)
-        if pool is None:
-            pool = _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="rumi-read")
-        return pool
-
-
-def default_threads() -> int:
-    """Threads used when a read does not say: the CPUs this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
-
 
 def _decode_together(
     frames: Sequence[int],
@@ -249,7 +225,7 @@ def _decode_together(
     decode: Callable[[int, bytes, int], None],
     workers: int,
 ) -> None:
-    """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` from the pool.
+    """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` helpers (:func:`~rumi_core.threads.run_together`).
 
     Every participant takes the next frame in frame order; the first one to
     need a request fetches it while the others decode what is already there.
@@ -259,53 +235,33 @@ def _decode_together(
     """
     run_of = {f: k for k, run in enumerate(runs) for f in run[2]}
     fetched: list[bytes | None] = [None] * len(runs)
+    failed = [False] * len(runs)
     left = [len(run[2]) for run in runs]
     run_locks = [threading.Lock() for _ in runs]
     lock = threading.Lock()
-    queue = iter(frames)
-    failed = threading.Event()
 
-    def participate() -> None:
-        try:
-            while not failed.is_set():
-                with lock:
-                    f = next(queue, None)
-                if f is None:
-                    return
-                k = run_of[f]
-                with run_locks[k]:
-                    if failed.is_set():
-                        # Another participant's fetch of this run failed: asking
-                        # again would retry the same range once per thread.
-                        return
-                    data = fetched[k]
-                    if data is None:
-                        try:
-                            data = fetched[k] = fetch(runs[k])
-                        except BaseException:
-                            failed.set()  # before the lock is released to a waiting participant
-                            raise
-                decode(f, data, runs[k][0])
-                with lock:
-                    left[k] -= 1
-                    if not left[k]:
-                        fetched[k] = None
-        except BaseException:
-            failed.set()
-            raise
+    def work(f: int) -> None:
+        k = run_of[f]
+        with run_locks[k]:
+            if failed[k]:
+                # Another participant's fetch of this run failed, and its error
+                # stops the read: asking again would retry the same range once
+                # per thread.
+                return
+            data = fetched[k]
+            if data is None:
+                try:
+                    data = fetched[k] = fetch(runs[k])
+                except BaseException:
+                    failed[k] = True  # before the lock is released to a waiting participant
+                    raise
+        decode(f, data, runs[k][0])
+        with lock:
+            left[k] -= 1
+            if not left[k]:
+                fetched[k] = None
 
-    pool = thread_pool(workers - 1)
-    helpers = [pool.submit(participate) for _ in range(workers - 1)]
-    try:
-        participate()
-    finally:
-        # Helpers still queued behind other reads have nothing left to do.
-        for helper in helpers:
-            helper.cancel()
-        errors = [h.exception() for h in helpers if not h.cancelled()]
-    for error in errors:
-        if error is not None:
-            raise error
+    run_together(work, frames, workers)
 
 
 def describe_frame(layout: Layout, index: int) -> str:
@@ -324,7 +280,7 @@ def decode_checked(
     where: str | Callable[[], str],
     offset: int,
     verify: bool = True,
-    out: NDArray[Any] | Callable[[], NDArray[Any] | None] | None = None,
+    place: Callable[[], NDArray[np.uint8] | None] | None = None,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
@@ -336,10 +292,11 @@ def decode_checked(
         where: What the message names first (the source and frame), ending
             without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
-        out: Where to decode, as :func:`~rumi_core.codecs.decode_frame`
-            takes it: a callable is called once the frame's header has
-            declared the size the blob gives it, so a caller allocates
-            nothing for a frame that contradicts it (*Resource limits*).
+        place: Where to decode: called once the frame's header has declared
+            the size the blob gives it, so a caller allocates nothing for a
+            frame that contradicts it (*Resource limits*); it returns a flat,
+            writable, 8-byte aligned ``uint8`` array of exactly that size, or
+            None for a new one (:func:`~rumi_core.codecs.decode_into_place`).
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
@@ -347,7 +304,8 @@ def decode_checked(
         InvalidFileError: a boolean byte is neither 0 nor 1.
     """
     try:
-        raw = decode_frame(frame, decoded_bytes=layout.decoded_frame_bytes(index), verify=verify, out=out)
+        data = frame if isinstance(frame, bytes) else bytes(frame)
+        raw = decode_into_place(data, layout.decoded_frame_bytes(index), place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
         raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
@@ -469,13 +427,13 @@ def read_selection(
         # other is decoded to a new array and its selected samples copied.
         direct: list[NDArray[Any] | None] = [None]
 
-        def target() -> NDArray[Any] | None:
+        def target() -> NDArray[np.uint8] | None:
             out, band_pos, time_pos, _ = output()
             direct[0] = frame_target(out, f, layout, sel, band_pos, time_pos)
-            return direct[0]
+            return None if direct[0] is None else direct[0].reshape(-1).view(np.uint8)
 
         raw = decode_checked(
-            data, layout, f, where=lambda: f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify, out=target
+            data, layout, f, where=lambda: f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify, place=target
         )
         if direct[0] is None:
             out, band_pos, time_pos, subset = output()

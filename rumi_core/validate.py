@@ -22,12 +22,14 @@ from typing import TYPE_CHECKING
 
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.reader import decode_checked, default_threads, thread_pool
+from rumi_core.reader import decode_checked
 from rumi_core.sources import ByteSource, open_source
 from rumi_core.structure import FileStructure, read_structure
+from rumi_core.threads import default_threads, run_together
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Callable
 
 __all__ = ["validate"]
 
@@ -45,7 +47,6 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
 
     index = 0
     n = layout.frame_count
-    pool = thread_pool(threads) if threads > 1 else None
     while index < n:
         # Read a batch of contiguous frames in one request, then decode it.
         stop = index + 1
@@ -53,15 +54,17 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
             stop += 1
         start = int(offsets[index])
         (data,) = source.read_ranges([(start, int(offsets[stop]) - start)])
-        view = memoryview(data)
-        jobs = [(i, view[int(offsets[i]) - start : int(offsets[i + 1]) - start]) for i in range(index, stop)]
-        if pool is None:
-            for i, frame in jobs:
-                check(i, bytes(frame))
-        else:
-            for future in [pool.submit(check, i, bytes(frame)) for i, frame in jobs]:
-                future.result()
+        _check_batch(check, [int(o) - start for o in offsets[index : stop + 1]], memoryview(data), index, threads)
         index = stop
+
+
+def _check_batch(check: Callable[[int, bytes], None], bounds: list[int], data: memoryview, first: int, threads: int) -> None:
+    """Check the frames ``first, first + 1, ...`` whose bytes ``data[bounds[k]:bounds[k + 1]]`` are, on ``threads`` threads."""
+
+    def work(k: int) -> None:
+        check(first + k, bytes(data[bounds[k] : bounds[k + 1]]))
+
+    run_together(work, range(len(bounds) - 1), threads)
 
 
 def validate(

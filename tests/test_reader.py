@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+import time
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ from rumi_core.sources import is_local
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
 
@@ -229,11 +231,34 @@ def test_frames_smaller_than_the_parallel_size_decode_on_the_calling_thread_alon
     path, blob_bytes, data = cube_file
     assert HeaderBlob.from_bytes(blob_bytes).layout.max_decoded_frame_bytes < reader.PARALLEL_FRAME_BYTES  # 64 x 48 uint16
     monkeypatch.setattr(reader, "PARALLEL_FRAME_BYTES", parallel_bytes)
-    pools: list[int] = []
-    pool = reader.thread_pool
-    monkeypatch.setattr(reader, "thread_pool", lambda threads: pools.append(threads) or pool(threads))
+    together: list[int] = []
+    run_together = reader.run_together
+    monkeypatch.setattr(reader, "run_together", lambda work, items, workers: together.append(workers) or run_together(work, items, workers))
     assert np.array_equal(rumi_core.read(path, blob_bytes, threads=2), data)
-    assert pools == ([1] if pooled else [])
+    assert together == ([2] if pooled else [])
+
+
+class _FailingSource(CountingSource):
+    """A remote-like source whose every request fails, slowly enough that other threads queue behind it."""
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        with self._lock:
+            self.ranges.extend(ranges)
+        time.sleep(0.05)
+        raise SourceError(f"the storage refused {list(ranges)}")
+
+
+def test_a_failed_request_is_asked_once_whatever_the_threads_waiting_for_it(
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, blob_bytes, _ = cube_file
+    monkeypatch.setattr(reader, "PARALLEL_FRAME_BYTES", 1)  # these small frames on 4 threads
+    blob = HeaderBlob.from_bytes(blob_bytes)
+    (run,) = plan_requests(blob, resolve_selection(blob.layout), threads=4)  # every frame in one request
+    assert len(run.frames) >= 4
+    with _FailingSource(LocalFileSource(path)) as source, pytest.raises(SourceError, match="storage refused"):
+        rumi_core.read(source, blob_bytes, threads=4)
+    assert source.ranges == [(run.offset, run.length)]
 
 
 def test_a_blob_read_from_bytes_is_parsed_once_per_limits(cube_file: tuple[Path, bytes, np.ndarray]) -> None:

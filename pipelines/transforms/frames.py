@@ -58,7 +58,7 @@ from pipelines.rasters import RasterCache, fit_block_cache, gdal_env, raster_err
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from rumi_core.heap import keep_heap_slack, limit_arenas
-from rumi_core.reader import default_threads
+from rumi_core.threads import default_threads
 from rumi_core.writer import frame_samples
 
 if TYPE_CHECKING:

