@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from rumi_core.errors import InvalidInputError
 from rumi_core.frame_units import FrameUnit, parse_frame_unit
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
     from rumi_core.encodings import SampleEncoding
 
-__all__ = ["Layout", "MAX_UINT16", "MAX_UINT32"]
+__all__ = ["MAX_UINT16", "MAX_UINT32", "FrameExtent", "Layout"]
 
 MAX_UINT16 = 0xFFFF
 MAX_UINT32 = 0xFFFF_FFFF
@@ -50,6 +50,25 @@ _WIDTHS = {
     "tile_width": (MAX_UINT16, "TileWidth"),
     "tile_length": (MAX_UINT16, "TileLength"),
 }
+
+
+class FrameExtent(NamedTuple):
+    """What one frame holds: its tile's pixels, its band and time step, and its ``decoded_frame_bytes``."""
+
+    band: int | None
+    """The band a tile frame holds; None for a cell frame, which holds every band."""
+    time: int | None
+    """The time step a tile frame holds; None for a cell frame."""
+    y0: int
+    """First row of the tile, in the image."""
+    y1: int
+    """Row after the tile's last, clipped to the image."""
+    x0: int
+    """First column of the tile."""
+    x1: int
+    """Column after the tile's last, clipped to the image."""
+    decoded_bytes: int
+    """``decoded_frame_bytes`` (*Sample encodings*): the product of the frame's shape, times the sample's bytes."""
 
 
 @dataclass(frozen=True)
@@ -180,16 +199,21 @@ class Layout:
         sizes = {"b": self.samples_per_pixel, "t": self.time_count, "h": y1 - y0, "w": x1 - x0}
         return tuple(sizes[a] for a in self.frame_axes)
 
-    def decoded_frame_bytes(self, index: int) -> int:
-        """``decoded_frame_bytes`` of frame ``index``: the product of :meth:`frame_shape`, times the sample's bytes.
+    def frame_extent(self, index: int) -> FrameExtent:
+        """Where frame ``index`` lies and what it decodes to, computed once for a read's every use of it.
 
-        Computed from the tile's bounds without building the shape: a read
-        asks once per frame, right after a decode has evicted the caches.
+        A read asks once per frame, right after a decode has evicted the
+        caches, so the size is computed from the tile's bounds without
+        building the frame's shape.
         """
-        row, col, band, _ = self.frame_location(index)
+        row, col, band, time = self.frame_location(index)
         y0, y1, x0, x1 = self.tile_bounds(row, col)
         per_location = 1 if band is not None else self.samples_per_pixel * self.time_count
-        return (y1 - y0) * (x1 - x0) * per_location * self.encoding.decoded_bytes
+        return FrameExtent(band, time, y0, y1, x0, x1, (y1 - y0) * (x1 - x0) * per_location * self.encoding.decoded_bytes)
+
+    def decoded_frame_bytes(self, index: int) -> int:
+        """``decoded_frame_bytes`` of frame ``index``: the product of :meth:`frame_shape`, times the sample's bytes."""
+        return self.frame_extent(index).decoded_bytes
 
     @cached_property
     def max_decoded_frame_bytes(self) -> int:

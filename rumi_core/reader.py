@@ -281,6 +281,7 @@ def decode_checked(
     offset: int,
     verify: bool = True,
     place: Callable[[], NDArray[np.uint8] | None] | None = None,
+    decoded_bytes: int | None = None,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
@@ -297,6 +298,8 @@ def decode_checked(
             frame that contradicts it (*Resource limits*); it returns a flat,
             writable, 8-byte aligned ``uint8`` array of exactly that size, or
             None for a new one (:func:`~rumi_core.codecs.decode_into_place`).
+        decoded_bytes: The frame's ``decoded_frame_bytes``, when the caller
+            has it already (:meth:`~rumi_core.layout.Layout.frame_extent`).
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
@@ -305,7 +308,8 @@ def decode_checked(
     """
     try:
         data = frame if isinstance(frame, bytes) else bytes(frame)
-        raw = decode_into_place(data, layout.decoded_frame_bytes(index), place, verify=verify)
+        expected = layout.decoded_frame_bytes(index) if decoded_bytes is None else decoded_bytes
+        raw = decode_into_place(data, expected, place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
         raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
@@ -426,14 +430,22 @@ def read_selection(
         # A frame that fills its place in the output is decoded there; any
         # other is decoded to a new array and its selected samples copied.
         direct: list[NDArray[Any] | None] = [None]
+        extent = layout.frame_extent(f)
 
         def target() -> NDArray[np.uint8] | None:
             out, band_pos, time_pos, _ = output()
-            direct[0] = frame_target(out, f, layout, sel, band_pos, time_pos)
+            direct[0] = frame_target(out, extent, sel, band_pos, time_pos)
             return None if direct[0] is None else direct[0].reshape(-1).view(np.uint8)
 
         raw = decode_checked(
-            data, layout, f, where=lambda: f"{source.name}: {describe_frame(layout, f)}", offset=offset, verify=verify, place=target
+            data,
+            layout,
+            f,
+            decoded_bytes=extent.decoded_bytes,
+            where=lambda: f"{source.name}: {describe_frame(layout, f)}",
+            offset=offset,
+            verify=verify,
+            place=target,
         )
         if direct[0] is None:
             out, band_pos, time_pos, subset = output()

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from rumi_core.layout import Layout
+    from rumi_core.layout import FrameExtent, Layout
 
 __all__ = ["ReadSelection", "frame_target", "output_positions", "place_frame", "resolve_selection"]
 
@@ -159,13 +159,12 @@ def place_frame(
 
 def frame_target(
     out: NDArray[Any],
-    index: int,
-    layout: Layout,
+    extent: FrameExtent,
     sel: ReadSelection,
     band_pos: dict[int, list[int]],
     time_pos: dict[int, list[int]],
 ) -> NDArray[Any] | None:
-    """The part of ``out`` that frame ``index``, decoded whole, is exactly; None when there is none.
+    """The part of ``out`` that a frame of ``extent``, decoded whole, is exactly; None when there is none.
 
     That is a tile frame (one band, one time step) selected once, whose tile
     lies inside the window and is exactly as wide as it (so the tile's rows
@@ -175,10 +174,9 @@ def frame_target(
     a copy of the frame; a one-tile window of tile frames is made only of
     such frames. Every other frame goes through :func:`place_frame`.
     """
-    row, col, band, time = layout.frame_location(index)
+    band, time, y0, y1, x0, x1, _ = extent
     if band is None or time is None:
         return None  # a cell frame's (t, b) axes are picked from and reordered
-    y0, y1, x0, x1 = layout.tile_bounds(row, col)
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     bands, times = band_pos.get(band, ()), time_pos.get(time, ())
     if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:

@@ -148,17 +148,20 @@ class LocalFileSource(_SourceBase):
                 end = self.size() if end is None else end
                 length = min(length, max(0, end - offset))
             try:
-                chunks = []
-                got = 0
-                while got < length:
-                    chunk = os.pread(fd, length - got, offset + got)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
-                    got += len(chunk)
+                data = os.pread(fd, length, offset)
+                if 0 < len(data) < length:  # a short read before the end of the file: ask for the rest
+                    chunks = [data]
+                    got = len(data)
+                    while got < length:
+                        chunk = os.pread(fd, length - got, offset + got)
+                        if not chunk:
+                            break
+                        chunks.append(chunk)
+                        got += len(chunk)
+                    data = b"".join(chunks)
             except OSError as err:
                 raise SourceError(f"cannot read {length} bytes at {offset} of {self._path}: {err.strerror}") from err
-            out.append(chunks[0] if len(chunks) == 1 else b"".join(chunks))
+            out.append(data)
         return out
 
     def close(self) -> None:

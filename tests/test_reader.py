@@ -166,7 +166,7 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
         band_pos, time_pos, _ = output_positions(layout, sel)
         found = []
         for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
-            target = frame_target(out, f, layout, sel, band_pos, time_pos)
+            target = frame_target(out, layout.frame_extent(f), sel, band_pos, time_pos)
             found.append(target is not None)
             if target is not None:
                 row, _, band, time = layout.frame_location(f)
@@ -188,7 +188,8 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
     sel = resolve_selection(small, window=((0, 3), (0, 3)))
     out = np.empty((1, 2, 3, 3), np.uint8)
     band_pos, time_pos, _ = output_positions(small, sel)
-    assert [frame_target(out, f, small, sel, band_pos, time_pos) is not None for f in (0, 1)] == [out.ctypes.data % 8 == 0, False]
+    placed = [frame_target(out, small.frame_extent(f), sel, band_pos, time_pos) is not None for f in (0, 1)]
+    assert placed == [out.ctypes.data % 8 == 0, False]
 
 
 class _LocalCountingSource(CountingSource):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -218,3 +219,14 @@ def test_join_href() -> None:
 def test_storage_read_missing_local(tmp_path: Path) -> None:
     with pytest.raises(StorageError, match="cannot read"):
         Storage().read(tmp_path / "nothing.json")
+
+
+def test_a_local_range_read_in_several_short_reads_is_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(range(256)) * 40)
+    real_pread = os.pread
+    # A filesystem that answers 1000 bytes at most per read.
+    monkeypatch.setattr(os, "pread", lambda fd, n, offset: real_pread(fd, min(n, 1000), offset))
+    with LocalFileSource(path) as source:
+        whole, tail, past = source.read_ranges([(5, 9000), (10000, 500), (20000, 10)])
+    assert whole == path.read_bytes()[5:9005] and tail == path.read_bytes()[10000:] and past == b""
