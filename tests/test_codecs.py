@@ -18,6 +18,7 @@ from rumi_core import codecs
 from rumi_core.codecs import (
     DEFAULT_CODEC,
     FORMAT_VERSION,
+    GEOZL_ENCODINGS,
     Chain,
     FrameCodec,
     GeoZLGraph,
@@ -646,3 +647,34 @@ def test_portable_stacks_decode_without_geozl_decoders() -> None:
     assert out.content.as_bytes() == samples.tobytes()
     with pytest.raises(RuntimeError, match=r"(?i)custom|transform|unknown|not"):
         zl.DCtx().decompress(StackCodec().encode(samples.astype(np.uint16), axes=("b", "h", "w")))
+
+
+_CHAIN_HEADS = ("planar>zigzag", "med>zigzag", "average>zigzag", "delta_w>zigzag", "delta_n>zigzag", "wp_static>zigzag", "id", "delta_1d")
+
+
+@pytest.mark.parametrize("dtype", sorted(GEOZL_ENCODINGS))
+def test_a_stack_writes_a_frame_of_one_plane_through_geozl_byte_for_byte(dtype: str) -> None:
+    # geozl.compress releases the GIL where openzl.ext's CCtx holds it; the frames must not change.
+    rng = np.random.default_rng(3)
+    tile = (np.cumsum(rng.integers(-3, 4, size=(2, 37, 53)), axis=2) + 100).astype(dtype)
+    delegated = 0
+    for head in _CHAIN_HEADS:
+        for terminal in ("entropy", "field_lz", "transpose>entropy", "zstd", "transpose>zstd", "compress"):
+            codec = StackCodec((PlaneCoding((f"{head}>{terminal}",)),))
+            if not codec.accepts(encoding_for_dtype(dtype)):
+                continue
+            through = codec._one_plane_geozl
+            assert (through is not None) == (not terminal.endswith(("zstd", "compress")))
+            by_cctx = StackCodec(codec.planes)
+            by_cctx.__dict__["_one_plane_geozl"] = None  # the CCtx path, as for frames of several planes
+            for samples, axes in ((tile[0], ("h", "w")), (tile.transpose(1, 2, 0), ("h", "w", "b"))):
+                frame = codec.encode(samples, axes=axes)
+                assert frame == by_cctx.encode(samples, axes=axes), (head, terminal, axes)
+                assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == np.ascontiguousarray(samples).tobytes()
+            delegated += through is not None
+    assert delegated >= 6
+    # Several planes, nodata, references or several chains: the CCtx, as before.
+    assert StackCodec((PlaneCoding(("med>zigzag>entropy",)), PlaneCoding(("med>zigzag>entropy",), True)))._one_plane_geozl is None
+    assert StackCodec((PlaneCoding(("med>zigzag>entropy",), True),))._one_plane_geozl is None
+    assert StackCodec((PlaneCoding(("med>zigzag>entropy", "id>entropy")),))._one_plane_geozl is None
+    assert StackCodec(nodata=0)._one_plane_geozl is None

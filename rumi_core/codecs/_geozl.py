@@ -12,7 +12,7 @@ import numpy as np
 
 from rumi_core.codecs._context import FORMAT_VERSION, ThreadLocalCache
 from rumi_core.codecs._decoding import frame_format_version
-from rumi_core.codecs._frames import prepare_frame, refuse_encoding
+from rumi_core.codecs._frames import PreparedFrame, prepare_frame, refuse_encoding
 from rumi_core.codecs._nodata import nodata_cache_key, nodata_to_json, parse_nodata
 from rumi_core.codecs._registry import FrameCodec, register_codec
 from rumi_core.errors import InvalidInputError
@@ -141,7 +141,14 @@ class GeoZLGraph(FrameCodec):
 
     def encode(self, samples: npt.NDArray[Any], *, axes: tuple[str, ...]) -> bytes:
         """Compress one frame; see :meth:`FrameCodec.encode`."""
-        frame = prepare_frame(samples, axes)
+        return self.encode_prepared(prepare_frame(samples, axes))
+
+    def encode_prepared(self, frame: PreparedFrame) -> bytes:
+        """Compress one frame already checked and measured by :func:`~rumi_core.codecs._frames.prepare_frame`.
+
+        Raises:
+            InvalidInputError: as :meth:`encode`.
+        """
         if frame.encoding.name not in GEOZL_ENCODINGS:
             raise InvalidInputError(
                 f"geozl has no codes for {frame.encoding.name} samples; it takes "
