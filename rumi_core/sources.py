@@ -149,7 +149,7 @@ class LocalFileSource(_SourceBase):
                 length = min(length, max(0, end - offset))
             try:
                 data = os.pread(fd, length, offset)
-                if 0 < len(data) < length:  # a short read before the end of the file: ask for the rest
+                if 0 < len(data) < length:  # a short read: ask for the rest, up to the end of the file
                     chunks = [data]
                     got = len(data)
                     while got < length:

@@ -249,8 +249,9 @@ class StackCodec(FrameCodec):
         64 x 64 uint16 under ``planar>zigzag>transpose>entropy`` took 82 ms
         through the CCtx on one thread and 88 ms on two, 62 ms through geozl
         on one and 48 ms on two (this project's 2-core machine). geozl's zstd
-        back end runs at its own level, not :data:`~rumi_core.codecs._chain.ZSTD_LEVEL`, so chains that
-        end in zstd stay with the CCtx.
+        back end runs at its own level, not
+        :data:`~rumi_core.codecs._chain.ZSTD_LEVEL`, so chains that end in zstd
+        stay with the CCtx.
         """
         if self.nodata is not None or len(self.planes) != 1:
             return None
