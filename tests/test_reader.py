@@ -7,6 +7,7 @@ import os
 import sys
 import time
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -450,3 +451,22 @@ def test_a_blob_given_as_bytes_is_parsed_once_while_the_kept_blobs_fit_their_fra
     parsed.clear()
     read_both_twice()
     assert parsed == [blob, other, blob]  # the 72-frame blob is never kept
+
+
+def test_reads_from_several_caller_threads_share_the_helpers_and_each_get_their_window(
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, blob_bytes, data = cube_file
+    monkeypatch.setattr(reader, "PARALLEL_FRAME_BYTES", 1)  # these small frames on several threads
+    windows = [((r, r + 37), (c, c + 53)) for r in (0, 30, 63) for c in (0, 41, 77)]
+
+    def reads(k: int) -> bool:
+        ok = True
+        for i in range(12):
+            (r0, r1), (c0, c1) = windows[(k + i) % len(windows)]
+            got = rumi_core.read(path, blob_bytes, window=((r0, r1), (c0, c1)), threads=3)
+            ok &= np.array_equal(got, data[:, :, r0:r1, c0:c1])
+        return ok
+
+    with ThreadPoolExecutor(4) as callers:
+        assert all(callers.map(reads, range(4)))
