@@ -102,6 +102,10 @@ os.register_at_fork(after_in_child=_forget_helpers)
 _END: Final = object()
 
 
+def _nothing() -> None:
+    """The task of a skipped job."""
+
+
 def run_together(work: Callable[[T], None], items: Iterable[T], workers: int) -> None:
     """Call ``work(item)`` for every item, on the calling thread and ``workers - 1`` helper threads.
 
@@ -145,6 +149,10 @@ def run_together(work: Callable[[T], None], items: Iterable[T], workers: int) ->
         for job in jobs:
             with job.state:
                 job.skipped = not job.started
+                if job.skipped:
+                    # The queue keeps the job until a helper takes it: it must
+                    # not keep this call's items and results alive that long.
+                    job.task = _nothing
             if not job.skipped:
                 job.done.acquire()
                 if job.error is not None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -103,3 +105,40 @@ def test_a_forked_child_starts_its_own_helpers() -> None:
     child.join(60)
     # Without helpers of its own the child's caller would do every item alone.
     assert child.exitcode == 0 and len(out.get()) == 2
+
+
+def test_a_skipped_helper_keeps_nothing_of_the_call_alive() -> None:
+    helpers = max(1, threads._HELPERS.count)
+    busy, release = threading.Semaphore(0), threading.Event()
+
+    def hold(_: int) -> None:
+        if threading.current_thread().name.startswith("rumi-read-"):
+            busy.release()
+            release.wait(30)
+        else:
+            time.sleep(0.5)
+
+    other = threading.Thread(target=run_together, args=(hold, range(helpers + 1), helpers + 1))
+    other.start()
+    try:
+        for _ in range(helpers):
+            assert busy.acquire(timeout=30)
+
+        class Result:
+            pass
+
+        def call() -> weakref.ref[Result]:
+            result = Result()
+
+            def work(_: int) -> None:
+                assert result is not None  # what a read's work holds: its output array
+
+            run_together(work, range(3), 2)  # its helper's job stays queued behind the busy helpers
+            return weakref.ref(result)
+
+        alive = call()
+        gc.collect()
+        assert alive() is None
+    finally:
+        release.set()
+        other.join(30)
