@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import threading
 import time
 import weakref
+from typing import TYPE_CHECKING
 
 import pytest
 
 from rumi_core import threads
 from rumi_core.threads import run_together
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 
 def test_every_item_is_worked_once_on_the_caller_and_the_helpers() -> None:
@@ -55,34 +60,38 @@ def test_the_first_error_is_raised_and_no_item_is_taken_after_it(failing: str) -
     assert len(taken) < 12
 
 
-def test_a_helper_busy_with_another_callers_work_is_skipped_not_waited_for() -> None:
+@contextlib.contextmanager
+def every_helper_busy(seconds: float = 30) -> Iterator[None]:
+    """Keep every helper thread busy with another caller's work until the block ends, or ``seconds`` pass."""
     helpers = max(1, threads._HELPERS.count)
     busy, release = threading.Semaphore(0), threading.Event()
 
     def hold(_: int) -> None:
         if threading.current_thread().name.startswith("rumi-read-"):
             busy.release()
-            release.wait(30)
+            release.wait(seconds)
         else:  # the other caller leaves every item but its first to the helpers
             time.sleep(0.5)
 
-    # Another caller keeps every helper busy until released.
     other = threading.Thread(target=run_together, args=(hold, range(helpers + 1), helpers + 1))
     other.start()
-    safety = threading.Timer(5, release.set)  # were this caller to wait for a helper
-    safety.start()
     try:
         for _ in range(helpers):
             assert busy.acquire(timeout=30)
-        done: list[int] = []
-        t0 = time.monotonic()
-        run_together(done.append, range(10), 2)
-        assert done == list(range(10)) and time.monotonic() - t0 < 4
+        yield
     finally:
         release.set()
-        safety.cancel()
         other.join(30)
     assert not other.is_alive()
+
+
+def test_a_helper_busy_with_another_callers_work_is_skipped_not_waited_for() -> None:
+    done: list[int] = []
+    with every_helper_busy(seconds=5):  # were this caller to wait for a helper, 5 s
+        t0 = time.monotonic()
+        run_together(done.append, range(10), 2)
+        elapsed = time.monotonic() - t0
+    assert done == list(range(10)) and elapsed < 4
 
 
 def _in_forked_child(out: multiprocessing.SimpleQueue[set[str]]) -> None:
@@ -108,37 +117,19 @@ def test_a_forked_child_starts_its_own_helpers() -> None:
 
 
 def test_a_skipped_helper_keeps_nothing_of_the_call_alive() -> None:
-    helpers = max(1, threads._HELPERS.count)
-    busy, release = threading.Semaphore(0), threading.Event()
+    class Result:
+        pass
 
-    def hold(_: int) -> None:
-        if threading.current_thread().name.startswith("rumi-read-"):
-            busy.release()
-            release.wait(30)
-        else:
-            time.sleep(0.5)
+    def call() -> weakref.ref[Result]:
+        result = Result()
 
-    other = threading.Thread(target=run_together, args=(hold, range(helpers + 1), helpers + 1))
-    other.start()
-    try:
-        for _ in range(helpers):
-            assert busy.acquire(timeout=30)
+        def work(_: int) -> None:
+            assert result is not None  # what a read's work holds: its output array
 
-        class Result:
-            pass
+        run_together(work, range(3), 2)  # its helper's job stays queued behind the busy helpers
+        return weakref.ref(result)
 
-        def call() -> weakref.ref[Result]:
-            result = Result()
-
-            def work(_: int) -> None:
-                assert result is not None  # what a read's work holds: its output array
-
-            run_together(work, range(3), 2)  # its helper's job stays queued behind the busy helpers
-            return weakref.ref(result)
-
+    with every_helper_busy():
         alive = call()
         gc.collect()
         assert alive() is None
-    finally:
-        release.set()
-        other.join(30)
