@@ -9,10 +9,12 @@ mistaken for an input.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import logging
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -20,6 +22,7 @@ import click
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import RASTER_SUFFIXES, is_url
+from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import probe_directory
 
@@ -299,6 +302,21 @@ def _search_stac_api(
         raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
 
 
+def _new_log() -> str:
+    """A new, empty file for Beam's output of one run, in the system's temporary folder."""
+    fd, path = tempfile.mkstemp(prefix="rumi-convert-", suffix=".log")
+    os.close(fd)
+    return path
+
+
+def _kept(log: str) -> bool:
+    """Whether Beam wrote anything to ``log``; an empty one is removed."""
+    if os.path.getsize(log):
+        return True
+    os.unlink(log)
+    return False
+
+
 def _run_and_report(
     paths: list[str],
     options: ConvertOptions,
@@ -319,14 +337,23 @@ def _run_and_report(
         from pipelines.transforms.publish import incremental_catalog_publisher
 
         publish = (manifest_publisher, incremental_catalog_publisher) if options.write_catalog else (manifest_publisher,)
+    # Beam's own output (worker start and stop, a failed step's traceback per
+    # attempt) goes to a file unless -vv asks for everything here. The file is
+    # kept, and named, only when the run fails.
+    log = None if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else _new_log()
     try:
-        summary = run(paths, options, beam_args, runner=runner, progress=sys.stderr if show else None, publish=publish)
+        with contextlib.ExitStack() as stack:
+            stream = sys.stderr if log is None else stack.enter_context(worker_output_to(log))
+            summary = run(paths, options, beam_args, runner=runner, progress=stream if show else None, publish=publish)
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
         logger.debug("the conversion failed", exc_info=True)
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         last = (lines[-1] if lines else type(err).__name__)[:500]
-        raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details)") from err
+        kept = f"; Beam's output is in {log}" if log is not None and _kept(log) else ""
+        raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details{kept})") from err
+    if log is not None:
+        os.unlink(log)
     click.echo(summary.table())
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")

@@ -14,8 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import shutil
 import sys
 import time
@@ -29,29 +27,15 @@ import rumi_core
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
+from pipelines.worker_output import worker_output_to
 from rumi_core.testing import CountingSource
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    import os
 
     from rumi_core.sources import ByteSource
 
 DATES = ["2024-04-02", "2024-04-17", "2024-05-02", "2024-05-22", "2024-06-11", "2024-07-01"]
-
-
-@contextlib.contextmanager
-def _stderr_to(path: Path) -> Iterator[None]:
-    """Send this process's and its children's stderr to ``path`` for the duration."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "ab") as f:
-        os.dup2(f.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
 
 
 class CountingStorage(catalog.Storage):
@@ -107,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"convert  rumi convert {scenes} --out {cubes} --tile-size 512  (one worker thread per core)")
     options = ConvertOptions(out=str(cubes), tile_size=512)
     log = args.out / "workers.log"
-    with _stderr_to(log):  # Beam's warnings (and, on worker processes, every start and stop) go to stderr
+    with worker_output_to(log):  # Beam's warnings (and, on worker processes, every start and stop)
         summary = run([str(scenes)], options, progress=sys.stdout)
     if log.stat().st_size:
         print(f"         worker logs in {log}")
