@@ -309,8 +309,8 @@ def _new_log() -> str:
     return path
 
 
-def _kept(log: str) -> bool:
-    """Whether Beam wrote anything to ``log``; an empty one is removed."""
+def _keep_if_written(log: str) -> bool:
+    """Whether Beam wrote anything to ``log``; removes it if not."""
     if os.path.getsize(log):
         return True
     os.unlink(log)
@@ -350,7 +350,7 @@ def _run_and_report(
         logger.debug("the conversion failed", exc_info=True)
         lines = [line.strip() for line in str(err).splitlines() if line.strip()]
         last = (lines[-1] if lines else type(err).__name__)[:500]
-        kept = f"; Beam's output is in {log}" if log is not None and _kept(log) else ""
+        kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
         raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details{kept})") from err
     if log is not None:
         os.unlink(log)

@@ -15,7 +15,8 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    fetched by the thread that decodes it;
 5. decodes each frame as an independent OpenZL frame, on the calling thread
    and ``threads - 1`` helper threads that take frames in turn
-   (:func:`~rumi_core.threads.run_together`; OpenZL releases the GIL), unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
+   (:func:`~rumi_core.threads.run_together`; OpenZL releases the GIL),
+   unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
    straight into the output where the whole frame is one contiguous part of
    it (:func:`~rumi_core.selection.frame_target`, every frame of a window of
    whole tile columns), else into a new array whose requested samples are
@@ -277,11 +278,11 @@ def decode_checked(
     layout: Layout,
     index: int,
     *,
+    decoded_bytes: int,
     where: str | Callable[[], str],
     offset: int,
     verify: bool = True,
     place: Callable[[], NDArray[np.uint8] | None] | None = None,
-    decoded_bytes: int | None = None,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
@@ -290,6 +291,7 @@ def decode_checked(
     encodings*: a NumPy bool holding any other byte is not a valid bool).
 
     Args:
+        decoded_bytes: The frame's ``decoded_frame_bytes`` (:meth:`~rumi_core.layout.Layout.frame_extent`).
         where: What the message names first (the source and frame), ending
             without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
@@ -298,8 +300,6 @@ def decode_checked(
             frame that contradicts it (*Resource limits*); it returns a flat,
             writable, 8-byte aligned ``uint8`` array of exactly that size, or
             None for a new one (:func:`~rumi_core.codecs.decode_into_place`).
-        decoded_bytes: The frame's ``decoded_frame_bytes``, when the caller
-            has it already (:meth:`~rumi_core.layout.Layout.frame_extent`).
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
@@ -308,8 +308,7 @@ def decode_checked(
     """
     try:
         data = frame if isinstance(frame, bytes) else bytes(frame)
-        expected = layout.decoded_frame_bytes(index) if decoded_bytes is None else decoded_bytes
-        raw = decode_into_place(data, expected, place, verify=verify)
+        raw = decode_into_place(data, decoded_bytes, place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
         raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err

@@ -40,14 +40,14 @@ def default_threads() -> int:
 class _Job:
     """One helper's share of a :func:`run_together`: the task, whether it started, how it ended."""
 
-    __slots__ = ("done", "error", "skipped", "started", "state", "task")
+    __slots__ = ("claim", "claimed", "done", "error", "task")
 
     def __init__(self, task: Callable[[], None]) -> None:
         self.task = task
-        self.state = threading.Lock()
-        """Held while ``started`` or ``skipped`` is decided, so that exactly one of them becomes true."""
-        self.started = False
-        self.skipped = False
+        self.claim = threading.Lock()
+        """Held while :attr:`claimed` is read and set."""
+        self.claimed = False
+        """Set by whichever comes first: the helper that starts the task, or the caller that skips it."""
         self.done = threading.Lock()
         """Held until the task has returned or raised; the caller waits on it."""
         self.done.acquire()
@@ -75,10 +75,10 @@ class _Helpers:
         jobs = self.jobs
         while True:
             job = jobs.get()
-            with job.state:
-                if job.skipped:
+            with job.claim:
+                if job.claimed:  # skipped by its caller
                     continue
-                job.started = True
+                job.claimed = True
             try:
                 job.task()
             except BaseException as err:  # handed to the caller, which raises it
@@ -147,13 +147,13 @@ def run_together(work: Callable[[T], None], items: Iterable[T], workers: int) ->
     finally:
         errors = []
         for job in jobs:
-            with job.state:
-                job.skipped = not job.started
-                if job.skipped:
+            with job.claim:
+                started, job.claimed = job.claimed, True
+                if not started:
                     # The queue keeps the job until a helper takes it: it must
                     # not keep this call's items and results alive that long.
                     job.task = _nothing
-            if not job.skipped:
+            if started:
                 job.done.acquire()
                 if job.error is not None:
                     errors.append(job.error)

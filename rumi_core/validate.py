@@ -43,7 +43,8 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
     offsets = head.offsets
 
     def check(index: int, frame: bytes) -> None:
-        decode_checked(frame, layout, index, where=f"frame {index}", offset=int(offsets[index]))
+        expected = layout.decoded_frame_bytes(index)
+        decode_checked(frame, layout, index, decoded_bytes=expected, where=f"frame {index}", offset=int(offsets[index]))
 
     index = 0
     n = layout.frame_count
