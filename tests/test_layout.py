@@ -175,8 +175,10 @@ def test_frame_shape_and_decoded_bytes(lay: Layout) -> None:
     sizes = {"b": lay.samples_per_pixel, "t": lay.time_count}
     largest = 0
     for idx in range(lay.frame_count):
-        row, col, _, _ = lay.frame_location(idx)
+        row, col, band, time = lay.frame_location(idx)
+        assert lay.frame_index(row, col, band or 0, time or 0) == idx
         y0, y1, x0, x1 = lay.tile_bounds(row, col)
+        assert lay.frame_extent(idx) == (band, time, y0, y1, x0, x1, lay.decoded_frame_bytes(idx))
         shape = lay.frame_shape(idx)
         axes = lay.frame_axes
         assert len(shape) == len(axes)

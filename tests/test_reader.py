@@ -21,7 +21,7 @@ from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionE
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
 from rumi_core.layout import Layout
 from rumi_core.reader import plan_requests, resolve_header
-from rumi_core.selection import frame_target, output_positions, resolve_selection
+from rumi_core.selection import OutputPlan, resolve_selection
 from rumi_core.sources import is_local
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
@@ -163,16 +163,20 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
 
     def targets(bands: list[int], times: list[int], rows: tuple[int, int], cols: tuple[int, int]) -> list[bool]:
         sel = resolve_selection(layout, bands=bands, times=times, window=(rows, cols))
-        out = np.empty((len(sel.times), len(sel.bands), rows[1] - rows[0], cols[1] - cols[0]), np.uint16)
-        band_pos, time_pos, _ = output_positions(layout, sel)
+        plan = OutputPlan(layout, sel)
+        out = np.zeros(plan.shape, np.uint16)
         found = []
         for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
-            target = frame_target(out, layout.frame_extent(f), sel, band_pos, time_pos)
-            found.append(target is not None)
-            if target is not None:
+            decoded_bytes, at = plan.frame_place(f)
+            assert decoded_bytes == layout.decoded_frame_bytes(f)
+            found.append(at >= 0)
+            if at >= 0:
+                # The frame's bytes, written there, are its tile at its band, time and rows.
                 row, _, band, time = layout.frame_location(f)
-                assert target.shape == (8, 8) and np.shares_memory(target, out) and target.flags.c_contiguous
-                assert target.ctypes.data == out[time_pos[time][0], band_pos[band][0], row * 8 - rows[0]].ctypes.data
+                out.reshape(-1).view(np.uint8)[at : at + decoded_bytes] = 0xFF
+                placed = out[plan.time_pos.get(time, ())[0], plan.band_pos.get(band, ())[0], row * 8 - rows[0] : row * 8 - rows[0] + 8]
+                assert (placed == 0xFFFF).all() and np.count_nonzero(out) == placed.size
+                out[:] = 0
         return found
 
     # A column of whole tiles exactly as wide as the window: every frame in place.
@@ -186,11 +190,8 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
     small = HeaderBlob.from_bytes(
         rumi_core.write(tmp_path / "s.rumi", np.zeros((2, 3, 3), np.uint8), bands=["a", "b"], times=["2021-01-01"], tile_size=3)
     ).layout
-    sel = resolve_selection(small, window=((0, 3), (0, 3)))
-    out = np.empty((1, 2, 3, 3), np.uint8)
-    band_pos, time_pos, _ = output_positions(small, sel)
-    placed = [frame_target(out, small.frame_extent(f), sel, band_pos, time_pos) is not None for f in (0, 1)]
-    assert placed == [out.ctypes.data % 8 == 0, False]
+    plan = OutputPlan(small, resolve_selection(small, window=((0, 3), (0, 3))))
+    assert [plan.frame_place(f)[1] for f in (0, 1)] == [0, -1]
 
 
 class _LocalCountingSource(CountingSource):
