@@ -91,7 +91,8 @@ def resolve_header(
     return blob
 
 
-_PARSED_BLOBS: OrderedDict[tuple[bytes, Limits], HeaderBlob] = OrderedDict()
+_PARSED_BLOBS: OrderedDict[bytes, tuple[Limits, HeaderBlob]] = OrderedDict()
+"""Each kept blob's bytes, and the limits it was parsed and checked with."""
 _PARSED_BLOBS_LOCK = threading.Lock()
 _PARSED_BLOBS_KEPT = 16
 """Blobs kept parsed, the least recently read dropped first."""
@@ -113,18 +114,20 @@ def _parsed_blob(data: bytes, limits: Limits) -> HeaderBlob:
     where decoding has evicted it from the CPU caches (3 % of the read), and
     for a blob of 1.75 million frames 22 ms to parse plus 6 ms to build its
     offsets, whatever the window. A parsed blob is immutable, so sharing it
-    between reads and threads changes nothing they return.
+    between reads and threads changes nothing they return. Kept by its bytes
+    alone, whose hash Python computes once per bytes object, not with the
+    limits as part of the key: hashing a ``Limits`` runs Python code.
     """
-    key = (data, limits)
     with _PARSED_BLOBS_LOCK:
-        blob = _PARSED_BLOBS.get(key)
-        if blob is not None:
-            _PARSED_BLOBS.move_to_end(key)
-            return blob
+        kept = _PARSED_BLOBS.get(data)
+        if kept is not None and (kept[0] is limits or kept[0] == limits):
+            _PARSED_BLOBS.move_to_end(data)
+            return kept[1]
     blob = HeaderBlob.from_bytes(data, limits=limits)
     if blob.layout.frame_count <= _PARSED_BLOB_FRAMES:
         with _PARSED_BLOBS_LOCK:
-            _PARSED_BLOBS[key] = blob
+            _PARSED_BLOBS[data] = (limits, blob)
+            _PARSED_BLOBS.move_to_end(data)
             while len(_PARSED_BLOBS) > _PARSED_BLOBS_KEPT or _kept_frames() > _PARSED_BLOB_FRAMES:
                 _PARSED_BLOBS.popitem(last=False)
     return blob
@@ -132,7 +135,7 @@ def _parsed_blob(data: bytes, limits: Limits) -> HeaderBlob:
 
 def _kept_frames() -> int:
     """Frames the kept blobs describe in all; called with the lock held."""
-    return sum(blob.layout.frame_count for blob in _PARSED_BLOBS.values())
+    return sum(blob.layout.frame_count for _, blob in _PARSED_BLOBS.values())
 
 
 class FrameRequest(NamedTuple):
@@ -390,10 +393,12 @@ def read_selection(
     # Every frame adds at least one sample to the output, so this loop and
     # the ones below are bounded by the output checked above.
     frames = layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols)
-    starts, lengths = (a.tolist() for a in blob.frame_ranges(frames))
-    where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True))
+    starts_array, lengths_array = blob.frame_ranges(frames)
+    starts, lengths = starts_array.tolist(), lengths_array.tolist()
     workers = _workers(layout, len(frames), threads)
     runs = _requests(frames, starts, lengths, limits.max_merged_request, local=is_local(source), workers=workers)
+    # Where each frame lies, for requests of several frames; a request of one frame is its frame.
+    where = dict(zip(frames, zip(starts, lengths, strict=True), strict=True)) if len(runs) < len(frames) else {}
     # What this read allocates (output, requests, each thread's frame and its
     # decoding scratch), kept mapped for the next read (rumi_core.heap).
     keep_heap_slack(out_bytes + max(run.length for run in runs) * workers + workers * _SCRATCH_FRAMES * layout.max_decoded_frame_bytes)
@@ -432,7 +437,7 @@ def read_selection(
 
     def decode(f: int, run: FrameRequest, data: bytes) -> None:
         """Decode frame ``f`` from ``data``, the bytes of ``run``."""
-        offset, n = where[f]
+        offset, n = where[f] if len(run[2]) > 1 else run[:2]
         if n != len(data):  # one frame of a merged request
             data = data[offset - run[0] : offset - run[0] + n]
         # A frame that fills its place in the output is decoded there; any

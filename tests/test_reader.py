@@ -454,6 +454,19 @@ def test_a_blob_given_as_bytes_is_parsed_once_while_the_kept_blobs_fit_their_fra
     assert parsed == [blob, other, blob]  # the 72-frame blob is never kept
 
 
+def test_a_kept_blob_read_with_other_limits_is_checked_against_them(
+    cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, blob, data = cube_file
+    monkeypatch.setattr(reader, "_PARSED_BLOBS", OrderedDict())
+    np.testing.assert_array_equal(rumi_core.read(path, blob, window=((0, 10), (0, 10))), data[:, :, :10, :10])  # kept
+    with pytest.raises(ResourceLimitError, match="max_frames"):
+        rumi_core.read(path, blob, window=((0, 10), (0, 10)), limits=Limits(max_frames=71))  # the cube has 72
+    roomy = Limits(max_frames=72)
+    np.testing.assert_array_equal(rumi_core.read(path, blob, window=((0, 10), (0, 10)), limits=roomy), data[:, :, :10, :10])
+    assert [kept_limits for kept_limits, _ in reader._PARSED_BLOBS.values()] == [roomy]
+
+
 def test_reads_from_several_caller_threads_share_the_helpers_and_each_get_their_window(
     cube_file: tuple[Path, bytes, np.ndarray], monkeypatch: pytest.MonkeyPatch
 ) -> None:
