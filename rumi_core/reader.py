@@ -353,10 +353,12 @@ def _checked_size(source: ByteSource, blob: HeaderBlob, sel: ReadSelection) -> i
     """The file's size if known before any frame is read, with the blob checked against it (:func:`_check_file_holds`)."""
     size = known_size(source)
     _check_file_holds(source, blob, size)
+    if size is not None:
+        return size
     layout = blob.layout
     tile_rows, tile_cols = layout.tile_span(sel.rows, sel.cols)
     per_location = len(sel.bands) * len(sel.times) if layout.unit.holds == "tile" else 1
-    if size is None and len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
+    if len(tile_rows) * len(tile_cols) * per_location > _LARGE_SELECTION:
         # A remote source learns its size from its first answer; before
         # looping over this many frames, ask for it (one request) so that a
         # blob claiming more frames than the file holds is refused first.

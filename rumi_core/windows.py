@@ -37,7 +37,7 @@ def window_ranges(window: Any) -> WindowRanges:
         window = window.toranges()
     try:
         (r0, r1), (c0, c1) = window
-        r0, r1, c0, c1 = (operator.index(v) for v in (r0, r1, c0, c1))
+        r0, r1, c0, c1 = operator.index(r0), operator.index(r1), operator.index(c0), operator.index(c1)
     except (TypeError, ValueError) as err:
         raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {window!r}") from err
     return (r0, r1), (c0, c1)
