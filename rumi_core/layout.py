@@ -184,8 +184,7 @@ class Layout:
 
     def frame_shape(self, index: int) -> tuple[int, ...]:
         """Decoded shape of frame ``index``, in the order of :attr:`frame_axes`."""
-        row, col, _, _ = self.frame_location(index)
-        y0, y1, x0, x1 = self.tile_bounds(row, col)
+        _, _, y0, y1, x0, x1, _ = self.frame_extent(index)
         sizes = {"b": self.samples_per_pixel, "t": self.time_count, "h": y1 - y0, "w": x1 - x0}
         return tuple(sizes[a] for a in self.frame_axes)
 
