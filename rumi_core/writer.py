@@ -159,8 +159,7 @@ def frame_samples(data: Any, layout: Layout, index: int, *, crop: tuple[slice, s
     1), reads only that part of it: a sample for a codec choice
     (:func:`rumi_core.compression.sampling.crop_windows`).
     """
-    row, col, band, time = layout.frame_location(index)
-    y0, y1, x0, x1 = layout.tile_bounds(row, col)
+    band, time, y0, y1, x0, x1, _ = layout.frame_extent(index)
     if crop is not None:
         rows, cols = crop
         y0, y1, x0, x1 = y0 + rows.start, y0 + rows.stop, x0 + cols.start, x0 + cols.stop

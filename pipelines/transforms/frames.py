@@ -369,8 +369,8 @@ def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
 
 def _run_region(layout: Layout, frames: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]]:
     """The cube rows and columns the tiles of ``frames`` span, as ``((y0, y1), (x0, x1))``."""
-    bounds = [layout.tile_bounds(*layout.frame_location(index)[:2]) for index in frames]
-    return (min(b[0] for b in bounds), max(b[1] for b in bounds)), (min(b[2] for b in bounds), max(b[3] for b in bounds))
+    extents = [layout.frame_extent(index) for index in frames]
+    return (min(e.y0 for e in extents), max(e.y1 for e in extents)), (min(e.x0 for e in extents), max(e.x1 for e in extents))
 
 
 def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Iterator[tuple[str, tuple[int, ...]]]:
