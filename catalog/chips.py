@@ -338,7 +338,7 @@ class _ProcessState:
         out = np.empty((len(sel.times), len(sel.bands), size, size), dtype=lay.encoding.dtype)
         band_pos, time_pos, subset = output_positions(lay, sel)
         for f, frame in frames.items():
-            place_frame(out, frame, f, lay, sel, band_pos, time_pos, subset)
+            place_frame(out, frame, lay.frame_extent(f), lay, sel, band_pos, time_pos, subset)
         grid = cube.grid
         secs = cube.times.seconds
         step = 2 if cube.times.time_type == INTERVAL else 1

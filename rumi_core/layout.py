@@ -184,7 +184,11 @@ class Layout:
 
     def frame_shape(self, index: int) -> tuple[int, ...]:
         """Decoded shape of frame ``index``, in the order of :attr:`frame_axes`."""
-        _, _, y0, y1, x0, x1, _ = self.frame_extent(index)
+        return self.extent_shape(self.frame_extent(index))
+
+    def extent_shape(self, extent: FrameExtent) -> tuple[int, ...]:
+        """Decoded shape of the frame of ``extent`` (:meth:`frame_extent`), in the order of :attr:`frame_axes`."""
+        _, _, y0, y1, x0, x1, _ = extent
         sizes = {"b": self.samples_per_pixel, "t": self.time_count, "h": y1 - y0, "w": x1 - x0}
         return tuple(sizes[a] for a in self.frame_axes)
 

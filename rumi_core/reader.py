@@ -444,21 +444,20 @@ def read_selection(
             data = data[offset - run[0] : offset - run[0] + n]
         # A frame that fills its place in the output is decoded there; any
         # other is decoded to a new array and its selected samples copied.
-        nbytes, at = plan.frame_place(f)
-        end = at + nbytes
+        extent, at = plan.frame_place(f)
+        end = at + extent.decoded_bytes
         raw = decode_checked(
             data,
             layout,
             f,
-            decoded_bytes=nbytes,
+            decoded_bytes=extent.decoded_bytes,
             where=lambda: f"{source.name}: {describe_frame(layout, f)}",
             offset=offset,
             verify=verify,
             place=None if at < 0 else lambda: output()[1][at:end],
         )
         if at < 0:
-            samples = raw.view(dtype).reshape(layout.frame_shape(f))
-            place_frame(output()[0], samples, f, layout, sel, plan.band_pos, plan.time_pos, plan.subset)
+            place_frame(output()[0], raw.view(dtype), extent, layout, sel, plan.band_pos, plan.time_pos, plan.subset)
         if progress is not None:
             progress(1)
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from numpy.typing import NDArray
 
-    from rumi_core.layout import Layout
+    from rumi_core.layout import FrameExtent, Layout
 
 __all__ = ["EveryPosition", "OutputPlan", "Positions", "ReadSelection", "output_positions", "place_frame", "resolve_selection"]
 
@@ -155,28 +155,33 @@ def output_positions(layout: Layout, sel: ReadSelection) -> tuple[Positions, Pos
 def place_frame(
     out: NDArray[Any],
     frame: NDArray[Any],
-    index: int,
+    extent: FrameExtent,
     layout: Layout,
     sel: ReadSelection,
     band_pos: Positions,
     time_pos: Positions,
     subset: bool,
 ) -> None:
-    """Copy the selected samples of one decoded frame into ``out`` (T', B', h, w)."""
-    band, time, y0, y1, x0, x1, _ = layout.frame_extent(index)
+    """Copy the selected samples of one decoded frame into ``out`` (T', B', h, w).
+
+    ``frame`` holds the frame's samples, flat or shaped as
+    :meth:`Layout.frame_shape`; ``extent`` is the frame's
+    :meth:`Layout.frame_extent`, which a read has already computed.
+    """
+    band, time, y0, y1, x0, x1, _ = extent
     (r0, r1), (c0, c1) = sel.rows, sel.cols
     ys, ye = max(y0, r0), min(y1, r1)
     xs, xe = max(x0, c0), min(x1, c1)
     src_y, src_x = slice(ys - y0, ye - y0), slice(xs - x0, xe - x0)
     dst_y, dst_x = slice(ys - r0, ye - r0), slice(xs - c0, xe - c0)
     if band is not None and time is not None:
-        tile = frame[src_y, src_x]
+        tile = frame.reshape(y1 - y0, x1 - x0)[src_y, src_x]  # a tile frame's axes are (h, w)
         for ti in time_pos.get(time, ()):
             for bi in band_pos.get(band, ()):
                 out[ti, bi, dst_y, dst_x] = tile
         return
     axes = layout.frame_axes
-    cell = frame
+    cell = frame.reshape(layout.extent_shape(extent))
     for a in ("t", "b"):
         if a not in axes:
             cell = cell[np.newaxis]
@@ -210,8 +215,8 @@ class OutputPlan:
         self._band_bytes = (r1 - r0) * self._row_bytes
         self._time_bytes = len(sel.bands) * self._band_bytes
 
-    def frame_place(self, index: int) -> tuple[int, int]:
-        """Frame ``index``'s ``decoded_frame_bytes``, and the byte of the output where it may be decoded whole (-1 where not).
+    def frame_place(self, index: int) -> tuple[FrameExtent, int]:
+        """Frame ``index``'s :meth:`Layout.frame_extent`, and the byte of the output where it may be decoded whole (-1 where not).
 
         From that byte on, the output's next ``decoded_frame_bytes`` bytes are
         exactly the frame's samples. That is a tile frame (one band, one time step) selected once, whose
@@ -222,12 +227,13 @@ class OutputPlan:
         spares a copy of the frame; a one-tile window of tile frames is made
         only of such frames. Every other frame goes through :func:`place_frame`.
         """
-        band, time, y0, y1, x0, x1, decoded_bytes = self._layout.frame_extent(index)
+        extent = self._layout.frame_extent(index)
+        band, time, y0, y1, x0, x1, _ = extent
         if band is None or time is None:
-            return decoded_bytes, -1  # a cell frame's (t, b) axes are picked from and reordered
+            return extent, -1  # a cell frame's (t, b) axes are picked from and reordered
         (r0, r1), (c0, c1) = self.rows, self.cols
         bands, times = self.band_pos.get(band, ()), self.time_pos.get(time, ())
         if x0 != c0 or x1 != c1 or y0 < r0 or y1 > r1 or len(bands) != 1 or len(times) != 1:
-            return decoded_bytes, -1
+            return extent, -1
         at = times[0] * self._time_bytes + bands[0] * self._band_bytes + (y0 - r0) * self._row_bytes
-        return decoded_bytes, -1 if at % 8 else at
+        return extent, -1 if at % 8 else at

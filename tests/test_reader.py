@@ -167,8 +167,9 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
         out = np.zeros(plan.shape, np.uint16)
         found = []
         for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
-            decoded_bytes, at = plan.frame_place(f)
-            assert decoded_bytes == layout.decoded_frame_bytes(f)
+            extent, at = plan.frame_place(f)
+            assert extent == layout.frame_extent(f)
+            decoded_bytes = extent.decoded_bytes
             found.append(at >= 0)
             if at >= 0:
                 # The frame's bytes, written there, are its tile at its band, time and rows.
