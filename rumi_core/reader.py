@@ -384,10 +384,9 @@ def read_selection(
     """
     layout = blob.layout
     dtype = layout.encoding.dtype
-    (r0, r1), (c0, c1) = sel.rows, sel.cols
-    out_bytes = len(sel.times) * len(sel.bands) * (r1 - r0) * (c1 - c0) * dtype.itemsize
+    plan = OutputPlan(layout, sel)
+    out_bytes = plan.nbytes
     limits.check("max_output_bytes", out_bytes, "the read's output array")
-    plan = OutputPlan(layout, sel)  # as many positions as the output has bands and times
     # The largest frame the layout can hold, an upper bound of every frame
     # this read decodes, known without visiting them.
     limits.check("max_frame_bytes", layout.max_decoded_frame_bytes, "a decoded frame")

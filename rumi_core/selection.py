@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import FrameExtent, Layout
 
-__all__ = ["EveryPosition", "OutputPlan", "Positions", "ReadSelection", "output_positions", "place_frame", "resolve_selection"]
+__all__ = ["OutputPlan", "Positions", "RangePositions", "ReadSelection", "output_positions", "place_frame", "resolve_selection"]
 
 
 @dataclass(frozen=True)
@@ -110,28 +110,29 @@ class Positions(Protocol):
         ...
 
 
-class EveryPosition:
-    """The positions of an axis read whole, in order: value ``v`` lands at ``v``.
+class RangePositions:
+    """The positions of values selected as a ``range``: value ``v`` lands at ``values.index(v)``.
 
-    A blob may declare 2**32 - 1 time steps, and a read of all of them is
+    An axis read whole is ``range(total)`` (:func:`resolve_selection`). A
+    blob may declare 2**32 - 1 time steps, and a read of all of them is
     refused only once a frame is checked (the output's size alone may pass
-    ``max_output_bytes`` when the window is small); positions looked up by
-    arithmetic cost nothing before that.
+    ``max_output_bytes`` when the window is small); positions looked up in
+    the range, not listed, cost nothing before that.
     """
 
-    __slots__ = ("count",)
+    __slots__ = ("values",)
 
-    def __init__(self, count: int) -> None:
-        self.count = count
+    def __init__(self, values: range) -> None:
+        self.values = values
 
     def get(self, value: int, default: Sequence[int], /) -> Sequence[int]:
-        """``(value,)`` for a value of the axis, else ``default``."""
-        return (value,) if 0 <= value < self.count else default
+        """``(position,)`` for a value in the range, else ``default``."""
+        return (self.values.index(value),) if value in self.values else default
 
 
-def _axis_positions(selected: Sequence[int], total: int) -> Positions:
-    if _is_every(selected, total):
-        return EveryPosition(total)
+def _axis_positions(selected: Sequence[int]) -> Positions:
+    if isinstance(selected, range):
+        return RangePositions(selected)
     positions: dict[int, list[int]] = {}
     for i, value in enumerate(selected):
         positions.setdefault(value, []).append(i)
@@ -147,9 +148,8 @@ def output_positions(layout: Layout, sel: ReadSelection) -> tuple[Positions, Pos
         is a subset or reordering of the file's bands and times (then cell
         frames, which hold all of them, are picked from).
     """
-    band_pos = _axis_positions(sel.bands, layout.samples_per_pixel)
-    time_pos = _axis_positions(sel.times, layout.time_count)
-    return band_pos, time_pos, not (isinstance(band_pos, EveryPosition) and isinstance(time_pos, EveryPosition))
+    subset = not (_is_every(sel.times, layout.time_count) and _is_every(sel.bands, layout.samples_per_pixel))
+    return _axis_positions(sel.bands), _axis_positions(sel.times), subset
 
 
 def place_frame(
@@ -202,9 +202,10 @@ class OutputPlan:
     only once a frame has declared its size).
     """
 
-    __slots__ = ("_band_bytes", "_layout", "_row_bytes", "_time_bytes", "band_pos", "cols", "rows", "shape", "subset", "time_pos")
+    __slots__ = ("_band_bytes", "_layout", "_row_bytes", "_time_bytes", "band_pos", "cols", "nbytes", "rows", "shape", "subset", "time_pos")
 
     def __init__(self, layout: Layout, sel: ReadSelection) -> None:
+        """Cheap whatever the selection: values selected as a range have no list of positions (:class:`RangePositions`)."""
         self._layout = layout
         (r0, r1), (c0, c1) = self.rows, self.cols = sel.rows, sel.cols
         self.shape = (len(sel.times), len(sel.bands), r1 - r0, c1 - c0)
@@ -214,18 +215,21 @@ class OutputPlan:
         self._row_bytes = (c1 - c0) * layout.encoding.dtype.itemsize
         self._band_bytes = (r1 - r0) * self._row_bytes
         self._time_bytes = len(sel.bands) * self._band_bytes
+        self.nbytes = len(sel.times) * self._time_bytes
+        """The output's size in bytes."""
 
     def frame_place(self, index: int) -> tuple[FrameExtent, int]:
         """Frame ``index``'s :meth:`Layout.frame_extent`, and the byte of the output where it may be decoded whole (-1 where not).
 
-        From that byte on, the output's next ``decoded_frame_bytes`` bytes are
-        exactly the frame's samples. That is a tile frame (one band, one time step) selected once, whose
-        tile lies inside the window and is exactly as wide as it (so the
-        tile's rows are contiguous in the output), at a multiple of 8 bytes
-        (OpenZL writes numeric streams at 8-byte aligned addresses, and the
-        output starts at one, as NumPy allocates arrays). Decoding there
-        spares a copy of the frame; a one-tile window of tile frames is made
-        only of such frames. Every other frame goes through :func:`place_frame`.
+        From that byte on, the output's next ``decoded_frame_bytes`` bytes
+        are exactly the frame's samples. That is a tile frame (one band, one
+        time step) selected once, whose tile lies inside the window and is
+        exactly as wide as it (so the tile's rows are contiguous in the
+        output), at a multiple of 8 bytes (OpenZL writes numeric streams at
+        8-byte aligned addresses, and the output starts at one, as NumPy
+        allocates arrays). Decoding there spares a copy of the frame; a
+        one-tile window of tile frames is made only of such frames. Every
+        other frame goes through :func:`place_frame`.
         """
         extent = self._layout.frame_extent(index)
         band, time, y0, y1, x0, x1, _ = extent

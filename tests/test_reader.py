@@ -21,7 +21,7 @@ from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionE
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
 from rumi_core.layout import Layout
 from rumi_core.reader import plan_requests, resolve_header
-from rumi_core.selection import OutputPlan, resolve_selection
+from rumi_core.selection import OutputPlan, RangePositions, output_positions, resolve_selection
 from rumi_core.sources import is_local
 from rumi_core.testing import CountingSource, random_samples, synthetic_scene
 
@@ -453,6 +453,19 @@ def test_a_blob_given_as_bytes_is_parsed_once_while_the_kept_blobs_fit_their_fra
     parsed.clear()
     read_both_twice()
     assert parsed == [blob, other, blob]  # the 72-frame blob is never kept
+
+
+def test_positions_selected_as_a_range_are_looked_up_in_it_not_listed() -> None:
+    positions = RangePositions(range(3, (1 << 32) - 1, 2))  # a dict of these would not fit in memory
+    assert positions.get(7, ()) == (2,)
+    assert positions.get(4, ()) == () and positions.get(1, ()) == () and positions.get(1 << 32, ()) == ()
+    layout = Layout(
+        image_width=8, image_length=8, time_count=(1 << 32) - 1, tile_width=8, tile_length=8, samples_per_pixel=2,
+        encoding=encoding_for_dtype("uint8"), frame_unit=0,
+    )  # fmt: skip
+    every = resolve_selection(layout, window=((0, 1), (0, 1)), limits=Limits(max_output_bytes=1 << 40))
+    band_pos, time_pos, subset = output_positions(layout, every)
+    assert (band_pos.get(1, ()), time_pos.get((1 << 32) - 2, ()), subset) == ((1,), ((1 << 32) - 2,), False)
 
 
 def test_a_kept_blob_read_with_other_limits_is_checked_against_them(
