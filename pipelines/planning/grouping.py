@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.planning.scene import Scene, SourceBand
 
-__all__ = ["Acquisition", "CubeKey", "StackKey", "plan_cubes", "stack_scenes"]
+__all__ = ["Acquisition", "CubeKey", "StackKey", "plan_cubes", "smallest_tile_size", "stack_scenes"]
 
 STAGE = "PlanCubes"
 
@@ -68,6 +68,19 @@ raw pixels in 4-pixel tiles, 1.05x in 8-pixel tiles, 0.75x in 12 and 0.64x in
 per frame as one date. A cube whose image fits in one tile is never refused:
 its frames are as small as the image.
 """
+
+
+def smallest_tile_size(height: int, width: int, samples_per_pixel: int) -> int:
+    """The smallest ``--tile-size`` whose frames hold :data:`MIN_FRAME_SAMPLES` samples, or that makes the image one tile.
+
+    ``samples_per_pixel`` is what one pixel of a frame holds: 1 for a frame
+    of one band and date, more for frame units that group bands or dates. A
+    thin image (3 rows, say) needs tiles far wider than a square one would.
+    """
+    size = 1
+    while size < max(height, width) and min(size, height) * min(size, width) * samples_per_pixel < MIN_FRAME_SAMPLES:
+        size += 1
+    return size
 
 
 @dataclass(frozen=True)
@@ -470,9 +483,11 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
             lay = plan.layout
             per_frame = math.prod(lay.frame_shape(0))  # the top-left tile: a whole tile wherever the image has one
             if lay.tiles_across * lay.tiles_down > 1 and per_frame < MIN_FRAME_SAMPLES:
+                y0, y1, x0, x1 = lay.tile_bounds(0, 0)
+                at_least = smallest_tile_size(lay.image_length, lay.image_width, per_frame // ((y1 - y0) * (x1 - x0)))
                 message = (
                     f"--tile-size {options.tile_size} cuts cube {plan.cube_id} into frames of {per_frame} samples, fewer than "
-                    f"{MIN_FRAME_SAMPLES}: each frame's own bytes would outweigh its pixels; use a larger --tile-size (64 or more)"
+                    f"{MIN_FRAME_SAMPLES}: each frame's own bytes would outweigh its pixels; use --tile-size {at_least} or more"
                 )
                 rejects += [DeadLetter(h, "tile-size", message, STAGE) for h in plan.inputs]
                 continue

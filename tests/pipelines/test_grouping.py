@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pipelines.options import ConvertOptions
-from pipelines.planning.grouping import plan_cubes, stack_scenes
+from pipelines.planning.grouping import MIN_FRAME_SAMPLES, plan_cubes, smallest_tile_size, stack_scenes
 from pipelines.testing import make_scene
 from rumi_core.times import format_seconds, parse_time
 
@@ -195,6 +195,7 @@ def test_tiles_whose_frames_hold_too_few_samples_are_refused_whatever_the_cube_s
     (reject,) = rejects
     assert reject.reason == "tile-size"
     assert "into frames of 225 samples, fewer than 256" in reject.message
+    assert reject.message.endswith("use --tile-size 16 or more")
     plans, rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=16))  # 16 frames of 256 samples
     assert plans and not rejects
     # A cell frame holds every band and date of its tile: 8 x 8 pixels x 4 bands x 10 dates.
@@ -204,6 +205,22 @@ def test_tiles_whose_frames_hold_too_few_samples_are_refused_whatever_the_cube_s
     # One tile holds the whole image: its frames are as small as the image, and nothing is gained by refusing.
     plans, rejects = plan_cubes([make_scene("/tiny_B04.tif", "2023-01-05", shape=(10, 10), bands=("B04",))], opts())
     assert plans and not rejects
+    # A thin image needs wide tiles: 3 rows take tiles of 86 columns to reach 256 samples, which the advice names.
+    thin = [make_scene("/thin_B04.tif", "2023-01-05", shape=(3, 5000), bands=("B04",))]
+    (reject,) = plan_cubes(thin, ConvertOptions(out="out", tile_size=64))[1]
+    assert "frames of 192 samples" in reject.message and reject.message.endswith("use --tile-size 86 or more")
+    plans, rejects = plan_cubes(thin, ConvertOptions(out="out", tile_size=86))
+    assert plans and not rejects
+
+
+@pytest.mark.parametrize(("height", "width", "per_pixel"), [(64, 64, 1), (3, 5000, 1), (5000, 3, 4), (10, 10, 1), (1, 1, 1), (64, 64, 40)])
+def test_the_smallest_tile_size_is_the_first_whose_frames_are_large_enough(height: int, width: int, per_pixel: int) -> None:
+    size = smallest_tile_size(height, width, per_pixel)
+
+    def enough(t: int) -> bool:
+        return t >= max(height, width) or min(t, height) * min(t, width) * per_pixel >= MIN_FRAME_SAMPLES
+
+    assert enough(size) and (size == 1 or not enough(size - 1))
 
 
 def test_a_long_series_of_many_bands_in_256_pixel_tiles_is_planned() -> None:
