@@ -27,7 +27,7 @@ from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time
-from pipelines.rasters import file_size, gdal_env, raster_error_text
+from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -87,8 +87,9 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             geotransform (``no-geotransform``: located by GCPs, RPCs or
             nothing), has no CRS (``missing-crs``) or none with an EPSG code
             (``crs-not-epsg``),
-            holds samples rumi cannot store (``unsupported-dtype``), or has
-            no valid time (``unknown-time``, ``bad-time``).
+            holds samples rumi cannot store (``unsupported-dtype``), has an
+            internal mask but no nodata value for its masked pixels
+            (``masked``), or has no valid time (``unknown-time``, ``bad-time``).
     """
     href = ref.href
     try:
@@ -142,6 +143,16 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 # The product's band table knows the text, radiometry and nodata better than the file.
                 bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
                 nodata = product.nodata
+            if nodata is None and has_internal_mask(ds):
+                # rumi marks invalid pixels only with a nodata value: converting the pixels
+                # alone would make the masked ones valid, so the file names the value first.
+                raise SceneError(
+                    "the file has an internal mask (a per-dataset mask band) and no nodata value, and rumi marks invalid "
+                    "pixels only with nodata; declare the value masked pixels should take "
+                    "(e.g. gdal_edit.py -a_nodata 0) and convert again",
+                    href=href,
+                    reason="masked",
+                )
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
     except RasterioError as err:

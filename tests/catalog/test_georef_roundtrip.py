@@ -35,7 +35,7 @@ TOLERANCE = 1e-9
 """Largest allowed difference, in pixels, between two transforms' coefficients."""
 
 # Reasons a raster cannot become a rumi file at all; every other raster is checked.
-UNSTORABLE = {"no-geotransform", "missing-crs", "crs-not-epsg", "rotated", "unsupported-dtype", "unreadable"}
+UNSTORABLE = {"no-geotransform", "missing-crs", "crs-not-epsg", "rotated", "unsupported-dtype", "masked", "unreadable"}
 
 
 def _close(a: Any, b: Any, pixel: float) -> bool:

@@ -1,0 +1,99 @@
+"""Inputs whose validity is an internal mask: their masked pixels become the cube's nodata, or the input is refused.
+
+GDAL's per-dataset mask (an internal mask, or a ``.msk`` file beside the
+GeoTIFF) marks pixels invalid apart from any nodata value. rumi marks invalid
+pixels only with nodata, so a conversion that read the pixels alone would make
+the masked ones valid.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+import rasterio
+
+import rumi_core
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+from pipelines.rasters import has_internal_mask
+from pipelines.summary import load_jsonl
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TIME = "2024-03-01"
+
+
+def _masked_geotiff(
+    path: Path, *, nodata: float | None, transform: rasterio.Affine, internal: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """A 2-band uint16 GeoTIFF with a per-dataset mask over a disc and a stripe; returns its pixels and mask."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(1, 5000, (2, 96, 80), dtype=np.uint16)  # no pixel equals the nodata value 0
+    rows, cols = np.mgrid[:96, :80]
+    mask = np.where(((rows - 40) ** 2 + (cols - 30) ** 2 < 400) | (cols >= 70), 0, 255).astype(np.uint8)
+    profile: dict[str, Any] = {"driver": "GTiff", "width": 80, "height": 96, "count": 2, "dtype": "uint16", "crs": "EPSG:32633"}
+    profile.update(transform=transform, nodata=nodata)
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=internal), rasterio.open(path, "w", **profile) as dst:
+        dst.write(data)
+        dst.write_mask(mask)
+    return data, mask
+
+
+def _convert(inputs: list[Path], out: Path, **options: Any) -> tuple[np.ndarray | None, list[Any]]:
+    summary = run([str(p) for p in inputs], ConvertOptions(out=str(out), time=TIME, tile_size=32, frame_unit=0, **options))
+    entries = list(load_jsonl(str(out / "manifest.jsonl"))) if (out / "manifest.jsonl").exists() else []
+    if not entries:
+        return None, list(summary.dead_letters)
+    (path,) = out.glob(f"**/{entries[0]['cube_id']}.rumi")
+    pixels = rumi_core.read(str(path))
+    return (pixels[0] if pixels.ndim == 4 else pixels), list(summary.dead_letters)
+
+
+@pytest.mark.parametrize("internal", [True, False], ids=["internal-mask", "msk-sidecar"])
+def test_a_mask_without_nodata_is_refused_naming_the_fix(tmp_path: Path, internal: bool) -> None:
+    source = tmp_path / "scene.tif"
+    _masked_geotiff(source, nodata=None, transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000), internal=internal)
+    with rasterio.open(source) as ds:
+        assert has_internal_mask(ds)
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert pixels is None
+    (letter,) = dead
+    assert letter.reason == "masked" and letter.stage == "ReadSceneMetadata"
+    assert "internal mask" in letter.message and "gdal_edit.py -a_nodata" in letter.message
+
+
+def test_masked_pixels_take_the_nodata_value(tmp_path: Path) -> None:
+    source = tmp_path / "scene.tif"
+    data, mask = _masked_geotiff(source, nodata=0, transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000))
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert not dead and pixels is not None
+    assert np.array_equal(pixels, np.where(mask == 0, 0, data))
+    with rasterio.open(source) as ds:  # what a rasterio user reads: the masked array, filled with nodata
+        assert np.array_equal(pixels, ds.read(masked=True).filled(0))
+
+
+def test_a_masked_scene_warped_onto_the_grid_keeps_its_mask(tmp_path: Path) -> None:
+    """South-up, so --align reproject warps it: the warper writes the source's nodata, not 0, where the mask is 0."""
+    source = tmp_path / "scene.tif"
+    data, mask = _masked_geotiff(source, nodata=65535, transform=rasterio.Affine(10, 0, 300000, 0, 10, 5799040))
+    pixels, dead = _convert([source], tmp_path / "out", align="reproject")
+    assert not dead and pixels is not None
+    assert np.array_equal(pixels, np.where(mask == 0, 65535, data)[:, ::-1])
+
+
+def test_a_mask_that_is_nodata_or_alpha_is_not_an_internal_mask(tmp_path: Path) -> None:
+    """Validity from nodata is the cube's nodata already, and an alpha band is stored as a band: nothing to burn in."""
+    transform = rasterio.Affine(10, 0, 300000, 0, -10, 5800000)
+    profile: dict[str, Any] = {"driver": "GTiff", "width": 16, "height": 16, "dtype": "uint8", "crs": "EPSG:32633", "transform": transform}
+    with rasterio.open(tmp_path / "nodata.tif", "w", count=1, nodata=0, **profile) as dst:
+        dst.write(np.arange(256, dtype=np.uint8).reshape(1, 16, 16))
+    with rasterio.open(tmp_path / "rgba.tif", "w", count=4, photometric="RGB", alpha="YES", **profile) as dst:
+        dst.write(np.full((4, 16, 16), 200, np.uint8))
+    for name in ("nodata.tif", "rgba.tif"):
+        with rasterio.open(tmp_path / name) as ds:
+            assert not has_internal_mask(ds), name
+    pixels, dead = _convert([tmp_path / "rgba.tif"], tmp_path / "out")
+    assert not dead and pixels is not None and pixels.shape == (4, 16, 16)
