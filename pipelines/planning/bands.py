@@ -12,7 +12,10 @@ in this order, from
    cube's single-band band shares a name (:func:`stem_name`: the parts of
    the stem that hold no digit, ``fmask`` for ``LE70350322008118EDC00_fmask.tif``
    on every date), the cube's band takes that name once the scenes are
-   grouped (``pipelines.planning.grouping``).
+   grouped (``pipelines.planning.grouping``). Several such files of one
+   directory, time and raster whose stem names differ are quantities of one
+   scene (Landsat Collection 2's ``QA_PIXEL`` and ``ST_TRAD``): each takes
+   its stem's name before grouping (``grouping.name_quantities``).
 
 Single-band files that differ only by their band token are the bands of one
 acquisition: :func:`stack_id` names that acquisition, and :func:`natural_key`

@@ -7,7 +7,12 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
 1. **Stacking.** Single-band files of one acquisition (same
    :func:`~pipelines.planning.bands.stack_id`, time and raster) become the bands of one
    :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
-   differs from the rest of its stack is a *dtype mismatch*. A file whose
+   differs from the rest of its stack is a *dtype mismatch*. Unnamed
+   single-band files of one directory, time and raster whose stems differ
+   (Landsat Collection 2's ``QA_PIXEL`` and ``ST_TRAD``, or ``ndvi.tif``
+   and ``evi.tif``) are quantities of one scene, not duplicates: each band
+   takes its stem's name, and those of one dtype and nodata stack together
+   (:func:`name_quantities`). A file whose
    transform is not north-up is *rotated*: a dead letter, or with ``--align
    reproject`` warped onto the north-up grid of :func:`~pipelines.planning.lattice.north_up`.
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
@@ -52,7 +57,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.planning.scene import Scene, SourceBand
 
-__all__ = ["Acquisition", "CubeKey", "StackKey", "plan_cubes", "smallest_tile_size", "stack_scenes"]
+__all__ = ["Acquisition", "CubeKey", "StackKey", "name_quantities", "plan_cubes", "smallest_tile_size", "stack_scenes"]
 
 STAGE = "PlanCubes"
 
@@ -163,6 +168,49 @@ def _not_north_up(scene: Scene) -> str:
     )
 
 
+def _is_unnamed(scene: Scene) -> bool:
+    """Whether ``scene`` is a single-band file whose band has only the fallback name (``band 1``)."""
+    if len(scene.bands) != 1 or band_token(scene.href) is not None:
+        return False
+    band = scene.bands[0]
+    return not band.description and band.name == f"band {band.index}"
+
+
+def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
+    """Name the unnamed single-band files that are quantities of one scene, and stack them by dtype and nodata.
+
+    Such a file (no band token, description or STAC name) has the fallback
+    band name ``band 1``, so two of them at one time on one raster would be
+    two acquisitions of one quantity: duplicates. Where they lie in one
+    directory and the names of their stems (:func:`~pipelines.planning.bands.stem_name`)
+    all differ, they are different quantities of one scene instead: Landsat
+    Collection 2 Level-2 keeps ``QA_PIXEL``, ``QA_RADSAT``,
+    ``SR_QA_AEROSOL`` and eight ``ST_*`` layers beside its banded
+    ``SR_B*`` files, each with the product ID before it. Each band then takes
+    its stem's name, and the files of one dtype and nodata share a stack, so
+    they become the bands of one acquisition; a scene's quantities of
+    another dtype or nodata (Landsat's uint8 ``SR_QA_AEROSOL``) make their
+    own, not dtype mismatches. Files whose stems name the same quantity, or
+    none, are left as they are. Scenes come back in input order.
+    """
+    scenes = list(scenes)
+    groups: dict[tuple[str, int, Grid, str], list[int]] = defaultdict(list)
+    for i, scene in enumerate(scenes):
+        if _is_unnamed(scene):
+            directory = scene.href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
+            groups[(directory, scene.time, scene.grid, scene.family or "")].append(i)
+    for (directory, *_), members in groups.items():
+        stems = [stem_name(scenes[i].href) for i in members]
+        named = [stem for stem in stems if stem is not None]
+        if len(members) < 2 or len(set(named)) != len(stems):
+            continue
+        for i, stem in zip(members, named, strict=True):
+            scene = scenes[i]
+            kind = f"{directory}/{{{scene.dtype}, nodata {scene.nodata_key}}}"  # one stack per dtype and nodata
+            scenes[i] = replace(scene, stack=kind, bands=(replace(scene.bands[0], name=stem),))
+    return scenes
+
+
 def stack_scenes(
     scenes: Iterable[Scene], *, align: str = "fail", resampling: str = "nearest"
 ) -> tuple[list[Acquisition], list[DeadLetter]]:
@@ -175,7 +223,7 @@ def stack_scenes(
     """
     rejects: list[DeadLetter] = []
     stacks: dict[StackKey, list[Scene]] = defaultdict(list)
-    for scene in scenes:
+    for scene in name_quantities(scenes):
         warped = not is_north_up(scene.transform)
         if warped and align != "reproject":
             rejects.append(DeadLetter(scene.href, "rotated", _not_north_up(scene), STAGE))

@@ -250,3 +250,44 @@ def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> Non
     assert "previous exception" not in letters[0]["message"] and "IReadBlock" in letters[0]["message"]
     assert not list(out.glob("*.rumi*"))
     assert not os.path.exists(out / ".parts") or not any((out / ".parts").iterdir())
+
+
+def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: Path) -> None:
+    """Two dates of Collection 2 Level-2: SR_B* and ST_B10 by band token, the unnamed QA and ST layers by their names.
+
+    The unnamed layers (uint16 QA_PIXEL with nodata 1, uint16 QA_RADSAT
+    without, uint8 SR_QA_AEROSOL, int16 ST_* with nodata -9999) were each
+    ``band 1``: duplicates of one another and dtype mismatches, all dead letters.
+    """
+    layers: dict[str, tuple[str, float | None]] = {f"SR_B{i}": ("uint16", 0) for i in range(1, 4)}
+    layers.update({"ST_B10": ("uint16", 0), "QA_PIXEL": ("uint16", 1), "QA_RADSAT": ("uint16", None), "SR_QA_AEROSOL": ("uint8", 1)})
+    layers.update({f"ST_{x}": ("int16", -9999) for x in ("ATRAN", "QA", "TRAD")})
+    rng = np.random.default_rng(3)
+    truth: dict[tuple[str, str], np.ndarray[Any, Any]] = {}
+    for day, processed in (("20230612", "20230620"), ("20230628", "20230705")):
+        product = f"LC08_L2SP_035032_{day}_{processed}_02_T1"
+        (tmp_path / "in" / product).mkdir(parents=True)
+        for layer, (dtype, nodata) in layers.items():
+            data = rng.integers(2, 250, (1, 40, 50)).astype(dtype)
+            write_geotiff(
+                str(tmp_path / "in" / product / f"{product}_{layer}.TIF"),
+                data,
+                epsg=32613,
+                transform=(30, 0, 336375, 0, -30, 4462425),
+                nodata=nodata,
+            )
+            truth[(day, layer)] = data[0]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in" / "*" / "*.TIF"), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    assert sorted(tuple(b["name"] for b in e["bands"]) for e in entries) == [
+        ("B1", "B2", "B3"), ("B10",), ("QA_PIXEL",), ("QA_RADSAT",), ("SR_QA_AEROSOL",), ("ST_ATRAN", "ST_QA", "ST_TRAD"),
+    ]  # fmt: skip
+    for entry in entries:
+        pixels = _read(out, entry)
+        assert pixels.shape[:2] == (2, len(entry["bands"]))
+        for t, day in enumerate(("20230612", "20230628")):
+            for b, band in enumerate(entry["bands"]):
+                layer = {"B10": "ST_B10"}.get(band["name"], f"SR_{band['name']}" if band["name"][1:].isdigit() else band["name"])
+                assert np.array_equal(pixels[t, b], truth[(day, layer)]), (day, layer)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pipelines.options import ConvertOptions
-from pipelines.planning.grouping import MIN_FRAME_SAMPLES, plan_cubes, smallest_tile_size, stack_scenes
+from pipelines.planning.grouping import MIN_FRAME_SAMPLES, name_quantities, plan_cubes, smallest_tile_size, stack_scenes
 from pipelines.testing import make_scene
 from rumi_core.times import format_seconds, parse_time
 
@@ -242,3 +242,57 @@ def test_a_band_without_a_name_takes_its_files_shared_stem() -> None:
     other = [make_scene("/s/north.tif", "2023-01-01", bands=("band 1",)), make_scene("/s/south.tif", "2023-02-01", bands=("band 1",))]
     (plan,), _ = plan_cubes(other, opts())
     assert [b.name for b in plan.bands] == ["band 1"]  # different stems: no shared name, still one cube
+
+
+LANDSAT_C2 = "LC08_L2SP_035032_20230612_20230620_02_T1"
+"""A Landsat Collection 2 Level-2 product ID: its files are ``<id>_<layer>.TIF``."""
+
+
+def _landsat_c2_scenes(day: str, directory: str) -> list[Any]:
+    """The layers of one Collection 2 Level-2 scene: banded SR_B*/ST_B10, and unnamed QA and ST layers of three kinds."""
+    kinds = {"QA_PIXEL": ("uint16", 1.0), "QA_RADSAT": ("uint16", None), "SR_QA_AEROSOL": ("uint8", 1.0)}
+    kinds.update({f"ST_{x}": ("int16", -9999.0) for x in ("URAD", "ATRAN", "TRAD", "QA", "EMIS")})
+    scenes = [
+        make_scene(f"{directory}/{LANDSAT_C2}_SR_B{i}.TIF", day, bands=(f"B{i}",), stack=f"{directory}/{LANDSAT_C2}_SR") for i in (1, 2)
+    ]
+    scenes += [
+        make_scene(f"{directory}/{LANDSAT_C2}_{layer}.TIF", day, bands=("band 1",), dtype=dt, nodata=nd)
+        for layer, (dt, nd) in kinds.items()
+    ]
+    return scenes
+
+
+def test_unnamed_layers_of_one_scene_are_named_by_their_stems_and_stacked_by_dtype_and_nodata() -> None:
+    """Before, every unnamed layer was "band 1": the QA and ST layers of one scene were duplicates and dtype mismatches."""
+    scenes = _landsat_c2_scenes("2023-06-12", "/l/a") + _landsat_c2_scenes("2023-06-28", "/l/b")
+    plans, rejects = plan_cubes(scenes, opts())
+    assert not rejects
+    by_names = {tuple(b.name for b in plan.bands): plan for plan in plans}
+    assert sorted(by_names) == [
+        ("B1", "B2"),
+        ("QA_PIXEL",),
+        ("QA_RADSAT",),
+        ("SR_QA_AEROSOL",),
+        ("ST_ATRAN", "ST_EMIS", "ST_QA", "ST_TRAD", "ST_URAD"),
+    ]
+    assert all(plan.shape[0] == 2 for plan in plans)  # both dates in every cube
+    assert by_names[("SR_QA_AEROSOL",)].dtype == "uint8" and by_names[("QA_RADSAT",)].nodata is None
+    stacked = by_names[("ST_ATRAN", "ST_EMIS", "ST_QA", "ST_TRAD", "ST_URAD")]
+    assert stacked.dtype == "int16" and stacked.nodata == -9999.0
+    assert [src[0].href.rsplit("_", 1)[1] for src in stacked.sources[0]] == ["ATRAN.TIF", "EMIS.TIF", "QA.TIF", "TRAD.TIF", "URAD.TIF"]
+
+
+def test_unnamed_files_are_still_duplicates_where_their_stems_name_one_quantity_or_they_lie_apart() -> None:
+    same_stem = [make_scene(f"/{d}/ndvi_20230101.tif", bands=("band 1",)) for d in ("a", "b")]  # two directories, one stem name
+    apart = [make_scene("/a/ndvi.tif", bands=("band 1",)), make_scene("/b/evi.tif", bands=("band 1",))]
+    undated = [make_scene("/a/20230101.tif", bands=("band 1",)), make_scene("/a/evi.tif", bands=("band 1",))]  # one stem has no name
+    for scenes in (same_stem, apart, undated):
+        assert name_quantities(scenes) == scenes
+        _, rejects = plan_cubes(scenes, opts())
+        assert {r.reason for r in rejects} == {"duplicate-time"}
+    # One directory, two stem names: two quantities, one acquisition.
+    ((plan,), rejects) = plan_cubes([make_scene("/a/evi.tif", bands=("band 1",)), make_scene("/a/ndvi.tif", bands=("band 1",))], opts())
+    assert not rejects and [b.name for b in plan.bands] == ["evi", "ndvi"]
+    # A lone unnamed file, or unnamed files at different times, keep the fallback name while grouping.
+    lone = [make_scene("/a/ndvi.tif", "2023-01-01", bands=("band 1",)), make_scene("/a/evi.tif", "2023-02-01", bands=("band 1",))]
+    assert name_quantities(lone) == lone
