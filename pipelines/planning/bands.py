@@ -26,6 +26,8 @@ no I/O.
 'b3'
 >>> stack_id("/data/T33UUU_20170216T102101_B8A.jp2")
 '/data/T33UUU_20170216T102101'
+>>> band_token("R20m/T33UUU_20230612T102031_B8A_20m.jp2"), stack_id("R20m/T33UUU_20230612T102031_B8A_20m.jp2")
+('B8A', 'R20m/T33UUU_20230612T102031')
 >>> sorted(["B10", "B8A", "B08", "B1"], key=natural_key)
 ['B1', 'B08', 'B8A', 'B10']
 """
@@ -41,8 +43,13 @@ if TYPE_CHECKING:
 
 __all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_name", "unique_band_texts"]
 
-BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))$")
-"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``."""
+BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))(?:_\d{1,4}m)?$")
+"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``.
+
+It may be followed by the pixel size in metres, as the files of a Sentinel-2
+Level-2A SAFE product are (``T33UUU_20230612T102031_B02_10m.jp2``); the
+token is then ``B02`` and the acquisition the stem before it.
+"""
 
 _DIGITS: Final = re.compile(r"(\d+)")
 _STEM_PARTS: Final = re.compile(r"[_\-. ]+")

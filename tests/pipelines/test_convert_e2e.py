@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import rasterio
 from click.testing import CliRunner
 
 import rumi_core
@@ -291,3 +292,36 @@ def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: P
             for b, band in enumerate(entry["bands"]):
                 layer = {"B10": "ST_B10"}.get(band["name"], f"SR_{band['name']}" if band["name"][1:].isdigit() else band["name"])
                 assert np.array_equal(pixels[t, b], truth[(day, layer)]), (day, layer)
+
+
+def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path) -> None:
+    """The JP2 files of an L2A SAFE (``T33UUU_<time>_B02_10m.jp2``): the pixel size after the band token, SCL/AOT/WVP unnamed.
+
+    Before, no file but the 3-band TCI had a band token, so the bands of one
+    resolution were duplicates of one another: every one a dead letter.
+    """
+    rng = np.random.default_rng(5)
+    granule = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE" / "GRANULE" / "L2A_T33UUU" / "IMG_DATA"
+    layers = {10: ("B02", "B03", "B04", "B08"), 20: ("B05", "B8A", "SCL", "AOT", "WVP")}
+    truth: dict[tuple[int, str], np.ndarray[Any, Any]] = {}
+    for res, names in layers.items():
+        (granule / f"R{res}m").mkdir(parents=True)
+        for name in names:
+            dtype = "uint8" if name == "SCL" else "uint16"
+            data = rng.integers(1, 250 if dtype == "uint8" else 9000, (1, 960 // res, 960 // res)).astype(dtype)
+            profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+            transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
+            path = granule / f"R{res}m" / f"T33UUU_20230612T102031_{name}_{res}m.jp2"
+            with rasterio.open(path, "w", driver="JP2OpenJPEG", transform=transform, QUALITY=100, REVERSIBLE="YES", **profile) as dst:
+                dst.write(data)
+            truth[(res, name)] = data[0]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(granule / "R*m" / "*.jp2"), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    cubes = {(round(e["transform"][0]), tuple(b["name"] for b in e["bands"])): e for e in entries}
+    assert sorted(cubes) == [(10, ("B02", "B03", "B04", "B08")), (20, ("AOT", "WVP")), (20, ("B05", "B8A")), (20, ("SCL",))]
+    for (res, names), entry in cubes.items():
+        pixels = _read(out, entry)  # one date: an Image (B, Y, X)
+        for b, name in enumerate(names):
+            assert np.array_equal(pixels[b], truth[(res, name)]), name

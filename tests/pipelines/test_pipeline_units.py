@@ -29,6 +29,11 @@ class TestBands:
             ("https://h/x/scene-B11.tif?sig=1", "B11"),
             ("LE70350322008118EDC00_fmask.tif", None),
             ("plain.tif", None),
+            # Sentinel-2 Level-2A SAFE: the pixel size follows the token.
+            ("IMG_DATA/R10m/T33UUU_20230612T102031_B02_10m.jp2", "B02"),
+            ("IMG_DATA/R20m/T33UUU_20230612T102031_B8A_20m.jp2", "B8A"),
+            ("IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m.jp2", None),
+            ("image_2023_12m.tif", None),
         ],
     )
     def test_band_token(self, href: str, token: str | None) -> None:
@@ -38,6 +43,8 @@ class TestBands:
         assert stack_id("/d/2020/x_B02.tif") == stack_id("/d/2020/x_B03.tif") == "/d/2020/x"
         assert stack_id("/d/2021/x_B02.tif") != stack_id("/d/2020/x_B02.tif")
         assert stack_id("/d/y.tif") == "/d/y"
+        assert stack_id("/R10m/T33UUU_20230612T102031_B02_10m.jp2") == stack_id("/R10m/T33UUU_20230612T102031_B08_10m.jp2")
+        assert stack_id("/R10m/T33UUU_20230612T102031_B02_10m.jp2") == "/R10m/T33UUU_20230612T102031"
 
     def test_natural_order(self) -> None:
         assert sorted(["B11", "B8A", "B02", "B8", "BQA", "B1"], key=natural_key) == ["B1", "B02", "B8", "B8A", "B11", "BQA"]
