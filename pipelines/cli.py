@@ -74,7 +74,7 @@ def check_inputs(paths: list[str]) -> None:
                 raise LineError(f"input {text}: no file matches this pattern")
         elif os.path.isdir(text):
             if not any(n.lower().endswith(RASTER_SUFFIXES) for _, _, names in os.walk(text) for n in names):
-                raise LineError(f"input {text}: the directory holds no {' or '.join(RASTER_SUFFIXES)} file")
+                raise LineError(f"input {text}: the directory holds no {', '.join(RASTER_SUFFIXES[:-1])} or {RASTER_SUFFIXES[-1]} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
 

@@ -76,8 +76,8 @@ __all__ = [
     "raster_error_text",
 ]
 
-RASTER_SUFFIXES: Final = (".tif", ".tiff")
-"""File suffixes a directory input is searched for (case-insensitive)."""
+RASTER_SUFFIXES: Final = (".tif", ".tiff", ".jp2")
+"""File suffixes a directory input is searched for (case-insensitive): GeoTIFF, and the JPEG 2000 of Sentinel-2 SAFE products."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """The most GDAL block cache a worker process is given (and what warped reads get)."""

@@ -13,9 +13,10 @@ in this order, from
    the stem that hold no digit, ``fmask`` for ``LE70350322008118EDC00_fmask.tif``
    on every date), the cube's band takes that name once the scenes are
    grouped (``pipelines.planning.grouping``). Several such files of one
-   directory, time and raster whose stem names differ are quantities of one
-   scene (Landsat Collection 2's ``QA_PIXEL`` and ``ST_TRAD``): each takes
-   its stem's name before grouping (``grouping.name_quantities``).
+   directory, time, raster and scene ID (:func:`stem_id`) whose stem names
+   differ are quantities of one scene (Landsat Collection 2's ``QA_PIXEL``
+   and ``ST_TRAD``): each takes its stem's name before grouping
+   (``grouping.name_quantities``).
 
 Single-band files that differ only by their band token are the bands of one
 acquisition: :func:`stack_id` names that acquisition, and :func:`natural_key`
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_name", "unique_band_texts"]
+__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
 
 BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))(?:_\d{1,4}m)?$")
 """A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``.
@@ -98,6 +99,18 @@ def stem_name(href: str) -> str | None:
     ('ndvi', None)
     """
     parts = [p for p in _STEM_PARTS.split(_stem(href)) if p and not any(c.isdigit() for c in p)]
+    return "_".join(parts) or None
+
+
+def stem_id(href: str) -> str | None:
+    """The parts of a file's stem that hold a digit, joined by ``_``: the scene ID and dates :func:`stem_name` leaves out; None if none.
+
+    >>> stem_id("LC08_L2SP_035032_20230612_20230620_02_T1_QA_PIXEL.TIF")
+    'LC08_L2SP_035032_20230612_20230620_02_T1'
+    >>> stem_id("/data/ndvi.tif") is None
+    True
+    """
+    parts = [p for p in _STEM_PARTS.split(_stem(href)) if any(c.isdigit() for c in p)]
     return "_".join(parts) or None
 
 

@@ -8,11 +8,11 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
    :func:`~pipelines.planning.bands.stack_id`, time and raster) become the bands of one
    :class:`Acquisition`, ordered by band token. A file whose dtype or nodata
    differs from the rest of its stack is a *dtype mismatch*. Unnamed
-   single-band files of one directory, time and raster whose stems differ
-   (Landsat Collection 2's ``QA_PIXEL`` and ``ST_TRAD``, or ``ndvi.tif``
-   and ``evi.tif``) are quantities of one scene, not duplicates: each band
-   takes its stem's name, and those of one dtype and nodata stack together
-   (:func:`name_quantities`). A file whose
+   single-band files of one directory, time, raster and scene ID whose stems
+   differ (Landsat Collection 2's ``QA_PIXEL`` and ``ST_TRAD``, or
+   ``ndvi_20230612.tif`` and ``evi_20230612.tif``) are quantities of one
+   scene, not duplicates: each band takes its stem's name, and those of one
+   dtype and nodata stack together (:func:`name_quantities`). A file whose
    transform is not north-up is *rotated*: a dead letter, or with ``--align
    reproject`` warped onto the north-up grid of :func:`~pipelines.planning.lattice.north_up`.
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
@@ -42,7 +42,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from catalog.grid import Grid
-from pipelines.planning.bands import band_token, natural_key, stem_name, unique_band_texts
+from pipelines.planning.bands import band_token, natural_key, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
@@ -182,23 +182,29 @@ def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
     Such a file (no band token, description or STAC name) has the fallback
     band name ``band 1``, so two of them at one time on one raster would be
     two acquisitions of one quantity: duplicates. Where they lie in one
-    directory and the names of their stems (:func:`~pipelines.planning.bands.stem_name`)
-    all differ, they are different quantities of one scene instead: Landsat
-    Collection 2 Level-2 keeps ``QA_PIXEL``, ``QA_RADSAT``,
-    ``SR_QA_AEROSOL`` and eight ``ST_*`` layers beside its banded
-    ``SR_B*`` files, each with the product ID before it. Each band then takes
-    its stem's name, and the files of one dtype and nodata share a stack, so
-    they become the bands of one acquisition; a scene's quantities of
-    another dtype or nodata (Landsat's uint8 ``SR_QA_AEROSOL``) make their
-    own, not dtype mismatches. Files whose stems name the same quantity, or
-    none, are left as they are. Scenes come back in input order.
+    directory, carry one scene ID (:func:`~pipelines.planning.bands.stem_id`:
+    the parts of their stems with digits) and the names of their stems
+    (:func:`~pipelines.planning.bands.stem_name`) all differ, they are
+    different quantities of one scene instead: Landsat Collection 2 Level-2
+    keeps ``QA_PIXEL``, ``QA_RADSAT``, ``SR_QA_AEROSOL`` and eight ``ST_*``
+    layers beside its banded ``SR_B*`` files, each after the product ID.
+    Each band then takes its stem's name, and the files of one dtype and
+    nodata share a stack, so they become the bands of one acquisition; a
+    scene's quantities of another dtype or nodata (Landsat's uint8
+    ``SR_QA_AEROSOL``) make their own, not dtype mismatches.
+
+    Files without a scene ID (``a.tif`` and ``b.tif``) stay what they were,
+    two acquisitions for ``--duplicates`` to resolve: nothing in their names
+    says they are one scene. So do files whose stems name one quantity, or
+    none. Scenes come back in input order.
     """
     scenes = list(scenes)
-    groups: dict[tuple[str, int, Grid, str], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str, int, Grid, str], list[int]] = defaultdict(list)
     for i, scene in enumerate(scenes):
-        if _is_unnamed(scene):
+        scene_id = stem_id(scene.href)
+        if scene_id and _is_unnamed(scene):
             directory = scene.href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
-            groups[(directory, scene.time, scene.grid, scene.family or "")].append(i)
+            groups[(directory, scene_id, scene.time, scene.grid, scene.family or "")].append(i)
     for (directory, *_), members in groups.items():
         stems = [stem_name(scenes[i].href) for i in members]
         named = [stem for stem in stems if stem is not None]

@@ -61,9 +61,11 @@ def _resolve(href: str, base: str) -> str:
 
 
 def _is_geotiff(asset: Mapping[str, Any]) -> bool:
+    # GeoTIFF only, not every suffix a directory is searched for: an item may list its
+    # bands twice, as COGs and as the JPEG 2000 they came from (Earth Search's "*-jp2").
     media = str(asset.get("type", "")).lower()
     href = str(asset.get("href", "")).lower().split("?", 1)[0]
-    return "tiff" in media or href.endswith(RASTER_SUFFIXES)
+    return "tiff" in media or href.endswith((".tif", ".tiff"))
 
 
 def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None = None) -> list[SceneRef]:

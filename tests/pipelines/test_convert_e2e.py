@@ -295,13 +295,14 @@ def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: P
 
 
 def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path) -> None:
-    """The JP2 files of an L2A SAFE (``T33UUU_<time>_B02_10m.jp2``): the pixel size after the band token, SCL/AOT/WVP unnamed.
+    """An L2A SAFE folder of JP2 files (``T33UUU_<time>_B02_10m.jp2``): the pixel size after the band token, SCL/AOT/WVP unnamed.
 
     Before, no file but the 3-band TCI had a band token, so the bands of one
     resolution were duplicates of one another: every one a dead letter.
     """
     rng = np.random.default_rng(5)
-    granule = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE" / "GRANULE" / "L2A_T33UUU" / "IMG_DATA"
+    safe = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE"
+    granule = safe / "GRANULE" / "L2A_T33UUU" / "IMG_DATA"
     layers = {10: ("B02", "B03", "B04", "B08"), 20: ("B05", "B8A", "SCL", "AOT", "WVP")}
     truth: dict[tuple[int, str], np.ndarray[Any, Any]] = {}
     for res, names in layers.items():
@@ -316,7 +317,8 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
                 dst.write(data)
             truth[(res, name)] = data[0]
     out = tmp_path / "out"
-    result = CliRunner().invoke(cli, ["convert", str(granule / "R*m" / "*.jp2"), "--out", str(out), "--no-progress", "--strict"])
+    # The SAFE folder itself: its .jp2 files are found as .tif files are.
+    result = CliRunner().invoke(cli, ["convert", str(safe), "--out", str(out), "--no-progress", "--strict"])
     assert result.exit_code == 0, result.output
     entries = load_jsonl(str(out / "manifest.jsonl"))
     cubes = {(round(e["transform"][0]), tuple(b["name"] for b in e["bands"])): e for e in entries}

@@ -284,15 +284,18 @@ def test_unnamed_layers_of_one_scene_are_named_by_their_stems_and_stacked_by_dty
 
 def test_unnamed_files_are_still_duplicates_where_their_stems_name_one_quantity_or_they_lie_apart() -> None:
     same_stem = [make_scene(f"/{d}/ndvi_20230101.tif", bands=("band 1",)) for d in ("a", "b")]  # two directories, one stem name
-    apart = [make_scene("/a/ndvi.tif", bands=("band 1",)), make_scene("/b/evi.tif", bands=("band 1",))]
-    undated = [make_scene("/a/20230101.tif", bands=("band 1",)), make_scene("/a/evi.tif", bands=("band 1",))]  # one stem has no name
-    for scenes in (same_stem, apart, undated):
+    apart = [make_scene("/a/ndvi_20230101.tif", bands=("band 1",)), make_scene("/b/evi_20230101.tif", bands=("band 1",))]
+    unnamed = [make_scene("/a/x_20230101.tif", bands=("band 1",)), make_scene("/a/20230101.tif", bands=("band 1",))]  # one has no name
+    no_id = [make_scene("/a/ndvi.tif", bands=("band 1",)), make_scene("/a/evi.tif", bands=("band 1",))]  # nothing says one scene
+    other_ids = [make_scene("/a/ndvi_20230101.tif", bands=("band 1",)), make_scene("/a/evi_20230102.tif", bands=("band 1",))]
+    for scenes in (same_stem, apart, unnamed, no_id, other_ids):
         assert name_quantities(scenes) == scenes
         _, rejects = plan_cubes(scenes, opts())
         assert {r.reason for r in rejects} == {"duplicate-time"}
-    # One directory, two stem names: two quantities, one acquisition.
-    ((plan,), rejects) = plan_cubes([make_scene("/a/evi.tif", bands=("band 1",)), make_scene("/a/ndvi.tif", bands=("band 1",))], opts())
+    # One directory and scene ID, two stem names: two quantities, one acquisition.
+    quantities = [make_scene(f"/a/{q}_20230101.tif", bands=("band 1",)) for q in ("ndvi", "evi")]
+    ((plan,), rejects) = plan_cubes(quantities, opts())
     assert not rejects and [b.name for b in plan.bands] == ["evi", "ndvi"]
     # A lone unnamed file, or unnamed files at different times, keep the fallback name while grouping.
-    lone = [make_scene("/a/ndvi.tif", "2023-01-01", bands=("band 1",)), make_scene("/a/evi.tif", "2023-02-01", bands=("band 1",))]
+    lone = [make_scene(f"/a/{q}_20230101.tif", day, bands=("band 1",)) for q, day in (("ndvi", "2023-01-01"), ("evi", "2023-02-01"))]
     assert name_quantities(lone) == lone
