@@ -29,6 +29,8 @@ no I/O.
 '/data/T33UUU_20170216T102101'
 >>> band_token("R20m/T33UUU_20230612T102031_B8A_20m.jp2"), stack_id("R20m/T33UUU_20230612T102031_B8A_20m.jp2")
 ('B8A', 'R20m/T33UUU_20230612T102031')
+>>> band_token("S2A_33UUU_20230612_0_L2A/B02.tif"), stack_id("S2A_33UUU_20230612_0_L2A/B02.tif")
+('B02', 'S2A_33UUU_20230612_0_L2A/')
 >>> sorted(["B10", "B8A", "B08", "B1"], key=natural_key)
 ['B1', 'B08', 'B8A', 'B10']
 """
@@ -44,12 +46,14 @@ if TYPE_CHECKING:
 
 __all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
 
-BAND_TOKEN: Final = re.compile(r"[_\-.](?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))(?:_\d{1,4}m)?$")
+BAND_TOKEN: Final = re.compile(r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))(?:_\d{1,4}m)?$")
 """A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``.
 
 It may be followed by the pixel size in metres, as the files of a Sentinel-2
 Level-2A SAFE product are (``T33UUU_20230612T102031_B02_10m.jp2``); the
-token is then ``B02`` and the acquisition the stem before it.
+token is then ``B02`` and the acquisition the stem before it. It may also be
+the whole stem, as in a folder of Earth Search's Sentinel-2 COGs
+(``S2A_33UUU_20230612_0_L2A/B02.tif``), whose acquisition is the folder.
 """
 
 _DIGITS: Final = re.compile(r"(\d+)")

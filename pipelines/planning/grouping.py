@@ -193,18 +193,29 @@ def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
     scene's quantities of another dtype or nodata (Landsat's uint8
     ``SR_QA_AEROSOL``) make their own, not dtype mismatches.
 
-    Files without a scene ID (``a.tif`` and ``b.tif``) stay what they were,
-    two acquisitions for ``--duplicates`` to resolve: nothing in their names
-    says they are one scene. So do files whose stems name one quantity, or
-    none. Scenes come back in input order.
+    A folder of one scene's files may carry the scene ID in its own name
+    instead (Earth Search's ``S2A_33UUU_20230612_0_L2A/`` holds ``B02.tif``
+    beside ``AOT.tif`` and ``WVP.tif``): unnamed files without a scene ID are
+    quantities of one scene too where a file with a band token lies beside
+    them at their time, on their raster. Elsewhere such files (``a.tif`` and
+    ``b.tif``) stay what they were, two acquisitions for ``--duplicates`` to
+    resolve: nothing says they are one scene. So do files whose stems name one
+    quantity, or none. Scenes come back in input order.
     """
     scenes = list(scenes)
-    groups: dict[tuple[str, str, int, Grid, str], list[int]] = defaultdict(list)
+
+    def place(scene: Scene) -> tuple[str, int, Grid, str]:
+        directory = scene.href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
+        return directory, scene.time, scene.grid, scene.family or ""
+
+    banded = {place(scene) for scene in scenes if band_token(scene.href) is not None}
+    groups: dict[tuple[str, int, Grid, str, str], list[int]] = defaultdict(list)
     for i, scene in enumerate(scenes):
-        scene_id = stem_id(scene.href)
-        if scene_id and _is_unnamed(scene):
-            directory = scene.href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
-            groups[(directory, scene_id, scene.time, scene.grid, scene.family or "")].append(i)
+        if not _is_unnamed(scene):
+            continue
+        where, scene_id = place(scene), stem_id(scene.href)
+        if scene_id or where in banded:
+            groups[(*where, scene_id or "")].append(i)
     for (directory, *_), members in groups.items():
         stems = [stem_name(scenes[i].href) for i in members]
         named = [stem for stem in stems if stem is not None]

@@ -14,7 +14,9 @@ time is taken, in this order, from
    pre-collection Landsat scene IDs (``LC81070352015122LGN00``, year and day
    of year), Sentinel-2 SAFE names and tile file names
    (``S2A_MSIL1C_20170216T102101_...``, ``T33UUU_20170216T102101_B04``,
-   the sensing start) and MODIS granules (``MOD09GA.A2015122...``);
+   the sensing start), Earth Search's Sentinel-2 COG items
+   (``S2A_33UUU_20230612_0_L2A/B04.tif``, the date) and MODIS granules
+   (``MOD09GA.A2015122...``);
 4. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
    ``ACQUISITIONDATETIME`` imagery metadata (except 1970-01-01 00:00:00,
    which GDAL writes when it found no date);
@@ -71,6 +73,8 @@ SCENE_ID_PATTERNS: Final = (
     ("Landsat scene ID", _NOT_AFTER_ALNUM + r"L[COTEM][1-9]\d{6}(?P<year>\d{4})(?P<doy>\d{3})[A-Z]{3}\d{2}"),
     # Sentinel-2 SAFE product: MMM_MSIXXX_YYYYMMDDTHHMMSS_... (datatake sensing start).
     ("Sentinel-2 product", _NOT_AFTER_ALNUM + r"S2[A-D]_MSI(?:L1B|L1C|L2A|L2B)_(?P<date>\d{8}T\d{6})_"),
+    # Sentinel-2 COG item of Earth Search (AWS sentinel-cogs): MMM_xxXXX_YYYYMMDD_N_LLL (the acquisition date).
+    ("Sentinel-2 COG item", _NOT_AFTER_ALNUM + r"S2[A-D]_\d{2}[A-Z]{3}_(?P<date>\d{8})_\d+_L[12][A-C]"),
     # Sentinel-2 tile file (granule band): TxxXXX_YYYYMMDDTHHMMSS_Bnn.
     ("Sentinel-2 tile", _NOT_AFTER_ALNUM + r"T\d{2}[A-Z]{3}_(?P<date>\d{8}T\d{6})(?![0-9])"),
     # MODIS granule: PRODUCT.AYYYYDDD.hHHvVV... (year and day of year of the acquisition).
@@ -125,6 +129,8 @@ def time_from_scene_id(href: str) -> int | None:
     >>> time_from_scene_id("S2B_MSIL2A_20210517T103619_N0300_R008_T32TQM_20210517T131653.SAFE/B04.jp2") == parse_time("20210517T103619")
     True
     >>> time_from_scene_id("MOD13Q1.A2015122.h18v04.061.2021320.hdf") == parse_time("2015-05-02T00:00:00Z")
+    True
+    >>> time_from_scene_id("sentinel-s2-l2a-cogs/33/U/UU/2023/6/S2A_33UUU_20230612_0_L2A/B04.tif") == parse_time("2023-06-12")
     True
     >>> time_from_scene_id("/data/scene_B04.tif") is None
     True

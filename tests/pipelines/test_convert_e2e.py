@@ -327,3 +327,31 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
         pixels = _read(out, entry)  # one date: an Image (B, Y, X)
         for b, name in enumerate(names):
             assert np.array_equal(pixels[b], truth[(res, name)]), name
+
+
+def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path: Path) -> None:
+    """``S2A_33UUU_20230612_0_L2A/{B02,B03,AOT,WVP,B05,SCL}.tif``: dated by the folder, banded by the whole stem.
+
+    The band token was only found after a separator, and the folder's name was
+    no scene ID: every file was undated, then each one band 1 of its own.
+    """
+    folder = tmp_path / "S2A_33UUU_20230612_0_L2A"
+    folder.mkdir()
+    rng = np.random.default_rng(2)
+    truth = {}
+    assets = {"B02": 10, "B03": 10, "AOT": 10, "WVP": 10, "B05": 20, "SCL": 20}
+    for name, res in assets.items():
+        dtype = "uint8" if name == "SCL" else "uint16"
+        data = rng.integers(1, 200, (1, 960 // res, 960 // res)).astype(dtype)
+        write_geotiff(str(folder / f"{name}.tif"), data, epsg=32633, transform=(res, 0, 300000, 0, -res, 5800020), nodata=0)
+        truth[name] = data[0]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(folder), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    assert sorted(tuple(b["name"] for b in e["bands"]) for e in entries) == [("AOT", "WVP"), ("B02", "B03"), ("B05",), ("SCL",)]
+    assert all(e["times"] == ["2023-06-12T00:00:00Z"] for e in entries)
+    for entry in entries:
+        pixels = _read(out, entry)  # one date: an Image (B, Y, X)
+        for b, band in enumerate(entry["bands"]):
+            assert np.array_equal(pixels[b], truth[band["name"]]), band["name"]

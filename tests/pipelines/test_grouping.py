@@ -296,6 +296,11 @@ def test_unnamed_files_are_still_duplicates_where_their_stems_name_one_quantity_
     quantities = [make_scene(f"/a/{q}_20230101.tif", bands=("band 1",)) for q in ("ndvi", "evi")]
     ((plan,), rejects) = plan_cubes(quantities, opts())
     assert not rejects and [b.name for b in plan.bands] == ["evi", "ndvi"]
+    # No scene ID in the stems, but a banded file beside them at their time: the folder is the scene (Earth Search).
+    folder = [make_scene(f"/S2A_33UUU_20230612_0_L2A/{q}.tif", bands=(q,), stack="/S2A_33UUU_20230612_0_L2A/") for q in ("B02", "B03")]
+    folder += [make_scene(f"/S2A_33UUU_20230612_0_L2A/{q}.tif", bands=("band 1",)) for q in ("WVP", "AOT")]
+    plans, rejects = plan_cubes(folder, opts())
+    assert not rejects and sorted(tuple(b.name for b in plan.bands) for plan in plans) == [("AOT", "WVP"), ("B02", "B03")]
     # A lone unnamed file, or unnamed files at different times, keep the fallback name while grouping.
     lone = [make_scene(f"/a/{q}_20230101.tif", day, bands=("band 1",)) for q, day in (("ndvi", "2023-01-01"), ("evi", "2023-02-01"))]
     assert name_quantities(lone) == lone

@@ -34,6 +34,10 @@ class TestBands:
             ("IMG_DATA/R20m/T33UUU_20230612T102031_B8A_20m.jp2", "B8A"),
             ("IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m.jp2", None),
             ("image_2023_12m.tif", None),
+            # Earth Search's Sentinel-2 COGs: the token is the whole stem.
+            ("S2A_33UUU_20230612_0_L2A/B8A.tif", "B8A"),
+            ("S2A_33UUU_20230612_0_L2A/SCL.tif", None),
+            ("AB02.tif", None),
         ],
     )
     def test_band_token(self, href: str, token: str | None) -> None:

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         ("/s2/T33UUU_20170216T102101_B8A.jp2", "2017-02-16T10:21:01Z"),
         ("/s2/T32TQM_20210517T103619_B04_10m.jp2", "2021-05-17T10:36:19Z"),
         ("/m/MOD09GA.A2015122.h18v04.061.2021320182934_b01.tif", "2015-05-02T00:00:00Z"),
+        ("/cogs/33/U/UU/2023/6/S2A_33UUU_20230612_0_L2A/B04.tif", "2023-06-12T00:00:00Z"),  # Earth Search COG item
+        ("/cogs/S2B_10SEG_20200101_1_L1C/SCL.tif", "2020-01-01T00:00:00Z"),
     ],
 )
 def test_scene_ids_carry_dates(href: str, expected: str) -> None:
@@ -38,7 +40,10 @@ def test_scene_ids_carry_dates(href: str, expected: str) -> None:
     assert resolve_time(href=href, stac=None, tags={}, pattern=None, fallback=None) == found
 
 
-@pytest.mark.parametrize("href", ["/d/scene_B04.tif", "/d/A2015999.tif", "/d/LC81070352015400LGN00.tif", "/d/T33UUU_B04.tif"])
+@pytest.mark.parametrize(
+    "href",
+    ["/d/scene_B04.tif", "/d/A2015999.tif", "/d/LC81070352015400LGN00.tif", "/d/T33UUU_B04.tif", "/d/S2A_33UUU_20231345_0_L2A/B04.tif"],
+)
 def test_names_without_a_valid_scene_id(href: str) -> None:
     assert time_from_scene_id(href) is None
 
