@@ -216,14 +216,14 @@ def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
         where, scene_id = place(scene), stem_id(scene.href)
         if scene_id or where in banded:
             groups[(*where, scene_id or "")].append(i)
-    for (directory, *_), members in groups.items():
+    for (directory, *_, scene_id), members in groups.items():
         stems = [stem_name(scenes[i].href) for i in members]
         named = [stem for stem in stems if stem is not None]
         if len(members) < 2 or len(set(named)) != len(stems):
             continue
         for i, stem in zip(members, named, strict=True):
             scene = scenes[i]
-            kind = f"{directory}/{{{scene.dtype}, nodata {scene.nodata_key}}}"  # one stack per dtype and nodata
+            kind = f"{directory}/{scene_id}{{{scene.dtype}, nodata {scene.nodata_key}}}"  # one stack per scene, dtype and nodata
             scenes[i] = replace(scene, stack=kind, bands=(replace(scene.bands[0], name=stem),))
     return scenes
 
