@@ -18,7 +18,9 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
 2. **Series.** Acquisitions are grouped by CRS, pixel size, raster type, band
    set, dtype, nodata and ``--cube-period``. Where two series on one grid hold
    the same bands with another dtype, or nested band sets (one a strict
-   subset of the other), the smaller is a *dtype* or *band-count mismatch*.
+   subset of the other), the smaller is a *dtype* or *band-count mismatch*,
+   unless the larger has an acquisition at each of its times: then it is
+   another product of the same scenes (a granule's masks beside its bands).
 3. **Alignment.** Within a series, the alignment (origin modulo pixel size)
    held by most acquisitions is the group grid. The others are *off grid*:
    dead letters, or with ``--align reproject`` warped onto the group grid.
@@ -341,26 +343,40 @@ def _bands_text(acq: Acquisition) -> str:
     return f"{len(acq.names)} bands ({', '.join(acq.names)})"
 
 
+def _alongside(series: dict[CubeKey, list[Acquisition]], key: CubeKey, other: CubeKey) -> bool:
+    """Whether ``other`` has an acquisition at every time ``key`` has one: a product beside it, not an odd one out.
+
+    A Sentinel-2 L2A granule's detector masks (``MSK_DETFOO_B02.jp2``, uint8)
+    carry the band tokens of its reflectances (uint16), and its 8-band
+    quality masks (``MSK_QUALIT_B02.jp2``) the fallback names of its 3-band
+    true-colour image, at the granule's one time. The mismatch rules are for
+    acquisitions at other times that miss what the series has.
+    """
+    return {acq.time for acq in series[key]} <= {acq.time for acq in series[other]}
+
+
 def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
-    """Same bands, another dtype or nodata: the series with most acquisitions wins."""
+    """Same bands, another dtype or nodata, at other times: the series with most acquisitions wins."""
     losers: dict[CubeKey, list[DeadLetter]] = {}
     for _, group in itertools.groupby(sorted(keys, key=lambda k: k.names), key=lambda k: k.names):
         variants = sorted(group, key=lambda k: (-len(series[k]), k.dtype, k.nodata_key))
         winner = variants[0]
         for loser in variants[1:]:
+            if _alongside(series, loser, winner):
+                continue
             tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
             losers[loser] = _reject_series(series[loser], len(series[winner]), "dtype-mismatch", _dtype_text, tail)
     return losers
 
 
 def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
-    """Nested band sets: the series with fewer acquisitions (the subset on a tie) is the odd one."""
+    """Nested band sets at other times: the series with fewer acquisitions (the subset on a tie) is the odd one."""
     losers: dict[CubeKey, list[DeadLetter]] = {}
     for a, b in itertools.permutations(alive, 2):
         if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key):
             continue
         loser, winner = (a, b) if len(series[a]) <= len(series[b]) else (b, a)
-        if loser in losers:
+        if loser in losers or _alongside(series, loser, winner):
             continue
         tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
         losers[loser] = _reject_series(series[loser], len(series[winner]), "band-count-mismatch", _bands_text, tail)

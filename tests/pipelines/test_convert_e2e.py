@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -298,35 +299,51 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
     """An L2A SAFE folder of JP2 files (``T33UUU_<time>_B02_10m.jp2``): the pixel size after the band token, SCL/AOT/WVP unnamed.
 
     Before, no file but the 3-band TCI had a band token, so the bands of one
-    resolution were duplicates of one another: every one a dead letter.
+    resolution were duplicates of one another: every one a dead letter. The
+    quality masks beside them (``QI_DATA``) are products of their own: the
+    detector masks carry the bands' tokens in uint8, and are no dtype mismatch.
     """
     rng = np.random.default_rng(5)
     safe = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE"
-    granule = safe / "GRANULE" / "L2A_T33UUU" / "IMG_DATA"
-    layers = {10: ("B02", "B03", "B04", "B08"), 20: ("B05", "B8A", "SCL", "AOT", "WVP")}
-    truth: dict[tuple[int, str], np.ndarray[Any, Any]] = {}
-    for res, names in layers.items():
-        (granule / f"R{res}m").mkdir(parents=True)
-        for name in names:
-            dtype = "uint8" if name == "SCL" else "uint16"
-            data = rng.integers(1, 250 if dtype == "uint8" else 9000, (1, 960 // res, 960 // res)).astype(dtype)
-            profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
-            transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
-            path = granule / f"R{res}m" / f"T33UUU_20230612T102031_{name}_{res}m.jp2"
-            with rasterio.open(path, "w", driver="JP2OpenJPEG", transform=transform, QUALITY=100, REVERSIBLE="YES", **profile) as dst:
-                dst.write(data)
-            truth[(res, name)] = data[0]
+    granule = safe / "GRANULE" / "L2A_T33UUU"
+    files = {
+        **{f"IMG_DATA/R10m/T33UUU_20230612T102031_{b}_10m": (10, "uint16") for b in ("B02", "B03", "B04", "B08")},
+        **{f"IMG_DATA/R20m/T33UUU_20230612T102031_{b}_20m": (20, "uint16") for b in ("B05", "B8A", "AOT", "WVP")},
+        "IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m": (20, "uint8"),
+        **{f"QI_DATA/MSK_{m}_20m": (20, "uint8") for m in ("CLDPRB", "SNWPRB")},
+        **{f"QI_DATA/MSK_DETFOO_{b}": (10, "uint8") for b in ("B02", "B03", "B04", "B08")},
+    }
+    truth: dict[str, np.ndarray[Any, Any]] = {}
+    for name, (res, dtype) in files.items():
+        (granule / name).parent.mkdir(parents=True, exist_ok=True)
+        data = rng.integers(1, 250 if dtype == "uint8" else 9000, (1, 960 // res, 960 // res)).astype(dtype)
+        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+        transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
+        with rasterio.open(
+            granule / f"{name}.jp2", "w", driver="JP2OpenJPEG", transform=transform, QUALITY=100, REVERSIBLE="YES", **profile
+        ) as dst:
+            dst.write(data)
+        truth[name] = data[0]
     out = tmp_path / "out"
     # The SAFE folder itself: its .jp2 files are found as .tif files are.
     result = CliRunner().invoke(cli, ["convert", str(safe), "--out", str(out), "--no-progress", "--strict"])
     assert result.exit_code == 0, result.output
     entries = load_jsonl(str(out / "manifest.jsonl"))
-    cubes = {(round(e["transform"][0]), tuple(b["name"] for b in e["bands"])): e for e in entries}
-    assert sorted(cubes) == [(10, ("B02", "B03", "B04", "B08")), (20, ("AOT", "WVP")), (20, ("B05", "B8A")), (20, ("SCL",))]
-    for (res, names), entry in cubes.items():
+    cubes = {(round(e["transform"][0]), e["dtype"], tuple(b["name"] for b in e["bands"])): e for e in entries}
+    assert sorted(cubes) == [
+        (10, "uint16", ("B02", "B03", "B04", "B08")),
+        (10, "uint8", ("B02", "B03", "B04", "B08")),
+        (20, "uint16", ("AOT", "WVP")),
+        (20, "uint16", ("B05", "B8A")),
+        (20, "uint8", ("MSK_CLDPRB", "MSK_SNWPRB")),
+        (20, "uint8", ("SCL",)),
+    ]
+    for entry in entries:
         pixels = _read(out, entry)  # one date: an Image (B, Y, X)
-        for b, name in enumerate(names):
-            assert np.array_equal(pixels[b], truth[(res, name)]), name
+        for b, band in enumerate(entry["bands"]):
+            (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{band['name']}(_\d+m)?\.jp2$", p)]
+            name = str(Path(path).relative_to(granule).with_suffix(""))
+            assert np.array_equal(pixels[b], truth[name]), name
 
 
 def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path: Path) -> None:

@@ -304,3 +304,21 @@ def test_unnamed_files_are_still_duplicates_where_their_stems_name_one_quantity_
     # A lone unnamed file, or unnamed files at different times, keep the fallback name while grouping.
     lone = [make_scene(f"/a/{q}_20230101.tif", day, bands=("band 1",)) for q, day in (("ndvi", "2023-01-01"), ("evi", "2023-02-01"))]
     assert name_quantities(lone) == lone
+
+
+def test_a_product_beside_the_bands_at_their_times_is_no_mismatch() -> None:
+    """A granule's uint8 detector masks carry its bands' tokens; its 8-band quality masks nest a 3-band image's names."""
+    bands = bands_of("2023-06-12", stack="/g/R10m/T33UUU", tokens=("B02", "B03"))
+    masks = bands_of("2023-06-12", stack="/g/QI_DATA/MSK_DETFOO", tokens=("B02", "B03"), dtype="uint8", nodata=None)
+    plans, rejects = plan_cubes(bands + masks, opts())
+    assert not rejects and sorted(p.dtype for p in plans) == ["uint16", "uint8"]
+    quality = [make_scene("/g/QI_DATA/MSK_QUALIT.tif", "2023-06-12", bands=tuple(f"band {i}" for i in range(1, 9)), dtype="uint8")]
+    image = [make_scene("/g/R10m/TCI.tif", "2023-06-12", bands=("band 1", "band 2", "band 3"), dtype="uint8")]
+    plans, rejects = plan_cubes(quality + image, opts())
+    assert not rejects and sorted(len(p.bands) for p in plans) == [3, 8]
+    # At a time the larger series lacks, the smaller is still the odd one out.
+    late = [make_scene("/g/R10m/TCI_late.tif", "2023-06-22", bands=("band 1", "band 2", "band 3"), dtype="uint8")]
+    _, rejects = plan_cubes(quality + late, opts())
+    assert [r.reason for r in rejects] == ["band-count-mismatch"]
+    _, rejects = plan_cubes(bands + bands_of("2023-06-22", stack="/g/QI_DATA/MSK_DETFOO", tokens=("B02", "B03"), dtype="uint8"), opts())
+    assert {r.reason for r in rejects} == {"dtype-mismatch"}
