@@ -106,7 +106,10 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             epsg = ds.crs.to_epsg()
             if not epsg:
                 raise SceneError(
-                    f"the CRS {ds.crs.to_string()[:80]} has no EPSG code; rumi stores EPSG codes only", href=href, reason="crs-not-epsg"
+                    f"the CRS {ds.crs.to_string()[:80]} has no EPSG code, and rumi stores EPSG codes only;"
+                    " warp it to one first (e.g. gdalwarp -t_srs EPSG:n)",
+                    href=href,
+                    reason="crs-not-epsg",
                 )
             if len(set(ds.dtypes)) != 1:
                 raise SceneError(f"bands differ in sample type {sorted(set(ds.dtypes))}", href=href, reason="unsupported-dtype")

@@ -35,6 +35,16 @@ def _data(shape: tuple[int, int, int] = (1, 40, 50), dtype: str = "uint16", seed
     return np.random.default_rng(seed).integers(1, 9000, shape).astype(dtype)
 
 
+def _write_mollweide(path: str) -> None:
+    """A dated GeoTIFF in ESRI:54009 (Mollweide, as the Global Human Settlement Layer ships): a CRS with no EPSG code."""
+    import rasterio
+
+    profile = {"driver": "GTiff", "width": 8, "height": 8, "count": 1, "dtype": "uint16", "crs": rasterio.crs.CRS.from_string("ESRI:54009")}
+    with rasterio.open(path, "w", transform=rasterio.Affine(100, 0, 0, 0, -100, 0), **profile) as dst:
+        dst.write(_data((1, 8, 8)))
+        dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+
+
 class _RangeHandler(SimpleHTTPRequestHandler):
     """Serves files with HTTP Range support, as GDAL's /vsicurl/ needs."""
 
@@ -174,6 +184,7 @@ class TestReadScene:
                 None,
             ),
             (lambda p: Path(p).write_bytes(b"II*\x00garbage"), "unreadable", "cannot read the raster"),
+            (_write_mollweide, "crs-not-epsg", r"no EPSG code, and rumi stores EPSG codes only; warp it to one first \(e\.g\. gdalwarp"),
         ],
     )
     def test_bad_scenes(self, tmp_path: Path, make: Any, reason: str | None, message: str | None) -> None:
