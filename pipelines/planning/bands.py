@@ -46,8 +46,9 @@ if TYPE_CHECKING:
 
 __all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
 
-BAND_TOKEN: Final = re.compile(r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?|QA))(?:_\d{1,4}m)?$")
-"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``.
+BAND_TOKEN: Final = re.compile(r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?(?:_VCID_[12])?|QA))(?:_\d{1,4}m)?$")
+"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``, and
+Landsat 7's two gains of its thermal band, ``_B6_VCID_1`` and ``_B6_VCID_2``.
 
 It may be followed by the pixel size in metres, as the files of a Sentinel-2
 Level-2A SAFE product are (``T33UUU_20230612T102031_B02_10m.jp2``); the

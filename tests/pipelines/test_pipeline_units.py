@@ -34,6 +34,7 @@ class TestBands:
             ("IMG_DATA/R20m/T33UUU_20230612T102031_B8A_20m.jp2", "B8A"),
             ("IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m.jp2", None),
             ("image_2023_12m.tif", None),
+            ("LE07_L1TP_035032_20080427_20200914_02_T1_B6_VCID_2.TIF", "B6_VCID_2"),  # Landsat 7's low-gain thermal band
             # Earth Search's Sentinel-2 COGs: the token is the whole stem.
             ("S2A_33UUU_20230612_0_L2A/B8A.tif", "B8A"),
             ("S2A_33UUU_20230612_0_L2A/SCL.tif", None),
