@@ -15,8 +15,9 @@ time is taken, in this order, from
    of year), Sentinel-2 SAFE names and tile file names
    (``S2A_MSIL1C_20170216T102101_...``, ``T33UUU_20170216T102101_B04``,
    the sensing start), Earth Search's Sentinel-2 COG items
-   (``S2A_33UUU_20230612_0_L2A/B04.tif``, the date) and MODIS granules
-   (``MOD09GA.A2015122...``);
+   (``S2A_33UUU_20230612_0_L2A/B04.tif``, the date), Harmonized Landsat
+   Sentinel-2 granules (``HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif``, the
+   sensing time) and MODIS granules (``MOD09GA.A2015122...``);
 4. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
    ``ACQUISITIONDATETIME`` imagery metadata (except 1970-01-01 00:00:00,
    which GDAL writes when it found no date);
@@ -77,10 +78,16 @@ SCENE_ID_PATTERNS: Final = (
     ("Sentinel-2 COG item", _NOT_AFTER_ALNUM + r"S2[A-D]_\d{2}[A-Z]{3}_(?P<date>\d{8})_\d+_L[12][A-C]"),
     # Sentinel-2 tile file (granule band): TxxXXX_YYYYMMDDTHHMMSS_Bnn.
     ("Sentinel-2 tile", _NOT_AFTER_ALNUM + r"T\d{2}[A-Z]{3}_(?P<date>\d{8}T\d{6})(?![0-9])"),
+    # Harmonized Landsat Sentinel-2 granule: HLS.{L30,S30}.TxxXXX.YYYYDDDTHHMMSS.vN.N (the sensing time, day of year).
+    (
+        "HLS granule",
+        r"(?:^|[/_.])HLS\.[LS]30\.T\d{2}[A-Z]{3}\.(?P<year>\d{4})(?P<doy>\d{3})T(?P<hour>\d{2})(?P<minute>\d{2})(?P<second>\d{2})",
+    ),
     # MODIS granule: PRODUCT.AYYYYDDD.hHHvVV... (year and day of year of the acquisition).
     ("MODIS granule", r"(?:^|[._/])A(?P<year>(?:19|20)\d{2})(?P<doy>\d{3})(?=[._])"),
 )
 """``(name, regular expression)`` of the scene IDs whose dates are read without ``--time-pattern``."""
+
 
 def time_from_pattern(pattern: str, href: str) -> int | None:
     """Return the time found by ``pattern`` in ``href``, or None when it does not match.

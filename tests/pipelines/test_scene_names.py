@@ -32,6 +32,8 @@ if TYPE_CHECKING:
         ("/m/MOD09GA.A2015122.h18v04.061.2021320182934_b01.tif", "2015-05-02T00:00:00Z"),
         ("/cogs/33/U/UU/2023/6/S2A_33UUU_20230612_0_L2A/B04.tif", "2023-06-12T00:00:00Z"),  # Earth Search COG item
         ("/cogs/S2B_10SEG_20200101_1_L1C/SCL.tif", "2020-01-01T00:00:00Z"),
+        ("/hls/HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif", "2023-06-12T10:20:31Z"),  # HLS: year, day of year, time
+        ("/hls/HLS.L30.T33UUU.2023163T095512.v2.0.Fmask.tif", "2023-06-12T09:55:12Z"),
     ],
 )
 def test_scene_ids_carry_dates(href: str, expected: str) -> None:
