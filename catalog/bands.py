@@ -129,14 +129,18 @@ class Band:
     def matches(self, selector: str) -> bool:
         """Whether ``selector`` names this band (case-insensitive).
 
-        It matches the name, the common name, the description, or the first
-        comma-separated part of the description.
+        It matches the name, the common name, the description, any
+        comma-separated part of the description, or the end of the name after
+        a ``_``, ``-``, ``.`` or space: ``VV`` names ``IW_DVP_G_gpuned_VV``
+        and ``PIXEL`` names ``QA_PIXEL``, the names that layers without a
+        band token take from their files (``pipelines.planning.grouping``).
         """
         s = selector.strip().lower()
         candidates = {x.lower() for x in self.labels}
         if self.description:
             candidates.update(p.strip().lower() for p in self.description.split(",") if p.strip())
-        return s in candidates
+        name = self.name.lower()
+        return s in candidates or (bool(s) and any(name.endswith(sep + s) for sep in "_-. "))
 
     def merged(self, overrides: dict[str, Any]) -> Band:
         """Return a copy with the fields given in ``overrides`` replaced.

@@ -17,7 +17,9 @@ time is taken, in this order, from
    the sensing start), Earth Search's Sentinel-2 COG items
    (``S2A_33UUU_20230612_0_L2A/B04.tif``, the date), Harmonized Landsat
    Sentinel-2 granules (``HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif``, the
-   sensing time) and MODIS granules (``MOD09GA.A2015122...``);
+   sensing time), Sentinel-1 products and HyP3 RTC granules
+   (``S1A_IW_GRDH_1SDV_20230612T051234_...``, ``S1A_IW_20230612T051234_DVP_RTC30_...``,
+   the start) and MODIS granules (``MOD09GA.A2015122...``);
 4. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
    ``ACQUISITIONDATETIME`` imagery metadata (except 1970-01-01 00:00:00,
    which GDAL writes when it found no date);
@@ -78,6 +80,8 @@ SCENE_ID_PATTERNS: Final = (
     ("Sentinel-2 COG item", _NOT_AFTER_ALNUM + r"S2[A-D]_\d{2}[A-Z]{3}_(?P<date>\d{8})_\d+_L[12][A-C]"),
     # Sentinel-2 tile file (granule band): TxxXXX_YYYYMMDDTHHMMSS_Bnn.
     ("Sentinel-2 tile", _NOT_AFTER_ALNUM + r"T\d{2}[A-Z]{3}_(?P<date>\d{8}T\d{6})(?![0-9])"),
+    # Sentinel-1 product (ESA: S1A_IW_GRDH_1SDV_YYYYMMDDTHHMMSS_..., or HyP3 RTC: S1A_IW_YYYYMMDDTHHMMSS_...): the start.
+    ("Sentinel-1 product", _NOT_AFTER_ALNUM + r"S1[A-D]_[A-Z0-9]{2}_(?:[A-Z0-9]{4}_[A-Z0-9]{4}_)?(?P<date>\d{8}T\d{6})_"),
     # Harmonized Landsat Sentinel-2 granule: HLS.{L30,S30}.TxxXXX.YYYYDDDTHHMMSS.vN.N (the sensing time, day of year).
     (
         "HLS granule",

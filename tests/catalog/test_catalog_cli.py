@@ -113,10 +113,12 @@ def test_export_image_writes_the_named_file(tmp_path: Path) -> None:
 
 
 def test_export_refuses_what_geotiff_cannot_hold(tmp_path: Path) -> None:
+    import ml_dtypes  # registers bfloat16 with NumPy, which this test may be the first to need
+
     import rumi_core
 
     path = tmp_path / "bf.rumi"
-    rumi_core.write(path, np.zeros((1, 4, 4), dtype="bfloat16"), bands=["x"], times=["2020-01-01"])
+    rumi_core.write(path, np.zeros((1, 4, 4), dtype=ml_dtypes.bfloat16), bands=["x"], times=["2020-01-01"])
     result = CliRunner().invoke(cli, ["export", str(path), "-o", str(tmp_path / "bf.tif")])
     assert result.exit_code == 1 and "GeoTIFF cannot hold bfloat16" in result.output
 

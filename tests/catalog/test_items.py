@@ -186,6 +186,10 @@ def test_band_text_parsing() -> None:
     assert band_from_text("NDVI").common_name is None
     b = Band("B8", description="B8, NIR, 842nm", common_name="nir")
     assert b.matches("nir") and b.matches("B8") and b.matches("NIR") and not b.matches("red")
+    # The end of a name after a separator: the layers named after their files.
+    vv = Band("IW_DVP_G_gpuned_VV")
+    assert vv.matches("vv") and vv.matches("gpuned_VV") and not vv.matches("V") and not vv.matches("") and not vv.matches("DVP")
+    assert not Band("B8A").matches("8A") and not Band("QA_PIXEL").matches("QA")
     assert Band.from_dict(b.to_dict()) == b
 
 

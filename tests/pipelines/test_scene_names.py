@@ -34,6 +34,8 @@ if TYPE_CHECKING:
         ("/cogs/S2B_10SEG_20200101_1_L1C/SCL.tif", "2020-01-01T00:00:00Z"),
         ("/hls/HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif", "2023-06-12T10:20:31Z"),  # HLS: year, day of year, time
         ("/hls/HLS.L30.T33UUU.2023163T095512.v2.0.Fmask.tif", "2023-06-12T09:55:12Z"),
+        ("/s1/S1A_IW_GRDH_1SDV_20230612T051234_20230612T051259_048953_05E2E5_rtc/iw-vh.tif", "2023-06-12T05:12:34Z"),
+        ("/s1/S1A_IW_20230612T051234_DVP_RTC30_G_gpuned_1A2B_VV.tif", "2023-06-12T05:12:34Z"),  # HyP3 RTC
     ],
 )
 def test_scene_ids_carry_dates(href: str, expected: str) -> None:
