@@ -64,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "GDAL_CACHE_BYTES",
     "GDAL_HTTP_MAX_RETRY",
+    "GEOTIFF_SUFFIXES",
     "MIN_GDAL_CACHE_BYTES",
     "RASTER_SUFFIXES",
     "RasterCache",
@@ -76,7 +77,10 @@ __all__ = [
     "raster_error_text",
 ]
 
-RASTER_SUFFIXES: Final = (".tif", ".tiff", ".jp2")
+GEOTIFF_SUFFIXES: Final = (".tif", ".tiff")
+"""File suffixes of GeoTIFF (case-insensitive)."""
+
+RASTER_SUFFIXES: Final = (*GEOTIFF_SUFFIXES, ".jp2")
 """File suffixes a directory input is searched for (case-insensitive): GeoTIFF, and the JPEG 2000 of Sentinel-2 SAFE products."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
@@ -246,7 +250,7 @@ class RasterCache:
         self.max_open = max_open
         """How many datasets stay open at most."""
         self._open: OrderedDict[tuple[str, Warp | None], tuple[tuple[Any, ...], bool]] = OrderedDict()
-        """Per file and warp: the open handles (the file, then its warped view) and :meth:`masked`."""
+        """Per file and warp: the open handles (the file, then its warped view), and whether reads apply the file's internal mask."""
 
     def get(self, href: str, warp: Warp | None = None) -> Any:
         """Return an open dataset (or warped view) of ``href``.
@@ -254,24 +258,22 @@ class RasterCache:
         Raises:
             rasterio.errors.RasterioIOError: the file cannot be opened.
         """
-        return self._get(href, warp)[0][-1]
+        return self.open(href, warp)[0]
 
-    def masked(self, href: str, warp: Warp | None = None) -> bool:
-        """Whether reading ``href`` must apply its internal mask (:func:`has_internal_mask`): :meth:`get`'s ``read_masks`` gives it.
+    def open(self, href: str, warp: Warp | None = None) -> tuple[Any, bool]:
+        """:meth:`get`, and whether reading must apply the file's internal mask (:func:`has_internal_mask`).
 
-        Never for a warped read, whose warper has applied the mask already.
+        The dataset's ``read_masks`` then gives the mask. Never for a warped
+        read, whose warper has applied the mask already.
 
         Raises:
             rasterio.errors.RasterioIOError: the file cannot be opened.
         """
-        return self._get(href, warp)[1]
-
-    def _get(self, href: str, warp: Warp | None) -> tuple[tuple[Any, ...], bool]:
         key = (href, warp)
         found = self._open.get(key)
         if found is not None:
             self._open.move_to_end(key)
-            return found
+            return found[0][-1], found[1]
         with gdal_env(href):
             src = rasterio.open(href)
         masked = warp is None and has_internal_mask(src)
@@ -291,7 +293,7 @@ class RasterCache:
             _, (old, _) = self._open.popitem(last=False)
             for handle in reversed(old):
                 handle.close()
-        return handles, masked
+        return handles[-1], masked
 
     def close(self) -> None:
         """Close every open dataset."""

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["BAND_TOKEN", "band_name", "band_token", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
+__all__ = ["BAND_TOKEN", "band_name", "band_token", "directory", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
 
 BAND_TOKEN: Final = re.compile(r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?(?:_VCID_[12])?|QA))(?:_\d{1,4}m)?$")
 """A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``, and
@@ -72,18 +72,22 @@ def band_token(href: str) -> str | None:
     return match.group("token") if match else None
 
 
+def directory(href: str) -> str:
+    """The folder of a path or URL, without a query, with ``/`` separators ("" for a bare name)."""
+    return href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
+
+
 def stack_id(href: str) -> str:
     """Return the acquisition a file belongs to: its path without extension and band token.
 
     Files without a band token are an acquisition of their own.
     """
-    path = href.split("?", 1)[0]
-    directory, _, _ = path.replace("\\", "/").rpartition("/")
-    stem = _stem(path)
+    folder = directory(href)
+    stem = _stem(href)
     match = BAND_TOKEN.search(stem)
     if match:
         stem = stem[: match.start()]
-    return f"{directory}/{stem}" if directory else stem
+    return f"{folder}/{stem}" if folder else stem
 
 
 def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from catalog.grid import Grid
-from pipelines.planning.bands import band_token, natural_key, stem_id, stem_name, unique_band_texts
+from pipelines.planning.bands import band_token, directory, natural_key, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
@@ -207,8 +207,7 @@ def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
     scenes = list(scenes)
 
     def place(scene: Scene) -> tuple[str, int, Grid, str]:
-        directory = scene.href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
-        return directory, scene.time, scene.grid, scene.family or ""
+        return directory(scene.href), scene.time, scene.grid, scene.family or ""
 
     banded = {place(scene) for scene in scenes if band_token(scene.href) is not None}
     groups: dict[tuple[str, int, Grid, str, str], list[int]] = defaultdict(list)
@@ -218,14 +217,14 @@ def name_quantities(scenes: Iterable[Scene]) -> list[Scene]:
         where, scene_id = place(scene), stem_id(scene.href)
         if scene_id or where in banded:
             groups[(*where, scene_id or "")].append(i)
-    for (directory, *_, scene_id), members in groups.items():
+    for (folder, *_, scene_id), members in groups.items():
         stems = [stem_name(scenes[i].href) for i in members]
         named = [stem for stem in stems if stem is not None]
         if len(members) < 2 or len(set(named)) != len(stems):
             continue
         for i, stem in zip(members, named, strict=True):
             scene = scenes[i]
-            kind = f"{directory}/{scene_id}{{{scene.dtype}, nodata {scene.nodata_key}}}"  # one stack per scene, dtype and nodata
+            kind = f"{folder}/{scene_id}{{{scene.dtype}, nodata {scene.nodata_key}}}"  # one stack per scene, dtype and nodata
             scenes[i] = replace(scene, stack=kind, bands=(replace(scene.bands[0], name=stem),))
     return scenes
 

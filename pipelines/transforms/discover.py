@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.planning.scene import SceneRef
-from pipelines.rasters import RASTER_SUFFIXES, is_url
+from pipelines.rasters import GEOTIFF_SUFFIXES, RASTER_SUFFIXES, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
@@ -65,7 +65,7 @@ def _is_geotiff(asset: Mapping[str, Any]) -> bool:
     # bands twice, as COGs and as the JPEG 2000 they came from (Earth Search's "*-jp2").
     media = str(asset.get("type", "")).lower()
     href = str(asset.get("href", "")).lower().split("?", 1)[0]
-    return "tiff" in media or href.endswith((".tif", ".tiff"))
+    return "tiff" in media or href.endswith(GEOTIFF_SUFFIXES)
 
 
 def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None = None) -> list[SceneRef]:

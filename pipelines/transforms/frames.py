@@ -167,19 +167,18 @@ def _read_source(
     rows: tuple[int, int],
     cols: tuple[int, int],
     *,
-    fill: Any,
+    nodata: float | None,
     out: NDArray[Any] | None = None,
 ) -> NDArray[Any]:
     """Read a source's pixels under cube rows ``rows`` and columns ``cols``; into ``out`` if given (in place when of its dtype).
 
     Pixels an internal mask marks invalid (:func:`~pipelines.rasters.has_internal_mask`)
-    take ``fill``, the cube's nodata (:func:`fill_value`); reading the scene's
+    take the cube's ``nodata`` (:func:`fill_value`); reading the scene's
     metadata refused such a file that declares no nodata.
     """
     window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
     try:
-        dataset = rasters.get(source.href, source.warp)
-        masked = rasters.masked(source.href, source.warp)
+        dataset, masked = rasters.open(source.href, source.warp)
         # GDAL keeps every block of an open dataset until its cache is full, by default 5 % of the
         # machine's RAM: the process's cache is capped at what this read needs before it reads.
         fit_block_cache(dataset, source.band, window)
@@ -196,7 +195,7 @@ def _read_source(
         out[...] = data
         data = out
     if valid is not None:
-        data[valid == 0] = fill
+        data[valid == 0] = fill_value(data.dtype.name, nodata)
     return data
 
 
@@ -218,18 +217,17 @@ def read_band_window(
     if out is None:
         out = np.empty(shape, dtype=plan.dtype)
     sources = plan.sources[t][b]
-    fill = fill_value(plan.dtype, plan.nodata)
     if len(sources) == 1 and sources[0].window(rows, cols) == (tuple(rows), tuple(cols)):
-        _read_source(rasters, sources[0], rows, cols, fill=fill, out=out)
+        _read_source(rasters, sources[0], rows, cols, nodata=plan.nodata, out=out)
         return out
-    out.fill(fill)
+    out.fill(fill_value(plan.dtype, plan.nodata))
     covered: NDArray[np.bool_] | None = None if len(sources) == 1 else np.zeros(out.shape, bool)
     for source in sources:
         part = source.window(rows, cols)
         if part is None:
             continue
         (r0, r1), (c0, c1) = part
-        data = _read_source(rasters, source, (r0, r1), (c0, c1), fill=fill)
+        data = _read_source(rasters, source, (r0, r1), (c0, c1), nodata=plan.nodata)
         region = (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0]))
         if covered is None:
             out[region] = data
