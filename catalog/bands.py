@@ -30,13 +30,27 @@ from catalog.errors import ItemError
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["COMMON_NAMES", "Band", "band_from_text", "common_nodata", "stac_data_type"]
+__all__ = ["COMMON_NAMES", "Band", "band_from_text", "common_nodata", "stac_data_type", "stac_nodata"]
 
 COMMON_NAMES = (
     "pan", "coastal", "blue", "green", "green05", "yellow", "red", "rededge", "rededge071", "rededge075",
     "rededge078", "nir", "nir08", "nir09", "cirrus", "swir16", "swir22", "lwir", "lwir11", "lwir12",
 )  # fmt: skip
 """The EO extension's band common names."""
+
+
+def stac_nodata(value: float | str | None) -> float | str | None:
+    """The JSON form STAC 1.1 gives a no-data value: a number, or ``"nan"``, ``"inf"``, ``"-inf"``.
+
+    JSON has no non-finite numbers, so STAC spells them as text; a finite
+    value, text or None is returned as it is.
+
+    >>> stac_nodata(float("-inf")), stac_nodata(0.0)
+    ('-inf', 0.0)
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    return value
 
 _ALIASES = {
     "near infrared": "nir",
@@ -118,8 +132,7 @@ class Band:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise ItemError(f"a band needs a non-empty name, got {self.name!r}")
-        if isinstance(self.nodata, float) and not math.isfinite(self.nodata):
-            object.__setattr__(self, "nodata", "nan" if math.isnan(self.nodata) else ("inf" if self.nodata > 0 else "-inf"))
+        object.__setattr__(self, "nodata", stac_nodata(self.nodata))
 
     @property
     def labels(self) -> tuple[str, ...]:

@@ -21,6 +21,7 @@ import math
 import os
 from typing import TYPE_CHECKING, Any
 
+from catalog.bands import stac_nodata
 from catalog.errors import SearchError
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ def _nodata_as(value: Any, *, to_number: bool) -> Any:
                 out[key] = _NON_FINITE[item.lower()]
             elif key == "nodata" and to_number and isinstance(item, int) and not isinstance(item, bool):
                 out[key] = float(item)
-            elif key == "nodata" and not to_number and isinstance(item, float) and not math.isfinite(item):
-                out[key] = "nan" if math.isnan(item) else ("inf" if item > 0 else "-inf")
+            elif key == "nodata" and not to_number:
+                out[key] = stac_nodata(item)
             else:
                 out[key] = _nodata_as(item, to_number=to_number)
         return out

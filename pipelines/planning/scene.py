@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from catalog.bands import stac_nodata
 from catalog.grid import Grid
 from pipelines.planning.lattice import OnGrid
 from pipelines.planning.plan import CubeBand
@@ -56,7 +57,7 @@ class ProductBand:
             "name": self.name,
             "scale": self.scale,
             "offset": self.offset,
-            "nodata": self.nodata,
+            "nodata": stac_nodata(self.nodata),
             "family": self.family,
             "tags": [list(t) for t in self.tags],
         }
@@ -64,8 +65,14 @@ class ProductBand:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProductBand:
         """Inverse of :meth:`to_dict`."""
+        nodata = data.get("nodata")
         return cls(
-            data["name"], data["scale"], data["offset"], data.get("nodata"), data["family"], tuple((k, v) for k, v in data.get("tags", ()))
+            data["name"],
+            data["scale"],
+            data["offset"],
+            None if nodata is None else float(nodata),
+            data["family"],
+            tuple((k, v) for k, v in data.get("tags", ())),
         )
 
 
@@ -170,7 +177,7 @@ class Scene(OnGrid):
             "height": self.height,
             "width": self.width,
             "dtype": self.dtype,
-            "nodata": None if self.nodata is None else (self.nodata if not math.isnan(self.nodata) else "nan"),
+            "nodata": stac_nodata(self.nodata),
             "bands": [b.to_dict() for b in self.bands],
             "time": self.time,
             "stack": self.stack,

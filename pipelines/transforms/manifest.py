@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from catalog.bands import stac_nodata
 from pipelines.bucket import write_jsonl
 from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
@@ -55,7 +55,7 @@ class ManifestEntry:
     transform: tuple[float, ...]
     """Affine transform of the first pixel's corner, rasterio order."""
     nodata: float | str | None
-    """Nodata value, ``"nan"``, or None."""
+    """Nodata value, its STAC text (``"nan"``, ``"inf"``, ``"-inf"``), or None."""
     tile_size: int
     """Nominal tile size."""
     frame_unit: int
@@ -124,9 +124,6 @@ def manifest_entry(
     plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str | None
 ) -> ManifestEntry:
     """The manifest entry of a planned cube whose file exists."""
-    nodata: float | str | None = plan.nodata
-    if plan.nodata is not None and math.isnan(plan.nodata):
-        nodata = "nan"
     return ManifestEntry(
         cube_id=plan.cube_id,
         status=status,
@@ -138,7 +135,7 @@ def manifest_entry(
         times=tuple(format_seconds(t) for t in plan.times),
         crs=f"EPSG:{plan.epsg}",
         transform=plan.transform,
-        nodata=nodata,
+        nodata=stac_nodata(plan.nodata),
         tile_size=plan.tile_size,
         frame_unit=plan.frame_unit,
         # Keys sorted at every level: a cube written now and the same cube found finished on a

@@ -166,6 +166,21 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     assert main([str(root / "a"), "--out", str(out), "--frame-unit", "12"]) == 2
 
 
+def test_an_undated_name_with_a_date_gets_the_time_pattern_that_reads_it(tmp_path: Path) -> None:
+    """The dead letter offers a ``--time-pattern``; given back as it stands in the file, it dates the scene."""
+    path = write_geotiff(str(tmp_path / "ndvi_20230612.tif"), np.ones((1, 8, 8), np.uint16), epsg=32632, transform=(10, 0, 0, 0, -10, 0))
+    refused = CliRunner().invoke(cli, ["convert", path, "--out", str(tmp_path / "refused"), "--no-progress"])
+    assert refused.exit_code == 1
+    (letter,) = load_jsonl(str(tmp_path / "refused" / "dead-letter.jsonl"))
+    assert letter["reason"] == "unknown-time"
+    (pattern,) = re.findall(r"--time-pattern '([^']+)' reads", letter["message"])
+    out = tmp_path / "out"
+    ok = CliRunner().invoke(cli, ["convert", path, "--out", str(out), "--time-pattern", pattern, "--no-progress"])
+    assert ok.exit_code == 0, ok.output
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["times"] == ["2023-06-12T00:00:00Z"]
+
+
 def test_progress_monitor(tmp_path: Path) -> None:
     import io
 
