@@ -57,6 +57,7 @@ __all__ = [
     "compact",
     "period_label",
     "resolve_time",
+    "suggest_time_pattern",
     "time_from_pattern",
     "time_from_scene_id",
     "time_from_tags",
@@ -154,6 +155,41 @@ def time_from_scene_id(href: str) -> int | None:
                     return _time_from_match(match)
                 except ValueError:
                     continue
+    return None
+
+
+_SUGGESTIONS: Final = (
+    "(?<![0-9])(?P<date>[0-9]{8}T[0-9]{6})(?![0-9])[^/]*$",
+    "(?<![0-9])(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?![0-9])[^/]*$",
+    "(?<![0-9])(?P<date>[0-9]{8})(?![0-9])[^/]*$",
+)
+"""``--time-pattern`` values offered for a file name that holds a date no scene ID explains.
+
+Spelled without backslashes, so that they survive being copied out of JSON
+(the dead-letter file) into a shell."""
+
+
+def suggest_time_pattern(href: str) -> str | None:
+    """Return a ``--time-pattern`` that dates ``href`` by a date in its file name, or None.
+
+    A bare digit run is not taken as a date without the user's word (it may
+    be an orbit, a tile or a version), but a message can offer the pattern
+    that would read it: the first of :data:`_SUGGESTIONS` that matches a
+    valid date from 1950 to 2099 in the file name.
+
+    >>> print(suggest_time_pattern("/data/ndvi_20230612.tif"))
+    (?<![0-9])(?P<date>[0-9]{8})(?![0-9])[^/]*$
+    >>> suggest_time_pattern("/data/20230612/ndvi_42.tif") is None
+    True
+    """
+    path = href.split("?", 1)[0].replace("\\", "/")
+    for pattern in _SUGGESTIONS:
+        try:
+            seconds = time_from_pattern(pattern, path)
+        except ValueError:
+            continue
+        if seconds is not None and to_seconds(dt.datetime(1950, 1, 1)) <= seconds < to_seconds(dt.datetime(2100, 1, 1)):
+            return pattern
     return None
 
 

@@ -26,7 +26,7 @@ from catalog.grid import Grid
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
-from pipelines.planning.timestamps import resolve_time
+from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
@@ -117,8 +117,12 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             try:
                 encoding_for_dtype(dtype)
             except InvalidInputError as err:
+                # GDAL's CInt16 and CInt32: the specification's complex samples have IEEE float components only.
+                widen = " (complex samples are IEEE floating point); widen it first, e.g. gdal_translate -ot CFloat32"
                 raise SceneError(
-                    f"sample type {dtype} is not a rumi sample encoding: {err}", href=href, reason="unsupported-dtype"
+                    f"sample type {dtype} is not a rumi sample encoding" + (widen if dtype.startswith("complex_int") else f": {err}"),
+                    href=href,
+                    reason="unsupported-dtype",
                 ) from err
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
@@ -165,8 +169,11 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
     except ValueError as err:
         raise SceneError(f"invalid acquisition time: {err}", href=href, reason="bad-time") from err
     if seconds is None:
+        suggestion = suggest_time_pattern(href)
+        advice = f"; its name holds a date, which --time-pattern '{suggestion}' reads" if suggestion else ""
         raise SceneError(
-            "no acquisition time: no STAC datetime, --time-pattern match or TIFFTAG_DATETIME; pass --time or --time-pattern",
+            "no acquisition time: no STAC datetime, scene ID, --time-pattern match or TIFFTAG_DATETIME; pass --time or --time-pattern"
+            + advice,
             href=href,
             reason="unknown-time",
         )

@@ -218,6 +218,23 @@ def test_manifest_is_json_lines(archive: tuple[Path, dict[str, np.ndarray[Any, A
     assert text.count("\n") == 1 and json.loads(text)["dtype"] == "uint16"
 
 
+@pytest.mark.parametrize(("nodata", "text"), [(float("nan"), "nan"), (float("inf"), "inf"), (float("-inf"), "-inf")])
+def test_a_non_finite_nodata_is_stac_text_in_the_manifest_and_the_item(tmp_path: Path, nodata: float, text: str) -> None:
+    """JSON has no NaN or infinity: the manifest and the STAC item spell the value as STAC 1.1 does, the file keeps it."""
+    data = np.random.default_rng(5).random((1, 40, 50), dtype=np.float32)
+    data[0, :7, :9] = nodata
+    path = write_geotiff(str(tmp_path / "scene.tif"), data, epsg=32632, transform=(10, 0, 600000, 0, -10, 5300000), nodata=nodata)
+    out = tmp_path / "out"
+    summary = run([path], ConvertOptions(out=str(out), time="2023-01-01", tile_size=32))
+    assert not summary.dead_letters
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["nodata"] == text
+    (item,) = (out / "stac").rglob(f"{entry['cube_id']}.json")
+    (band,) = json.loads(item.read_text())["assets"]["data"]["bands"]
+    assert band["nodata"] == text
+    np.testing.assert_array_equal(_read(out, entry), data)
+
+
 @pytest.mark.parametrize(
     ("name", "transform", "turn"),
     [

@@ -13,7 +13,14 @@ from pipelines.options import ConvertOptions, parse_compression
 from pipelines.planning.bands import band_name, band_token, natural_key, stack_id, unique_band_texts
 from pipelines.planning.lattice import Extent, Lattice, is_north_up, snap_extent
 from pipelines.planning.plan import cube_name, inputs_hash, sample_indices
-from pipelines.planning.timestamps import compact, period_label, resolve_time, time_from_pattern, time_from_tags
+from pipelines.planning.timestamps import (
+    compact,
+    period_label,
+    resolve_time,
+    suggest_time_pattern,
+    time_from_pattern,
+    time_from_tags,
+)
 from pipelines.transforms.frames import FrameKey, FrameKeyCoder
 from rumi_core.times import format_seconds, parse_time
 
@@ -88,6 +95,26 @@ class TestTimes:
         assert format_seconds(time_from_pattern(r"_(?P<date>\d{8}T\d{6})_", "S2_20230105T103021_B02.tif") or 0) == "2023-01-05T10:30:21Z"
         with pytest.raises(ValueError, match="has no group year"):
             time_from_pattern(r"(?P<month>\d\d)", "x_05.tif")
+
+    @pytest.mark.parametrize(
+        ("href", "expected"),
+        [
+            ("/archive/ndvi_20230612.tif", "2023-06-12T00:00:00Z"),
+            ("/archive/2022/ndvi_2023-06-12_v2.tif", "2023-06-12T00:00:00Z"),
+            ("gs://bucket/x/scene_20230612T103021_b4.tif", "2023-06-12T10:30:21Z"),
+            ("/archive/orbit_123456789_20230612.tif", "2023-06-12T00:00:00Z"),  # not the first 8 of 9 digits
+            ("/archive/20230612/ndvi_42.tif", None),  # a directory's date is the user's to choose
+            ("/archive/tile_99999999.tif", None),  # 8 digits, no valid date
+            ("/archive/tile_18991231.tif", None),  # a valid date, but not one of an Earth observation
+        ],
+    )
+    def test_a_date_in_the_file_name_is_offered_as_a_pattern_that_reads_it(self, href: str, expected: str | None) -> None:
+        pattern = suggest_time_pattern(href)
+        if expected is None:
+            assert pattern is None
+            return
+        assert pattern is not None and "\\" not in pattern  # no backslash to lose between JSON and a shell
+        assert format_seconds(resolve_time(href=href, stac=None, tags={}, pattern=pattern, fallback=None) or 0) == expected
 
     def test_tags_skip_gdal_placeholder(self) -> None:
         assert time_from_tags({"ACQUISITIONDATETIME": "1970-01-01 00:00:00"}) is None

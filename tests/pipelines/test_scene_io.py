@@ -45,6 +45,16 @@ def _write_mollweide(path: str) -> None:
         dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
 
 
+def _write_cint16(path: str) -> None:
+    """A dated GDAL CInt16 GeoTIFF (complex integers, as some SAR products ship): no rumi sample encoding."""
+    import rasterio
+
+    profile = {"driver": "GTiff", "width": 8, "height": 8, "count": 1, "dtype": "complex_int16", "crs": "EPSG:32632"}
+    with rasterio.open(path, "w", transform=rasterio.Affine(*T), **profile) as dst:
+        dst.write(np.ones((1, 8, 8), np.complex64))
+        dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+
+
 class _RangeHandler(SimpleHTTPRequestHandler):
     """Serves files with HTTP Range support, as GDAL's /vsicurl/ needs."""
 
@@ -185,6 +195,7 @@ class TestReadScene:
             ),
             (lambda p: Path(p).write_bytes(b"II*\x00garbage"), "unreadable", "cannot read the raster"),
             (_write_mollweide, "crs-not-epsg", r"no EPSG code, and rumi stores EPSG codes only; warp it to one first \(e\.g\. gdalwarp"),
+            (_write_cint16, "unsupported-dtype", r"complex_int16 is not a rumi sample encoding .*gdal_translate -ot CFloat32"),
         ],
     )
     def test_bad_scenes(self, tmp_path: Path, make: Any, reason: str | None, message: str | None) -> None:
