@@ -62,7 +62,7 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 @click.option(
     "--header",
     "header_path",
-    type=click.Path(path_type=Path),
+    metavar="PATH_OR_URL",
     default=None,
     help="The file's header blob (.rumih). By default the item's, or <file>h, or one built from the file.",
 )
@@ -77,7 +77,7 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
 @timeout_option
 def read_command(
     target: str | None,
-    header_path: Path | None,
+    header_path: str | None,
     bands: str | None,
     times: str | None,
     window: tuple[tuple[int, int], tuple[int, int]] | None,

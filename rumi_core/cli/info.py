@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
 
 import click
 
 from rumi_core.cli.options import failure, header_option, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.info import info
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = ["info_command"]
 
@@ -22,7 +18,7 @@ __all__ = ["info_command"]
 @header_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @timeout_option
-def info_command(file: str, header_path: Path | None, as_json: bool, timeout: float | None) -> None:
+def info_command(file: str, header_path: str | None, as_json: bool, timeout: float | None) -> None:
     """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE_OR_URL."""
     try:
         found = info(file, read_header_file(header_path), timeout=timeout)

@@ -17,6 +17,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import click
 
+from rumi_core.errors import SourceError
+from rumi_core.sources import open_source, url_scheme
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
@@ -143,20 +146,30 @@ def parse_window(
     return (r0, r1), (c0, c1)
 
 
-def read_header_file(path: Path | None) -> bytes | None:
-    """Return the bytes of a header blob file, or None."""
-    if path is None:
+def read_header_file(location: str | None) -> bytes | None:
+    """Return the bytes of a header blob at a path or URL (any scheme a reader opens), or None."""
+    if location is None:
         return None
+    if url_scheme(location) is None:
+        try:
+            return Path(location).read_bytes()
+        except OSError as err:
+            raise OptionError(f"--header {location}: cannot read: {err.strerror}") from err
     try:
-        return path.read_bytes()
-    except OSError as err:
-        raise OptionError(f"--header {path}: cannot read: {err.strerror}") from err
+        source, _ = open_source(location)
+        try:
+            (blob,) = source.read_ranges([(0, source.size())])
+        finally:
+            source.close()
+    except SourceError as err:
+        raise OptionError(f"--header {location}: cannot read: {err}") from err
+    return blob
 
 
 header_option = click.option(
     "--header",
     "header_path",
-    type=click.Path(path_type=Path),
+    metavar="PATH_OR_URL",
     default=None,
     help="The file's header blob (.rumih). Without it, one is built from the file.",
 )

@@ -8,16 +8,12 @@ file invalid).
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
 
 import click
 
 from rumi_core.cli.options import header_option, one_line, read_header_file
 from rumi_core.errors import ResourceLimitError, RumiError, SourceError
 from rumi_core.validate import validate
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 __all__ = ["validate_command"]
 
@@ -26,7 +22,7 @@ __all__ = ["validate_command"]
 @click.argument("file", metavar="FILE_OR_URL")
 @header_option
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
-def validate_command(file: str, header_path: Path | None, quick: bool) -> None:
+def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     """Check FILE_OR_URL against the rumi 0.1.0 specification."""
     # An unreadable blob is an I/O error: OptionError exits with 2, not 1.
     blob = read_header_file(header_path)

@@ -134,3 +134,20 @@ def test_a_blob_that_does_not_fit_the_items_file_size_is_refused_before_any_requ
     with pytest.raises(HeaderMismatchError, match="does not fit"):
         Cube.open(server.url("item.json"))
     assert server.requests("cube.rumi") == 0
+
+
+def test_a_header_blob_given_by_url_is_read_whole_for_read_info_and_validate(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    """``--header`` takes a URL as FILE_OR_URL does: the blob is asked for its size and read, the file's head is not."""
+    header = server.url("cube.rumih")
+    out = tmp_path / "x.npy"
+    result = CliRunner().invoke(cli, ["read", server.url("cube.rumi"), "--header", header, "--bands", "1", "--times", "0", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert _frames_only(server, cube.blob) and server.requests("cube.rumih") <= 2
+    np.testing.assert_array_equal(np.load(out), cube.data[[0]][:, [1]])
+    result = CliRunner().invoke(cli, ["info", server.url("cube.rumi"), "--header", header, "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["shape"] == [3, 4, 100, 130], result.output
+    result = CliRunner().invoke(cli, ["validate", server.url("cube.rumi"), "--header", header, "--quick"])
+    assert result.exit_code == 0, result.output
+    missing = CliRunner().invoke(cli, ["info", server.url("cube.rumi"), "--header", server.url("none.rumih")])
+    assert missing.exit_code != 0 and f"--header {server.url('none.rumih')}: cannot read" in missing.output
+    assert "Traceback" not in missing.output
