@@ -31,6 +31,8 @@ no I/O.
 ('B8A', 'R20m/T33UUU_20230612T102031')
 >>> band_token("S2A_33UUU_20230612_0_L2A/B02.tif"), stack_id("S2A_33UUU_20230612_0_L2A/B02.tif")
 ('B02', 'S2A_33UUU_20230612_0_L2A/')
+>>> band_token("LC08_L1TP_033033_20170506_20170515_01_T1_sr_band1.tif"), band_token("x_sensor_azimuth_band4.tif")
+('band1', None)
 >>> sorted(["B10", "B8A", "B08", "B1"], key=natural_key)
 ['B1', 'B08', 'B8A', 'B10']
 """
@@ -46,9 +48,19 @@ if TYPE_CHECKING:
 
 __all__ = ["BAND_TOKEN", "band_name", "band_token", "directory", "natural_key", "stack_id", "stem_id", "stem_name", "unique_band_texts"]
 
-BAND_TOKEN: Final = re.compile(r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?(?:_VCID_[12])?|QA))(?:_\d{1,4}m)?$")
-"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``, and
-Landsat 7's two gains of its thermal band, ``_B6_VCID_1`` and ``_B6_VCID_2``.
+BAND_TOKEN: Final = re.compile(
+    r"(?:^|[_\-.])(?P<token>[Bb](?:\d{1,2}[A-Za-z]?(?:_VCID_[12])?|QA)|(?<!azimuth_)(?<!zenith_)[Bb]and_?\d{1,2})(?:_\d{1,4}m)?$"
+)
+"""A band token at the end of a file stem: ``_B04``, ``_b3``, ``_B8A``, ``-B11``, ``_BQA``,
+Landsat 7's two gains of its thermal band, ``_B6_VCID_1`` and ``_B6_VCID_2``, and
+``_band3`` or ``_band_3``.
+
+The last is how USGS ESPA names Landsat Collection 1 products
+(``<product ID>_sr_band1.tif``, ``_toa_band1``, ``_bt_band10``): the
+acquisition is then the stem before the token, one per product. ESPA's
+per-band angle layers (``_sensor_azimuth_band4``, ``_solar_zenith_band4``)
+name the band they were computed for, not a band of their own: they are
+no token, and stay quantities of their scene named by their stems.
 
 It may be followed by the pixel size in metres, as the files of a Sentinel-2
 Level-2A SAFE product are (``T33UUU_20230612T102031_B02_10m.jp2``); the

@@ -327,6 +327,47 @@ def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: P
                 assert np.array_equal(pixels[t, b], truth[(day, layer)]), (day, layer)
 
 
+def test_a_landsat_collection_1_espa_archive_converts_every_layer(tmp_path: Path) -> None:
+    """Two dates of a USGS ESPA Collection 1 order: one cube per product (sr, toa, bt) by ``_band<n>``, the rest by name.
+
+    The ``_band<n>`` files had no band token, so every one was ``band 1`` of its own acquisition: duplicates, all
+    dead letters but one per date. The angle layers name the band they were computed for (``_solar_zenith_band4``):
+    quantities of the scene, not its band 4.
+    """
+    layers: dict[str, tuple[str, float | None]] = {f"sr_band{i}": ("int16", -9999) for i in range(1, 4)}
+    layers.update({f"toa_band{i}": ("int16", -9999) for i in range(1, 3)})
+    layers.update({"bt_band10": ("int16", -9999), "bt_band11": ("int16", -9999), "pixel_qa": ("uint16", 1), "sr_aerosol": ("uint8", None)})
+    layers.update({f"{a}_band4": ("int16", -32768) for a in ("sensor_azimuth", "solar_zenith")})
+    rng = np.random.default_rng(4)
+    truth: dict[tuple[str, str], np.ndarray[Any, Any]] = {}
+    for day in ("20170506", "20170522"):
+        product = f"LC08_L1TP_033033_{day}_20170515_01_T1"
+        (tmp_path / "in" / product).mkdir(parents=True)
+        for layer, (dtype, nodata) in layers.items():
+            data = rng.integers(2, 250, (1, 30, 40)).astype(dtype)
+            path = str(tmp_path / "in" / product / f"{product}_{layer}.tif")
+            write_geotiff(path, data, epsg=32613, transform=(30, 0, 300000, 0, -30, 4000020), nodata=nodata)
+            truth[(day, layer)] = data[0]
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in"), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    layer_of: dict[tuple[str, ...], Any] = {
+        ("band1", "band2", "band3"): lambda name: f"sr_{name}",
+        ("band1", "band2"): lambda name: f"toa_{name}",
+        ("band10", "band11"): lambda name: f"bt_{name}",
+        ("pixel_qa",): str,
+        ("sensor_azimuth", "solar_zenith"): lambda name: f"{name}_band4",
+        ("sr_aerosol",): str,
+    }
+    assert sorted(tuple(b["name"] for b in e["bands"]) for e in entries) == sorted(layer_of)
+    for entry in entries:
+        pixels, names = _read(out, entry), tuple(b["name"] for b in entry["bands"])
+        for t, day in enumerate(("20170506", "20170522")):
+            for b, name in enumerate(names):
+                assert np.array_equal(pixels[t, b], truth[(day, layer_of[names](name))]), (day, name)
+
+
 def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path) -> None:
     """An L2A SAFE folder of JP2 files (``T33UUU_<time>_B02_10m.jp2``): the pixel size after the band token, SCL/AOT/WVP unnamed.
 

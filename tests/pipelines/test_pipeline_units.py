@@ -46,6 +46,13 @@ class TestBands:
             ("S2A_33UUU_20230612_0_L2A/B8A.tif", "B8A"),
             ("S2A_33UUU_20230612_0_L2A/SCL.tif", None),
             ("AB02.tif", None),
+            # USGS ESPA's Landsat Collection 1 products; their per-band angle layers are no band.
+            ("LC08_L1TP_033033_20170506_20170515_01_T1_sr_band1.tif", "band1"),
+            ("LC08_L1TP_033033_20170506_20170515_01_T1_bt_band10.tif", "band10"),
+            ("scene_band_2.tif", "band_2"),
+            ("LC08_L1TP_033033_20170506_20170515_01_T1_solar_zenith_band4.tif", None),
+            ("LC08_L1TP_033033_20170506_20170515_01_T1_sensor_azimuth_band4.tif", None),
+            ("broadband1.tif", None),
         ],
     )
     def test_band_token(self, href: str, token: str | None) -> None:
