@@ -19,7 +19,8 @@ time is taken, in this order, from
    Sentinel-2 granules (``HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif``, the
    sensing time), Sentinel-1 products and HyP3 RTC granules
    (``S1A_IW_GRDH_1SDV_20230612T051234_...``, ``S1A_IW_20230612T051234_DVP_RTC30_...``,
-   the start) and MODIS granules (``MOD09GA.A2015122...``);
+   the start), Planet scene IDs (``20230612_101010_23_2477_3B_AnalyticMS_SR.tif``,
+   the acquisition time) and MODIS granules (``MOD09GA.A2015122...``);
 4. the TIFF tag ``TIFFTAG_DATETIME`` (``YYYY:MM:DD HH:MM:SS``) or GDAL's
    ``ACQUISITIONDATETIME`` imagery metadata (except 1970-01-01 00:00:00,
    which GDAL writes when it found no date);
@@ -87,6 +88,15 @@ SCENE_ID_PATTERNS: Final = (
     (
         "HLS granule",
         r"(?:^|[/_.])HLS\.[LS]30\.T\d{2}[A-Z]{3}\.(?P<year>\d{4})(?P<doy>\d{3})T(?P<hour>\d{2})(?P<minute>\d{2})(?P<second>\d{2})",
+    ),
+    # Planet scene ID: YYYYMMDD_HHMMSS[_ss]_<satellite> (PlanetScope: 4 hex digits, 20230612_101010_23_2477; SkySat:
+    # its camera, 20200101_101010_ssc1d1_0001), the acquisition time; ss is hundredths of a second, dropped as rumi's
+    # times are whole seconds.
+    (
+        "Planet scene ID",
+        _NOT_AFTER_ALNUM
+        + r"(?P<year>\d{4})(?P<month>\d{2})(?P<day>\d{2})_(?P<hour>\d{2})(?P<minute>\d{2})(?P<second>\d{2})(?:_\d{2})?"
+        r"_(?:[0-9a-f]{4}|ssc\d{1,2}d\d)(?![0-9A-Za-z])",
     ),
     # MODIS granule: PRODUCT.AYYYYDDD.hHHvVV... (year and day of year of the acquisition).
     ("MODIS granule", r"(?:^|[._/])A(?P<year>(?:19|20)\d{2})(?P<doy>\d{3})(?=[._])"),

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
         ("/hls/HLS.L30.T33UUU.2023163T095512.v2.0.Fmask.tif", "2023-06-12T09:55:12Z"),
         ("/s1/S1A_IW_GRDH_1SDV_20230612T051234_20230612T051259_048953_05E2E5_rtc/iw-vh.tif", "2023-06-12T05:12:34Z"),
         ("/s1/S1A_IW_20230612T051234_DVP_RTC30_G_gpuned_1A2B_VV.tif", "2023-06-12T05:12:34Z"),  # HyP3 RTC
+        ("/ps/PSScene/20230612_101010_23_2477/20230612_101010_23_2477_3B_AnalyticMS_SR_8b.tif", "2023-06-12T10:10:10Z"),
+        ("/ps/20151119_025740_0c74_3B_AnalyticMS.tif", "2015-11-19T02:57:40Z"),  # PlanetScope, no hundredths
+        ("/ss/20200101_101010_ssc1d1_0001_analytic.tif", "2020-01-01T10:10:10Z"),  # SkySat: the camera
     ],
 )
 def test_scene_ids_carry_dates(href: str, expected: str) -> None:
@@ -46,7 +49,15 @@ def test_scene_ids_carry_dates(href: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "href",
-    ["/d/scene_B04.tif", "/d/A2015999.tif", "/d/LC81070352015400LGN00.tif", "/d/T33UUU_B04.tif", "/d/S2A_33UUU_20231345_0_L2A/B04.tif"],
+    [
+        "/d/scene_B04.tif",
+        "/d/A2015999.tif",
+        "/d/LC81070352015400LGN00.tif",
+        "/d/T33UUU_B04.tif",
+        "/d/S2A_33UUU_20231345_0_L2A/B04.tif",
+        "/d/20230612_101010_ab.tif",  # no Planet satellite
+        "/d/20231312_101010_2477_3B.tif",  # month 13
+    ],
 )
 def test_names_without_a_valid_scene_id(href: str) -> None:
     assert time_from_scene_id(href) is None
@@ -74,3 +85,27 @@ def test_landsat_series_dates_itself_and_names_fmask(tmp_path: Path) -> None:
     (entry,) = load_jsonl(str(out / "manifest.jsonl"))
     assert [b["name"] for b in entry["bands"]] == ["fmask"]
     assert entry["times"] == ["2008-04-27T00:00:00Z", "2008-05-05T00:00:00Z", "2008-05-29T00:00:00Z"]
+
+
+def test_a_planetscope_order_dates_itself_and_keeps_the_udm2_beside_the_bands(tmp_path: Path) -> None:
+    """A PSScene order: per scene an 8-band surface reflectance file and its 8-band uint8 usable-data mask.
+
+    No --time: the scene ID dates both; the mask, with its own dtype and band names, is a cube of its own.
+    """
+    rng = np.random.default_rng(6)
+    transform = (3.0, 0.0, 600000.0, 0.0, -3.0, 5000000.0)
+    masks = ("clear", "snow", "shadow", "light_haze", "heavy_haze", "cloud", "confidence", "udm1")
+    for scene in ("20230612_101010_23_2477", "20230618_100955_12_24a3"):
+        folder = tmp_path / "PSScene" / scene
+        folder.mkdir(parents=True)
+        sr = rng.integers(1, 9000, (8, 20, 30), dtype="uint16")
+        write_geotiff(str(folder / f"{scene}_3B_AnalyticMS_SR_8b.tif"), sr, epsg=32633, transform=transform, nodata=0)
+        udm = rng.integers(0, 2, (8, 20, 30), dtype="uint8")
+        write_geotiff(str(folder / f"{scene}_3B_udm2.tif"), udm, epsg=32633, transform=transform, descriptions=masks)
+    out = tmp_path / "out"
+    summary = run([str(tmp_path / "PSScene")], ConvertOptions(out=str(out), write_catalog=False))
+    assert not summary.dead_letters
+    entries = sorted(load_jsonl(str(out / "manifest.jsonl")), key=lambda e: e["dtype"])
+    assert [(e["dtype"], e["shape"]) for e in entries] == [("uint16", [2, 8, 20, 30]), ("uint8", [2, 8, 20, 30])]
+    assert tuple(b["name"] for b in entries[1]["bands"]) == masks
+    assert entries[0]["times"] == entries[1]["times"] == ["2023-06-12T10:10:10Z", "2023-06-18T10:09:55Z"]
