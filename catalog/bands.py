@@ -52,6 +52,7 @@ def stac_nodata(value: float | str | None) -> float | str | None:
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     return value
 
+
 _ALIASES = {
     "near infrared": "nir",
     "near-infrared": "nir",

@@ -118,9 +118,7 @@ def read_command(
         if bbox is None or window is not None or times is not None or header_path is not None:
             raise OptionError("--catalog reads by --bbox and --datetime: give --bbox, and no --window, --times or --header")
         check_output_file(output)
-        read_catalog(
-            catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output
-        )
+        read_catalog(catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output)
         return
     if when is not None or crs is not None or resolution is not None:
         raise OptionError("--datetime, --crs and --resolution go with --catalog; use --times to select time steps of one item")

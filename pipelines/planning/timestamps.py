@@ -94,8 +94,7 @@ SCENE_ID_PATTERNS: Final = (
     # times are whole seconds.
     (
         "Planet scene ID",
-        _NOT_AFTER_ALNUM
-        + r"(?P<year>\d{4})(?P<month>\d{2})(?P<day>\d{2})_(?P<hour>\d{2})(?P<minute>\d{2})(?P<second>\d{2})(?:_\d{2})?"
+        _NOT_AFTER_ALNUM + r"(?P<year>\d{4})(?P<month>\d{2})(?P<day>\d{2})_(?P<hour>\d{2})(?P<minute>\d{2})(?P<second>\d{2})(?:_\d{2})?"
         r"_(?:[0-9a-f]{4}|ssc\d{1,2}d\d)(?![0-9A-Za-z])",
     ),
     # MODIS granule: PRODUCT.AYYYYDDD.hHHvVV... (year and day of year of the acquisition).
