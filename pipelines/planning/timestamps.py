@@ -171,6 +171,8 @@ _SUGGESTIONS: Final = (
     "(?<![0-9])(?P<date>[0-9]{8}T[0-9]{6})(?![0-9])[^/]*$",
     "(?<![0-9])(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?![0-9])[^/]*$",
     "(?<![0-9])(?P<date>[0-9]{8})(?![0-9])[^/]*$",
+    "(?<![0-9])(?P<year>[0-9]{4})-(?P<month>[0-9]{2})(?![0-9])[^/]*$",
+    "(?<![0-9])(?P<year>[0-9]{4})(?![0-9])[^/]*$",
 )
 """``--time-pattern`` values offered for a file name that holds a date no scene ID explains.
 
@@ -188,6 +190,8 @@ def suggest_time_pattern(href: str) -> str | None:
 
     >>> print(suggest_time_pattern("/data/ndvi_20230612.tif"))
     (?<![0-9])(?P<date>[0-9]{8})(?![0-9])[^/]*$
+    >>> print(suggest_time_pattern("/data/composite_2021.tif"))
+    (?<![0-9])(?P<year>[0-9]{4})(?![0-9])[^/]*$
     >>> suggest_time_pattern("/data/20230612/ndvi_42.tif") is None
     True
     """

@@ -113,6 +113,9 @@ class TestTimes:
             ("/archive/20230612/ndvi_42.tif", None),  # a directory's date is the user's to choose
             ("/archive/tile_99999999.tif", None),  # 8 digits, no valid date
             ("/archive/tile_18991231.tif", None),  # a valid date, but not one of an Earth observation
+            ("/archive/mosaic_2021-07.tif", "2021-07-01T00:00:00Z"),  # a month
+            ("/archive/composite_2021_v2.tif", "2021-01-01T00:00:00Z"),  # a year
+            ("/archive/tile_4321.tif", None),  # four digits, but no year of an Earth observation
         ],
     )
     def test_a_date_in_the_file_name_is_offered_as_a_pattern_that_reads_it(self, href: str, expected: str | None) -> None:
