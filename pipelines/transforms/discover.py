@@ -174,7 +174,24 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         found = []
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
-    return [SceneRef(p) for p in found]
+    return [SceneRef(p) for p in _one_path_per_file(found)]
+
+
+def _one_path_per_file(paths: list[str]) -> list[str]:
+    """Keep one path of each file, in the order given: the file's own path if listed, else the shallowest link.
+
+    ``glob``'s ``**`` follows symbolic links to directories, and a directory
+    walk lists symbolic links to files: a ``latest -> 2023-06-12`` link, or a
+    link to a parent, would give one file several paths, which planning would
+    take for several acquisitions at one time (duplicates).
+    """
+    chosen: dict[str, tuple[bool, int, int]] = {}
+    for i, path in enumerate(paths):
+        real = os.path.realpath(path)
+        rank = (path != real, path.count(os.sep), i)
+        chosen[real] = min(chosen.get(real, rank), rank)
+    keep = {paths[i] for *_, i in chosen.values()}
+    return [p for p in paths if p in keep]
 
 
 @dataclass

@@ -109,6 +109,16 @@ class TestDiscover:
         assert [r.href for r in discover(str(directory))] == sorted(paths)  # type: ignore[union-attr]
         assert discover(paths[0]) == [SceneRef(paths[0])]
 
+    def test_a_file_reached_by_several_links_is_found_once(self, tmp_path: Path) -> None:
+        """A link to a parent makes ``**`` list a file at every depth; a ``latest`` file link doubles a scene."""
+        scenes = tmp_path / "scenes"
+        scenes.mkdir()
+        path = write_geotiff(str(scenes / "x_B02.tif"), _data(), epsg=32632, transform=T)
+        (scenes / "up").symlink_to(tmp_path)
+        (scenes / "latest.tif").symlink_to(path)
+        assert [r.href for r in discover(str(tmp_path / "**" / "*.tif"))] == [path]  # type: ignore[union-attr]
+        assert [r.href for r in discover(str(scenes))] == [path]  # type: ignore[union-attr]
+
     def test_nothing_found(self, tmp_path: Path) -> None:
         (found,) = discover(str(tmp_path / "none*.tif"))
         assert isinstance(found, DeadLetter) and found.reason == "no-match"
