@@ -320,13 +320,18 @@ class CubeKey(NamedTuple):
     """Shared dtype."""
     nodata_key: str
     """:func:`pipelines.planning.scene.nodata_key` of the shared nodata."""
+    radiometry: tuple[tuple[float, float, str], ...]
+    """``(scale, offset, unit or "")`` of every band, in band order. A cube records one per band, so acquisitions
+    whose values mean different things (a processing baseline that adds an offset) make separate cubes, which
+    do not compete (:func:`_same_radiometry`)."""
 
     @classmethod
     def of(cls, acq: Acquisition, options: ConvertOptions) -> CubeKey:
         """The series key of an acquisition."""
         lattice = acq.lattice
         period = (period_label(acq.time, options.cube_period), acq.family or "")
-        return cls(acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, acq.names, acq.dtype, acq.nodata_key)
+        radiometry = tuple((band.scale, band.offset, band.unit or "") for _, band in acq.bands)
+        return cls(acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, acq.names, acq.dtype, acq.nodata_key, radiometry)
 
     @property
     def slot(self) -> tuple[int, float, float, bool, tuple[str, str]]:
@@ -354,6 +359,12 @@ def _alongside(series: dict[CubeKey, list[Acquisition]], key: CubeKey, other: Cu
     return {acq.time for acq in series[key]} <= {acq.time for acq in series[other]}
 
 
+def _same_radiometry(a: CubeKey, b: CubeKey) -> bool:
+    """Whether the bands two series share have one scale, offset and unit: only then is one the odd one out."""
+    first = dict(zip(a.names, a.radiometry, strict=True))
+    return all(first.get(name, value) == value for name, value in zip(b.names, b.radiometry, strict=True))
+
+
 def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey], where: str) -> dict[CubeKey, list[DeadLetter]]:
     """Same bands, another dtype or nodata, at other times: the series with most acquisitions wins."""
     losers: dict[CubeKey, list[DeadLetter]] = {}
@@ -361,7 +372,7 @@ def _dtype_losers(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey],
         variants = sorted(group, key=lambda k: (-len(series[k]), k.dtype, k.nodata_key))
         winner = variants[0]
         for loser in variants[1:]:
-            if _alongside(series, loser, winner):
+            if _alongside(series, loser, winner) or not _same_radiometry(loser, winner):
                 continue
             tail = f"other acquisitions with the same bands on {where} are {winner.dtype} with nodata {winner.nodata_key}"
             losers[loser] = _reject_series(series[loser], len(series[winner]), "dtype-mismatch", _dtype_text, tail)
@@ -372,7 +383,7 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
     """Nested band sets at other times: the series with fewer acquisitions (the subset on a tie) is the odd one."""
     losers: dict[CubeKey, list[DeadLetter]] = {}
     for a, b in itertools.permutations(alive, 2):
-        if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key):
+        if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key) or not _same_radiometry(a, b):
             continue
         loser, winner = (a, b) if len(series[a]) <= len(series[b]) else (b, a)
         if loser in losers or _alongside(series, loser, winner):

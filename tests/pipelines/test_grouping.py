@@ -94,6 +94,25 @@ def test_band_count_mismatch() -> None:
     assert plans[0].shape[:2] == (3, 3)
 
 
+def _offset(scenes: list[Any], offset: float) -> list[Any]:
+    return [replace(s, bands=tuple(replace(b, scale=1e-4, offset=offset) for b in s.bands)) for s in scenes]
+
+
+def test_a_change_of_radiometry_splits_the_series() -> None:
+    """A cube records one scale and offset per band: values that mean other things from some date on are another cube.
+
+    (Sentinel-2 from processing baseline 04.00 adds 1000 to every reflectance: offset -0.1 instead of 0.)
+    """
+    before = [s for d in ("2021-12-01", "2021-12-11") for s in _offset(bands_of(d), 0.0)]
+    after = [s for d in ("2022-01-25", "2022-02-04", "2022-02-14") for s in _offset(bands_of(d), -0.1)]
+    plans, rejects = plan_cubes(before + after, opts())
+    assert not rejects
+    assert sorted((len(p.times), {b.offset for b in p.bands}.pop()) for p in plans) == [(2, 0.0), (3, -0.1)]
+    # Nested band sets of another radiometry do not compete either: no band-count mismatch.
+    plans, rejects = plan_cubes(after + _offset(bands_of("2021-12-01", tokens=("B02", "B03")), 0.0), opts())
+    assert not rejects and sorted(p.shape[:2] for p in plans) == [(1, 2), (3, 3)]
+
+
 def test_disjoint_band_sets_are_separate_cubes() -> None:
     scenes = [make_scene("/a.tif", bands=("B1",)), make_scene("/m.tif", bands=("fmask",), dtype="uint8")]
     plans, rejects = plan_cubes(scenes, opts())
