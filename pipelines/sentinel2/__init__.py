@@ -1,4 +1,4 @@
-"""Sentinel-2 L2A time series from STAC: what ``rumi convert`` knows about this one product.
+"""Sentinel-2: what ``rumi convert`` knows about this one product, from STAC items and from SAFE folders.
 
 * :mod:`pipelines.sentinel2.bands`: the band table (ids, common names, wavelengths per
   platform, resolution groups) and the asset keys of Earth Search, the Planetary
@@ -6,6 +6,8 @@
 * :mod:`pipelines.sentinel2.items`: recognising L2A items by their properties,
   radiometry per processing baseline, the newest processing of each datatake, and the
   scene references (with their cube family) the pipeline converts.
+* :mod:`pipelines.sentinel2.safe`: the radiometry a SAFE product's metadata file gives its
+  JP2 files, for SAFE folders converted as files.
 * :mod:`pipelines.sentinel2.search`: a STAC API search through pystac-client.
 * :mod:`pipelines.sentinel2.incremental`: nightly runs against the catalogue's state.
 * :mod:`pipelines.sentinel2.testing`: a small archive of COGs and items for tests.

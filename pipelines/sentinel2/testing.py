@@ -1,4 +1,5 @@
-"""A small Sentinel-2 L2A archive for tests and demos: COG assets, and STAC items shaped like Earth Search v1 and the Planetary Computer.
+"""A small Sentinel-2 L2A archive for tests and demos: COG assets, and STAC items shaped like Earth Search v1 and the Planetary Computer;
+and SAFE folders of JP2 files with their product metadata (:func:`write_safe`).
 
 Tile 33UUU (EPSG:32633) on the three native grids (10 m 96 x 96, 20 m
 48 x 48, 60 m 16 x 16 pixels, one origin), plus one item on tile 33UVU. Where
@@ -135,3 +136,44 @@ def source_pixels(root: Path, item_id: str, band_id: str) -> np.ndarray[Any, Any
     with rasterio.open(root / item_id / f"{band_id}.tif") as ds:
         data: np.ndarray[Any, Any] = ds.read(1)
     return data
+
+
+def write_safe(root: Path, day: str, baseline: str, metadata: str | None) -> Path:
+    """Write a Level-2A SAFE folder below ``root`` and return it.
+
+    It holds B02 and B03 (10 m), AOT and WVP (20 m) and a detector mask as
+    lossless JP2s and, unless None, ``metadata`` as its ``MTD_MSIL2A.xml``;
+    ``day`` is ``YYYYMMDD``, ``baseline`` ``NN.NN``.
+    """
+    safe = root / f"S2B_MSIL2A_{day}T102031_N{baseline.replace('.', '')}_R065_T33UUU_{day}T151249.SAFE"
+    granule = safe / "GRANULE" / "L2A_T33UUU"
+    rng = np.random.default_rng(int(day))
+    names = {f"IMG_DATA/R10m/T33UUU_{day}T102031_{b}_10m": 10 for b in ("B02", "B03")}
+    names.update({f"IMG_DATA/R20m/T33UUU_{day}T102031_{b}_20m": 20 for b in ("AOT", "WVP")})
+    names["QI_DATA/MSK_DETFOO_B02"] = 10
+    for name, res in names.items():
+        (granule / name).parent.mkdir(parents=True, exist_ok=True)
+        dtype = "uint8" if "MSK" in name else "uint16"
+        data = rng.integers(1, 250, (1, 320 // res, 320 // res)).astype(dtype)
+        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+        transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
+        lossless = {"driver": "JP2OpenJPEG", "QUALITY": 100, "REVERSIBLE": "YES"}
+        with rasterio.open(granule / f"{name}.jp2", "w", transform=transform, **lossless, **profile) as dst:
+            dst.write(data)
+    if metadata is not None:
+        (safe / "MTD_MSIL2A.xml").write_text(metadata)
+    return safe
+
+
+def l2a_metadata(offset: int | None) -> str:
+    """The parts of an MTD_MSIL2A.xml that give the radiometry: quantification values and, unless None, the band offsets."""
+    offsets = "".join(f'<BOA_ADD_OFFSET band_id="{i}">{offset}</BOA_ADD_OFFSET>' for i in range(13)) if offset is not None else ""
+    return (
+        '<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-2A.xsd"><n1:General_Info>'
+        "<Product_Image_Characteristics><QUANTIFICATION_VALUES_LIST>"
+        '<BOA_QUANTIFICATION_VALUE unit="none">10000</BOA_QUANTIFICATION_VALUE>'
+        '<AOT_QUANTIFICATION_VALUE unit="none">1000.0</AOT_QUANTIFICATION_VALUE>'
+        '<WVP_QUANTIFICATION_VALUE unit="cm">1000.0</WVP_QUANTIFICATION_VALUE></QUANTIFICATION_VALUES_LIST>'
+        f"<BOA_ADD_OFFSET_VALUES_LIST>{offsets}</BOA_ADD_OFFSET_VALUES_LIST>"
+        "</Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"
+    )

@@ -14,7 +14,7 @@ and counts it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import apache_beam as beam
 import rasterio
@@ -28,6 +28,7 @@ from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
+from pipelines.sentinel2.safe import MetadataError, file_radiometry
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -72,6 +73,14 @@ def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
         "the file has no geotransform (GDAL gives the identity, pixel coordinates);"
         " assign one (e.g. gdal_edit.py -a_ullr ulx uly lrx lry) and convert again"
     )
+
+
+def _safe_radiometry(href: str) -> tuple[float, float, str | None] | None:
+    """:func:`pipelines.sentinel2.safe.file_radiometry`, its failure a dead letter that names the metadata file."""
+    try:
+        return file_radiometry(href)
+    except MetadataError as err:
+        raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
 
 
 def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
@@ -150,6 +159,10 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 # The product's band table knows the text, radiometry and nodata better than the file.
                 bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
                 nodata = product.nodata
+            elif ds.count == 1 and (declared := _safe_radiometry(href)) is not None:
+                # A SAFE product's metadata file knows what its JP2 files' values mean; the files do not say.
+                scale, offset, unit = declared
+                bands = (replace(bands[0], scale=scale, offset=offset, unit=unit),)
             if nodata is None and has_internal_mask(ds):
                 # rumi marks invalid pixels only with a nodata value: converting the pixels
                 # alone would make the masked ones valid, so the file names the value first.

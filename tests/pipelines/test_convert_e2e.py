@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import rumi_core
 from pipelines.convert import main, run
 from pipelines.options import ConvertOptions
+from pipelines.sentinel2.testing import l2a_metadata, write_safe
 from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff, write_series
 from rumi_core.cli.main import cli
@@ -417,6 +418,44 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
             (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{band['name']}(_\d+m)?\.jp2$", p)]
             name = str(Path(path).relative_to(granule).with_suffix(""))
             assert np.array_equal(pixels[b], truth[name]), name
+
+
+def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baseline(tmp_path: Path) -> None:
+    """Reflectance is (DN + offset) / 10000, the offset -1000 from baseline 04.00: the SAFE's MTD_MSIL2A.xml says so, not its JP2s.
+
+    Two products before baseline 04.00 and one after: the 10 m bands make a cube of each radiometry, never one cube
+    that mixes them; AOT and WVP take their own quantification (and WVP its unit); the detector masks keep scale 1.
+    """
+    for day, baseline, offset in (("20211201", "03.01", None), ("20211211", "03.01", None), ("20220125", "04.00", -1000)):
+        write_safe(tmp_path / "in", day, baseline, l2a_metadata(offset))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in"), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    entries = load_jsonl(str(out / "manifest.jsonl"))
+    found = {
+        (e["dtype"], tuple(b["name"] for b in e["bands"]), len(e["times"])): [(b["scale"], b["offset"], b["unit"]) for b in e["bands"]]
+        for e in entries
+    }
+    assert found == {
+        ("uint16", ("B02", "B03"), 2): [(0.0001, 0.0, None)] * 2,
+        ("uint16", ("B02", "B03"), 1): [(0.0001, -0.1, None)] * 2,
+        ("uint16", ("AOT", "WVP"), 3): [(0.001, 0.0, None), (0.001, 0.0, "cm")],
+        ("uint8", ("B02",), 3): [(1.0, 0.0, None)],
+    }
+    (after,) = [e for e in entries if e["times"] == ["2022-01-25T10:20:31Z"]]
+    (item,) = (out / "stac").rglob(f"{after['cube_id']}.json")
+    assert [(b["scale"], b["offset"]) for b in json.loads(item.read_text())["assets"]["data"]["bands"]] == [(0.0001, -0.1)] * 2
+
+
+def test_an_unreadable_safe_metadata_file_is_a_dead_letter_naming_it(tmp_path: Path) -> None:
+    write_safe(tmp_path / "in", "20220125", "04.00", "<n1:Level-2A_User_Product")
+    out = tmp_path / "out"
+    run([str(tmp_path / "in")], ConvertOptions(out=str(out)))
+    letters = load_jsonl(str(out / "dead-letter.jsonl"))
+    assert {Path(d["href"]).name.split("_")[2] for d in letters} == {"B02", "B03", "AOT", "WVP"}  # IMG_DATA only
+    assert {d["reason"] for d in letters} == {"bad-metadata"} and all("MTD_MSIL2A.xml: not XML" in d["message"] for d in letters)
+    (mask,) = load_jsonl(str(out / "manifest.jsonl"))  # the detector mask needs no product metadata
+    assert mask["dtype"] == "uint8"
 
 
 def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path: Path) -> None:

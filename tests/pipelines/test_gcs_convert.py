@@ -26,6 +26,7 @@ from pipelines.bucket import GCSOutput, ObjectStat, crc32c_combine, crc32c_of, g
 from pipelines.convert import run
 from pipelines.errors import OptionError
 from pipelines.options import ConvertOptions
+from pipelines.sentinel2.testing import l2a_metadata, write_safe
 from pipelines.summary import load_jsonl
 from pipelines.testing import write_series
 
@@ -270,6 +271,18 @@ def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
     blob = (out / entry.blob).read_bytes()
     rumi_core.validate(out / entry.file, blob)
     assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
+
+
+def test_a_safe_in_a_bucket_takes_its_metadata_radiometry(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """As in Google's public Sentinel-2 bucket: SAFE folders of JP2s, the product metadata an object beside them."""
+    write_safe(tmp_path / "safes", "20220125", "04.00", l2a_metadata(-1000))
+    _upload_tree(tmp_path / "safes", "sentinel-2/tiles/33/U/UU", pattern="**/*.*")
+    out = tmp_path / "out"
+    pattern = f"gs://{BUCKET}/sentinel-2/tiles/33/U/UU/*.SAFE/GRANULE/*/IMG_DATA/R10m/*.jp2"
+    summary = run([pattern], ConvertOptions(out=str(out), write_catalog=False))
+    assert not summary.dead_letters
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert [(b["name"], b["scale"], b["offset"]) for b in entry["bands"]] == [("B02", 0.0001, -0.1), ("B03", 0.0001, -0.1)]
 
 
 def test_frames_in_a_bucket_share_one_recorded_place_per_cube(emulator: GCSEmulator) -> None:

@@ -22,6 +22,7 @@ from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
+from pipelines.sentinel2.safe import MetadataError, file_radiometry, product_radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
 from pipelines.transforms.dead_letters import DeadLetter
@@ -338,3 +339,47 @@ def test_one_family_and_period_on_two_extents_keeps_one_cube_and_dead_letters_th
     plans, rejects = plan_cubes(scenes, ConvertOptions(out="/tmp/unused", cube_period="P1M", frame_unit=0))
     assert [(p.cube_id, p.inputs) for p in plans] == [("S2L2A_T33UUU_10m_o1000_2023-06", ("a.tif", "b.tif"))]
     assert [(r.href, r.reason) for r in rejects] == [("c.tif", "family-extent")]
+
+
+L1C_METADATA = """<n1:Level-1C_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-1C.xsd">
+<n1:General_Info><Product_Image_Characteristics><QUANTIFICATION_VALUE unit="none">10000</QUANTIFICATION_VALUE>
+<Radiometric_Offset_List><RADIO_ADD_OFFSET band_id="0">-1000</RADIO_ADD_OFFSET><RADIO_ADD_OFFSET band_id="8">-1000</RADIO_ADD_OFFSET>
+<RADIO_ADD_OFFSET band_id="12">-2000</RADIO_ADD_OFFSET></Radiometric_Offset_List>
+</Product_Image_Characteristics></n1:General_Info></n1:Level-1C_User_Product>"""
+
+
+class TestSafeMetadata:
+    def test_level_1c_offsets_by_band_id(self) -> None:
+        found = product_radiometry(L1C_METADATA)
+        assert found["B1"] == found["B8A"] == (0.0001, -0.1, None)  # band_id 8 is B8A, not B9
+        assert found["B9"] == (0.0001, 0.0, None) and found["B12"] == (0.0001, -0.2, None)
+        assert "AOT" not in found
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ("<a", "not XML"),
+            ("<a><b/></a>", "no BOA_QUANTIFICATION_VALUE or QUANTIFICATION_VALUE"),
+            ("<a><QUANTIFICATION_VALUE>ten</QUANTIFICATION_VALUE></a>", "QUANTIFICATION_VALUE is 'ten', not a number"),
+            ("<a><QUANTIFICATION_VALUE>0</QUANTIFICATION_VALUE></a>", "not positive"),
+            ('<a><QUANTIFICATION_VALUE>1</QUANTIFICATION_VALUE><RADIO_ADD_OFFSET band_id="13">1</RADIO_ADD_OFFSET></a>', "band_id '13'"),
+        ],
+    )
+    def test_metadata_that_does_not_say_what_values_mean_is_refused(self, text: str, message: str) -> None:
+        with pytest.raises(MetadataError, match=message):
+            product_radiometry(text)
+
+    def test_only_images_of_a_safe_with_metadata_take_it(self, tmp_path: Path) -> None:
+        safe = tmp_path / "S2A_MSIL1C_20230612T102031_N0509_R065_T33UUU_20230612T120000.SAFE"
+        images = safe / "GRANULE" / "L1C_T33UUU" / "IMG_DATA"
+        assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.jp2")) is None  # no MTD_MSIL1C.xml (yet)
+        safe.mkdir()
+        (safe / "MTD_MSIL1C.xml").write_text(L1C_METADATA)
+        assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.jp2")) == (0.0001, -0.1, None)  # no stale answer
+        other = tmp_path / "other.SAFE"
+        other.mkdir()
+        (other / "MTD_MSIL1C.xml").write_text(L1C_METADATA)
+        assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B12.jp2")) == (0.0001, -0.2, None)
+        assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B02.jp2")) == (0.0001, 0.0, None)
+        assert file_radiometry(str(other / "GRANULE" / "g" / "QI_DATA" / "MSK_DETFOO_B02.jp2")) is None
+        assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_TCI.jp2")) is None

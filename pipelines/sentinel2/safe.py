@@ -1,0 +1,171 @@
+"""Radiometry of the image files of a Sentinel-2 SAFE product, from its product metadata.
+
+A Level-1C or Level-2A product stores reflectance as integers,
+``reflectance = (DN + offset) / quantification``: the quantification value
+(10000) and, from processing baseline 04.00, a per-band additive offset
+(-1000) are in the product's ``MTD_MSIL1C.xml`` or ``MTD_MSIL2A.xml`` at the
+root of the ``.SAFE`` folder, not in its JP2 files. A cube of those files
+would record scale 1 and offset 0, and a series across baseline 04.00 would
+mix two meanings of one DN. :func:`file_radiometry` gives a file in
+``IMG_DATA`` the ``(scale, offset, unit)`` its product declares: 1 /
+quantification and offset / quantification for the spectral bands, 1 /
+quantification for Level-2A's aerosol optical thickness (``AOT``) and water
+vapour (``WVP``, in cm). Planning then splits a series where they change
+(:class:`pipelines.planning.grouping.CubeKey`). Files outside ``IMG_DATA``
+(the masks of ``QI_DATA``, which carry the bands' tokens) and products
+without a metadata file keep what their files say.
+
+>>> product_radiometry(_EXAMPLE)["B8A"], product_radiometry(_EXAMPLE)["WVP"]
+((0.0001, -0.1, None), (0.001, 0.0, 'cm'))
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import xml.etree.ElementTree as ET
+from typing import Final
+
+from pipelines.bucket import is_gs, output_store
+
+__all__ = ["MetadataError", "file_radiometry", "product_radiometry"]
+
+Radiometry = tuple[float, float, str | None]
+"""``(scale, offset, unit)`` of a band's stored values."""
+
+_METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
+"""The product metadata file at the root of a Level-2A or Level-1C SAFE."""
+
+_MAX_METADATA_BYTES: Final = 16 << 20
+"""Largest metadata file read; a product's is about 60 KiB."""
+
+_BAND_IDS: Final = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B9", "B10", "B11", "B12")
+"""``physicalBand`` by ``band_id``, as every product's ``Spectral_Information_List`` numbers them."""
+
+_EXAMPLE: Final = """<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-2A.xsd">
+<n1:General_Info><Product_Image_Characteristics><QUANTIFICATION_VALUES_LIST>
+<BOA_QUANTIFICATION_VALUE unit="none">10000</BOA_QUANTIFICATION_VALUE>
+<AOT_QUANTIFICATION_VALUE unit="none">1000.0</AOT_QUANTIFICATION_VALUE>
+<WVP_QUANTIFICATION_VALUE unit="cm">1000.0</WVP_QUANTIFICATION_VALUE>
+</QUANTIFICATION_VALUES_LIST><BOA_ADD_OFFSET_VALUES_LIST><BOA_ADD_OFFSET band_id="8">-1000</BOA_ADD_OFFSET>
+</BOA_ADD_OFFSET_VALUES_LIST></Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"""
+
+
+class MetadataError(ValueError):
+    """A product metadata file exists but does not say what its values mean."""
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def _number(element: ET.Element, what: str) -> float:
+    try:
+        return float((element.text or "").strip())
+    except ValueError:
+        raise MetadataError(f"{what} is {element.text!r}, not a number") from None
+
+
+def product_radiometry(text: str) -> dict[str, Radiometry]:
+    """``(scale, offset, unit)`` by band (``B2``, ``B8A``, ``AOT``, ``WVP``) from a product metadata document.
+
+    Raises:
+        MetadataError: the document is no XML, or declares no quantification value.
+    """
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as err:
+        raise MetadataError(f"not XML: {err}") from err
+    quantification: dict[str, float] = {}
+    offsets: dict[int, float] = {}
+    for element in root.iter():
+        name = _local(element.tag)
+        if name in ("BOA_QUANTIFICATION_VALUE", "QUANTIFICATION_VALUE", "AOT_QUANTIFICATION_VALUE", "WVP_QUANTIFICATION_VALUE"):
+            quantification[name.split("_", 1)[0] if name.startswith(("AOT", "WVP")) else "reflectance"] = _number(element, name)
+        elif name in ("BOA_ADD_OFFSET", "RADIO_ADD_OFFSET"):
+            band_id = element.get("band_id", "")
+            if not band_id.isdigit() or int(band_id) >= len(_BAND_IDS):
+                raise MetadataError(f"{name} has band_id {band_id!r}, not one of 0..{len(_BAND_IDS) - 1}")
+            offsets[int(band_id)] = _number(element, name)
+    if "reflectance" not in quantification:
+        raise MetadataError("no BOA_QUANTIFICATION_VALUE or QUANTIFICATION_VALUE")
+    if any(value <= 0 for value in quantification.values()):
+        raise MetadataError(f"a quantification value is not positive: {quantification}")
+    scale = quantification["reflectance"]
+    out: dict[str, Radiometry] = {band: (1 / scale, offsets.get(i, 0.0) / scale, None) for i, band in enumerate(_BAND_IDS)}
+    for band, unit in (("AOT", None), ("WVP", "cm")):
+        if band in quantification:
+            out[band] = (1 / quantification[band], 0.0, unit)
+    return out
+
+
+def _read_product(root: str) -> dict[str, Radiometry] | None:
+    """The radiometry of the SAFE folder ``root`` (a path or ``gs://`` URL), or None when it holds no product metadata file."""
+    for name in _METADATA_NAMES:
+        path = f"{root}/{name}"
+        version = _version(path)
+        if version is None:
+            continue
+        if version[1] > _MAX_METADATA_BYTES:
+            raise MetadataError(f"{path} is larger than {_MAX_METADATA_BYTES >> 20} MiB")
+        return _parse_file(path, version)
+    return None
+
+
+def _version(path: str) -> tuple[int, int] | None:
+    """``(modification time or generation, size)`` of a file or ``gs://`` object, or None where there is none."""
+    if is_gs(path):
+        stat = output_store().stat(path)
+        return None if stat is None else (stat.generation or 0, stat.size)
+    try:
+        local = os.stat(path)
+    except OSError:
+        return None
+    return local.st_mtime_ns, local.st_size
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_file(path: str, version: tuple[int, int]) -> dict[str, Radiometry]:
+    """:func:`product_radiometry` of a file, once per ``version`` of it (every image of a product asks)."""
+    try:
+        if is_gs(path):
+            data = output_store().read(path)
+            if data is None:
+                raise OSError(f"{path} is gone")
+        else:
+            with open(path, "rb") as f:
+                data = f.read()
+        return product_radiometry(data.decode("utf-8"))
+    except (OSError, UnicodeDecodeError) as err:
+        raise MetadataError(f"cannot read {path}: {err}") from err
+    except MetadataError as err:
+        raise MetadataError(f"{path}: {err}") from err
+
+
+_IMAGE: Final = re.compile(r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/IMG_DATA/(?:R\d+m/)?(?P<stem>[^/]+)\.jp2$", re.IGNORECASE)
+"""A JP2 image of a SAFE product (a path or ``gs://`` URL): its folder and file stem."""
+
+_BAND: Final = re.compile(r"_(?P<band>B(?:0?[1-9]|1[0-2]|8A)|AOT|WVP)(?:_\d+m)?$")
+"""The band at the end of an image's stem (``T33UUU_<time>_B02_10m``, ``_B8A``, ``_AOT_20m``)."""
+
+
+def file_radiometry(href: str) -> Radiometry | None:
+    """``(scale, offset, unit)`` of an image file of a SAFE product, or None where the product says nothing.
+
+    Local folders and ``gs://`` (Google's public Sentinel-2 bucket keeps SAFE
+    folders) are read; files read over HTTP(S) keep what they say.
+
+    Raises:
+        MetadataError: the product's metadata file exists but cannot be read.
+    """
+    image = _IMAGE.match(href.replace("\\", "/"))
+    band = _BAND.search(image.group("stem")) if image else None
+    if image is None or band is None:
+        return None
+    product = _read_product(image.group("root"))
+    if product is None:
+        return None
+    name = band.group("band")
+    key = name if name in ("AOT", "WVP", "B8A") else "B" + str(int(name[1:]))
+    return product.get(key)
