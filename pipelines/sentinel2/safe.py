@@ -28,8 +28,9 @@ import xml.etree.ElementTree as ET
 from typing import Final
 
 from pipelines.bucket import is_gs, output_store
+from pipelines.sentinel2.bands import BANDS, band_text
 
-__all__ = ["MetadataError", "file_radiometry", "product_radiometry"]
+__all__ = ["MetadataError", "file_band_text", "file_radiometry", "product_radiometry"]
 
 Radiometry = tuple[float, float, str | None]
 """``(scale, offset, unit)`` of a band's stored values."""
@@ -150,6 +151,34 @@ _BAND: Final = re.compile(r"_(?P<band>B(?:0?[1-9]|1[0-2]|8A)|AOT|WVP)(?:_\d+m)?$
 """The band at the end of an image's stem (``T33UUU_<time>_B02_10m``, ``_B8A``, ``_AOT_20m``)."""
 
 
+def _image_band(href: str) -> tuple[str, str] | None:
+    """``(SAFE folder, band)`` of an image of a SAFE product (``B2``, ``B8A``, ``AOT``), or None for any other file."""
+    image = _IMAGE.match(href.replace("\\", "/"))
+    band = _BAND.search(image.group("stem")) if image else None
+    if image is None or band is None:
+        return None
+    name = band.group("band")
+    return image.group("root"), name if name in ("AOT", "WVP", "B8A") else "B" + str(int(name[1:]))
+
+
+def file_band_text(href: str) -> str | None:
+    """The band text of an image of a SAFE product, as the STAC route writes it, or None for any other file.
+
+    ``T33UUU_<time>_B04_10m.jp2`` is ``B04, red, 664.6nm (S2A) / ...``
+    (:func:`pipelines.sentinel2.bands.band_text`): the catalogue reads the
+    common name and wavelength from it, so ``--bands red`` selects it.
+
+    >>> file_band_text("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.jp2")
+    'B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)'
+    """
+    found = _image_band(href)
+    if found is None:
+        return None
+    band = found[1]
+    table = BANDS.get(band if band in ("AOT", "WVP", "B8A") else f"B{int(band[1:]):02d}")
+    return None if table is None else band_text(table)
+
+
 def file_radiometry(href: str) -> Radiometry | None:
     """``(scale, offset, unit)`` of an image file of a SAFE product, or None where the product says nothing.
 
@@ -159,13 +188,9 @@ def file_radiometry(href: str) -> Radiometry | None:
     Raises:
         MetadataError: the product's metadata file exists but cannot be read.
     """
-    image = _IMAGE.match(href.replace("\\", "/"))
-    band = _BAND.search(image.group("stem")) if image else None
-    if image is None or band is None:
+    found = _image_band(href)
+    if found is None:
         return None
-    product = _read_product(image.group("root"))
-    if product is None:
-        return None
-    name = band.group("band")
-    key = name if name in ("AOT", "WVP", "B8A") else "B" + str(int(name[1:]))
-    return product.get(key)
+    root, band = found
+    product = _read_product(root)
+    return None if product is None else product.get(band)

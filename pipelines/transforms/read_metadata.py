@@ -28,7 +28,7 @@ from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
-from pipelines.sentinel2.safe import MetadataError, file_radiometry
+from pipelines.sentinel2.safe import MetadataError, file_band_text, file_radiometry
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -136,6 +136,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
+            if hints is None and ds.count == 1 and (text := file_band_text(href)) is not None:
+                hints = (text,)  # a SAFE's JP2s have no band description; the band table knows the band
             bands = tuple(
                 SourceBand(
                     index=i,

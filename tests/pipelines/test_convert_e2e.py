@@ -403,7 +403,9 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
     result = CliRunner().invoke(cli, ["convert", str(safe), "--out", str(out), "--no-progress", "--strict"])
     assert result.exit_code == 0, result.output
     entries = load_jsonl(str(out / "manifest.jsonl"))
-    cubes = {(round(e["transform"][0]), e["dtype"], tuple(b["name"] for b in e["bands"])): e for e in entries}
+    # The images take the band table's texts ("B04, red, 664.6nm (S2A) / ..."), the masks their tokens.
+    cubes = {(round(e["transform"][0]), e["dtype"], tuple(b["name"].split(",")[0] for b in e["bands"])): e for e in entries}
+    assert cubes[(10, "uint16", ("B02", "B03", "B04", "B08"))]["bands"][2]["name"].startswith("B04, red, 664.6nm (S2A)")
     assert sorted(cubes) == [
         (10, "uint16", ("B02", "B03", "B04", "B08")),
         (10, "uint8", ("B02", "B03", "B04", "B08")),
@@ -415,7 +417,7 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
     for entry in entries:
         pixels = _read(out, entry)  # one date: an Image (B, Y, X)
         for b, band in enumerate(entry["bands"]):
-            (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{band['name']}(_\d+m)?\.jp2$", p)]
+            (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{band['name'].split(',')[0]}(_\d+m)?\.jp2$", p)]
             name = str(Path(path).relative_to(granule).with_suffix(""))
             assert np.array_equal(pixels[b], truth[name]), name
 
@@ -433,7 +435,9 @@ def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baselin
     assert result.exit_code == 0, result.output
     entries = load_jsonl(str(out / "manifest.jsonl"))
     found = {
-        (e["dtype"], tuple(b["name"] for b in e["bands"]), len(e["times"])): [(b["scale"], b["offset"], b["unit"]) for b in e["bands"]]
+        (e["dtype"], tuple(b["name"].split(",")[0] for b in e["bands"]), len(e["times"])): [
+            (b["scale"], b["offset"], b["unit"]) for b in e["bands"]
+        ]
         for e in entries
     }
     assert found == {
