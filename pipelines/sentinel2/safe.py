@@ -21,25 +21,17 @@ without a metadata file keep what their files say.
 
 from __future__ import annotations
 
-import functools
-import os
 import re
 import xml.etree.ElementTree as ET
 from typing import Final
 
-from pipelines.bucket import is_gs, output_store
 from pipelines.sentinel2.bands import BANDS, band_text
+from pipelines.sidecars import MetadataError, Radiometry, SidecarError, read_sidecar
 
-__all__ = ["MetadataError", "file_band_text", "file_radiometry", "product_radiometry"]
-
-Radiometry = tuple[float, float, str | None]
-"""``(scale, offset, unit)`` of a band's stored values."""
+__all__ = ["file_band_text", "file_radiometry", "product_radiometry"]
 
 _METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
 """The product metadata file at the root of a Level-2A or Level-1C SAFE."""
-
-_MAX_METADATA_BYTES: Final = 16 << 20
-"""Largest metadata file read; a product's is about 60 KiB."""
 
 _BAND_IDS: Final = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B9", "B10", "B11", "B12")
 """``physicalBand`` by ``band_id``, as every product's ``Spectral_Information_List`` numbers them."""
@@ -51,10 +43,6 @@ _EXAMPLE: Final = """<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel
 <WVP_QUANTIFICATION_VALUE unit="cm">1000.0</WVP_QUANTIFICATION_VALUE>
 </QUANTIFICATION_VALUES_LIST><BOA_ADD_OFFSET_VALUES_LIST><BOA_ADD_OFFSET band_id="8">-1000</BOA_ADD_OFFSET>
 </BOA_ADD_OFFSET_VALUES_LIST></Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"""
-
-
-class MetadataError(ValueError):
-    """A product metadata file exists but does not say what its values mean."""
 
 
 def _local(tag: str) -> str:
@@ -105,43 +93,16 @@ def _read_product(root: str) -> dict[str, Radiometry] | None:
     """The radiometry of the SAFE folder ``root`` (a path or ``gs://`` URL), or None when it holds no product metadata file."""
     for name in _METADATA_NAMES:
         path = f"{root}/{name}"
-        version = _version(path)
-        if version is None:
-            continue
-        if version[1] > _MAX_METADATA_BYTES:
-            raise MetadataError(f"{path} is larger than {_MAX_METADATA_BYTES >> 20} MiB")
-        return _parse_file(path, version)
-    return None
-
-
-def _version(path: str) -> tuple[int, int] | None:
-    """``(modification time or generation, size)`` of a file or ``gs://`` object, or None where there is none."""
-    if is_gs(path):
-        stat = output_store().stat(path)
-        return None if stat is None else (stat.generation or 0, stat.size)
-    try:
-        local = os.stat(path)
-    except OSError:
-        return None
-    return local.st_mtime_ns, local.st_size
-
-
-@functools.lru_cache(maxsize=64)
-def _parse_file(path: str, version: tuple[int, int]) -> dict[str, Radiometry]:
-    """:func:`product_radiometry` of a file, once per ``version`` of it (every image of a product asks)."""
-    try:
-        if is_gs(path):
-            data = output_store().read(path)
+        try:
+            data = read_sidecar(path)
             if data is None:
-                raise OSError(f"{path} is gone")
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-        return product_radiometry(data.decode("utf-8"))
-    except (OSError, UnicodeDecodeError) as err:
-        raise MetadataError(f"cannot read {path}: {err}") from err
-    except MetadataError as err:
-        raise MetadataError(f"{path}: {err}") from err
+                continue
+            return product_radiometry(data.decode("utf-8"))
+        except (SidecarError, UnicodeDecodeError) as err:
+            raise MetadataError(f"cannot read {path}: {err}") from err
+        except MetadataError as err:
+            raise MetadataError(f"{path}: {err}") from err
+    return None
 
 
 _IMAGE: Final = re.compile(r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/IMG_DATA/(?:R\d+m/)?(?P<stem>[^/]+)\.jp2$", re.IGNORECASE)

@@ -35,7 +35,7 @@ REASONS: Final = {
     "rotated": "the transform is rotated, sheared or not north-up (see --align reproject)",
     "unknown-time": "no acquisition time was found and --time gives none",
     "bad-time": "a time source holds an invalid time",
-    "bad-metadata": "a product metadata file beside the raster (a SAFE's MTD_MSIL2A.xml) cannot be read",
+    "bad-metadata": "a product's metadata file (a SAFE's MTD_MSIL2A.xml, a Landsat _MTL.json) cannot be read or lacks a band's factors",
     "dtype-mismatch": "the dtype or nodata differs from the other scenes of its group",
     "band-count-mismatch": "the band set differs from the other scenes of its group",
     "off-grid": "the grid alignment differs from its group's (see --align reproject)",

@@ -23,12 +23,14 @@ from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
 from catalog.grid import Grid
+from pipelines import landsat
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
-from pipelines.sentinel2.safe import MetadataError, file_band_text, file_radiometry
+from pipelines.sentinel2 import safe
+from pipelines.sidecars import MetadataError, Radiometry
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -75,10 +77,15 @@ def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
     )
 
 
-def _safe_radiometry(href: str) -> tuple[float, float, str | None] | None:
-    """:func:`pipelines.sentinel2.safe.file_radiometry`, its failure a dead letter that names the metadata file."""
+def _declared_radiometry(href: str) -> Radiometry | None:
+    """The ``(scale, offset, unit)`` a product's metadata file declares for a single-band file, or None.
+
+    A Sentinel-2 SAFE's ``MTD_MSIL2A.xml`` (:mod:`pipelines.sentinel2.safe`) or a
+    Landsat Collection 2 Level-2 ``_MTL.json`` (:mod:`pipelines.landsat`); a
+    file it exists for but cannot say is a dead letter that names it.
+    """
     try:
-        return file_radiometry(href)
+        return safe.file_radiometry(href) or landsat.file_radiometry(href)
     except MetadataError as err:
         raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
 
@@ -136,7 +143,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
-            if hints is None and ds.count == 1 and (text := file_band_text(href)) is not None:
+            if hints is None and ds.count == 1 and (text := safe.file_band_text(href)) is not None:
                 hints = (text,)  # a SAFE's JP2s have no band description; the band table knows the band
             bands = tuple(
                 SourceBand(
@@ -161,8 +168,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 # The product's band table knows the text, radiometry and nodata better than the file.
                 bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
                 nodata = product.nodata
-            elif ds.count == 1 and (declared := _safe_radiometry(href)) is not None:
-                # A SAFE product's metadata file knows what its JP2 files' values mean; the files do not say.
+            elif ds.count == 1 and (declared := _declared_radiometry(href)) is not None:
+                # The product's metadata file knows what the file's values mean; the file does not say.
                 scale, offset, unit = declared
                 bands = (replace(bands[0], scale=scale, offset=offset, unit=unit),)
             if nodata is None and has_internal_mask(ds):

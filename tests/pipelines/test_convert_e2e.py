@@ -290,6 +290,8 @@ def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> Non
 def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: Path) -> None:
     """Two dates of Collection 2 Level-2: SR_B* and ST_B10 by band token, the unnamed QA and ST layers by their names.
 
+    SR_B* and ST_B10 record the scale and offset of the product's _MTL.json.
+
     The unnamed layers (uint16 QA_PIXEL with nodata 1, uint16 QA_RADSAT
     without, uint8 SR_QA_AEROSOL, int16 ST_* with nodata -9999) were each
     ``band 1``: duplicates of one another and dtype mismatches, all dead letters.
@@ -312,6 +314,14 @@ def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: P
                 nodata=nodata,
             )
             truth[(day, layer)] = data[0]
+        level2 = {
+            "LEVEL2_SURFACE_REFLECTANCE_PARAMETERS": {
+                **{f"REFLECTANCE_MULT_BAND_{i}": "2.75e-05" for i in range(1, 4)},
+                **{f"REFLECTANCE_ADD_BAND_{i}": "-0.2" for i in range(1, 4)},
+            },
+            "LEVEL2_SURFACE_TEMPERATURE_PARAMETERS": {"TEMPERATURE_MULT_BAND_ST_B10": "0.00341802", "TEMPERATURE_ADD_BAND_ST_B10": "149.0"},
+        }
+        (tmp_path / "in" / product / f"{product}_MTL.json").write_text(json.dumps({"LANDSAT_METADATA_FILE": level2}))
     out = tmp_path / "out"
     result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in" / "*" / "*.TIF"), "--out", str(out), "--no-progress", "--strict"])
     assert result.exit_code == 0, result.output
@@ -319,6 +329,10 @@ def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: P
     assert sorted(tuple(b["name"] for b in e["bands"]) for e in entries) == [
         ("B1", "B2", "B3"), ("B10",), ("QA_PIXEL",), ("QA_RADSAT",), ("SR_QA_AEROSOL",), ("ST_ATRAN", "ST_QA", "ST_TRAD"),
     ]  # fmt: skip
+    # The MTL's factors: reflectance and kelvin; the layers it gives none for keep the files' (none).
+    radiometry = {b["name"]: (b["scale"], b["offset"], b["unit"]) for e in entries for b in e["bands"]}
+    assert radiometry["B2"] == (2.75e-05, -0.2, None) and radiometry["B10"] == (0.00341802, 149.0, "K")
+    assert radiometry["QA_PIXEL"] == radiometry["ST_TRAD"] == (1.0, 0.0, None)
     for entry in entries:
         pixels = _read(out, entry)
         assert pixels.shape[:2] == (2, len(entry["bands"]))

@@ -22,9 +22,10 @@ from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
-from pipelines.sentinel2.safe import MetadataError, file_radiometry, product_radiometry
+from pipelines.sentinel2.safe import file_radiometry, product_radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
+from pipelines.sidecars import MetadataError
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.cli.main import cli
 
