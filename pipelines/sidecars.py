@@ -2,10 +2,12 @@
 
 Product metadata says what an input's values mean where its rasters do not
 (:mod:`pipelines.sentinel2.safe`, :mod:`pipelines.landsat`). Every image of a
-product asks for the same file, so its bytes are kept per version of the
-file (modification time or object generation, and size): a file rewritten
-between two runs in one process is read again. Local paths and ``gs://``
-objects are read; anything else is no sidecar.
+product asks for the same file, so it is read once: a local file once per
+version (modification time and size, one ``stat`` per ask), so a file
+rewritten between two runs in one process is read again; a ``gs://`` object,
+and its absence, once per worker process (two requests), as a request per
+image would double what reading the scenes' metadata costs. Anything else
+is no sidecar.
 """
 
 from __future__ import annotations
@@ -34,27 +36,26 @@ class MetadataError(ValueError):
     """Product metadata exists but does not say what its values mean."""
 
 
-def _version(path: str) -> tuple[int, int] | None:
-    """``(modification time or generation, size)`` of a file or ``gs://`` object, or None where there is none."""
-    if is_gs(path):
-        stat = output_store().stat(path)
-        return None if stat is None else (stat.generation or 0, stat.size)
-    if "://" in path:
+def _too_large(path: str, size: int) -> None:
+    if size > MAX_SIDECAR_BYTES:
+        raise SidecarError(f"{path} is larger than {MAX_SIDECAR_BYTES >> 20} MiB")
+
+
+@functools.lru_cache(maxsize=256)
+def _read_object(url: str) -> bytes | None:
+    store = output_store()
+    stat = store.stat(url)
+    if stat is None:
         return None
-    try:
-        local = os.stat(path)
-    except OSError:
-        return None
-    return local.st_mtime_ns, local.st_size
+    _too_large(url, stat.size)
+    data = store.read(url)
+    if data is None:
+        raise SidecarError(f"{url} was removed while it was read")
+    return data
 
 
 @functools.lru_cache(maxsize=64)
-def _read(path: str, version: tuple[int, int]) -> bytes:
-    if is_gs(path):
-        data = output_store().read(path)
-        if data is None:
-            raise SidecarError(f"{path} was removed while it was read")
-        return data
+def _read_file(path: str, version: tuple[int, int]) -> bytes:
     with open(path, "rb") as f:
         return f.read(MAX_SIDECAR_BYTES + 1)
 
@@ -65,13 +66,17 @@ def read_sidecar(path: str) -> bytes | None:
     Raises:
         SidecarError: it exists but is larger than :data:`MAX_SIDECAR_BYTES`, or reading it failed.
     """
-    version = _version(path)
-    if version is None:
-        return None
-    if version[1] > MAX_SIDECAR_BYTES:
-        raise SidecarError(f"{path} is larger than {MAX_SIDECAR_BYTES >> 20} MiB")
     try:
-        return _read(path, version)
+        if is_gs(path):
+            return _read_object(path)
+        if "://" in path:
+            return None
+        try:
+            local = os.stat(path)
+        except OSError:
+            return None
+        _too_large(path, local.st_size)
+        return _read_file(path, (local.st_mtime_ns, local.st_size))
     except SidecarError:
         raise
     except OSError as err:

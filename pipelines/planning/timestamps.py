@@ -180,6 +180,10 @@ Spelled without backslashes, so that they survive being copied out of JSON
 (the dead-letter file) into a shell."""
 
 
+_PLAUSIBLE: Final = (to_seconds(dt.datetime(1950, 1, 1)), to_seconds(dt.datetime(2100, 1, 1)))
+"""The times a date in a file name is offered as: 1950 to 2099."""
+
+
 def suggest_time_pattern(href: str) -> str | None:
     """Return a ``--time-pattern`` that dates ``href`` by a date in its file name, or None.
 
@@ -201,7 +205,7 @@ def suggest_time_pattern(href: str) -> str | None:
             seconds = time_from_pattern(pattern, path)
         except ValueError:
             continue
-        if seconds is not None and to_seconds(dt.datetime(1950, 1, 1)) <= seconds < to_seconds(dt.datetime(2100, 1, 1)):
+        if seconds is not None and _PLAUSIBLE[0] <= seconds < _PLAUSIBLE[1]:
             return pattern
     return None
 

@@ -33,8 +33,9 @@ __all__ = ["file_band_text", "file_radiometry", "product_radiometry"]
 _METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
 """The product metadata file at the root of a Level-2A or Level-1C SAFE."""
 
-_BAND_IDS: Final = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B9", "B10", "B11", "B12")
-"""``physicalBand`` by ``band_id``, as every product's ``Spectral_Information_List`` numbers them."""
+_BAND_IDS: Final = ("B01", "B02", "B03", "B04", "B05", "B06", "B07", "B08", "B8A", "B09", "B10", "B11", "B12")
+"""Bands by ``band_id``, as every product's ``Spectral_Information_List`` numbers them, named as the image files
+and the band table (:data:`pipelines.sentinel2.bands.BANDS`) name them."""
 
 _EXAMPLE: Final = """<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-2A.xsd">
 <n1:General_Info><Product_Image_Characteristics><QUANTIFICATION_VALUES_LIST>
@@ -57,7 +58,7 @@ def _number(element: ET.Element, what: str) -> float:
 
 
 def product_radiometry(text: str) -> dict[str, Radiometry]:
-    """``(scale, offset, unit)`` by band (``B2``, ``B8A``, ``AOT``, ``WVP``) from a product metadata document.
+    """``(scale, offset, unit)`` by band (``B02``, ``B8A``, ``AOT``, ``WVP``) from a product metadata document.
 
     Raises:
         MetadataError: the document is no XML, or declares no quantification value.
@@ -108,18 +109,15 @@ def _read_product(root: str) -> dict[str, Radiometry] | None:
 _IMAGE: Final = re.compile(r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/IMG_DATA/(?:R\d+m/)?(?P<stem>[^/]+)\.jp2$", re.IGNORECASE)
 """A JP2 image of a SAFE product (a path or ``gs://`` URL): its folder and file stem."""
 
-_BAND: Final = re.compile(r"_(?P<band>B(?:0?[1-9]|1[0-2]|8A)|AOT|WVP)(?:_\d+m)?$")
+_BAND: Final = re.compile(r"_(?P<band>B(?:0[1-9]|1[0-2]|8A)|AOT|WVP)(?:_\d+m)?$")
 """The band at the end of an image's stem (``T33UUU_<time>_B02_10m``, ``_B8A``, ``_AOT_20m``)."""
 
 
 def _image_band(href: str) -> tuple[str, str] | None:
-    """``(SAFE folder, band)`` of an image of a SAFE product (``B2``, ``B8A``, ``AOT``), or None for any other file."""
+    """``(SAFE folder, band)`` of an image of a SAFE product (``B02``, ``B8A``, ``AOT``), or None for any other file."""
     image = _IMAGE.match(href.replace("\\", "/"))
     band = _BAND.search(image.group("stem")) if image else None
-    if image is None or band is None:
-        return None
-    name = band.group("band")
-    return image.group("root"), name if name in ("AOT", "WVP", "B8A") else "B" + str(int(name[1:]))
+    return None if image is None or band is None else (image.group("root"), band.group("band"))
 
 
 def file_band_text(href: str) -> str | None:
@@ -133,10 +131,7 @@ def file_band_text(href: str) -> str | None:
     'B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)'
     """
     found = _image_band(href)
-    if found is None:
-        return None
-    band = found[1]
-    table = BANDS.get(band if band in ("AOT", "WVP", "B8A") else f"B{int(band[1:]):02d}")
+    table = None if found is None else BANDS.get(found[1])
     return None if table is None else band_text(table)
 
 

@@ -352,8 +352,8 @@ L1C_METADATA = """<n1:Level-1C_User_Product xmlns:n1="https://psd-14.sentinel2.e
 class TestSafeMetadata:
     def test_level_1c_offsets_by_band_id(self) -> None:
         found = product_radiometry(L1C_METADATA)
-        assert found["B1"] == found["B8A"] == (0.0001, -0.1, None)  # band_id 8 is B8A, not B9
-        assert found["B9"] == (0.0001, 0.0, None) and found["B12"] == (0.0001, -0.2, None)
+        assert found["B01"] == found["B8A"] == (0.0001, -0.1, None)  # band_id 8 is B8A, not B09
+        assert found["B09"] == (0.0001, 0.0, None) and found["B12"] == (0.0001, -0.2, None)
         assert "AOT" not in found
 
     @pytest.mark.parametrize(
