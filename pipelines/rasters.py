@@ -72,6 +72,7 @@ __all__ = [
     "fit_block_cache",
     "gdal_env",
     "has_internal_mask",
+    "mask_location",
     "is_url",
     "kept_block_cache",
     "raster_error_text",
@@ -116,6 +117,12 @@ def has_internal_mask(dataset: Any) -> bool:
     any other, so neither loses anything.
     """
     return any(MaskFlags.per_dataset in flags and MaskFlags.alpha not in flags for flags in dataset.mask_flag_enums)
+
+
+def mask_location(dataset: Any) -> str:
+    """Where the mask of :func:`has_internal_mask` lives, for a message: its ``.msk`` sidecar's name, or ``"in the file"``."""
+    sidecar = next((f for f in dataset.files if f.lower().endswith(".msk")), None)
+    return f"in {os.path.basename(sidecar)}" if sidecar else "in the file"
 
 
 def _block_span(start: int, stop: int, block: int, size: int) -> int:

@@ -28,7 +28,7 @@ from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
-from pipelines.rasters import file_size, gdal_env, has_internal_mask, raster_error_text
+from pipelines.rasters import file_size, gdal_env, has_internal_mask, mask_location, raster_error_text
 from pipelines.sentinel2 import safe
 from pipelines.sidecars import MetadataError, Radiometry
 from pipelines.transforms.base import DataclassPTransform
@@ -176,7 +176,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 # rumi marks invalid pixels only with a nodata value: converting the pixels
                 # alone would make the masked ones valid, so the file names the value first.
                 raise SceneError(
-                    "the file has an internal mask (a per-dataset mask band) and no nodata value, and rumi marks invalid "
+                    f"the file has a mask band ({mask_location(ds)}) and no nodata value, and rumi marks invalid "
                     "pixels only with nodata; declare the value masked pixels should take "
                     "(e.g. gdal_edit.py -a_nodata 0) and convert again",
                     href=href,

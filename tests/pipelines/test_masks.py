@@ -62,7 +62,8 @@ def test_a_mask_without_nodata_is_refused_naming_the_fix(tmp_path: Path, interna
     assert pixels is None
     (letter,) = dead
     assert letter.reason == "masked" and letter.stage == "ReadSceneMetadata"
-    assert "internal mask" in letter.message and "gdal_edit.py -a_nodata" in letter.message
+    where = "(in the file)" if internal else "(in scene.tif.msk)"
+    assert f"has a mask band {where}" in letter.message and "gdal_edit.py -a_nodata" in letter.message
 
 
 def test_masked_pixels_take_the_nodata_value(tmp_path: Path) -> None:
