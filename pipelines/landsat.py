@@ -24,6 +24,7 @@ import posixpath
 import re
 from typing import Any, Final
 
+from pipelines.planning.hrefs import href_path
 from pipelines.sidecars import MetadataError, Radiometry, SidecarError, read_sidecar
 
 __all__ = ["file_radiometry", "mtl_groups"]
@@ -96,7 +97,7 @@ def file_radiometry(href: str) -> Radiometry | None:
     Raises:
         MetadataError: the MTL exists but cannot be read, or does not give the band's factors.
     """
-    path = href.split("?", 1)[0].replace("\\", "/")
+    path = href_path(href)
     found = _LEVEL_2.match(posixpath.basename(path))
     if found is None:
         return None

@@ -43,6 +43,8 @@ import posixpath
 import re
 from typing import TYPE_CHECKING, Final
 
+from pipelines.planning.hrefs import href_path
+
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
@@ -74,7 +76,7 @@ _STEM_PARTS: Final = re.compile(r"[_\-. ]+")
 
 
 def _stem(href: str) -> str:
-    base = posixpath.basename(href.replace("\\", "/").split("?", 1)[0])
+    base = posixpath.basename(href_path(href))
     return base.rsplit(".", 1)[0] if "." in base else base
 
 
@@ -86,7 +88,7 @@ def band_token(href: str) -> str | None:
 
 def directory(href: str) -> str:
     """The folder of a path or URL, without a query, with ``/`` separators ("" for a bare name)."""
-    return href.split("?", 1)[0].replace("\\", "/").rpartition("/")[0]
+    return href_path(href).rpartition("/")[0]
 
 
 def stack_id(href: str) -> str:

@@ -47,6 +47,7 @@ import datetime as dt
 import re
 from typing import TYPE_CHECKING, Final
 
+from pipelines.planning.hrefs import href_path
 from rumi_core.times import parse_time, to_seconds
 
 if TYPE_CHECKING:
@@ -156,7 +157,7 @@ def time_from_scene_id(href: str) -> int | None:
     >>> time_from_scene_id("/data/scene_B04.tif") is None
     True
     """
-    path = href.split("?", 1)[0].replace("\\", "/")
+    path = href_path(href)
     for text in (path.rsplit("/", 1)[-1], path):
         for _, pattern in SCENE_ID_PATTERNS:
             for match in re.finditer(pattern, text):
@@ -199,7 +200,7 @@ def suggest_time_pattern(href: str) -> str | None:
     >>> suggest_time_pattern("/data/20230612/ndvi_42.tif") is None
     True
     """
-    path = href.split("?", 1)[0].replace("\\", "/")
+    path = href_path(href)
     for pattern in _SUGGESTIONS:
         try:
             seconds = time_from_pattern(pattern, path)

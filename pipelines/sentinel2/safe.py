@@ -25,6 +25,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Final
 
+from pipelines.planning.hrefs import href_path
 from pipelines.sentinel2.bands import BANDS, band_text
 from pipelines.sidecars import MetadataError, Radiometry, SidecarError, read_sidecar
 
@@ -115,7 +116,7 @@ _BAND: Final = re.compile(r"_(?P<band>B(?:0[1-9]|1[0-2]|8A)|AOT|WVP)(?:_\d+m)?$"
 
 def _image_band(href: str) -> tuple[str, str] | None:
     """``(SAFE folder, band)`` of an image of a SAFE product (``B02``, ``B8A``, ``AOT``), or None for any other file."""
-    image = _IMAGE.match(href.replace("\\", "/"))
+    image = _IMAGE.match(href_path(href))
     band = _BAND.search(image.group("stem")) if image else None
     return None if image is None or band is None else (image.group("root"), band.group("band"))
 
