@@ -90,6 +90,25 @@ def _declared_radiometry(href: str) -> Radiometry | None:
         raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
 
 
+def _closest_epsg(wkt: str) -> int | None:
+    """The EPSG code PROJ finds most like a CRS that has none, for the advice of a ``crs-not-epsg`` dead letter.
+
+    GDAL's EPSG identification (``CRS.to_epsg``) needs an equivalent
+    definition; below that, PROJ still ranks candidates (at confidence 20 it
+    finds EPSG:3035 for a LAEA Europe whose datum is written as "unknown,
+    based on GRS80"). Offered as the target of a warp, never assigned: the
+    file's own CRS is not that one.
+    """
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        code = CRS.from_wkt(wkt).to_epsg(min_confidence=20)
+    except CRSError:
+        return None
+    return None if code is None else int(code)
+
+
 def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
     """Read the metadata of one scene.
 
@@ -121,9 +140,11 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 )
             epsg = ds.crs.to_epsg()
             if not epsg:
+                closest = _closest_epsg(ds.crs.to_wkt())
+                target = "EPSG:n" if closest is None else f"EPSG:{closest}, the EPSG CRS closest to it but not the same"
                 raise SceneError(
                     f"the CRS {ds.crs.to_string()[:80]} has no EPSG code, and rumi stores EPSG codes only;"
-                    " warp it to one first (e.g. gdalwarp -t_srs EPSG:n)",
+                    f" warp it to one first (e.g. gdalwarp -t_srs {target})",
                     href=href,
                     reason="crs-not-epsg",
                 )

@@ -35,14 +35,26 @@ def _data(shape: tuple[int, int, int] = (1, 40, 50), dtype: str = "uint16", seed
     return np.random.default_rng(seed).integers(1, 9000, shape).astype(dtype)
 
 
-def _write_mollweide(path: str) -> None:
-    """A dated GeoTIFF in ESRI:54009 (Mollweide, as the Global Human Settlement Layer ships): a CRS with no EPSG code."""
+def _write_in_crs(path: str, crs: str) -> None:
+    """A dated 8 x 8 GeoTIFF in ``crs`` (any text ``rasterio.crs.CRS.from_user_input`` reads)."""
     import rasterio
 
-    profile = {"driver": "GTiff", "width": 8, "height": 8, "count": 1, "dtype": "uint16", "crs": rasterio.crs.CRS.from_string("ESRI:54009")}
-    with rasterio.open(path, "w", transform=rasterio.Affine(100, 0, 0, 0, -100, 0), **profile) as dst:
+    profile = {"driver": "GTiff", "width": 8, "height": 8, "count": 1, "dtype": "uint16", "crs": rasterio.crs.CRS.from_user_input(crs)}
+    with rasterio.open(path, "w", transform=rasterio.Affine(100, 0, 4321000, 0, -100, 3210000), **profile) as dst:
         dst.write(_data((1, 8, 8)))
         dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+
+
+MOLLWEIDE = "ESRI:54009"
+"""Mollweide, as the Global Human Settlement Layer ships: a CRS with no EPSG code, nor any close to it."""
+
+LAEA_UNKNOWN_DATUM = (
+    'PROJCS["unknown",GEOGCS["unknown",DATUM["Unknown_based_on_GRS80_ellipsoid",SPHEROID["GRS 1980",6378137,298.257222101004]],'
+    'PRIMEM["Greenwich",0],UNIT["degree",0.0174532925199433]],PROJECTION["Lambert_Azimuthal_Equal_Area"],'
+    'PARAMETER["latitude_of_center",52],PARAMETER["longitude_of_center",10],PARAMETER["false_easting",4321000],'
+    'PARAMETER["false_northing",3210000],UNIT["metre",1]]'
+)
+"""LAEA Europe on an unnamed GRS80 datum, as some GeoTIFFs carry it: GDAL finds no EPSG code, PROJ ranks EPSG:3035 closest."""
 
 
 def _write_cint16(path: str) -> None:
@@ -204,7 +216,16 @@ class TestReadScene:
                 None,
             ),
             (lambda p: Path(p).write_bytes(b"II*\x00garbage"), "unreadable", "cannot read the raster"),
-            (_write_mollweide, "crs-not-epsg", r"no EPSG code, and rumi stores EPSG codes only; warp it to one first \(e\.g\. gdalwarp"),
+            (
+                lambda p: _write_in_crs(p, MOLLWEIDE),
+                "crs-not-epsg",
+                r"no EPSG code, and rumi stores EPSG codes only; warp it to one first \(e\.g\. gdalwarp -t_srs EPSG:n\)",
+            ),
+            (
+                lambda p: _write_in_crs(p, LAEA_UNKNOWN_DATUM),
+                "crs-not-epsg",
+                r"no EPSG code.* \(e\.g\. gdalwarp -t_srs EPSG:3035, the EPSG CRS closest to it but not the same\)",
+            ),
             (_write_cint16, "unsupported-dtype", r"complex_int16 is not a rumi sample encoding .*gdal_translate -ot CFloat32"),
         ],
     )
