@@ -21,7 +21,7 @@ import click
 
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.rasters import RASTER_SUFFIXES, is_url
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import probe_directory
@@ -70,8 +70,11 @@ def check_inputs(paths: list[str]) -> None:
         if is_url(text):
             continue
         if any(c in text for c in "*?["):
-            if not any(os.path.isfile(p) for p in glob.iglob(text, recursive=True)):
+            files = [p for p in glob.iglob(text, recursive=True) if os.path.isfile(p)]
+            if not files:
                 raise LineError(f"input {text}: no file matches this pattern")
+            if all(p.lower().endswith(GDAL_SIDECAR_SUFFIXES) for p in files):
+                raise LineError(f"input {text}: {SIDECARS_ONLY}")
         elif os.path.isdir(text):
             if not any(n.lower().endswith(RASTER_SUFFIXES) for _, _, names in os.walk(text) for n in names):
                 raise LineError(f"input {text}: the directory holds no {', '.join(RASTER_SUFFIXES[:-1])} or {RASTER_SUFFIXES[-1]} file")

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GDAL_CACHE_BYTES",
+    "GDAL_SIDECAR_SUFFIXES",
+    "SIDECARS_ONLY",
     "GDAL_HTTP_MAX_RETRY",
     "GEOTIFF_SUFFIXES",
     "MIN_GDAL_CACHE_BYTES",
@@ -83,6 +85,17 @@ GEOTIFF_SUFFIXES: Final = (".tif", ".tiff")
 
 RASTER_SUFFIXES: Final = (*GEOTIFF_SUFFIXES, ".jp2")
 """File suffixes a directory input is searched for (case-insensitive): GeoTIFF, and the JPEG 2000 of Sentinel-2 SAFE products."""
+
+GDAL_SIDECAR_SUFFIXES: Final = (".aux.xml", ".ovr", ".msk")
+"""Files GDAL writes beside a raster (its statistics and metadata, overviews, mask; case-insensitive): never scenes of their own.
+
+An ``.ovr`` or ``.msk`` opens as a TIFF without georeferencing, so a glob
+such as ``scenes/*`` that took them for scenes would report each as a raster
+to georeference.
+"""
+
+SIDECARS_ONLY: Final = "the pattern matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"
+"""What a glob that matched nothing else is told."""
 
 GDAL_CACHE_BYTES: Final = 16 << 20
 """The most GDAL block cache a worker process is given (and what warped reads get)."""

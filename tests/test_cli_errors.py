@@ -127,11 +127,19 @@ def test_convert_out_is_checked_before_beam_starts(tmp_path: Path, out: str, why
 
 @pytest.mark.parametrize(
     ("given", "why"),
-    [("{d}/nonexistent.tif", "no such file"), ("{d}/*.nothing", "no file matches"), ("{d}/empty", "holds no .tif")],
-    ids=["missing-path", "empty-glob", "empty-directory"],
+    [
+        ("{d}/nonexistent.tif", "no such file"),
+        ("{d}/*.nothing", "no file matches"),
+        ("{d}/empty", "holds no .tif"),
+        ("{d}/sidecars/*", "matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"),
+    ],
+    ids=["missing-path", "empty-glob", "empty-directory", "sidecars-only"],
 )
 def test_convert_inputs_are_checked_first_and_no_output_is_created(tmp_path: Path, given: str, why: str) -> None:
     (tmp_path / "empty").mkdir()
+    (tmp_path / "sidecars").mkdir()
+    for name in ("x.tif.ovr", "x.tif.msk", "x.TIF.aux.xml"):
+        (tmp_path / "sidecars" / name).write_bytes(b"II*\x00")
     out = tmp_path / "out"
     result = invoke("convert", given.format(d=tmp_path), "--out", str(out))
     assert result.exit_code == 2

@@ -32,7 +32,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.planning.scene import SceneRef
-from pipelines.rasters import GEOTIFF_SUFFIXES, RASTER_SUFFIXES, is_url
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
@@ -156,11 +156,13 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         matched = output_store().glob(text)
         if not matched:
             return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
-        return [SceneRef(url) for url in matched]
+        return _glob_scenes(text, matched)
     if is_url(text):
         return [SceneRef(text)]
     if _GLOB_CHARS & set(text):
         found = sorted(os.path.abspath(p) for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+        if found:
+            return _glob_scenes(text, _one_path_per_file(found))
     elif os.path.isdir(text):
         found = sorted(
             os.path.abspath(os.path.join(root, name))
@@ -175,6 +177,19 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
     return [SceneRef(p) for p in _one_path_per_file(found)]
+
+
+def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter]:
+    """The scenes among a glob's matches: every file but those GDAL keeps beside rasters (:data:`~pipelines.rasters.GDAL_SIDECAR_SUFFIXES`).
+
+    A directory is searched for raster suffixes only; a glob takes any file,
+    so ``scenes/*`` would also list ``x.tif.ovr``, ``x.tif.msk`` and
+    ``x.tif.aux.xml``, which GDAL reads through ``x.tif`` itself.
+    """
+    scenes: list[SceneRef | DeadLetter] = [SceneRef(p) for p in matched if not p.lower().endswith(GDAL_SIDECAR_SUFFIXES)]
+    if scenes:
+        return scenes
+    return [DeadLetter(pattern, "no-match", SIDECARS_ONLY, STAGE)]
 
 
 def _one_path_per_file(paths: list[str]) -> list[str]:

@@ -131,6 +131,22 @@ class TestDiscover:
         assert [r.href for r in discover(str(tmp_path / "**" / "*.tif"))] == [path]  # type: ignore[union-attr]
         assert [r.href for r in discover(str(scenes))] == [path]  # type: ignore[union-attr]
 
+    def test_a_glob_leaves_out_gdal_sidecars(self, tmp_path: Path) -> None:
+        """``x.tif.ovr`` and ``x.tif.msk`` open as TIFFs without georeferencing: taken for scenes, each would be a dead letter."""
+        path = write_geotiff(str(tmp_path / "x_B02.tif"), _data(), epsg=32632, transform=T)
+        import rasterio
+
+        with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=False, TIFF_USE_OVR=True), rasterio.open(path, "r+") as ds:
+            ds.write_mask(np.full((ds.height, ds.width), 255, np.uint8))
+            ds.build_overviews([2])
+        (tmp_path / "x_B02.tif.aux.xml").write_text("<PAMDataset/>")
+        (tmp_path / "notes.txt").write_text("not a raster, but asked for by the glob")
+        assert {"x_B02.tif.msk", "x_B02.tif.ovr", "x_B02.tif.msk.ovr"} <= {p.name for p in tmp_path.iterdir()}  # what GDAL wrote
+        assert [r.href for r in discover(str(tmp_path / "*"))] == [str(tmp_path / "notes.txt"), path]  # type: ignore[union-attr]
+        (letter,) = discover(str(tmp_path / "*.tif.*"))
+        assert isinstance(letter, DeadLetter) and letter.reason == "no-match"
+        assert letter.message == "the pattern matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"
+
     def test_nothing_found(self, tmp_path: Path) -> None:
         (found,) = discover(str(tmp_path / "none*.tif"))
         assert isinstance(found, DeadLetter) and found.reason == "no-match"
