@@ -19,6 +19,7 @@ from pathlib import Path
 
 import click
 
+from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
@@ -76,8 +77,9 @@ def check_inputs(paths: list[str]) -> None:
             if all(p.lower().endswith(GDAL_SIDECAR_SUFFIXES) for p in files):
                 raise LineError(f"input {text}: {SIDECARS_ONLY}")
         elif os.path.isdir(text):
-            if not any(n.lower().endswith(RASTER_SUFFIXES) for _, _, names in os.walk(text) for n in names):
-                raise LineError(f"input {text}: the directory holds no {', '.join(RASTER_SUFFIXES[:-1])} or {RASTER_SUFFIXES[-1]} file")
+            suffixes = RASTER_SUFFIXES + ARCHIVE_SUFFIXES
+            if not any(n.lower().endswith(suffixes) for _, _, names in os.walk(text) for n in names):
+                raise LineError(f"input {text}: the directory holds no {', '.join(suffixes[:-1])} or {suffixes[-1]} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
 
@@ -219,7 +221,7 @@ def convert_command(
     bands: str | None,
     resolution: str | None,
 ) -> None:
-    """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files) into rumi cubes in OUT.
+    """Convert GeoTIFF scenes (INPUTS: paths, globs, URLs, STAC files, .zip or .tar archives) into rumi cubes in OUT.
 
     Any other --name=value option is passed to Beam (e.g. --runner=DaskRunner,
     or --direct_running_mode=multi_processing; locally the default is one

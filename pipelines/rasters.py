@@ -56,6 +56,8 @@ import rasterio
 from rasterio.enums import Interleaving, MaskFlags, Resampling
 from rasterio.vrt import WarpedVRT
 
+from pipelines.archives import archive_of, member_size
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -235,7 +237,7 @@ def gdal_env(href: str) -> rasterio.Env | contextlib.nullcontext[None]:
 
 
 def file_size(href: str) -> int | None:
-    """Size of a local file or a URL's object in bytes; None when it cannot be learnt.
+    """Size of a local file, an archive member (as stored) or a URL's object in bytes; None when it cannot be learnt.
 
     A URL costs one request (HTTP ``HEAD`` or a GCS metadata ``GET``) through
     :class:`catalog.storage.Storage`, so the run summary reports the input
@@ -253,6 +255,8 @@ def file_size(href: str) -> int | None:
                 source.close()
         except (OSError, RumiError):
             return None
+    if archive_of(href) is not None:
+        return member_size(href)
     try:
         return os.path.getsize(href)
     except OSError:

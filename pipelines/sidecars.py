@@ -2,12 +2,12 @@
 
 Product metadata says what an input's values mean where its rasters do not
 (:mod:`pipelines.sentinel2.safe`, :mod:`pipelines.landsat`). Every image of a
-product asks for the same file, so it is read once: a local file once per
-version (modification time and size, one ``stat`` per ask), so a file
-rewritten between two runs in one process is read again; a ``gs://`` object,
-and its absence, once per worker process (two requests), as a request per
-image would double what reading the scenes' metadata costs. Anything else
-is no sidecar.
+product asks for the same file, so it is read once: a local file, or a
+member of a local archive, once per version (modification time and size,
+one ``stat`` per ask), so a file rewritten between two runs in one process
+is read again; a ``gs://`` object, and its absence, once per worker process
+(two requests), as a request per image would double what reading the
+scenes' metadata costs. Anything else is no sidecar.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import functools
 import os
 from typing import Final
 
+from pipelines.archives import ArchiveError, archive_of, read_member
 from pipelines.bucket import is_gs, output_store
 
 __all__ = ["MetadataError", "Radiometry", "SidecarError", "read_sidecar"]
@@ -60,8 +61,16 @@ def _read_file(path: str, version: tuple[int, int]) -> bytes:
         return f.read(MAX_SIDECAR_BYTES + 1)
 
 
+@functools.lru_cache(maxsize=64)
+def _read_archived(href: str, version: tuple[int, int]) -> bytes | None:
+    try:
+        return read_member(href, MAX_SIDECAR_BYTES)
+    except ArchiveError as err:
+        raise SidecarError(str(err)) from err
+
+
 def read_sidecar(path: str) -> bytes | None:
-    """The bytes of the file or ``gs://`` object ``path``, or None when there is none.
+    """The bytes of the file, archive member (:mod:`pipelines.archives`) or ``gs://`` object ``path``, or None when there is none.
 
     Raises:
         SidecarError: it exists but is larger than :data:`MAX_SIDECAR_BYTES`, or reading it failed.
@@ -71,6 +80,13 @@ def read_sidecar(path: str) -> bytes | None:
             return _read_object(path)
         if "://" in path:
             return None
+        archive = archive_of(path)
+        if archive is not None:
+            try:
+                version = os.stat(archive)
+            except OSError:
+                return None
+            return _read_archived(path, (version.st_mtime_ns, version.st_size))
         try:
             local = os.stat(path)
         except OSError:

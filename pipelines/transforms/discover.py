@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
 from pipelines.sentinel2.bands import select_bands
@@ -158,7 +159,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
         return _glob_scenes(text, matched)
     if is_url(text):
-        return [SceneRef(text)]
+        return _scenes([text])
     if _GLOB_CHARS & set(text):
         found = sorted(os.path.abspath(p) for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if found:
@@ -168,7 +169,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             os.path.abspath(os.path.join(root, name))
             for root, _, names in os.walk(text)
             for name in names
-            if name.lower().endswith(RASTER_SUFFIXES)
+            if name.lower().endswith(RASTER_SUFFIXES) or is_archive(name)
         )
     elif os.path.isfile(text):
         found = [os.path.abspath(text)]
@@ -176,7 +177,32 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         found = []
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
-    return [SceneRef(p) for p in _one_path_per_file(found)]
+    return _scenes(_one_path_per_file(found))
+
+
+def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:
+    """A scene per path, and per raster member of a local archive (:mod:`pipelines.archives`)."""
+    scenes: list[SceneRef | DeadLetter] = []
+    for path in paths:
+        if not is_archive(path):
+            scenes.append(SceneRef(path))
+        elif is_url(path):
+            scenes.append(DeadLetter(path, "unreadable", "archives are read from local paths only; copy it here or extract it", STAGE))
+        else:
+            try:
+                members = raster_members(path, RASTER_SUFFIXES)
+            except ArchiveError as err:
+                scenes.append(DeadLetter(path, "unreadable", str(err), STAGE))
+                continue
+            if not members:
+                scenes.append(DeadLetter(path, "no-match", f"the archive holds no {_suffix_list(RASTER_SUFFIXES)} file", STAGE))
+            scenes.extend(SceneRef(member) for member in members)
+    return scenes
+
+
+def _suffix_list(suffixes: tuple[str, ...]) -> str:
+    """``.tif, .tiff or .jp2``."""
+    return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
 
 
 def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter]:
@@ -186,9 +212,9 @@ def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter
     so ``scenes/*`` would also list ``x.tif.ovr``, ``x.tif.msk`` and
     ``x.tif.aux.xml``, which GDAL reads through ``x.tif`` itself.
     """
-    scenes: list[SceneRef | DeadLetter] = [SceneRef(p) for p in matched if not p.lower().endswith(GDAL_SIDECAR_SUFFIXES)]
-    if scenes:
-        return scenes
+    kept = [p for p in matched if not p.lower().endswith(GDAL_SIDECAR_SUFFIXES)]
+    if kept:
+        return _scenes(kept)
     return [DeadLetter(pattern, "no-match", SIDECARS_ONLY, STAGE)]
 
 

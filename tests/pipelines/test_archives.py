@@ -1,0 +1,142 @@
+"""Zip and tar archives as inputs (pipelines.archives): their rasters read in place, their product metadata from inside."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tarfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rumi_core
+from pipelines.archives import ArchiveError, member_size, raster_members, read_member
+from pipelines.cli import check_inputs
+from pipelines.convert import run
+from pipelines.options import ConvertOptions
+from pipelines.planning.scene import SceneRef
+from pipelines.rasters import RASTER_SUFFIXES, file_size
+from pipelines.sentinel2.testing import l2a_metadata, write_safe
+from pipelines.summary import load_jsonl
+from pipelines.testing import write_geotiff
+from pipelines.transforms.dead_letters import DeadLetter
+from pipelines.transforms.discover import discover
+
+T = (30.0, 0.0, 300000.0, 0.0, -30.0, 5800020.0)
+
+PRODUCT = "LC09_L2SP_034032_20230612_20230614_02_T1"
+
+MTL_TEXT = """GROUP = LANDSAT_METADATA_FILE
+  GROUP = LEVEL2_SURFACE_REFLECTANCE_PARAMETERS
+    REFLECTANCE_MULT_BAND_4 = 2.75E-05
+    REFLECTANCE_ADD_BAND_4 = -0.200000
+  END_GROUP = LEVEL2_SURFACE_REFLECTANCE_PARAMETERS
+END_GROUP = LANDSAT_METADATA_FILE
+END
+"""
+
+
+def _zip(folder: Path, archive: Path) -> Path:
+    """``folder`` and everything below it as a deflated zip, members named from ``folder``'s own name."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(folder.rglob("*")):
+            z.write(path, path.relative_to(folder.parent).as_posix())
+    return archive
+
+
+def _files(out: Path) -> dict[bytes, str]:
+    """Each .rumi file below ``out`` by its bytes."""
+    return {p.read_bytes(): p.name for p in out.glob("*.rumi")}
+
+
+def test_a_zipped_safe_converts_to_the_bytes_of_its_folder(tmp_path: Path) -> None:
+    """A Copernicus Data Space download is a zipped SAFE: read in place, with the radiometry its MTD_MSIL2A.xml declares."""
+    safe = write_safe(tmp_path / "folder", "20220125", "04.00", l2a_metadata(-1000))
+    archive = _zip(safe, tmp_path / "zips" / f"{safe.stem}.zip")
+    run([str(tmp_path / "folder")], ConvertOptions(out=str(tmp_path / "from-folder")))
+    run([str(tmp_path / "zips")], ConvertOptions(out=str(tmp_path / "from-zip")))
+    assert not (tmp_path / "from-zip" / "dead-letter.jsonl").exists() or not load_jsonl(str(tmp_path / "from-zip" / "dead-letter.jsonl"))
+    from_folder, from_zip = _files(tmp_path / "from-folder"), _files(tmp_path / "from-zip")
+    assert len(from_zip) == 3 and from_zip.keys() == from_folder.keys()  # the same cubes, byte for byte
+    entries = load_jsonl(str(tmp_path / "from-zip" / "manifest.jsonl"))
+    assert all(href.startswith(f"/vsizip/{{{archive}}}/{safe.name}/GRANULE/") for e in entries for href in e["inputs"])
+    (reflectance,) = [e for e in entries if e["dtype"] == "uint16" and e["bands"][0]["name"].startswith("B02")]
+    assert [(b["scale"], b["offset"]) for b in reflectance["bands"]] == [(0.0001, -0.1)] * 2
+
+
+def test_a_landsat_tar_bundle_takes_its_mtl(tmp_path: Path) -> None:
+    """An EarthExplorer Collection 2 bundle is a tar of the product's files: SR_B4 is scaled as the MTL inside says."""
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    data = np.random.default_rng(3).integers(7000, 20000, (1, 40, 50), dtype=np.uint16)
+    write_geotiff(str(bundle / f"{PRODUCT}_SR_B4.TIF"), data, epsg=32613, transform=T, nodata=0)
+    (bundle / f"{PRODUCT}_MTL.txt").write_text(MTL_TEXT)
+    archive = tmp_path / "in" / f"{PRODUCT}.tar"
+    archive.parent.mkdir()
+    with tarfile.open(archive, "w") as tar:
+        for path in sorted(bundle.iterdir()):
+            tar.add(path, path.name)
+    out = tmp_path / "out"
+    run([str(archive)], ConvertOptions(out=str(out)))
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert [(b["scale"], b["offset"]) for b in entry["bands"]] == [(2.75e-05, -0.2)]
+    assert entry["times"] == ["2023-06-12T00:00:00Z"]
+    (path,) = out.glob("*.rumi")
+    assert np.array_equal(rumi_core.read(str(path)), data)
+
+
+def test_members_are_the_rasters_in_name_order(tmp_path: Path) -> None:
+    archive = tmp_path / "x.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for name in ("b/B03.jp2", "a/B02.TIF", "a/notes.txt", "a/", "a/B02.tif.aux.xml"):
+            z.writestr(name, b"" if name.endswith("/") else b"bytes of " + name.encode())
+    assert raster_members(str(archive), RASTER_SUFFIXES) == [f"/vsizip/{{{archive}}}/a/B02.TIF", f"/vsizip/{{{archive}}}/b/B03.jp2"]
+    beside = f"/vsizip/{{{archive}}}/a/notes.txt"
+    assert read_member(beside, 1 << 20) == b"bytes of a/notes.txt"
+    assert read_member(f"/vsizip/{{{archive}}}/a/missing.xml", 1 << 20) is None
+    assert read_member(str(archive), 1 << 20) is None  # not a member href
+    assert member_size(beside) == file_size(beside) == len(b"bytes of a/notes.txt")  # stored, not compressed
+    with pytest.raises(ArchiveError, match="larger than"):
+        read_member(beside, 4)
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("bad.zip", b"PK\x03\x04 not really", "cannot read .*bad.zip"),
+        ("bad.tar", b"\x00" * 10, "cannot read .*bad.tar: "),
+    ],
+)
+def test_an_unreadable_archive_is_a_dead_letter_naming_it(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    (tmp_path / name).write_bytes(content)
+    (letter,) = discover(str(tmp_path / name))
+    assert isinstance(letter, DeadLetter) and letter.reason == "unreadable"
+    assert re.search(message, letter.message)
+
+
+def test_a_compressed_tar_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    """GDAL reaches into a .tar.gz only by decompressing from its start, once per window read."""
+    source = tmp_path / "b"
+    source.mkdir()
+    write_geotiff(str(source / f"{PRODUCT}_SR_B4.TIF"), np.ones((1, 8, 8), np.uint16), epsg=32613, transform=T)
+    archive = Path(shutil.make_archive(str(tmp_path / "bundle"), "gztar", source))
+    renamed = archive.rename(tmp_path / "bundle.tar")  # a gzip stream behind a .tar name, as downloads are sometimes saved
+    (letter,) = discover(str(renamed))
+    assert isinstance(letter, DeadLetter) and letter.reason == "unreadable"
+    assert letter.message == f"{renamed} is a compressed tar, which GDAL reads only from its start; extract it first"
+
+
+def test_a_directory_of_archives_is_searched_into(tmp_path: Path) -> None:
+    folder = tmp_path / "downloads"
+    safe = write_safe(tmp_path / "safes", "20220125", "04.00", l2a_metadata(-1000))
+    archive = _zip(safe, folder / f"{safe.stem}.zip")
+    zipfile.ZipFile(folder / "empty.zip", "w").close()
+    check_inputs([str(folder)])  # archives count as inputs of a directory
+    found = discover(str(folder))
+    refs = [r for r in found if isinstance(r, SceneRef)]
+    assert len(refs) == 5 and all(r.href.startswith(f"/vsizip/{{{archive}}}/") for r in refs)
+    (letter,) = [r for r in found if isinstance(r, DeadLetter)]
+    assert letter.reason == "no-match" and letter.message == "the archive holds no .tif, .tiff or .jp2 file"
