@@ -27,6 +27,7 @@ REASONS: Final = {
     "no-match": "an input path or glob matches no file",
     "bad-stac": "a STAC ItemCollection cannot be read",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
+    "subdatasets": "the file is a container of subdatasets (NetCDF, HDF) with no bands of its own",
     "no-geotransform": "the file is located by ground control points, RPCs or nothing, not by a geotransform",
     "missing-crs": "the file has no CRS",
     "crs-not-epsg": "the CRS has no EPSG code",

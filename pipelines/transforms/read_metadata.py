@@ -47,6 +47,18 @@ def _check_last_block(ds: rasterio.io.DatasetReader) -> None:
     ds.read(ds.count, window=Window(col, row, min(block_w, ds.width - col), min(block_h, ds.height - row)))
 
 
+def _no_bands(ds: rasterio.io.DatasetReader) -> str:
+    """Why ``ds``, which has no bands, is not a scene: a container of subdatasets (NetCDF, HDF) names a few of them."""
+    names = list(ds.subdatasets)
+    if not names:
+        return "the file has no raster bands"
+    shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"the file holds {len(names)} subdatasets ({shown}) and no bands of its own;"
+        f" extract the variables to convert as GeoTIFFs first (e.g. gdal_translate {names[0]} out.tif)"
+    )
+
+
 def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
     """Why ``ds`` has no geotransform to place its pixels with, or None when it has one.
 
@@ -129,6 +141,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
     href = ref.href
     try:
         with gdal_env(href), rasterio.open(href) as ds:
+            if ds.count == 0:
+                raise SceneError(_no_bands(ds), href=href, reason="subdatasets" if ds.subdatasets else "unreadable")
             # Before the CRS: a file located by GCPs often has no CRS of its
             # own, and assigning one would not put it on a grid.
             unplaced = _no_geotransform(ds)

@@ -57,6 +57,16 @@ LAEA_UNKNOWN_DATUM = (
 """LAEA Europe on an unnamed GRS80 datum, as some GeoTIFFs carry it: GDAL finds no EPSG code, PROJ ranks EPSG:3035 closest."""
 
 
+def _write_netcdf(path: str) -> None:
+    """A NetCDF of two variables, as GDAL writes a 2-band raster: subdatasets, and no bands of its own."""
+    import rasterio
+    import rasterio.shutil
+
+    tif = path + ".tif"
+    write_geotiff(tif, _data((2, 8, 8)).astype(np.float32), epsg=4326, transform=(0.25, 0, 10, 0, -0.25, 50))
+    rasterio.shutil.copy(tif, path, driver="netCDF")
+
+
 def _write_cint16(path: str) -> None:
     """A dated GDAL CInt16 GeoTIFF (complex integers, as some SAR products ship): no rumi sample encoding."""
     import rasterio
@@ -242,9 +252,11 @@ class TestReadScene:
                 "crs-not-epsg",
                 r"no EPSG code.* \(e\.g\. gdalwarp -t_srs EPSG:3035, the EPSG CRS closest to it but not the same\)",
             ),
+            (_write_netcdf, "subdatasets", r"holds 2 subdatasets \(netcdf:.*:Band1, .*:Band2\) and no bands of its own; .*gdal_translate"),
             (_write_cint16, "unsupported-dtype", r"complex_int16 is not a rumi sample encoding .*gdal_translate -ot CFloat32"),
         ],
     )
+    @pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")  # a NetCDF container has no transform
     def test_bad_scenes(self, tmp_path: Path, make: Any, reason: str | None, message: str | None) -> None:
         path = str(tmp_path / "bad.tif")
         make(path)
