@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tarfile
@@ -28,14 +29,12 @@ T = (30.0, 0.0, 300000.0, 0.0, -30.0, 5800020.0)
 
 PRODUCT = "LC09_L2SP_034032_20230612_20230614_02_T1"
 
-MTL_TEXT = """GROUP = LANDSAT_METADATA_FILE
-  GROUP = LEVEL2_SURFACE_REFLECTANCE_PARAMETERS
-    REFLECTANCE_MULT_BAND_4 = 2.75E-05
-    REFLECTANCE_ADD_BAND_4 = -0.200000
-  END_GROUP = LEVEL2_SURFACE_REFLECTANCE_PARAMETERS
-END_GROUP = LANDSAT_METADATA_FILE
-END
-"""
+MTL = {
+    "LANDSAT_METADATA_FILE": {
+        "LEVEL2_SURFACE_REFLECTANCE_PARAMETERS": {"REFLECTANCE_MULT_BAND_4": "2.75e-05", "REFLECTANCE_ADD_BAND_4": "-0.2"}
+    }
+}
+"""The part of a Collection 2 Level-2 ``_MTL.json`` that scales SR_B4."""
 
 
 def _zip(folder: Path, archive: Path) -> Path:
@@ -73,7 +72,7 @@ def test_a_landsat_tar_bundle_takes_its_mtl(tmp_path: Path) -> None:
     bundle.mkdir()
     data = np.random.default_rng(3).integers(7000, 20000, (1, 40, 50), dtype=np.uint16)
     write_geotiff(str(bundle / f"{PRODUCT}_SR_B4.TIF"), data, epsg=32613, transform=T, nodata=0)
-    (bundle / f"{PRODUCT}_MTL.txt").write_text(MTL_TEXT)
+    (bundle / f"{PRODUCT}_MTL.json").write_text(json.dumps(MTL))
     archive = tmp_path / "in" / f"{PRODUCT}.tar"
     archive.parent.mkdir()
     with tarfile.open(archive, "w") as tar:
