@@ -74,9 +74,7 @@ def _rumi_chips(server: RangeRequestServer, args: argparse.Namespace, data: np.n
 
     from catalog.torch import RumiChipDataset
 
-    dataset = RumiChipDataset(
-        [server.url("item.json")], bands=None, size=CHIP, length=args.chips, seed=0, cache_bytes=args.cache_mb << 20
-    )
+    dataset = RumiChipDataset([server.url("item.json")], bands=None, size=CHIP, length=args.chips, seed=0, cache_bytes=args.cache_mb << 20)
     loader = DataLoader(dataset, batch_size=args.batch, num_workers=args.workers)
     server.reset()
     batches = iter(loader)

@@ -264,8 +264,15 @@ def load(
         meta=np.empty((0, 0, 0, 0), dtype=dtype),
         name="rumi-load-"
         + tokenize(
-            [c.name for c in cubes], out.crs, out.transform, out.height, out.width, repr(bands), repr(time_range),
-            resampling, sorted(chunks.items()),
+            [c.name for c in cubes],
+            out.crs,
+            out.transform,
+            out.height,
+            out.width,
+            repr(bands),
+            repr(time_range),
+            resampling,
+            sorted(chunks.items()),
         ),
     )
     band_meta = [first.cube.bands[b] for b in first.bands]

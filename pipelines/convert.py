@@ -144,6 +144,7 @@ def local_workers(beam_args: Sequence[str]) -> list[str]:
         added.append(f"--direct_num_workers={usable_cores()}")
     return added
 
+
 Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]"]
 """Builds a transform that publishes the run's manifest entries (the manifest file, a STAC catalogue...)."""
 

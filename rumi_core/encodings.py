@@ -144,9 +144,7 @@ ENCODINGS: tuple[SampleEncoding, ...] = (
     _ml("float8_e5m2fnuz", 108, 8, (_DL_E5M2FNUZ, 8, 1)),
 )
 
-RESERVED_PAIRS = frozenset(
-    {(1, 2), (1, 4), (2, 2), (2, 4), (5, 32), (5, 64), (104, 6), (105, 6), (106, 4)}
-)
+RESERVED_PAIRS = frozenset({(1, 2), (1, 4), (2, 2), (2, 4), (5, 32), (5, 64), (104, 6), (105, 6), (106, 4)})
 """Pairs the specification reserves; a reader rejects them like any unlisted pair."""
 
 RESERVED_SAMPLE_FORMATS = frozenset({5, 104, 105, 106})

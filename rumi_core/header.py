@@ -54,6 +54,7 @@ _FIXED = struct.Struct("<IHIIIHHHBBBIB")
 HEADER_SIZE = _FIXED.size
 assert HEADER_SIZE == 32
 
+
 class HeaderBlob:
     """A parsed, checked header blob: the layout and every frame's byte count.
 

@@ -554,9 +554,7 @@ def test_default_beats_portable_codec_on_sentinel2() -> None:
         ("delta_1d>zigzag>transpose>zstd", (), True, True, "transpose>zstd", None),
     ],
 )
-def test_chain_grammar(
-    text: str, predictors: tuple[str, ...], delta_1d: bool, zigzag: bool, terminal: str, recipe: str | None
-) -> None:
+def test_chain_grammar(text: str, predictors: tuple[str, ...], delta_1d: bool, zigzag: bool, terminal: str, recipe: str | None) -> None:
     chain = Chain.parse(text)
     assert (chain.predictors, chain.delta_1d, chain.zigzag, chain.terminal) == (predictors, delta_1d, zigzag, terminal)
     assert str(chain) == text

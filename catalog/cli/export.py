@@ -18,9 +18,7 @@ __all__ = ["export_command"]
 
 @click.command("export")
 @click.argument("target", metavar="FILE_OR_ITEM")
-@click.option(
-    "-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .tif (a Cube adds _<time> per step)."
-)
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .tif (a Cube adds _<time> per step).")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Decoding threads (default: every CPU).")
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
 @timeout_option

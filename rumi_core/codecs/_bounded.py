@@ -154,8 +154,7 @@ class BoundedCodec(FrameCodec):
         frame = prepare_frame(samples, axes)
         if frame.encoding.name not in QUANTIZED_ENCODINGS:
             raise InvalidInputError(
-                f"geozl's quantizers take {', '.join(sorted(QUANTIZED_ENCODINGS))}, not {frame.encoding.name}; "
-                "write it losslessly",
+                f"geozl's quantizers take {', '.join(sorted(QUANTIZED_ENCODINGS))}, not {frame.encoding.name}; write it losslessly",
                 field="max_abs_error" if self.max_abs_error is not None else "max_rel_error",
             )
         data = self._lossy(frame.samples, frame.width, frame.planes)

@@ -107,8 +107,7 @@ class Chain:
         predictors = tuple(head[:-1])
         if head[-1] != "zigzag" or not predictors or not set(predictors) <= set(_STACK_PREDICTORS):
             raise InvalidInputError(
-                f"chain {text!r}: predictors ({', '.join(_STACK_PREDICTORS)}) are followed by 'zigzag', "
-                "or the head is 'id' or 'delta_1d'",
+                f"chain {text!r}: predictors ({', '.join(_STACK_PREDICTORS)}) are followed by 'zigzag', or the head is 'id' or 'delta_1d'",
                 field="codec.configuration.planes.chains",
             )
         return cls(predictors, False, True, terminal)

@@ -201,9 +201,7 @@ def within_bound(
             if bound.kind == "absolute":
                 passed = diff <= math.floor(limit)
             else:
-                passed = np.asarray(
-                    diff.astype(object) * limit.denominator <= np.abs(xi).astype(object) * limit.numerator, dtype=bool
-                )
+                passed = np.asarray(diff.astype(object) * limit.denominator <= np.abs(xi).astype(object) * limit.numerator, dtype=bool)
     else:
         xf, yf = xs.astype(np.float64), ys.astype(np.float64)
         with np.errstate(over="ignore", invalid="ignore"):

@@ -46,9 +46,7 @@ class _SplitGraph(zl.FunctionGraph):  # type: ignore[misc]  # openzl.ext is unty
         self._order = order
 
     def function_graph_description(self) -> Any:
-        return zl.FunctionGraphDescription(
-            name="rumi.split", input_type_masks=[zl.TypeMask.Numeric], custom_graphs=self._successors
-        )
+        return zl.FunctionGraphDescription(name="rumi.split", input_type_masks=[zl.TypeMask.Numeric], custom_graphs=self._successors)
 
     def graph(self, state: Any) -> None:
         graphs = state.custom_graphs
@@ -156,9 +154,7 @@ class StackCodec(FrameCodec):
                 f"'planes' is a non-empty list of plane codings, got {self.planes!r}", field="codec.configuration.planes"
             )
         if len(planes) > 1 and planes[0].reference:
-            raise InvalidInputError(
-                "the first plane has no previous plane to reference", field="codec.configuration.planes.reference"
-            )
+            raise InvalidInputError("the first plane has no previous plane to reference", field="codec.configuration.planes.reference")
         object.__setattr__(self, "planes", planes)
         object.__setattr__(self, "nodata", parse_nodata(self.nodata))
 

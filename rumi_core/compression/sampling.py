@@ -59,7 +59,6 @@ MIN_SIDE: Final = 128
 """Smallest crop side: frame headers weigh more in small crops and would skew the ranking."""
 
 
-
 def sample_budget(total: int, budget: int = SAMPLE_BUDGET) -> int:
     """Samples to screen for a dataset of ``total`` samples: a thirty-second of it, within bounds.
 
@@ -146,9 +145,7 @@ def crop_frames(
     return out, kept
 
 
-def sample_cells(
-    data: Any, *, tile_size: tuple[int, int], locations: int, budget: int
-) -> tuple[list[npt.NDArray[Any]], tuple[int, ...]]:
+def sample_cells(data: Any, *, tile_size: tuple[int, int], locations: int, budget: int) -> tuple[list[npt.NDArray[Any]], tuple[int, ...]]:
     """Read the sampled ``(T, B, h, w)`` cells of an Image or Cube, cropped to the budget.
 
     The crops are decided from the cells' shapes (:func:`crop_windows`) and
