@@ -22,10 +22,13 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pipelines.planning.hrefs import href_path
-from pipelines.sidecars import MetadataError, Radiometry, SidecarError, read_sidecar
+from pipelines.sidecars import MetadataError, SidecarError, read_sidecar
+
+if TYPE_CHECKING:
+    from pipelines.planning.scene import Radiometry
 
 __all__ = ["file_radiometry", "mtl_groups"]
 

@@ -19,14 +19,10 @@ from typing import Final
 from pipelines.archives import ArchiveError, archive_of, read_member
 from pipelines.bucket import is_gs, output_store
 
-__all__ = ["MetadataError", "Radiometry", "SidecarError", "read_sidecar"]
+__all__ = ["MetadataError", "SidecarError", "read_sidecar"]
 
 MAX_SIDECAR_BYTES: Final = 16 << 20
 """Largest sidecar read; product metadata files are tens of KiB."""
-
-
-Radiometry = tuple[float, float, str | None]
-"""``(scale, offset, unit)`` of a band's stored values, as product metadata declares them."""
 
 
 class SidecarError(OSError):

@@ -18,7 +18,10 @@ from catalog.grid import Grid
 from pipelines.planning.lattice import OnGrid
 from pipelines.planning.plan import CubeBand
 
-__all__ = ["SourceBand", "ProductBand", "Scene", "SceneRef", "nodata_key"]
+__all__ = ["ProductBand", "Radiometry", "Scene", "SceneRef", "SourceBand", "nodata_key"]
+
+Radiometry = tuple[float, float, str | None]
+"""``(scale, offset, unit)`` of a band's stored values, as product metadata or a STAC asset declares them."""
 
 
 def nodata_key(nodata: float | None) -> str:
@@ -90,6 +93,8 @@ class SceneRef:
     """Band names from the STAC asset (``eo:bands`` names, else the asset key)."""
     product: ProductBand | None = None
     """Set by a product-aware discovery for a single-band file: its text, radiometry, nodata and cube family."""
+    band_radiometry: tuple[Radiometry | None, ...] | None = None
+    """Per band, the radiometry the STAC asset states (``raster:bands``, or STAC 1.1 ``bands``); None where it states none."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -99,6 +104,7 @@ class SceneRef:
             "stack": self.stack,
             "band_names": list(self.band_names) if self.band_names else None,
             "product": self.product.to_dict() if self.product else None,
+            "band_radiometry": [list(r) if r else None for r in self.band_radiometry] if self.band_radiometry else None,
         }
 
     @classmethod
@@ -106,12 +112,14 @@ class SceneRef:
         """Inverse of :meth:`to_dict`."""
         names = data.get("band_names")
         product = data.get("product")
+        radiometry = data.get("band_radiometry")
         return cls(
             data["href"],
             data.get("time"),
             data.get("stack"),
             tuple(names) if names else None,
             ProductBand.from_dict(product) if product else None,
+            tuple((float(r[0]), float(r[1]), r[2]) if r else None for r in radiometry) if radiometry else None,
         )
 
 

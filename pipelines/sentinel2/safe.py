@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pipelines.planning.hrefs import href_path
 from pipelines.sentinel2.bands import BANDS, band_text
-from pipelines.sidecars import MetadataError, Radiometry, SidecarError, read_sidecar
+from pipelines.sidecars import MetadataError, SidecarError, read_sidecar
+
+if TYPE_CHECKING:
+    from pipelines.planning.scene import Radiometry
 
 __all__ = ["file_band_text", "file_radiometry", "product_radiometry"]
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import os
 import posixpath
 import urllib.request
@@ -32,7 +33,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.archives import ArchiveError, is_archive, raster_members
-from pipelines.planning.scene import SceneRef
+from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
@@ -44,7 +45,7 @@ from pipelines.transforms.dead_letters import DeadLetter
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "discover", "stac_scene_refs"]
+__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "asset_radiometry", "discover", "stac_scene_refs"]
 
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
@@ -103,8 +104,46 @@ def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None
                 continue
             bands = asset.get("eo:bands") or asset.get("bands") or []
             names = tuple(str(b.get("name") or "") for b in bands) if bands else (str(key),)
-            refs.append(SceneRef(_resolve(str(asset["href"]), base), time, str(item.get("id") or base), names))
+            href = _resolve(str(asset["href"]), base)
+            refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=asset_radiometry(asset, href)))
     return refs
+
+
+_RASTER_V1: Final = ("scale", "offset")
+"""The keys of a ``raster:bands`` entry (raster extension 1.x)."""
+_RASTER_V2: Final = ("raster:scale", "raster:offset")
+"""The keys of a STAC 1.1 band object, or of a one-band asset (raster extension 2.x)."""
+
+
+def asset_radiometry(asset: Mapping[str, Any], href: str) -> tuple[Radiometry | None, ...] | None:
+    """Per band, the ``(scale, offset, unit)`` a STAC asset states; None for a band that states neither, or an asset of none.
+
+    Raster extension 1.x lists them in ``raster:bands``; 2.x (STAC 1.1) puts
+    ``raster:scale``, ``raster:offset`` and ``unit`` in each band object of
+    ``bands``, or on the asset itself when it has one band. A stated scale
+    without an offset has offset 0, and the other way round scale 1, as the
+    extension defines them.
+
+    Raises:
+        ValueError: a scale or offset is not a finite number, or a scale is 0.
+    """
+    listed = asset.get("raster:bands")
+    keys = _RASTER_V1
+    if not isinstance(listed, list):
+        listed, keys = asset.get("bands"), _RASTER_V2
+        if not isinstance(listed, list) or (len(listed) <= 1 and not any(k in (listed or [{}])[0] for k in keys)):
+            listed = [asset]
+    stated: list[Radiometry | None] = []
+    for band in listed:
+        if not isinstance(band, dict) or not any(k in band for k in keys):
+            stated.append(None)
+            continue
+        scale, offset = (band.get(keys[0], 1.0), band.get(keys[1], 0.0))
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in (scale, offset)) or scale == 0:
+            raise ValueError(f"the asset {href} states scale {scale!r} and offset {offset!r}; a scale is a finite non-zero number")
+        unit = band.get("unit")
+        stated.append((float(scale), float(offset), str(unit) if unit else None))
+    return tuple(stated) if any(stated) else None
 
 
 def _read_json(href: str) -> Any:

@@ -14,6 +14,7 @@ and counts it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import apache_beam as beam
@@ -26,11 +27,11 @@ from catalog.grid import Grid
 from pipelines import landsat
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
-from pipelines.planning.scene import Scene, SceneRef, SourceBand
+from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, mask_location, raster_error_text
 from pipelines.sentinel2 import safe
-from pipelines.sidecars import MetadataError, Radiometry
+from pipelines.sidecars import MetadataError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -100,6 +101,73 @@ def _declared_radiometry(href: str) -> Radiometry | None:
         return safe.file_radiometry(href) or landsat.file_radiometry(href)
     except MetadataError as err:
         raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
+
+
+def _described_bands(ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float | None) -> tuple[tuple[SourceBand, ...], float | None]:
+    """The file's ``bands`` and ``nodata`` with what is known of them beside the file.
+
+    In order: the radiometry the STAC asset states; for a single-band file
+    of a known product, its band table's text, radiometry and nodata
+    (:class:`~pipelines.planning.scene.ProductBand`), or else the radiometry
+    its product's metadata file declares (:func:`_declared_radiometry`).
+
+    Raises:
+        SceneError: the STAC asset or the product contradicts the file, or
+            the product's metadata file cannot say.
+    """
+    href = ref.href
+    if ref.band_radiometry is not None:
+        bands = _with_stated_radiometry(bands, ref.band_radiometry, href)
+    product = ref.product
+    if product is not None:
+        if len(bands) != 1:
+            raise SceneError(
+                f"expected a single-band file for {product.name!r}, got {len(bands)} bands", href=href, reason="band-count-mismatch"
+            )
+        # The product's band table knows the text, radiometry and nodata better than the file.
+        own = bands[0]
+        return (SourceBand(product.name, own.description, product.scale, product.offset, own.unit, index=1),), product.nodata
+    if ref.band_radiometry is None and len(bands) == 1 and (declared := _declared_radiometry(href)) is not None:
+        # The product's metadata file knows what the file's values mean; the file does not say.
+        scale, offset, unit = declared
+        return (replace(bands[0], scale=scale, offset=offset, unit=unit),), nodata
+    return bands, nodata
+
+
+def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiometry | None, ...], href: str) -> tuple[SourceBand, ...]:
+    """``bands`` with the scale, offset and unit their STAC asset states (:func:`~pipelines.transforms.discover.asset_radiometry`).
+
+    What the asset states applies, as odc-stac and stackstac apply it: a
+    catalogue's COGs often carry no scale of their own (Landsat Collection 2
+    on the Planetary Computer). A unit the asset does not state is the
+    file's. Where the file states another scale or offset than the asset,
+    neither is taken for the other: the scene is refused, naming both.
+
+    Raises:
+        SceneError: ``bad-metadata``, the asset describes another number of
+            bands than the file has, or a band's scale or offset that the file
+            states otherwise.
+    """
+    if len(stated) != len(bands):
+        raise SceneError(
+            f"the STAC asset states the radiometry of {len(stated)} bands, the file has {len(bands)}", href=href, reason="bad-metadata"
+        )
+    out = []
+    for band, radiometry in zip(bands, stated, strict=True):
+        if radiometry is None:
+            out.append(band)
+            continue
+        scale, offset, unit = radiometry
+        own = (band.scale, band.offset)
+        agree = math.isclose(own[0], scale, rel_tol=1e-9) and math.isclose(own[1], offset, rel_tol=1e-9, abs_tol=1e-12)
+        if own != (1.0, 0.0) and not agree:
+            raise SceneError(
+                f"band {band.index}: the STAC asset states scale {scale} and offset {offset}, the file scale {own[0]} and offset {own[1]}",
+                href=href,
+                reason="bad-metadata",
+            )
+        out.append(replace(band, scale=scale, offset=offset, unit=unit or band.unit))
+    return tuple(out)
 
 
 def _closest_epsg(wkt: str) -> int | None:
@@ -194,19 +262,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             _check_last_block(ds)
             transform = tuple(float(v) for v in ds.transform[:6])
             nodata = None if ds.nodata is None else float(ds.nodata)
-            product = ref.product
-            if product is not None:
-                if ds.count != 1:
-                    raise SceneError(
-                        f"expected a single-band file for {product.name!r}, got {ds.count} bands", href=href, reason="band-count-mismatch"
-                    )
-                # The product's band table knows the text, radiometry and nodata better than the file.
-                bands = (SourceBand(product.name, ds.descriptions[0], product.scale, product.offset, ds.units[0] or None, index=1),)
-                nodata = product.nodata
-            elif ds.count == 1 and (declared := _declared_radiometry(href)) is not None:
-                # The product's metadata file knows what the file's values mean; the file does not say.
-                scale, offset, unit = declared
-                bands = (replace(bands[0], scale=scale, offset=offset, unit=unit),)
+            bands, nodata = _described_bands(ref, bands, nodata)
             if nodata is None and has_internal_mask(ds):
                 # rumi marks invalid pixels only with a nodata value: converting the pixels
                 # alone would make the masked ones valid, so the file names the value first.

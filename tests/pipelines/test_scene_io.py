@@ -20,7 +20,7 @@ from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RasterCache
 from pipelines.testing import write_geotiff
 from pipelines.transforms.dead_letters import DeadLetter
-from pipelines.transforms.discover import discover, stac_scene_refs
+from pipelines.transforms.discover import asset_radiometry, discover, stac_scene_refs
 from pipelines.transforms.frames import LazyCube, fill_value, read_frame
 from pipelines.transforms.read_metadata import read_scene
 from rumi_core.times import format_seconds
@@ -189,6 +189,58 @@ class TestDiscover:
             SceneRef(str(tmp_path / "data" / "r.tif"), "2023-01-05T10:30:21.024Z", "S2A_1", ("B04",)),
         ]
         assert SceneRef.from_dict(refs[0].to_dict()) == refs[0]
+
+    @pytest.mark.parametrize(
+        ("asset", "stated"),
+        [
+            ({"raster:bands": [{"scale": 2.75e-05, "offset": -0.2, "nodata": 0}]}, ((2.75e-05, -0.2, None),)),  # raster 1.x
+            ({"raster:bands": [{"scale": 0.01, "unit": "K"}, {"nodata": 0}]}, ((0.01, 0.0, "K"), None)),
+            ({"bands": [{"name": "B10", "raster:offset": 149.0, "unit": "K"}]}, ((1.0, 149.0, "K"),)),  # STAC 1.1, raster 2.x
+            ({"bands": [{"name": "red"}], "raster:scale": 0.0001}, ((0.0001, 0.0, None),)),  # one band: on the asset
+            ({"eo:bands": [{"name": "B04"}]}, None),
+            ({"raster:bands": [{"nodata": 0}]}, None),
+        ],
+    )
+    def test_stac_assets_state_radiometry(self, asset: dict[str, Any], stated: Any) -> None:
+        assert asset_radiometry(asset, "a.tif") == stated
+
+    @pytest.mark.parametrize("bad", [{"scale": 0}, {"scale": "0.1"}, {"offset": float("nan")}, {"scale": True}])
+    def test_a_stated_scale_that_is_no_number_is_refused(self, bad: dict[str, Any]) -> None:
+        with pytest.raises(ValueError, match="a scale is a finite non-zero number"):
+            asset_radiometry({"raster:bands": [bad]}, "a.tif")
+
+    @pytest.mark.parametrize(
+        ("file_scale", "stated", "error"),
+        [
+            (None, (2.75e-05, -0.2, None), None),  # a catalogue's COG without scale of its own: the asset's applies
+            ((2.75e-05, -0.2), (2.75e-05, -0.2, "reflectance"), None),  # both say the same: the asset adds the unit
+            ((0.0001, 0.0), (2.75e-05, -0.2, None), "band 1: the STAC asset states scale 2.75e-05 and offset -0.2, the file scale 0.0001"),
+        ],
+    )
+    def test_what_the_asset_states_applies_unless_the_file_says_otherwise(
+        self, tmp_path: Path, file_scale: tuple[float, float] | None, stated: Any, error: str | None
+    ) -> None:
+        path = write_geotiff(str(tmp_path / "LC09_L2SP_034032_20230612_20230614_02_T1_SR_B4.TIF"), _data(), epsg=32632, transform=T)
+        if file_scale is not None:
+            import rasterio
+
+            with rasterio.open(path, "r+") as ds:
+                ds.scales, ds.offsets = (file_scale[0],), (file_scale[1],)
+        ref = SceneRef(path, "2023-06-12T17:00:00Z", "item", ("red",), band_radiometry=(stated,))
+        if error is not None:
+            with pytest.raises(SceneError, match=error) as info:
+                read_scene(ref)
+            assert info.value.reason == "bad-metadata"
+            return
+        (band,) = read_scene(ref).bands
+        assert (band.scale, band.offset, band.unit) == stated
+        assert SceneRef.from_dict(ref.to_dict()) == ref
+
+    def test_an_asset_of_other_bands_than_its_file_is_refused(self, tmp_path: Path) -> None:
+        path = write_geotiff(str(tmp_path / "x.tif"), _data((2, 8, 8)), epsg=32632, transform=T)
+        with pytest.raises(SceneError, match="the STAC asset states the radiometry of 1 bands, the file has 2") as info:
+            read_scene(SceneRef(path, "2023-06-12", band_radiometry=((0.1, 0.0, None),)))
+        assert info.value.reason == "bad-metadata"
 
     def test_bad_stac(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.json"
