@@ -137,9 +137,10 @@ def _described_bands(ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float
 def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiometry | None, ...], href: str) -> tuple[SourceBand, ...]:
     """``bands`` with the scale, offset and unit their STAC asset states (:func:`~pipelines.transforms.discover.asset_radiometry`).
 
-    What the asset states applies, as odc-stac and stackstac apply it: a
-    catalogue's COGs often carry no scale of their own (Landsat Collection 2
-    on the Planetary Computer). A unit the asset does not state is the
+    What the asset states is recorded as the file's own scale and offset
+    would be (the raster extension defines them alike: value = DN × scale +
+    offset): a catalogue's COGs often carry none of their own (Landsat
+    Collection 2 on the Planetary Computer). A unit the asset does not state is the
     file's. Where the file states another scale or offset than the asset,
     neither is taken for the other: the scene is refused, naming both.
 
