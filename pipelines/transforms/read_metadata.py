@@ -138,10 +138,10 @@ def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiome
     """``bands`` with the scale, offset and unit their STAC asset states (:func:`~pipelines.transforms.discover.asset_radiometry`).
 
     What the asset states is recorded as the file's own scale and offset
-    would be (the raster extension defines them alike: value = DN × scale +
+    would be (the raster extension defines them alike: value = DN * scale +
     offset): a catalogue's COGs often carry none of their own (Landsat
-    Collection 2 on the Planetary Computer). A unit the asset does not state is the
-    file's. Where the file states another scale or offset than the asset,
+    Collection 2 on the Planetary Computer). A unit the asset does not state
+    is the file's. Where the file states another scale or offset than the asset,
     neither is taken for the other: the scene is refused, naming both.
 
     Raises:
