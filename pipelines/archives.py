@@ -26,10 +26,8 @@ from typing import Final
 
 __all__ = ["ARCHIVE_SUFFIXES", "ArchiveError", "archive_of", "is_archive", "member_size", "raster_members", "read_member"]
 
-ARCHIVE_SUFFIXES: Final = (".zip", ".tar")
-"""Suffixes of the archives read as inputs (case-insensitive)."""
-
-_PREFIXES: Final = {".zip": "/vsizip/", ".tar": "/vsitar/"}
+ARCHIVE_SUFFIXES: Final = (".zip", ".tar", ".tar.gz", ".tgz")
+"""Suffixes of the archives taken as inputs (case-insensitive); a compressed tar is refused with what to do."""
 
 _MEMBER: Final = re.compile(r"^/vsi(?P<kind>zip|tar)/\{(?P<archive>[^{}]+)\}/(?P<member>[^{}]+)$")
 """A scene href made by :func:`raster_members`."""
@@ -96,8 +94,9 @@ def raster_members(path: str, suffixes: tuple[str, ...]) -> list[str]:
         ArchiveError: the archive is unreadable, or a compressed tar.
     """
     archive = os.path.abspath(path)
-    prefix = _PREFIXES[os.path.splitext(archive)[1].lower()]
-    return [f"{prefix}{{{archive}}}/{name}" for name in sorted(_sizes(archive)) if name.lower().endswith(suffixes)]
+    names = sorted(_sizes(archive))
+    prefix = "/vsizip/" if archive.lower().endswith(".zip") else "/vsitar/"
+    return [f"{prefix}{{{archive}}}/{name}" for name in names if name.lower().endswith(suffixes)]
 
 
 def _split(href: str) -> tuple[str, str] | None:
