@@ -1,4 +1,4 @@
-"""Radiometry of the image files of a Sentinel-2 SAFE product, from its product metadata.
+"""Radiometry and band names of the files of a Sentinel-2 SAFE product, from its product metadata and file names.
 
 A Level-1C or Level-2A product stores reflectance as integers,
 ``reflectance = (DN + offset) / quantification``: the quantification value
@@ -13,7 +13,9 @@ quantification for Level-2A's aerosol optical thickness (``AOT``) and water
 vapour (``WVP``, in cm). Planning then splits a series where they change
 (:class:`pipelines.planning.grouping.CubeKey`). Files outside ``IMG_DATA``
 (the masks of ``QI_DATA``, which carry the bands' tokens) and products
-without a metadata file keep what their files say.
+without a metadata file keep what their files say. The JP2s have no band
+descriptions: :func:`file_band_texts` names their bands from the band table
+and the files' names.
 
 >>> product_radiometry(_EXAMPLE)["B8A"], product_radiometry(_EXAMPLE)["WVP"]
 ((0.0001, -0.1, None), (0.001, 0.0, 'cm'))
@@ -32,7 +34,7 @@ from pipelines.sidecars import MetadataError, SidecarError, read_sidecar
 if TYPE_CHECKING:
     from pipelines.planning.scene import Radiometry
 
-__all__ = ["file_band_text", "file_radiometry", "product_radiometry"]
+__all__ = ["file_band_texts", "file_radiometry", "product_radiometry"]
 
 _METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
 """The product metadata file at the root of a Level-2A or Level-1C SAFE."""
@@ -124,19 +126,55 @@ def _image_band(href: str) -> tuple[str, str] | None:
     return None if image is None or band is None else (image.group("root"), band.group("band"))
 
 
-def file_band_text(href: str) -> str | None:
-    """The band text of an image of a SAFE product, as the STAC route writes it, or None for any other file.
+_GRANULE_FILE: Final = re.compile(r"^.*\.SAFE/GRANULE/[^/]+/(?P<folder>IMG_DATA|QI_DATA)/(?:R\d+m/)?(?P<stem>[^/]+)\.jp2$", re.IGNORECASE)
+"""A JP2 of a SAFE product's granule: an image, or a mask or preview of ``QI_DATA``."""
 
-    ``T33UUU_<time>_B04_10m.jp2`` is ``B04, red, 664.6nm (S2A) / ...``
-    (:func:`pipelines.sentinel2.bands.band_text`): the catalogue reads the
-    common name and wavelength from it, so ``--bands red`` selects it.
+_TILE_TIME: Final = re.compile(r"^(?:L[12][AC]_)?T\d{2}[A-Z]{3}_\d{8}T\d{6}_")
+"""The ``T33UUU_20230612T102031_`` that starts the name of a granule's images and preview."""
 
-    >>> file_band_text("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.jp2")
-    'B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)'
+_RESOLUTION: Final = re.compile(r"_\d+m$")
+"""The ``_10m`` that ends the name of a Level-2A image or probability mask."""
+
+_TABLE_BAND: Final = re.compile(r"(?:^|_)(?P<band>B(?:0[1-9]|1[0-2]|8A)|AOT|WVP|SCL)$")
+"""A band of the band table at the end of an image's name, once its resolution is cut."""
+
+
+def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
+    """The band texts of a file of a SAFE product's granule with ``count`` bands, or None where its name says them.
+
+    - An image of the band table is named as the STAC route names it
+      (:func:`pipelines.sentinel2.bands.band_text`): ``T33UUU_<time>_B04_10m.jp2``
+      is ``B04, red, 664.6nm (S2A) / ...``, and the catalogue reads its common
+      name and wavelength, so ``--bands red`` selects it.
+    - A mask of ``QI_DATA`` that ends in the band it describes
+      (``MSK_DETFOO_B02``) is named in full, never as that band.
+    - A file of several bands is named without the tile, time and
+      resolution, and its bands numbered: ``TCI 1`` to ``TCI 3``,
+      ``MSK_QUALIT_B02 1`` to ``8``. Three-band files of one grid and time
+      (the 60 m ``TCI``, ``MSK_CLASSI_B00``) are so told apart.
+    - Any other single-band file (``AOT``, ``MSK_CLDPRB_20m``) is None: its
+      name is what names it (:func:`pipelines.planning.grouping.name_quantities`).
+
+    >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.jp2", 1)
+    ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)',)
+    >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R60m/T33UUU_20230612T102031_TCI_60m.jp2", 3)
+    ('TCI 1', 'TCI 2', 'TCI 3')
+    >>> file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_DETFOO_B02.jp2", 1), file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_CLDPRB_20m.jp2", 1)
+    (('MSK_DETFOO_B02',), None)
     """
-    found = _image_band(href)
-    table = None if found is None else BANDS.get(found[1])
-    return None if table is None else band_text(table)
+    found = _GRANULE_FILE.match(href_path(href))
+    if found is None:
+        return None
+    name = _RESOLUTION.sub("", _TILE_TIME.sub("", found.group("stem")))
+    if count > 1:
+        return tuple(f"{name} {i}" for i in range(1, count + 1))
+    band = _TABLE_BAND.search(name)
+    if band is None:
+        return None
+    if found.group("folder").upper() == "QI_DATA":
+        return (name,)
+    table = BANDS.get(band.group("band"))
+    return None if table is None else (band_text(table),)
 
 
 def file_radiometry(href: str) -> Radiometry | None:

@@ -247,8 +247,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
-            if hints is None and ds.count == 1 and (text := safe.file_band_text(href)) is not None:
-                hints = (text,)  # a SAFE's JP2s have no band description; the band table knows the band
+            if hints is None:
+                hints = safe.file_band_texts(href, ds.count)  # a SAFE's JP2s have no band descriptions
             bands = tuple(
                 SourceBand(
                     index=i,

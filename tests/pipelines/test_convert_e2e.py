@@ -389,50 +389,59 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
     Before, no file but the 3-band TCI had a band token, so the bands of one
     resolution were duplicates of one another: every one a dead letter. The
     quality masks beside them (``QI_DATA``) are products of their own: the
-    detector masks carry the bands' tokens in uint8, and are no dtype mismatch.
+    detector masks carry the bands' tokens in uint8, and are no dtype mismatch;
+    they are named in full (``MSK_DETFOO_B02``), never as the band itself. The
+    60 m ``TCI`` and ``MSK_CLASSI_B00`` are both three bands of uint8 at one
+    grid and time: named by their files, they are two cubes, where both were
+    duplicate-time dead letters.
     """
     rng = np.random.default_rng(5)
     safe = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE"
     granule = safe / "GRANULE" / "L2A_T33UUU"
     files = {
-        **{f"IMG_DATA/R10m/T33UUU_20230612T102031_{b}_10m": (10, "uint16") for b in ("B02", "B03", "B04", "B08")},
-        **{f"IMG_DATA/R20m/T33UUU_20230612T102031_{b}_20m": (20, "uint16") for b in ("B05", "B8A", "AOT", "WVP")},
-        "IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m": (20, "uint8"),
-        **{f"QI_DATA/MSK_{m}_20m": (20, "uint8") for m in ("CLDPRB", "SNWPRB")},
-        **{f"QI_DATA/MSK_DETFOO_{b}": (10, "uint8") for b in ("B02", "B03", "B04", "B08")},
+        **{f"IMG_DATA/R10m/T33UUU_20230612T102031_{b}_10m": (10, "uint16", 1) for b in ("B02", "B03", "B04", "B08")},
+        **{f"IMG_DATA/R20m/T33UUU_20230612T102031_{b}_20m": (20, "uint16", 1) for b in ("B05", "B8A", "AOT", "WVP")},
+        "IMG_DATA/R20m/T33UUU_20230612T102031_SCL_20m": (20, "uint8", 1),
+        "IMG_DATA/R60m/T33UUU_20230612T102031_TCI_60m": (60, "uint8", 3),
+        "QI_DATA/MSK_CLASSI_B00": (60, "uint8", 3),
+        **{f"QI_DATA/MSK_{m}_20m": (20, "uint8", 1) for m in ("CLDPRB", "SNWPRB")},
+        **{f"QI_DATA/MSK_DETFOO_{b}": (10, "uint8", 1) for b in ("B02", "B03", "B04", "B08")},
     }
     truth: dict[str, np.ndarray[Any, Any]] = {}
-    for name, (res, dtype) in files.items():
+    for name, (res, dtype, count) in files.items():
         (granule / name).parent.mkdir(parents=True, exist_ok=True)
-        data = rng.integers(1, 250 if dtype == "uint8" else 9000, (1, 960 // res, 960 // res)).astype(dtype)
-        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+        data = rng.integers(1, 250 if dtype == "uint8" else 9000, (count, 960 // res, 960 // res)).astype(dtype)
+        profile = {"width": data.shape[2], "height": data.shape[1], "count": count, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
         transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
         with rasterio.open(
             granule / f"{name}.jp2", "w", driver="JP2OpenJPEG", transform=transform, QUALITY=100, REVERSIBLE="YES", **profile
         ) as dst:
             dst.write(data)
-        truth[name] = data[0]
+        truth.update({name: data[0]} if count == 1 else {f"{name} {i + 1}": data[i] for i in range(count)})
     out = tmp_path / "out"
     # The SAFE folder itself: its .jp2 files are found as .tif files are.
     result = CliRunner().invoke(cli, ["convert", str(safe), "--out", str(out), "--no-progress", "--strict"])
     assert result.exit_code == 0, result.output
     entries = load_jsonl(str(out / "manifest.jsonl"))
-    # The images take the band table's texts ("B04, red, 664.6nm (S2A) / ..."), the masks their tokens.
+    # The images take the band table's texts ("B04, red, 664.6nm (S2A) / ..."), the masks their files' names.
     cubes = {(round(e["transform"][0]), e["dtype"], tuple(b["name"].split(",")[0] for b in e["bands"])): e for e in entries}
     assert cubes[(10, "uint16", ("B02", "B03", "B04", "B08"))]["bands"][2]["name"].startswith("B04, red, 664.6nm (S2A)")
     assert sorted(cubes) == [
         (10, "uint16", ("B02", "B03", "B04", "B08")),
-        (10, "uint8", ("B02", "B03", "B04", "B08")),
+        (10, "uint8", ("MSK_DETFOO_B02", "MSK_DETFOO_B03", "MSK_DETFOO_B04", "MSK_DETFOO_B08")),
         (20, "uint16", ("AOT", "WVP")),
         (20, "uint16", ("B05", "B8A")),
         (20, "uint8", ("MSK_CLDPRB", "MSK_SNWPRB")),
         (20, "uint8", ("SCL",)),
+        (60, "uint8", ("MSK_CLASSI_B00 1", "MSK_CLASSI_B00 2", "MSK_CLASSI_B00 3")),
+        (60, "uint8", ("TCI 1", "TCI 2", "TCI 3")),
     ]
     for entry in entries:
         pixels = _read(out, entry)  # one date: an Image (B, Y, X)
         for b, band in enumerate(entry["bands"]):
-            (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{band['name'].split(',')[0]}(_\d+m)?\.jp2$", p)]
-            name = str(Path(path).relative_to(granule).with_suffix(""))
+            text, _, number = band["name"].split(",")[0].partition(" ")
+            (path,) = [p for p in entry["inputs"] if re.search(rf"[_/]{text}(_\d+m)?\.jp2$", p)]
+            name = str(Path(path).relative_to(granule).with_suffix("")) + (f" {number}" if number else "")
             assert np.array_equal(pixels[b], truth[name]), name
 
 
@@ -458,7 +467,7 @@ def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baselin
         ("uint16", ("B02", "B03"), 2): [(0.0001, 0.0, None)] * 2,
         ("uint16", ("B02", "B03"), 1): [(0.0001, -0.1, None)] * 2,
         ("uint16", ("AOT", "WVP"), 3): [(0.001, 0.0, None), (0.001, 0.0, "cm")],
-        ("uint8", ("B02",), 3): [(1.0, 0.0, None)],
+        ("uint8", ("MSK_DETFOO_B02",), 3): [(1.0, 0.0, None)],
     }
     (after,) = [e for e in entries if e["times"] == ["2022-01-25T10:20:31Z"]]
     (item,) = (out / "stac").rglob(f"{after['cube_id']}.json")
