@@ -29,7 +29,7 @@ __all__ = ["ARCHIVE_SUFFIXES", "ArchiveError", "archive_of", "is_archive", "memb
 ARCHIVE_SUFFIXES: Final = (".zip", ".tar", ".tar.gz", ".tgz")
 """Suffixes of the archives taken as inputs (case-insensitive); a compressed tar is refused with what to do."""
 
-_MEMBER: Final = re.compile(r"^/vsi(?P<kind>zip|tar)/\{(?P<archive>[^{}]+)\}/(?P<member>[^{}]+)$")
+_MEMBER: Final = re.compile(r"^/vsi(?:zip|tar)/\{(?P<archive>[^{}]+)\}/(?P<member>[^{}]+)$")
 """A scene href made by :func:`raster_members`."""
 
 
@@ -69,7 +69,7 @@ def _listing(path: str, mtime_ns: int, size: int) -> dict[str, int]:
         with tarfile.open(path, "r:") as bundle:  # "r:" reads uncompressed tars only
             return {info.name: info.size for info in bundle.getmembers() if info.isfile()}
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
-        if _compressed(path):
+        if not path.lower().endswith(".zip") and _compressed(path):
             raise ArchiveError(f"{path} is a compressed tar, which GDAL reads only from its start; extract it first") from err
         raise ArchiveError(f"cannot read {path}: {err}") from err
 

@@ -22,7 +22,7 @@ import click
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import probe_directory
@@ -79,7 +79,7 @@ def check_inputs(paths: list[str]) -> None:
         elif os.path.isdir(text):
             suffixes = RASTER_SUFFIXES + ARCHIVE_SUFFIXES
             if not any(n.lower().endswith(suffixes) for _, _, names in os.walk(text) for n in names):
-                raise LineError(f"input {text}: the directory holds no {', '.join(suffixes[:-1])} or {suffixes[-1]} file")
+                raise LineError(f"input {text}: the directory holds no {suffix_list(suffixes)} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
 

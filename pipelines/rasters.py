@@ -80,6 +80,7 @@ __all__ = [
     "is_url",
     "kept_block_cache",
     "raster_error_text",
+    "suffix_list",
 ]
 
 GEOTIFF_SUFFIXES: Final = (".tif", ".tiff")
@@ -109,6 +110,11 @@ GDAL_HTTP_MAX_RETRY: Final = 5
 """Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
 
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+
+
+def suffix_list(suffixes: tuple[str, ...]) -> str:
+    """File suffixes for a message: ``.tif, .tiff or .jp2``."""
+    return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
 
 
 def is_url(href: str) -> bool:

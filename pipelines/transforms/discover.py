@@ -34,7 +34,7 @@ from apache_beam.pvalue import PCollection
 
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import Radiometry, SceneRef
-from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
@@ -131,11 +131,11 @@ def asset_radiometry(asset: Mapping[str, Any], href: str) -> tuple[Radiometry | 
     keys = _RASTER_V1
     if not isinstance(listed, list):
         listed, keys = asset.get("bands"), _RASTER_V2
-        if not isinstance(listed, list) or (len(listed) <= 1 and not any(k in (listed or [{}])[0] for k in keys)):
+        if not isinstance(listed, list) or (len(listed) <= 1 and not _states(listed[0] if listed else None, keys)):
             listed = [asset]
     stated: list[Radiometry | None] = []
     for band in listed:
-        if not isinstance(band, dict) or not any(k in band for k in keys):
+        if not _states(band, keys):
             stated.append(None)
             continue
         scale, offset = (band.get(keys[0], 1.0), band.get(keys[1], 0.0))
@@ -144,6 +144,11 @@ def asset_radiometry(asset: Mapping[str, Any], href: str) -> tuple[Radiometry | 
         unit = band.get("unit")
         stated.append((float(scale), float(offset), str(unit) if unit else None))
     return tuple(stated) if any(stated) else None
+
+
+def _states(band: Any, keys: tuple[str, str]) -> bool:
+    """Whether ``band`` (a band object, or a one-band asset) states a scale or an offset under ``keys``."""
+    return isinstance(band, dict) and any(k in band for k in keys)
 
 
 def _read_json(href: str) -> Any:
@@ -234,14 +239,9 @@ def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:
                 scenes.append(DeadLetter(path, "unreadable", str(err), STAGE))
                 continue
             if not members:
-                scenes.append(DeadLetter(path, "no-match", f"the archive holds no {_suffix_list(RASTER_SUFFIXES)} file", STAGE))
+                scenes.append(DeadLetter(path, "no-match", f"the archive holds no {suffix_list(RASTER_SUFFIXES)} file", STAGE))
             scenes.extend(SceneRef(member) for member in members)
     return scenes
-
-
-def _suffix_list(suffixes: tuple[str, ...]) -> str:
-    """``.tif, .tiff or .jp2``."""
-    return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
 
 
 def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter]:
