@@ -19,6 +19,7 @@ without an MTL keep what their files say.
 
 from __future__ import annotations
 
+import functools
 import json
 import posixpath
 import re
@@ -83,6 +84,23 @@ def mtl_groups(text: str) -> dict[str, dict[str, str]]:
     return groups
 
 
+@functools.lru_cache(maxsize=16)
+def _parsed_mtl(data: bytes) -> dict[str, dict[str, str]]:
+    """:func:`mtl_groups` of an MTL's bytes, parsed once however many of its product's bands ask.
+
+    :func:`~pipelines.sidecars.read_sidecar` hands every band the same bytes
+    object while the file is unchanged, whose hash Python keeps.
+
+    Raises:
+        MetadataError: as :func:`mtl_groups`, and for bytes that are not UTF-8.
+    """
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MetadataError(f"not UTF-8: {err}") from err
+    return mtl_groups(text)
+
+
 def _factor(parameters: dict[str, str], key: str, where: str) -> float:
     if key not in parameters:
         raise MetadataError(f"{where} has no {key}")
@@ -111,8 +129,8 @@ def file_radiometry(href: str) -> Radiometry | None:
             data = read_sidecar(mtl)
             if data is None:
                 continue
-            groups = mtl_groups(data.decode("utf-8"))
-        except (SidecarError, UnicodeDecodeError) as err:
+            groups = _parsed_mtl(data)
+        except SidecarError as err:
             raise MetadataError(f"cannot read {mtl}: {err}") from err
         except MetadataError as err:
             raise MetadataError(f"{mtl}: {err}") from err
