@@ -24,7 +24,16 @@ import tarfile
 import zipfile
 from typing import Final
 
-__all__ = ["ARCHIVE_SUFFIXES", "ArchiveError", "archive_of", "is_archive", "member_size", "raster_members", "read_member"]
+__all__ = [
+    "ARCHIVE_SUFFIXES",
+    "ArchiveError",
+    "archive_of",
+    "extracted_paths",
+    "is_archive",
+    "member_size",
+    "raster_members",
+    "read_member",
+]
 
 ARCHIVE_SUFFIXES: Final = (".zip", ".tar", ".tar.gz", ".tgz")
 """Suffixes of the archives taken as inputs (case-insensitive); a compressed tar is refused with what to do."""
@@ -109,6 +118,24 @@ def archive_of(href: str) -> str | None:
     """The archive file whose member ``href`` names (:func:`raster_members`), or None for any other href."""
     parts = _split(href)
     return None if parts is None else parts[0]
+
+
+def extracted_paths(href: str) -> tuple[str, ...]:
+    """Where extracting its archive beside the archive puts the member ``href`` names; () for any other href.
+
+    ``unzip x.zip`` and ``tar xf x.tar`` extract into the archive's folder;
+    a desktop's "extract all" into a folder named as the archive.
+
+    >>> extracted_paths("/vsizip/{/data/X.zip}/X.SAFE/B02.jp2")
+    ('/data/X.SAFE/B02.jp2', '/data/X/X.SAFE/B02.jp2')
+    """
+    parts = _split(href)
+    if parts is None:
+        return ()
+    archive, member = parts
+    folder, name = os.path.split(archive)
+    stem = name[: -len(next(s for s in ARCHIVE_SUFFIXES if name.lower().endswith(s)))]
+    return (os.path.normpath(os.path.join(folder, member)), os.path.normpath(os.path.join(folder, stem, member)))
 
 
 def member_size(href: str) -> int | None:

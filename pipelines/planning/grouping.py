@@ -44,6 +44,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from catalog.grid import Grid
+from pipelines.archives import archive_of, extracted_paths
 from pipelines.planning.bands import band_token, directory, natural_key, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
@@ -531,12 +532,39 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
     )
 
 
+def _extracted_instead(scenes: dict[str, Scene]) -> tuple[dict[str, Scene], list[DeadLetter]]:
+    """``scenes`` without the members of archives whose extraction beside them is among ``scenes``, and dead letters.
+
+    A folder of downloads often holds both ``x.zip`` and the product that
+    unzipping it gave: read as they are, each band would be two scenes at one
+    time. The extracted files are read, and the archive is not
+    (:func:`~pipelines.archives.extracted_paths`). A member the extraction
+    lacks, of an interrupted extraction or a pruned folder, is a dead letter
+    rather than a second acquisition beside the folder's.
+    """
+    extracted = {archive_of(h): p for h in scenes for p in extracted_paths(h) if p in scenes}
+    kept: dict[str, Scene] = {}
+    rejects: list[DeadLetter] = []
+    for href, scene in scenes.items():
+        archive = archive_of(href)
+        if archive not in extracted:
+            kept[href] = scene
+        elif not any(p in scenes for p in extracted_paths(href)):
+            message = (
+                f"{archive} is also extracted beside it (as {extracted[archive]}), and its extracted files are read instead; "
+                "this member is not among them: extract the archive again, or remove either the folder or the archive"
+            )
+            rejects.append(DeadLetter(href, "extracted", message, STAGE))
+    return kept, rejects
+
+
 def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[CubePlan], list[DeadLetter]]:
     """Plan every cube of a run from its scenes' metadata.
 
     Args:
         scenes: Every readable scene of the run, in any order; repeated hrefs
-            count once.
+            count once, and an archive extracted beside itself is read from
+            its extracted files (:func:`_extracted_instead`).
         options: The run's options (period, alignment, extent, duplicates,
             tiling, frame unit, compression).
 
@@ -544,7 +572,9 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
         The cube plans sorted by id, and the dead letters sorted by href.
     """
     unique = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
-    acquisitions, rejects = stack_scenes((unique[h] for h in sorted(unique)), align=options.align, resampling=options.resampling)
+    unique, rejects = _extracted_instead(unique)
+    acquisitions, more = stack_scenes((unique[h] for h in sorted(unique)), align=options.align, resampling=options.resampling)
+    rejects += more
     series: dict[CubeKey, list[Acquisition]] = defaultdict(list)
     for acq in acquisitions:
         series[CubeKey.of(acq, options)].append(acq)

@@ -40,6 +40,7 @@ REASONS: Final = {
     "dtype-mismatch": "the dtype or nodata differs from the other scenes of its group",
     "band-count-mismatch": "the band set differs from the other scenes of its group",
     "off-grid": "the grid alignment differs from its group's (see --align reproject)",
+    "extracted": "an archive is also extracted beside it, and the extraction lacks this member",
     "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
     "family-extent": "a product's cube of this period is already planned on another extent of the same grid",
     "invalid-cube": "the cube cannot be stored as a rumi file",

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import rumi_core
-from pipelines.archives import ArchiveError, member_size, raster_members, read_member
+from pipelines.archives import ArchiveError, extracted_paths, member_size, raster_members, read_member
 from pipelines.cli import check_inputs
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
@@ -85,6 +85,49 @@ def test_a_landsat_tar_bundle_takes_its_mtl(tmp_path: Path) -> None:
     assert entry["times"] == ["2023-06-12T00:00:00Z"]
     (path,) = out.glob("*.rumi")
     assert np.array_equal(rumi_core.read(str(path)), data)
+
+
+@pytest.mark.parametrize("given", ["downloads", "downloads/*"], ids=["folder", "shell-expanded"])
+def test_a_zip_beside_its_unzipped_product_counts_once(tmp_path: Path, given: str) -> None:
+    """``unzip x.zip`` leaves the zip beside the SAFE: the folder is read, the zip's copies are not duplicate times."""
+    safe = write_safe(tmp_path / "downloads", "20220125", "04.00", l2a_metadata(-1000))
+    _zip(safe, tmp_path / "downloads" / f"{safe.stem}.zip")
+    run(sorted(str(p) for p in tmp_path.glob(given)), ConvertOptions(out=str(tmp_path / "both")))
+    run([str(safe)], ConvertOptions(out=str(tmp_path / "folder")))
+    assert not (tmp_path / "both" / "dead-letter.jsonl").exists() or not load_jsonl(str(tmp_path / "both" / "dead-letter.jsonl"))
+    assert _files(tmp_path / "both").keys() == _files(tmp_path / "folder").keys() and len(_files(tmp_path / "both")) == 3
+    entries = load_jsonl(str(tmp_path / "both" / "manifest.jsonl"))
+    assert all(href.startswith(str(safe)) for e in entries for href in e["inputs"])
+
+
+def test_a_tar_beside_a_partial_extraction_names_what_the_folder_lacks(tmp_path: Path) -> None:
+    """A desktop extracts ``x.tar`` into ``x/``: the folder is read, and a band it lacks is a dead letter, not a second acquisition."""
+    bundle = tmp_path / "in" / PRODUCT
+    bundle.mkdir(parents=True)
+    rng = np.random.default_rng(4)
+    data = {b: rng.integers(7000, 20000, (1, 40, 50), dtype=np.uint16) for b in ("SR_B4", "SR_B5")}
+    for band, pixels in data.items():
+        write_geotiff(str(bundle / f"{PRODUCT}_{band}.TIF"), pixels, epsg=32613, transform=T, nodata=0)
+    archive = tmp_path / "in" / f"{PRODUCT}.tar"
+    with tarfile.open(archive, "w") as tar:
+        for path in sorted(bundle.iterdir()):
+            tar.add(path, path.name)
+    (bundle / f"{PRODUCT}_SR_B5.TIF").unlink()
+    out = tmp_path / "out"
+    run([str(tmp_path / "in")], ConvertOptions(out=str(out)))
+    (letter,) = load_jsonl(str(out / "dead-letter.jsonl"))
+    assert (letter["href"], letter["reason"]) == (f"/vsitar/{{{archive}}}/{PRODUCT}_SR_B5.TIF", "extracted")
+    assert str(bundle / f"{PRODUCT}_SR_B4.TIF") in letter["message"]
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["inputs"] == [str(bundle / f"{PRODUCT}_SR_B4.TIF")]
+    (path,) = out.glob("*.rumi")
+    assert np.array_equal(rumi_core.read(str(path)), data["SR_B4"])
+
+
+def test_extracted_paths_are_beside_the_archive_or_in_its_namesake() -> None:
+    assert extracted_paths("/vsitar/{/d/L.tar}/L_B4.TIF") == ("/d/L_B4.TIF", "/d/L/L_B4.TIF")
+    assert extracted_paths("/vsizip/{/d/X.SAFE.ZIP}/X.SAFE/a/../B.jp2") == ("/d/X.SAFE/B.jp2", "/d/X.SAFE/X.SAFE/B.jp2")
+    assert extracted_paths("/d/L_B4.TIF") == ()
 
 
 def test_members_are_the_rasters_in_name_order(tmp_path: Path) -> None:
