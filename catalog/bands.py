@@ -225,28 +225,28 @@ def band_from_text(text: str, *, data_type: str | None = None, nodata: float | s
     )
 
 
-def common_nodata(bands: Iterable[Band]) -> float | None:
-    """The no-data value of a set of bands as a float, when they share one.
+def common_nodata(values: Iterable[float | str | None]) -> float | None:
+    """The no-data value of a set of bands, from each band's value, as a float when they share one.
 
     A GeoTIFF (and a CF ``_FillValue``) holds one no-data value for all its
     bands, so bands that disagree, or where some have none, give None: a
     value that is valid data in one band must not mask it.
 
-    >>> common_nodata([Band("a", nodata=-9999.0), Band("b", nodata=-9999)])
+    >>> common_nodata([-9999.0, -9999])
     -9999.0
-    >>> common_nodata([Band("a", nodata="nan")])
+    >>> common_nodata(["nan"])
     nan
-    >>> common_nodata([Band("a", nodata=0.0), Band("b")]) is None
+    >>> common_nodata([0.0, None]) is None
     True
     """
     finite: set[float] = set()
     nan = missing = False
-    for band in bands:
-        if band.nodata is None:
+    for nodata in values:
+        if nodata is None:
             missing = True
             continue
         try:
-            value = float(band.nodata)
+            value = float(nodata)
         except ValueError:
             return None
         if math.isnan(value):

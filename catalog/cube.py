@@ -402,7 +402,7 @@ class Cube:
             crs=grid.crs if grid is not None else None,
             transform=grid.window_area_transform(window_out) if grid is not None else None,
             pixel_is_point=grid.pixel_is_point if grid is not None else False,
-            nodata=common_nodata(all_bands[b] for b in sel.bands) if labels else None,
+            nodata=common_nodata(all_bands[b].nodata for b in sel.bands) if labels else None,
         )
 
     def _check_unchanged(self) -> None:

@@ -177,7 +177,7 @@ def export_geotiffs(
     bands = cube.bands
     values = _time_values(cube)
     descriptions = [b.description or b.name for b in bands]
-    nodata = common_nodata(bands)
+    nodata = common_nodata(b.nodata for b in bands)
     parent = targets[0].parent
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{targets[0].stem}.", suffix=".partial", dir=parent))

@@ -151,7 +151,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     attrs: dict[str, Any] = {"grid_mapping": "spatial_ref"}
     if grid is not None:
         attrs["AREA_OR_POINT"] = "Point" if grid.pixel_is_point else "Area"
-    nodata = common_nodata(bands)
+    nodata = common_nodata(b.nodata for b in bands)
     if nodata is not None:
         # CF's _FillValue, of the variable's dtype: xarray masks it (or keeps it
         # with mask_and_scale=False), and rioxarray reports it as rio.nodata /

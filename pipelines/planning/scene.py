@@ -95,6 +95,8 @@ class SceneRef:
     """Set by a product-aware discovery for a single-band file: its text, radiometry, nodata and cube family."""
     band_radiometry: tuple[Radiometry | None, ...] | None = None
     """Per band, the radiometry the STAC asset states (``raster:bands``, or STAC 1.1 ``bands``); None where it states none."""
+    nodata: float | None = None
+    """The no-data value the STAC asset states for all its bands (``raster:bands``, or STAC 1.1 ``nodata``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -105,6 +107,7 @@ class SceneRef:
             "band_names": list(self.band_names) if self.band_names else None,
             "product": self.product.to_dict() if self.product else None,
             "band_radiometry": [list(r) if r else None for r in self.band_radiometry] if self.band_radiometry else None,
+            "nodata": stac_nodata(self.nodata),
         }
 
     @classmethod
@@ -120,6 +123,7 @@ class SceneRef:
             tuple(names) if names else None,
             ProductBand.from_dict(product) if product else None,
             tuple((float(r[0]), float(r[1]), r[2]) if r else None for r in radiometry) if radiometry else None,
+            None if data.get("nodata") is None else float(data["nodata"]),
         )
 
 

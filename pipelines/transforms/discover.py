@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from catalog.bands import common_nodata
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
@@ -45,7 +46,7 @@ from pipelines.transforms.dead_letters import DeadLetter
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "asset_radiometry", "discover", "stac_scene_refs"]
+__all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "asset_nodata", "asset_radiometry", "discover", "stac_scene_refs"]
 
 
 _STAC_SUFFIXES: Final = (".json", ".geojson")
@@ -105,7 +106,8 @@ def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None
             bands = asset.get("eo:bands") or asset.get("bands") or []
             names = tuple(str(b.get("name") or "") for b in bands) if bands else (str(key),)
             href = _resolve(str(asset["href"]), base)
-            refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=asset_radiometry(asset, href)))
+            radiometry, nodata = asset_radiometry(asset, href), asset_nodata(asset, href)
+            refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=radiometry, nodata=nodata))
     return refs
 
 
@@ -144,6 +146,38 @@ def asset_radiometry(asset: Mapping[str, Any], href: str) -> tuple[Radiometry | 
         unit = band.get("unit")
         stated.append((float(scale), float(offset), str(unit) if unit else None))
     return tuple(stated) if any(stated) else None
+
+
+_NODATA_TEXTS: Final = frozenset({"nan", "inf", "-inf"})
+"""STAC's spellings of the non-finite no-data values, which JSON has no numbers for."""
+
+
+def asset_nodata(asset: Mapping[str, Any], href: str) -> float | None:
+    """The no-data value a STAC asset states for every one of its bands; None where it states none, or not one for all.
+
+    Raster extension 1.x states it per band in ``raster:bands``; STAC 1.1 as
+    ``nodata`` in each band object of ``bands``, or on the asset for every
+    band that does not state its own. A GeoTIFF holds one value for all its
+    bands, so bands that state different values, or some none, state none
+    (:func:`catalog.bands.common_nodata`).
+
+    Raises:
+        ValueError: a value is neither a number nor ``"nan"``, ``"inf"`` or ``"-inf"``.
+    """
+    listed = asset.get("raster:bands")
+    if isinstance(listed, list):
+        values = [band.get("nodata") if isinstance(band, dict) else None for band in listed]
+    else:
+        bands, default = asset.get("bands"), asset.get("nodata")
+        listed = bands if isinstance(bands, list) and bands else [{}]
+        values = [band.get("nodata", default) if isinstance(band, dict) else default for band in listed]
+    for value in values:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if value is not None and not number and not (isinstance(value, str) and value in _NODATA_TEXTS):
+            raise ValueError(
+                f"the asset {href} states nodata {value!r}; a no-data value is a number or one of {', '.join(sorted(_NODATA_TEXTS))}"
+            )
+    return common_nodata(values)
 
 
 def _states(band: Any, keys: tuple[str, str]) -> bool:

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass, replace
 
 import apache_beam as beam
+import numpy as np
 import rasterio
 from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
@@ -27,7 +28,7 @@ from catalog.grid import Grid
 from pipelines import landsat
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
-from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand
+from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, mask_location, raster_error_text
 from pipelines.sentinel2 import safe
@@ -103,10 +104,12 @@ def _declared_radiometry(href: str) -> Radiometry | None:
         raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
 
 
-def _described_bands(ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float | None) -> tuple[tuple[SourceBand, ...], float | None]:
+def _described_bands(
+    ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float | None, dtype: str
+) -> tuple[tuple[SourceBand, ...], float | None]:
     """The file's ``bands`` and ``nodata`` with what is known of them beside the file.
 
-    In order: the radiometry the STAC asset states; for a single-band file
+    In order: the radiometry and nodata the STAC asset states; for a single-band file
     of a known product, its band table's text, radiometry and nodata
     (:class:`~pipelines.planning.scene.ProductBand`), or else the radiometry
     its product's metadata file declares (:func:`_declared_radiometry`).
@@ -118,6 +121,8 @@ def _described_bands(ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float
     href = ref.href
     if ref.band_radiometry is not None:
         bands = _with_stated_radiometry(bands, ref.band_radiometry, href)
+    if ref.nodata is not None:
+        nodata = _with_stated_nodata(nodata, ref.nodata, dtype, href)
     product = ref.product
     if product is not None:
         if len(bands) != 1:
@@ -169,6 +174,32 @@ def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiome
             )
         out.append(replace(band, scale=scale, offset=offset, unit=unit or band.unit))
     return tuple(out)
+
+
+def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: str) -> float:
+    """The file's ``nodata``, or where it has none the value its STAC asset states (:func:`~pipelines.transforms.discover.asset_nodata`).
+
+    A catalogue's COGs may carry no nodata tag of their own, and the item says
+    which value marks missing pixels. A value no ``dtype`` sample can hold
+    (NaN or 70000 for uint16) says the asset describes another file; and
+    where the file states another value, neither is taken for the other.
+
+    Raises:
+        SceneError: ``bad-metadata``, the stated value is no ``dtype`` sample,
+            or the file states another one.
+    """
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        holds = stated.is_integer() and info.min <= stated <= info.max
+        stated = float(int(stated)) if holds else stated  # -0.0 is 0 as an integer sample, and keys as one
+    else:
+        holds = kind != "f" or not math.isfinite(stated) or abs(stated) <= float(np.finfo(dtype).max)
+    if not holds:
+        raise SceneError(f"the STAC asset states nodata {stated:g}, which no {dtype} sample can hold", href=href, reason="bad-metadata")
+    if nodata is None or nodata_key(nodata) == nodata_key(stated):
+        return stated
+    raise SceneError(f"the STAC asset states nodata {stated:g}, the file {nodata:g}", href=href, reason="bad-metadata")
 
 
 def _closest_epsg(wkt: str) -> int | None:
@@ -263,7 +294,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             _check_last_block(ds)
             transform = tuple(float(v) for v in ds.transform[:6])
             nodata = None if ds.nodata is None else float(ds.nodata)
-            bands, nodata = _described_bands(ref, bands, nodata)
+            bands, nodata = _described_bands(ref, bands, nodata, dtype)
             if nodata is None and has_internal_mask(ds):
                 # rumi marks invalid pixels only with a nodata value: converting the pixels
                 # alone would make the masked ones valid, so the file names the value first.

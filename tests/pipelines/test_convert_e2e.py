@@ -236,6 +236,31 @@ def test_a_non_finite_nodata_is_stac_text_in_the_manifest_and_the_item(tmp_path:
     np.testing.assert_array_equal(_read(out, entry), data)
 
 
+def test_an_item_collections_nodata_reaches_the_catalogue(tmp_path: Path) -> None:
+    """A COG without a nodata tag, in an ItemCollection whose raster:bands state 0: the cube and its STAC item have nodata 0."""
+    path = write_geotiff(
+        str(tmp_path / "r.tif"),
+        np.random.default_rng(2).integers(1, 5000, (1, 40, 50), dtype=np.uint16),
+        epsg=32632,
+        transform=(10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0),
+    )
+    asset = {"href": "r.tif", "type": "image/tiff; application=geotiff", "raster:bands": [{"nodata": 0, "scale": 0.0001}]}
+    item = {
+        "type": "Feature",
+        "id": "x",
+        "geometry": None,
+        "properties": {"datetime": "2023-06-12T10:00:00Z"},
+        "assets": {"red": asset},
+    }
+    (tmp_path / "items.json").write_text(json.dumps({"type": "FeatureCollection", "features": [item]}))
+    out = tmp_path / "out"
+    run([str(tmp_path / "items.json")], ConvertOptions(out=str(out)))
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["nodata"] == 0.0 and entry["inputs"] == [path]
+    (stac_item,) = (json.loads(p.read_text()) for p in (out / "stac").rglob("*.json") if json.loads(p.read_text())["type"] == "Feature")
+    assert {b["nodata"] for a in stac_item["assets"].values() for b in a.get("bands", ())} == {0}
+
+
 @pytest.mark.parametrize(
     ("name", "transform", "turn"),
     [

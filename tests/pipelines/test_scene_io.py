@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -20,7 +21,7 @@ from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RasterCache
 from pipelines.testing import write_geotiff
 from pipelines.transforms.dead_letters import DeadLetter
-from pipelines.transforms.discover import asset_radiometry, discover, stac_scene_refs
+from pipelines.transforms.discover import asset_nodata, asset_radiometry, discover, stac_scene_refs
 from pipelines.transforms.frames import LazyCube, fill_value, read_frame
 from pipelines.transforms.read_metadata import read_scene
 from rumi_core.times import format_seconds
@@ -241,6 +242,52 @@ class TestDiscover:
         with pytest.raises(SceneError, match="the STAC asset states the radiometry of 1 bands, the file has 2") as info:
             read_scene(SceneRef(path, "2023-06-12", band_radiometry=((0.1, 0.0, None),)))
         assert info.value.reason == "bad-metadata"
+
+    @pytest.mark.parametrize(
+        ("asset", "stated"),
+        [
+            ({"raster:bands": [{"nodata": 0}, {"nodata": 0.0}]}, 0.0),  # raster 1.x
+            ({"raster:bands": [{"nodata": 0}, {}]}, None),  # a GeoTIFF's one value: not one for all bands
+            ({"raster:bands": [{"nodata": 0}, {"nodata": 1}]}, None),
+            ({"bands": [{"name": "a"}, {"name": "b"}], "nodata": -9999}, -9999.0),  # STAC 1.1: the asset's, for every band
+            ({"bands": [{"name": "a", "nodata": 0}, {"name": "b"}], "nodata": -9999}, None),
+            ({"nodata": "-inf"}, -math.inf),
+            ({"eo:bands": [{"name": "B04"}]}, None),
+        ],
+    )
+    def test_stac_assets_state_nodata(self, asset: dict[str, Any], stated: float | None) -> None:
+        assert asset_nodata(asset, "a.tif") == stated
+        assert math.isnan(asset_nodata({"bands": [{"nodata": "nan"}, {"nodata": float("nan")}]}, "a.tif") or 0.0)
+
+    @pytest.mark.parametrize("bad", ["none", True, [0]])
+    def test_a_stated_nodata_that_is_no_number_is_refused(self, bad: Any) -> None:
+        with pytest.raises(ValueError, match="a no-data value is a number or one of -inf, inf, nan"):
+            asset_nodata({"raster:bands": [{"nodata": bad}]}, "a.tif")
+
+    @pytest.mark.parametrize(
+        ("file_nodata", "stated", "nodata", "error"),
+        [
+            (None, 0.0, 0.0, None),  # a catalogue's COG without a nodata tag: the asset's applies
+            (0, 0.0, 0.0, None),
+            (None, -0.0, 0.0, None),  # an integer sample has one zero
+            (0, 65535.0, None, "the STAC asset states nodata 65535, the file 0"),
+            (None, math.nan, None, "the STAC asset states nodata nan, which no uint16 sample can hold"),
+            (None, 70000.0, None, "nodata 70000, which no uint16 sample"),
+        ],
+    )
+    def test_a_stated_nodata_applies_where_the_file_has_none(
+        self, tmp_path: Path, file_nodata: int | None, stated: float, nodata: float | None, error: str | None
+    ) -> None:
+        path = write_geotiff(str(tmp_path / "x.tif"), _data(), epsg=32632, transform=T, nodata=file_nodata)
+        ref = SceneRef(path, "2023-06-12T17:00:00Z", "item", nodata=stated)
+        if error is not None:
+            with pytest.raises(SceneError, match=error) as info:
+                read_scene(ref)
+            assert info.value.reason == "bad-metadata"
+            return
+        scene = read_scene(ref)
+        assert scene.nodata == nodata and math.copysign(1.0, scene.nodata) == 1.0
+        assert SceneRef.from_dict(ref.to_dict()) == ref
 
     def test_bad_stac(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.json"
