@@ -113,7 +113,7 @@ def _factor(parameters: dict[str, str], key: str, where: str) -> float:
 def file_radiometry(href: str) -> Radiometry | None:
     """``(scale, offset, unit)`` of a Level-2 SR or ST band from its product's MTL, or None where there is none.
 
-    Local folders and ``gs://`` are read (:func:`pipelines.sidecars.read_sidecar`).
+    Local folders, archives, ``gs://`` and ``http(s)://`` are read (:func:`pipelines.sidecars.read_sidecar`).
 
     Raises:
         MetadataError: the MTL exists but cannot be read, or does not give the band's factors.

@@ -5,9 +5,9 @@ Product metadata says what an input's values mean where its rasters do not
 product asks for the same file, so it is read once: a local file, or a
 member of a local archive, once per version (modification time and size,
 one ``stat`` per ask), so a file rewritten between two runs in one process
-is read again; a ``gs://`` object, and its absence, once per worker process
-(two requests), as a request per image would double what reading the
-scenes' metadata costs. Anything else is no sidecar.
+is read again; a ``gs://`` object (two requests) or an ``http(s)://`` one
+(one ``GET``), and its absence, once per worker process, as a request per
+image would double what reading the scenes' metadata costs.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import functools
 import os
 from typing import Final
 
+from catalog.errors import StorageError
+from catalog.http import read_url
 from pipelines.archives import ArchiveError, archive_of, read_member
 from pipelines.bucket import is_gs, output_store
 
@@ -51,6 +53,26 @@ def _read_object(url: str) -> bytes | None:
     return data
 
 
+_ABSENT_STATUS: Final = frozenset({401, 403, 404, 410})
+"""HTTP answers that mean no sidecar can be had: none there, or none readable without a signature of its own.
+
+A signed image URL (``?X-Goog-Signature=...``) signs that image alone; its
+product's metadata file, at the same path without the query, answers 403.
+"""
+
+
+@functools.lru_cache(maxsize=256)
+def _read_web(url: str) -> bytes | None:
+    try:
+        data = read_url(url)
+    except StorageError as err:
+        if err.status in _ABSENT_STATUS:
+            return None
+        raise SidecarError(str(err)) from err
+    _too_large(url, len(data))
+    return data
+
+
 @functools.lru_cache(maxsize=64)
 def _read_file(path: str, version: tuple[int, int]) -> bytes:
     with open(path, "rb") as f:
@@ -66,7 +88,7 @@ def _read_archived(href: str, version: tuple[int, int]) -> bytes | None:
 
 
 def read_sidecar(path: str) -> bytes | None:
-    """The bytes of the file, archive member (:mod:`pipelines.archives`) or ``gs://`` object ``path``, or None when there is none.
+    """The bytes of the file, archive member (:mod:`pipelines.archives`), ``gs://`` or ``http(s)://`` object ``path``, or None.
 
     Raises:
         SidecarError: it exists but is larger than :data:`MAX_SIDECAR_BYTES`, or reading it failed.
@@ -74,6 +96,8 @@ def read_sidecar(path: str) -> bytes | None:
     try:
         if is_gs(path):
             return _read_object(path)
+        if path.startswith(("http://", "https://")):
+            return _read_web(path)
         if "://" in path:
             return None
         archive = archive_of(path)

@@ -116,7 +116,7 @@ def _parsed_product(data: bytes) -> dict[str, Radiometry]:
 
 
 def _read_product(root: str) -> dict[str, Radiometry] | None:
-    """The radiometry of the SAFE folder ``root`` (a path or ``gs://`` URL), or None when it holds no product metadata file."""
+    """The radiometry of the SAFE folder ``root`` (a path or URL), or None when it holds no product metadata file."""
     for name in _METADATA_NAMES:
         path = f"{root}/{name}"
         try:
@@ -206,8 +206,9 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
 def file_radiometry(href: str) -> Radiometry | None:
     """``(scale, offset, unit)`` of an image file of a SAFE product, or None where the product says nothing.
 
-    Local folders and ``gs://`` (Google's public Sentinel-2 bucket keeps SAFE
-    folders) are read; files read over HTTP(S) keep what they say.
+    Local folders and archives, ``gs://`` and ``http(s)://`` (Google's public
+    Sentinel-2 bucket keeps SAFE folders, reachable either way) are read
+    (:func:`pipelines.sidecars.read_sidecar`).
 
     Raises:
         MetadataError: the product's metadata file exists but cannot be read.

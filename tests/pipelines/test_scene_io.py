@@ -19,6 +19,7 @@ from pipelines.options import ConvertOptions
 from pipelines.planning.grouping import plan_cubes
 from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RasterCache
+from pipelines.sentinel2.testing import l2a_metadata, write_safe
 from pipelines.testing import write_geotiff
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.discover import asset_nodata, asset_radiometry, discover, stac_scene_refs
@@ -431,6 +432,17 @@ class TestReadScene:
         scene = read_scene(SceneRef(f"{url}/a_B02.tif"))
         assert scene.href.startswith("http://") and scene.bands[0].name == "B02"
         assert scene.size == Path(paths[0]).stat().st_size  # the summary's input size, learnt with one request
+
+    @pytest.mark.parametrize(("metadata", "radiometry"), [(True, (0.0001, -0.1)), (False, (1.0, 0.0))], ids=["mtd", "no-mtd"])
+    def test_a_safe_over_http_takes_its_metadata_radiometry(
+        self, http_root: tuple[str, Path], metadata: bool, radiometry: tuple[float, float]
+    ) -> None:
+        """Google's public Sentinel-2 bucket serves SAFE folders over HTTPS too: the MTD_MSIL2A.xml beside the images applies."""
+        url, root = http_root
+        safe = write_safe(root, "20220125", "04.00", l2a_metadata(-1000) if metadata else None)
+        (image,) = sorted(safe.rglob("*_B02_10m.jp2"))
+        (band,) = read_scene(SceneRef(f"{url}/{image.relative_to(root).as_posix()}?X-Goog-Signature=abc")).bands
+        assert (band.scale, band.offset) == radiometry
 
 
 class TestFrames:
