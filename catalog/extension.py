@@ -16,6 +16,8 @@ They are prefixed ``rumi:`` and declared by the extension schema
 ``rumi:codec``            the compression graph (``{"name", "configuration"}``), if known
 ``rumi:lossy_bound``      the error bound of a lossy graph, absent when lossless
 ``rumi:dataset``          the dataset the cube belongs to (groups collections)
+``rumi:pixel_is_point``   true when the transform locates pixel centres
+``rumi:vertical_crs``     the vertical CRS of height values (``"EPSG:3855"``)
 ``rumi:header``           the header blob, base64, when it is at most 4 KiB
 ``rumi:header_checksum``  multihash SHA2-256 of the header blob, inline or not
 ========================  ==================================================
@@ -42,7 +44,7 @@ from typing import Any
 
 from catalog.errors import ItemError
 
-__all__ = ["INLINE_HEADER_LIMIT", "PREFIX", "SCHEMA_URI", "RumiFields", "schema_path"]
+__all__ = ["INLINE_HEADER_LIMIT", "PREFIX", "SCHEMA_URI", "VERTICAL_CRS", "RumiFields", "schema_path"]
 
 SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
 """Identifier of the ``rumi:`` extension schema (a copy ships in this package)."""
@@ -50,6 +52,10 @@ SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
 PREFIX = "rumi:"
 INLINE_HEADER_LIMIT = 4096
 """Largest header blob, in bytes, that an item carries inline."""
+
+VERTICAL_CRS = "rumi:vertical_crs"
+"""The property naming the vertical CRS of a cube's height values (``"EPSG:3855"``), where its source's CRS was
+compound or 3D: the file, like ``proj:code``, holds the horizontal CRS only (specification, "Georeferencing")."""
 
 _TIME_TYPES = ("instant", "interval")
 _SHA256_MULTIHASH = re.compile(r"1220[0-9a-f]{64}")

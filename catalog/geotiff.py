@@ -21,6 +21,7 @@ import numpy as np
 
 from catalog.bands import common_nodata
 from catalog.errors import CatalogError
+from catalog.extension import VERTICAL_CRS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -191,7 +192,7 @@ def export_geotiffs(
             write_geotiff(
                 path,
                 result.as_cube()[0],
-                crs=grid.crs if grid is not None else None,
+                crs=_export_crs(cube),
                 transform=grid.area_affine if grid is not None else None,
                 descriptions=descriptions,
                 nodata=nodata,
@@ -208,6 +209,28 @@ def export_geotiffs(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [os.fspath(t) for t in targets]
+
+
+def _export_crs(cube: Cube) -> str | None:
+    """The CRS of the exported files: the cube's, compound with the vertical CRS its item names, as its source's was.
+
+    A rumi file holds a 2D CRS only; its item's ``rumi:vertical_crs``
+    (:data:`~catalog.extension.VERTICAL_CRS`) keeps what its heights are
+    above. An EPSG vertical CRS joins it again (``EPSG:32633+5773``), a 3D
+    geographic one takes its place (``EPSG:4979``); any other is left out,
+    as GeoTIFF keys hold EPSG codes.
+    """
+    if cube.grid is None:
+        return None
+    vertical = (cube.item or {}).get("properties", {}).get(VERTICAL_CRS)
+    if not isinstance(vertical, str) or re.fullmatch(r"EPSG:\d+", vertical) is None:
+        return cube.grid.crs
+    from pyproj import CRS
+
+    kind = CRS.from_user_input(vertical).type_name
+    if kind == "Vertical CRS":
+        return f"{cube.grid.crs}+{vertical[5:]}"
+    return vertical if kind == "Geographic 3D CRS" else cube.grid.crs
 
 
 def _time_values(cube: Cube) -> list[str]:

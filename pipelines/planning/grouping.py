@@ -43,6 +43,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
+from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines.archives import archive_of, extracted_paths
 from pipelines.planning.bands import band_token, directory, natural_key, stem_id, stem_name, unique_band_texts
@@ -301,6 +302,10 @@ def stack_scenes(
     return out, rejects
 
 
+Slot = tuple[int, float, float, bool, tuple[str, str], str]
+"""What series compete for one cube in (:attr:`CubeKey.slot`)."""
+
+
 class CubeKey(NamedTuple):
     """What the acquisitions of one series share (step 2); ordered field by field, so every sort is deterministic."""
 
@@ -315,6 +320,9 @@ class CubeKey(NamedTuple):
     period: tuple[str, str]
     """``(--cube-period label, family or "")``: a family (product-aware discovery) is part of the slot, so
     families never compete or share a cube."""
+    vertical_crs: str
+    """The vertical CRS of the values (:data:`~catalog.extension.VERTICAL_CRS`), or "": heights above different ones
+    never compete or share a cube."""
     names: tuple[str, ...]
     """Unique band texts, in band order."""
     dtype: str
@@ -332,12 +340,15 @@ class CubeKey(NamedTuple):
         lattice = acq.lattice
         period = (period_label(acq.time, options.cube_period), acq.family or "")
         radiometry = tuple((band.scale, band.offset, band.unit or "") for _, band in acq.bands)
-        return cls(acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, acq.names, acq.dtype, acq.nodata_key, radiometry)
+        vertical = dict(acq.tags).get(VERTICAL_CRS, "")
+        return cls(
+            acq.epsg, lattice.res_x, lattice.res_y, acq.pixel_is_point, period, vertical, acq.names, acq.dtype, acq.nodata_key, radiometry
+        )
 
     @property
-    def slot(self) -> tuple[int, float, float, bool, tuple[str, str]]:
-        """CRS, pixel size, raster type and period: series in one slot compete for the same cube."""
-        return self.epsg, self.res_x, self.res_y, self.pixel_is_point, self.period
+    def slot(self) -> Slot:
+        """CRS, pixel size, raster type, period and vertical CRS: series in one slot compete for the same cube."""
+        return self.epsg, self.res_x, self.res_y, self.pixel_is_point, self.period, self.vertical_crs
 
 
 def _dtype_text(acq: Acquisition) -> str:
@@ -398,7 +409,7 @@ def _mismatches(series: dict[CubeKey, list[Acquisition]]) -> tuple[set[CubeKey],
     """Step 2: the series that lose a dtype or band-count comparison, and their dead letters."""
     rejects: list[DeadLetter] = []
     losers: set[CubeKey] = set()
-    by_slot: dict[tuple[int, float, float, bool, tuple[str, str]], list[CubeKey]] = defaultdict(list)
+    by_slot: dict[Slot, list[CubeKey]] = defaultdict(list)
     for key in series:
         by_slot[key.slot].append(key)
     for slot in sorted(by_slot):

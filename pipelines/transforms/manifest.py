@@ -165,15 +165,17 @@ def lossy_extra(plan: CubePlan) -> dict[str, Any]:
 def tag_extra(plan: CubePlan) -> dict[str, Any]:
     """``{"properties": {...}}`` from a plan's tags; ``{}`` without tags.
 
-    A key named in the plural (``s2:platforms``) gives the list of its values,
-    any other key its one value (the scenes of a cube agree on it; should they
-    not, the list), so that one property has one type across items, as the
+    A key named in the plural (``s2:platforms``; not ``rumi:vertical_crs``,
+    whose "s" abbreviates "system") gives the list of its values, any other
+    key its one value (the scenes of a cube agree on it; should they not, the
+    list), so that one property has one type across items, as the
     catalogue's stac-geoparquet index needs. The catalogue copies
     ``properties`` into the cube's STAC item.
     """
     if not plan.tags:
         return {}
-    return {"properties": {k: list(v) if k.endswith("s") or len(v) > 1 else v[0] for k, v in plan.tags}}
+    plural = {k for k, _ in plan.tags if k.endswith("s") and not k.endswith("crs")}
+    return {"properties": {k: list(v) if k in plural or len(v) > 1 else v[0] for k, v in plan.tags}}
 
 
 @dataclass

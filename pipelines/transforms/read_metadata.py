@@ -24,8 +24,10 @@ from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
+from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines import landsat
+from pipelines.crs import closest_epsg, horizontal_crs
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
@@ -202,25 +204,6 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
     raise SceneError(f"the STAC asset states nodata {stated:g}, the file {nodata:g}", href=href, reason="bad-metadata")
 
 
-def _closest_epsg(wkt: str) -> int | None:
-    """The EPSG code PROJ finds most like a CRS that has none, for the advice of a ``crs-not-epsg`` dead letter.
-
-    GDAL's EPSG identification (``CRS.to_epsg``) needs an equivalent
-    definition; below that, PROJ still ranks candidates (at confidence 20 it
-    finds EPSG:3035 for a LAEA Europe whose datum is written as "unknown,
-    based on GRS80"). Offered as the target of a warp, never assigned: the
-    file's own CRS is not that one.
-    """
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
-    try:
-        code = CRS.from_wkt(wkt).to_epsg(min_confidence=20)
-    except CRSError:
-        return None
-    return None if code is None else int(code)
-
-
 def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
     """Read the metadata of one scene.
 
@@ -252,12 +235,13 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 raise SceneError(
                     "the file has no CRS; assign one (e.g. gdal_edit.py -a_srs EPSG:n) and convert again", href=href, reason="missing-crs"
                 )
-            epsg = ds.crs.to_epsg()
+            epsg, vertical, wkt = horizontal_crs(ds.crs)
             if not epsg:
-                closest = _closest_epsg(ds.crs.to_wkt())
+                closest = closest_epsg(wkt)
                 target = "EPSG:n" if closest is None else f"EPSG:{closest}, the EPSG CRS closest to it but not the same"
+                what = "the CRS" if vertical is None else "the horizontal part of the CRS"
                 raise SceneError(
-                    f"the CRS {ds.crs.to_string()[:80]} has no EPSG code, and rumi stores EPSG codes only;"
+                    f"{what} {ds.crs.to_string()[:80]} has no EPSG code, and rumi stores EPSG codes only;"
                     f" warp it to one first (e.g. gdalwarp -t_srs {target})",
                     href=href,
                     reason="crs-not-epsg",
@@ -332,7 +316,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         stack=ref.stack or stack_id(href),
         size=file_size(href),
         family=ref.product.family if ref.product else None,
-        tags=ref.product.tags if ref.product else (),
+        tags=tuple(sorted((ref.product.tags if ref.product else ()) + (((VERTICAL_CRS, vertical),) if vertical else ()))),
     )
 
 

@@ -236,6 +236,40 @@ def test_a_non_finite_nodata_is_stac_text_in_the_manifest_and_the_item(tmp_path:
     np.testing.assert_array_equal(_read(out, entry), data)
 
 
+def test_heights_above_different_vertical_crss_make_separate_cubes_that_name_them(tmp_path: Path) -> None:
+    """DEMs in compound CRSs: the files and proj:code hold the horizontal CRS, the items the vertical one, and datums never mix."""
+    rng = np.random.default_rng(5)
+    heights = {}
+    for day, crs in (("20230101", "EPSG:32633+5773"), ("20230102", "EPSG:32633+3855"), ("20230103", "EPSG:32633+3855")):
+        heights[day] = rng.normal(300, 50, (1, 40, 50)).astype(np.float32)
+        profile = {"driver": "GTiff", "width": 50, "height": 40, "count": 1, "dtype": "float32", "nodata": -32767.0}
+        with rasterio.open(
+            tmp_path / f"dem_{day}.tif", "w", crs=crs, transform=rasterio.Affine(30, 0, 300000, 0, -30, 5800020), **profile
+        ) as d:
+            d.write(heights[day])
+    out = tmp_path / "out"
+    summary = run([str(tmp_path / "dem_*.tif")], ConvertOptions(out=str(out), time_pattern=r"_(?P<date>\d{8})\.tif$"))
+    assert not summary.dead_letters
+    entries = {tuple(e["times"]): e for e in load_jsonl(str(out / "manifest.jsonl"))}
+    assert sorted(entries) == [("2023-01-01T00:00:00Z",), ("2023-01-02T00:00:00Z", "2023-01-03T00:00:00Z")]
+    for times, entry in entries.items():
+        assert entry["crs"] == "EPSG:32633"
+        vertical = "EPSG:5773" if len(times) == 1 else "EPSG:3855"
+        assert entry["extra"]["properties"] == {"rumi:vertical_crs": vertical}
+        (item_path,) = (out / "stac").rglob(f"{entry['cube_id']}.json")
+        item = json.loads(item_path.read_text())
+        assert item["properties"]["rumi:vertical_crs"] == vertical and item["properties"]["proj:code"] == "EPSG:32633"
+        expected = np.stack([heights[t[:10].replace("-", "")] for t in times])
+        data = rumi_core.read(str(out / entry["file"]))
+        assert np.array_equal(data if data.ndim == 4 else data[None], expected)  # one time step is an Image (B, Y, X)
+        exported = tmp_path / vertical.replace(":", "") / "dem.tif"
+        exported.parent.mkdir()
+        assert CliRunner().invoke(cli, ["export", str(item_path), "--output", str(exported)]).exit_code == 0
+        for path in sorted(exported.parent.glob("*.tif")):  # the compound CRS again, as the source had it
+            with rasterio.open(path) as ds:
+                assert ds.crs == rasterio.crs.CRS.from_user_input(f"EPSG:32633+{vertical[5:]}")
+
+
 def test_an_item_collections_nodata_reaches_the_catalogue(tmp_path: Path) -> None:
     """A COG without a nodata tag, in an ItemCollection whose raster:bands state 0: the cube and its STAC item have nodata 0."""
     path = write_geotiff(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from pyproj.crs import CompoundCRS
 
 from pipelines.errors import SceneError
 from pipelines.options import ConvertOptions
@@ -352,6 +353,11 @@ class TestReadScene:
                 "crs-not-epsg",
                 r"no EPSG code.* \(e\.g\. gdalwarp -t_srs EPSG:3035, the EPSG CRS closest to it but not the same\)",
             ),
+            (
+                lambda p: _write_in_crs(p, CompoundCRS("Mollweide + EGM96 height", [MOLLWEIDE, "EPSG:5773"]).to_wkt()),
+                "crs-not-epsg",
+                r"the horizontal part of the CRS .* has no EPSG code",
+            ),
             (_write_netcdf, "subdatasets", r"holds 2 subdatasets \(netcdf:.*:Band1, .*:Band2\) and no bands of its own; .*gdal_translate"),
             (_write_cint16, "unsupported-dtype", r"complex_int16 is not a rumi sample encoding .*gdal_translate -ot CFloat32"),
         ],
@@ -366,6 +372,23 @@ class TestReadScene:
         with pytest.raises(SceneError, match=message) as info:
             read_scene(SceneRef(path))
         assert info.value.reason == reason and info.value.href == path
+
+    @pytest.mark.parametrize(
+        ("crs", "epsg", "vertical"),
+        [
+            ("EPSG:4326+3855", 4326, "EPSG:3855"),  # the Copernicus DEM's, EPSG:9518
+            ("EPSG:25832+7837", 25832, "EPSG:7837"),  # a compound CRS without a code of its own
+            ("EPSG:4979", 4326, "EPSG:4979"),  # WGS 84 with ellipsoidal heights
+            ("EPSG:32632", 32632, None),
+        ],
+    )
+    def test_a_compound_or_3d_crs_gives_its_horizontal_grid_and_names_its_vertical_crs(
+        self, tmp_path: Path, crs: str, epsg: int, vertical: str | None
+    ) -> None:
+        path = str(tmp_path / "dem.tif")
+        _write_in_crs(path, crs)
+        scene = read_scene(SceneRef(path))
+        assert scene.epsg == epsg and dict(scene.tags).get("rumi:vertical_crs") == vertical
 
     @pytest.mark.parametrize(
         ("locate", "message"),
