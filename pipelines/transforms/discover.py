@@ -71,44 +71,130 @@ def _is_geotiff(asset: Mapping[str, Any]) -> bool:
     return "tiff" in media or href.endswith(GEOTIFF_SUFFIXES)
 
 
-def stac_scene_refs(document: Mapping[str, Any], base: str, s2: S2Request | None = None) -> list[SceneRef]:
+def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> list[SceneRef | DeadLetter]:
     """The GeoTIFF assets of a STAC ItemCollection or Item as scene references.
 
     Relative asset hrefs are resolved against ``base``, the document's own
     location. Thumbnails, overviews and metadata assets are skipped.
     Sentinel-2 L2A items become the scenes :func:`pipelines.sentinel2.items.scene_refs`
-    makes of them, as ``s2`` asks.
+    makes of them, as ``s2`` asks. An item whose shape is not a STAC item's
+    where discovery reads it (:func:`_malformed`), or whose asset states an
+    unreadable scale, offset or nodata, is a ``bad-stac`` dead letter naming
+    the item and the field; the other items are found.
 
     Raises:
-        ValueError: the document is neither a FeatureCollection nor a Feature.
+        ValueError: the document is neither a FeatureCollection nor a Feature,
+            or its ``features`` are not a list.
     """
-    kind = document.get("type")
+    kind = document.get("type") if isinstance(document, dict) else None
     if kind == "FeatureCollection":
-        items = list(document.get("features", []))
+        features = document.get("features", [])
+        if not isinstance(features, list):
+            raise ValueError(f"features is {_json_kind(features)}, not a list")
     elif kind == "Feature":
-        items = [document]
+        features = [document]
     else:
-        raise ValueError(f"expected a STAC ItemCollection (type FeatureCollection) or Item (type Feature), got type {kind!r}")
+        got = f"type {kind!r}" if isinstance(document, dict) else _json_kind(document)
+        raise ValueError(f"expected a STAC ItemCollection (type FeatureCollection) or Item (type Feature), got {got}")
+    found: list[SceneRef | DeadLetter] = []
+    items: list[tuple[str, dict[str, Any]]] = []
+    for i, item in enumerate(features):
+        name = f"feature {i}" + (f" (id {item['id']!r})" if isinstance(item, dict) and "id" in item else "")
+        problem = _malformed(item)
+        if problem is None:
+            items.append((name, item))
+        else:
+            found.append(DeadLetter(base, "bad-stac", f"{name}: {problem}", STAGE))
     s2 = s2 or S2Request()
-    sentinel2 = [item for item in items if is_s2_l2a(item)]
+    sentinel2 = [item for _, item in items if is_s2_l2a(item)]
     selection = select_items(((item, base) for item in sentinel2), tiles=s2.tiles, max_cloud=s2.max_cloud)
-    refs: list[SceneRef] = scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution)
-    for item in items:
+    found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution)
+    for name, item in items:
         if is_s2_l2a(item):
             continue
-        props = item.get("properties") or {}
-        time = props.get("datetime") or props.get("start_datetime")
-        assets = item.get("assets") or {}
-        for key in sorted(assets):
-            asset = assets[key]
-            if _SKIPPED_ROLES & set(asset.get("roles") or ()) or not _is_geotiff(asset):
-                continue
-            bands = asset.get("eo:bands") or asset.get("bands") or []
-            names = tuple(str(b.get("name") or "") for b in bands) if bands else (str(key),)
-            href = _resolve(str(asset["href"]), base)
-            radiometry, nodata = asset_radiometry(asset, href), asset_nodata(asset, href)
-            refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=radiometry, nodata=nodata))
+        try:
+            found += _asset_refs(item, base)
+        except ValueError as err:
+            found.append(DeadLetter(base, "bad-stac", f"{name}: {err}", STAGE))
+    return found
+
+
+def _asset_refs(item: dict[str, Any], base: str) -> list[SceneRef]:
+    """The scene references of the GeoTIFF assets of one well-formed item (:func:`stac_scene_refs`).
+
+    Raises:
+        ValueError: an asset states an unreadable scale, offset or nodata.
+    """
+    props = item.get("properties") or {}
+    time = props.get("datetime") or props.get("start_datetime")
+    assets = item.get("assets") or {}
+    refs = []
+    for key in sorted(assets):
+        asset = assets[key]
+        if _SKIPPED_ROLES & set(asset.get("roles") or ()) or not _is_geotiff(asset):
+            continue
+        bands = asset.get("eo:bands") or asset.get("bands") or []
+        names = tuple(str(b.get("name") or "") for b in bands) if bands else (str(key),)
+        href = _resolve(asset["href"], base)
+        radiometry, nodata = asset_radiometry(asset, href), asset_nodata(asset, href)
+        refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=radiometry, nodata=nodata))
     return refs
+
+
+_BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
+"""The lists of band objects an asset may hold."""
+
+
+def _malformed(item: Any) -> str | None:
+    """What in ``item`` is not the shape of a STAC item where discovery reads it, naming the field; None when all is.
+
+    An item is an object; its ``properties`` and ``assets`` objects; each
+    asset an object with a text ``href``, its ``roles`` a list of texts and
+    its band lists lists of objects; a time a text, a cloud cover a number.
+    Anything else (a list
+    where an object belongs, a number for an href) would otherwise fail the
+    whole run instead of this item.
+    """
+    if not isinstance(item, dict):
+        return f"is {_json_kind(item)}, not an object"
+    props = item.get("properties")
+    if props is not None and not isinstance(props, dict):
+        return f"properties is {_json_kind(props)}, not an object"
+    for key, kind, wanted in (("datetime", str, "a text"), ("start_datetime", str, "a text"), ("eo:cloud_cover", (int, float), "a number")):
+        value = (props or {}).get(key)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            return f"properties.{key} is {_json_kind(value)}, not {wanted}"
+    assets = item.get("assets")
+    if assets is not None and not isinstance(assets, dict):
+        return f"assets is {_json_kind(assets)}, not an object"
+    for key, asset in (assets or {}).items():
+        if not isinstance(asset, dict):
+            return f"assets.{key} is {_json_kind(asset)}, not an object"
+        if not isinstance(asset.get("href"), str):
+            return f"assets.{key}.href is {_json_kind(asset.get('href'))}, not a text"
+        for field, entry_type, wanted in (("roles", str, "a text"), *((f, dict, "an object") for f in _BAND_LISTS)):
+            listed = asset.get(field)
+            if listed is None:
+                continue
+            if not isinstance(listed, list):
+                return f"assets.{key}.{field} is {_json_kind(listed)}, not a list"
+            for j, entry in enumerate(listed):
+                if not isinstance(entry, entry_type):
+                    return f"assets.{key}.{field}[{j}] is {_json_kind(entry)}, not {wanted}"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type, with an article: ``"a list"``, ``"null"``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a text"
+    return "a list" if isinstance(value, list) else "an object"
 
 
 _RASTER_V1: Final = ("scale", "offset")
@@ -223,12 +309,12 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             document = _read_json(text)
             if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
                 document = _catalog_items(text)
-            refs = stac_scene_refs(document, text, s2)
-        except (OSError, ValueError, KeyError, TypeError) as err:
+            listed = stac_scene_refs(document, text, s2)
+        except (OSError, ValueError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
-        if not refs:
+        if not listed:
             return [DeadLetter(text, "no-match", "the STAC document has no GeoTIFF asset", STAGE)]
-        return list(refs)
+        return listed
     if text.startswith("gs://") and _GLOB_CHARS & set(text):
         from pipelines.bucket import output_store
 

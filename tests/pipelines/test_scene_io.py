@@ -6,6 +6,7 @@ import io
 import json
 import math
 import os
+import re
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -290,6 +291,42 @@ class TestDiscover:
         scene = read_scene(ref)
         assert scene.nodata == nodata and math.copysign(1.0, scene.nodata) == 1.0
         assert SceneRef.from_dict(ref.to_dict()) == ref
+
+    @pytest.mark.parametrize(
+        ("item", "message"),
+        [
+            ([1, 2], "feature 0: is a list, not an object"),
+            ({"id": "a", "properties": [1]}, "feature 0 \\(id 'a'\\): properties is a list, not an object"),
+            ({"id": "a", "properties": {"datetime": 5}}, "properties.datetime is a number, not a text"),
+            ({"id": "a", "properties": {"eo:cloud_cover": "low"}}, "properties.eo:cloud_cover is a text, not a number"),
+            ({"id": "a", "assets": [1]}, "assets is a list, not an object"),
+            ({"id": "a", "assets": {"red": "r.tif"}}, "assets.red is a text, not an object"),
+            ({"id": "a", "assets": {"red": {"href": 5}}}, "assets.red.href is a number, not a text"),
+            ({"id": "a", "assets": {"red": {"href": "r.tif", "roles": "data"}}}, "assets.red.roles is a text, not a list"),
+            ({"id": "a", "assets": {"red": {"href": "r.tif", "eo:bands": ["red"]}}}, "assets.red.eo:bands\\[0\\] is a text, not an object"),
+            ({"id": "a", "assets": {"red": {"href": "r.tif", "raster:bands": [{"scale": "x"}]}}}, "a scale is a finite non-zero number"),
+        ],
+    )
+    def test_a_malformed_item_is_a_dead_letter_naming_its_field_and_the_others_are_found(
+        self, tmp_path: Path, item: Any, message: str
+    ) -> None:
+        good = {"type": "Feature", "id": "b", "properties": {"datetime": "2023-01-05T10:30:21Z"}, "assets": {"red": {"href": "r.tif"}}}
+        path = tmp_path / "items.json"
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": [item, good]}))
+        letter, ref = discover(str(path))
+        assert isinstance(letter, DeadLetter) and (letter.href, letter.reason) == (str(path), "bad-stac")
+        assert re.search(message, letter.message), letter.message
+        assert ref == SceneRef(str(tmp_path / "r.tif"), "2023-01-05T10:30:21Z", "b", ("red",))
+
+    @pytest.mark.parametrize(
+        ("document", "message"),
+        [([1], "got a list"), ({"type": "FeatureCollection", "features": None}, "features is null, not a list")],
+    )
+    def test_a_document_that_is_no_item_collection_is_refused(self, tmp_path: Path, document: Any, message: str) -> None:
+        path = tmp_path / "items.json"
+        path.write_text(json.dumps(document))
+        (letter,) = discover(str(path))
+        assert isinstance(letter, DeadLetter) and letter.reason == "bad-stac" and message in letter.message
 
     def test_bad_stac(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.json"
