@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newest, parse_item
+from pipelines.stac_shape import json_kind, malformed
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -45,7 +46,7 @@ class SelectedItems:
     reprocessed: list[S2Item] = field(default_factory=list)
     """Older processings of a kept datatake."""
     other: list[str] = field(default_factory=list)
-    """Ids of items that are not Sentinel-2 L2A."""
+    """Ids of items that are not Sentinel-2 L2A, or not the shape of a STAC item (:func:`~pipelines.stac_shape.malformed`)."""
 
 
 def search_items(
@@ -77,9 +78,9 @@ def select_items(
     found: list[S2Item] = []
     other: list[str] = []
     for item, base in documents:
-        if is_s2_l2a(item):
+        if malformed(item) is None and is_s2_l2a(item):
             found.append(parse_item(item, base))
         else:
-            other.append(str(item.get("id")))
+            other.append(str(item.get("id")) if isinstance(item, dict) else json_kind(item))
     kept, dropped = keep_newest(filter_items(found, tiles=tiles, max_cloud=max_cloud))
     return SelectedItems(kept, dropped, sorted(other))

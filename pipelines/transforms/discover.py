@@ -39,6 +39,7 @@ from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SU
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
+from pipelines.stac_shape import json_kind, malformed
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -78,7 +79,7 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     location. Thumbnails, overviews and metadata assets are skipped.
     Sentinel-2 L2A items become the scenes :func:`pipelines.sentinel2.items.scene_refs`
     makes of them, as ``s2`` asks. An item whose shape is not a STAC item's
-    where discovery reads it (:func:`_malformed`), or whose asset states an
+    where discovery reads it (:func:`~pipelines.stac_shape.malformed`), or whose asset states an
     unreadable scale, offset or nodata, is a ``bad-stac`` dead letter naming
     the item and the field; the other items are found.
 
@@ -90,17 +91,17 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     if kind == "FeatureCollection":
         features = document.get("features", [])
         if not isinstance(features, list):
-            raise ValueError(f"features is {_json_kind(features)}, not a list")
+            raise ValueError(f"features is {json_kind(features)}, not a list")
     elif kind == "Feature":
         features = [document]
     else:
-        got = f"type {kind!r}" if isinstance(document, dict) else _json_kind(document)
+        got = f"type {kind!r}" if isinstance(document, dict) else json_kind(document)
         raise ValueError(f"expected a STAC ItemCollection (type FeatureCollection) or Item (type Feature), got {got}")
     found: list[SceneRef | DeadLetter] = []
     items: list[tuple[str, dict[str, Any]]] = []
     for i, item in enumerate(features):
         name = f"feature {i}" + (f" (id {item['id']!r})" if isinstance(item, dict) and "id" in item else "")
-        problem = _malformed(item)
+        problem = malformed(item)
         if problem is None:
             items.append((name, item))
         else:
@@ -139,62 +140,6 @@ def _asset_refs(item: dict[str, Any], base: str) -> list[SceneRef]:
         radiometry, nodata = asset_radiometry(asset, href), asset_nodata(asset, href)
         refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=radiometry, nodata=nodata))
     return refs
-
-
-_BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
-"""The lists of band objects an asset may hold."""
-
-
-def _malformed(item: Any) -> str | None:
-    """What in ``item`` is not the shape of a STAC item where discovery reads it, naming the field; None when all is.
-
-    An item is an object; its ``properties`` and ``assets`` objects; each
-    asset an object with a text ``href``, its ``roles`` a list of texts and
-    its band lists lists of objects; a time a text, a cloud cover a number.
-    Anything else (a list
-    where an object belongs, a number for an href) would otherwise fail the
-    whole run instead of this item.
-    """
-    if not isinstance(item, dict):
-        return f"is {_json_kind(item)}, not an object"
-    props = item.get("properties")
-    if props is not None and not isinstance(props, dict):
-        return f"properties is {_json_kind(props)}, not an object"
-    for key, kind, wanted in (("datetime", str, "a text"), ("start_datetime", str, "a text"), ("eo:cloud_cover", (int, float), "a number")):
-        value = (props or {}).get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            return f"properties.{key} is {_json_kind(value)}, not {wanted}"
-    assets = item.get("assets")
-    if assets is not None and not isinstance(assets, dict):
-        return f"assets is {_json_kind(assets)}, not an object"
-    for key, asset in (assets or {}).items():
-        if not isinstance(asset, dict):
-            return f"assets.{key} is {_json_kind(asset)}, not an object"
-        if not isinstance(asset.get("href"), str):
-            return f"assets.{key}.href is {_json_kind(asset.get('href'))}, not a text"
-        for field, entry_type, wanted in (("roles", str, "a text"), *((f, dict, "an object") for f in _BAND_LISTS)):
-            listed = asset.get(field)
-            if listed is None:
-                continue
-            if not isinstance(listed, list):
-                return f"assets.{key}.{field} is {_json_kind(listed)}, not a list"
-            for j, entry in enumerate(listed):
-                if not isinstance(entry, entry_type):
-                    return f"assets.{key}.{field}[{j}] is {_json_kind(entry)}, not {wanted}"
-    return None
-
-
-def _json_kind(value: Any) -> str:
-    """What JSON calls ``value``'s type, with an article: ``"a list"``, ``"null"``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a text"
-    return "a list" if isinstance(value, list) else "an object"
 
 
 _RASTER_V1: Final = ("scale", "offset")

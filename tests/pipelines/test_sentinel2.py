@@ -139,6 +139,9 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
         assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
     selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
     assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18", "2023-07-05"]
+    junk = [[1], {**every[0], "id": "odd", "properties": [1]}, {**every[0], "id": "text-asset", "assets": {"red": "r.tif"}}]
+    with_junk = select_items(((i, None) for i in [*junk, *every]), tiles=("33UUU",), max_cloud=30)  # a broken API answer
+    assert with_junk.items == selection.items and with_junk.other == sorted(["a list", "odd", "text-asset", *selection.other])
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
