@@ -23,14 +23,15 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from catalog.errors import ItemError
+from catalog.json_shape import NUMBER, TEXT, json_kind, mismatch
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["COMMON_NAMES", "Band", "band_from_text", "common_nodata", "stac_data_type", "stac_nodata"]
+__all__ = ["COMMON_NAMES", "NODATA_TEXTS", "Band", "band_from_text", "common_nodata", "stac_data_type", "stac_nodata"]
 
 COMMON_NAMES = (
     "pan", "coastal", "blue", "green", "green05", "yellow", "red", "rededge", "rededge071", "rededge075",
@@ -185,10 +186,22 @@ class Band:
         """Read a STAC band object.
 
         Raises:
-            ItemError: the object has no name.
+            ItemError: the object is not an object, has no text name, or a
+                field of another JSON type than STAC's.
         """
-        if "name" not in data:
-            raise ItemError(f"a STAC band object needs a name, got keys {sorted(data)}")
+        if not isinstance(data, dict) or "name" not in data:
+            keys = f"keys {sorted(data)}" if isinstance(data, dict) else json_kind(data)
+            raise ItemError(f"a STAC band object needs a name, got {keys}")
+        problem = mismatch(data["name"], TEXT, "name", required=True) or next(
+            (p for key, kind in _BAND_FIELD_KINDS if (p := mismatch(data.get(key), kind, key))), None
+        )
+        nodata = data.get("nodata")
+        if problem is None and isinstance(nodata, str) and nodata not in NODATA_TEXTS:
+            problem = f"nodata is {nodata!r}, not a number or one of {', '.join(NODATA_TEXTS)}"
+        if problem is None and nodata is not None and not isinstance(nodata, str):
+            problem = mismatch(nodata, NUMBER, "nodata")
+        if problem is not None:
+            raise ItemError(f"band {data['name']!r}: {problem}")
         return cls(
             name=data["name"],
             description=data.get("description"),
@@ -200,6 +213,16 @@ class Band:
             common_name=data.get("eo:common_name"),
             center_wavelength=data.get("eo:center_wavelength"),
         )
+
+
+_BAND_FIELD_KINDS: Final = (
+    ("description", TEXT), ("data_type", TEXT), ("scale", NUMBER), ("offset", NUMBER), ("unit", TEXT),
+    ("eo:common_name", TEXT), ("eo:center_wavelength", NUMBER),
+)  # fmt: skip
+"""The JSON kind of each field of a STAC band object that :meth:`Band.from_dict` reads."""
+
+NODATA_TEXTS: Final = ("nan", "inf", "-inf")
+"""STAC's spellings of the non-finite no-data values."""
 
 
 def band_from_text(text: str, *, data_type: str | None = None, nodata: float | str | None = None) -> Band:

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import base64
 import binascii
+import numbers
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from catalog.errors import ItemError
 
-__all__ = ["INLINE_HEADER_LIMIT", "PREFIX", "SCHEMA_URI", "VERTICAL_CRS", "RumiFields", "schema_path"]
+__all__ = ["INLINE_HEADER_LIMIT", "PREFIX", "SCHEMA_URI", "TIME_TYPES", "VERTICAL_CRS", "RumiFields", "schema_path"]
 
 SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
 """Identifier of the ``rumi:`` extension schema (a copy ships in this package)."""
@@ -57,7 +58,9 @@ VERTICAL_CRS = "rumi:vertical_crs"
 """The property naming the vertical CRS of a cube's height values (``"EPSG:3855"``), where its source's CRS was
 compound or 3D: the file, like ``proj:code``, holds the horizontal CRS only (specification, "Georeferencing")."""
 
-_TIME_TYPES = ("instant", "interval")
+TIME_TYPES = ("instant", "interval")
+"""The values of ``rumi:time_type``."""
+
 _SHA256_MULTIHASH = re.compile(r"1220[0-9a-f]{64}")
 
 
@@ -98,13 +101,16 @@ class RumiFields:
     def __post_init__(self) -> None:
         if not isinstance(self.frame_unit, int) or not 0 <= self.frame_unit <= 9:
             raise ItemError(f"rumi:frame_unit is 0..9, got {self.frame_unit!r}")
-        if self.time_type not in _TIME_TYPES:
+        if self.time_type not in TIME_TYPES:
             raise ItemError(f"rumi:time_type is 'instant' or 'interval', got {self.time_type!r}")
         if self.header is not None and len(self.header) > INLINE_HEADER_LIMIT:
             raise ItemError(f"an inline header blob is at most {INLINE_HEADER_LIMIT} bytes, got {len(self.header)}")
         if self.header_checksum is not None and not _SHA256_MULTIHASH.fullmatch(self.header_checksum):
             raise ItemError(f"rumi:header_checksum is '1220' and 64 lowercase hex digits, got {self.header_checksum!r}")
-        object.__setattr__(self, "tile_size", tuple(int(v) for v in self.tile_size))
+        size = tuple(self.tile_size)
+        if len(size) != 2 or not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and 1 <= v <= 65535 for v in size):
+            raise ItemError(f"rumi:tile_size is [tile_length, tile_width], two integers 1..65535, got {list(size)!r}")
+        object.__setattr__(self, "tile_size", tuple(int(v) for v in size))
 
     def to_dict(self) -> dict[str, Any]:
         """Return the item properties, every key prefixed ``rumi:``."""

@@ -26,8 +26,9 @@ True
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from affine import Affine
 
@@ -42,6 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["Grid", "file_grid"]
 
 _WGS84 = "EPSG:4326"
+
+
+_EPSG: Final = re.compile(r"EPSG:[0-9]+")
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class Grid:
     """True when the transform locates pixel centres (GTRasterTypeGeoKey 2)."""
 
     def __post_init__(self) -> None:
+        if self.crs is not None and (not isinstance(self.crs, str) or _EPSG.fullmatch(self.crs) is None):
+            raise ItemError(f"a CRS is 'EPSG:' and a code, got {self.crs!r}")
         coeffs = tuple(float(v) for v in self.transform)
         if len(coeffs) != 6 or not all(math.isfinite(v) for v in coeffs):
             raise ItemError(f"a transform has six finite coefficients, got {self.transform!r}")

@@ -24,9 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
 from catalog.errors import ItemError
-from catalog.extension import RumiFields
+from catalog.extension import TIME_TYPES, RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, verify_header
+from catalog.json_shape import LIST, OBJECT, TEXT, json_kind, list_mismatch, mismatch
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_blob_fits
@@ -34,7 +35,7 @@ from rumi_core.time_coordinates import TimeCoordinates
 from rumi_core.times import INSTANT, INTERVAL, to_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
 __all__ = ["ItemParts", "single_item"]
 
@@ -45,14 +46,56 @@ def single_item(doc: dict[str, Any], where: str) -> dict[str, Any]:
     Raises:
         ItemError: the document is no item, or a collection of several.
     """
-    if doc.get("type") == "FeatureCollection":
+    if isinstance(doc, dict) and doc.get("type") == "FeatureCollection":
         features = doc.get("features") or []
+        problem = mismatch(features, LIST, "features")
+        if problem is not None:
+            raise ItemError(f"{where}: {problem}")
         if len(features) != 1:
             raise ItemError(f"{where} is a FeatureCollection of {len(features)} items; give one item")
         doc = features[0]
-    if doc.get("type") != "Feature":
-        raise ItemError(f"{where} is not a STAC item (type {doc.get('type')!r})")
+    if not isinstance(doc, dict) or doc.get("type") != "Feature":
+        kind = f"type {doc.get('type')!r}" if isinstance(doc, dict) else json_kind(doc)
+        raise ItemError(f"{where} is not a STAC item ({kind})")
     return doc
+
+
+def _problems(doc: dict[str, Any]) -> Iterator[str | None]:
+    """Each check of the shape of an item where a read uses it, in order, computed as it is asked for.
+
+    The first problem ends the checks, so each check may rely on those before it.
+    """
+    props, assets = doc.get("properties"), doc.get("assets")
+    yield mismatch(props, OBJECT, "properties")
+    yield mismatch(assets, OBJECT, "assets")
+    yield list_mismatch(doc.get("links"), OBJECT, "links")
+    for key, asset in (assets or {}).items():
+        yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
+        yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
+        yield list_mismatch(asset.get("bands"), OBJECT, f"assets.{key}.bands")
+    props = props or {}
+    yield list_mismatch(props.get("bands"), OBJECT, "properties.bands")
+    dims = props.get("cube:dimensions")
+    yield mismatch(dims, OBJECT, "properties.cube:dimensions")
+    for name in ("band", "time"):
+        dim = (dims or {}).get(name)
+        yield mismatch(dim, OBJECT, f"properties.cube:dimensions.{name}")
+        yield mismatch((dim or {}).get("values"), LIST, f"properties.cube:dimensions.{name}.values")
+    yield list_mismatch(((dims or {}).get("time") or {}).get("values"), TEXT, "properties.cube:dimensions.time.values")
+    time_type = props.get("rumi:time_type")
+    yield None if time_type is None or time_type in TIME_TYPES else f"rumi:time_type is {time_type!r}, not 'instant' or 'interval'"
+    yield mismatch(props.get("proj:code"), TEXT, "properties.proj:code")
+
+
+def _check_shape(doc: dict[str, Any]) -> None:
+    """Fail on the first problem :func:`_problems` finds, naming the item and the field.
+
+    Raises:
+        ItemError: a field a read uses is not of the JSON type STAC gives it.
+    """
+    problem = next((p for p in _problems(doc) if p), None)
+    if problem is not None:
+        raise ItemError(f"item {doc.get('id')!r}: {problem}")
 
 
 def _self_href(doc: dict[str, Any]) -> str | None:
@@ -142,6 +185,7 @@ class ItemParts:
             ChecksumError: the blob differs from the item's checksums.
             StorageError: the blob cannot be fetched.
         """
+        _check_shape(doc)
         data = _data_asset(doc)
         resolve = _resolver(doc, where)
         data_href: str = resolve(data["href"])

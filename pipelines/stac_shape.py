@@ -7,9 +7,14 @@ item and the field, not an ``AttributeError`` that fails the whole run.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["json_kind", "malformed"]
+from catalog.json_shape import NUMBER, OBJECT, TEXT, json_kind, list_mismatch, mismatch
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["malformed"]
 
 _BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
 """The lists of band objects an asset may hold."""
@@ -24,41 +29,19 @@ def malformed(item: Any) -> str | None:
     """
     if not isinstance(item, dict):
         return f"is {json_kind(item)}, not an object"
-    props = item.get("properties")
-    if props is not None and not isinstance(props, dict):
-        return f"properties is {json_kind(props)}, not an object"
-    for key, kind, wanted in (("datetime", str, "a text"), ("start_datetime", str, "a text"), ("eo:cloud_cover", (int, float), "a number")):
-        value = (props or {}).get(key)
-        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
-            return f"properties.{key} is {json_kind(value)}, not {wanted}"
-    assets = item.get("assets")
-    if assets is not None and not isinstance(assets, dict):
-        return f"assets is {json_kind(assets)}, not an object"
+    return next((problem for problem in _problems(item) if problem), None)
+
+
+def _problems(item: dict[str, Any]) -> Iterator[str | None]:
+    """Each check of :func:`malformed`, in order, computed as it is asked for."""
+    props, assets = item.get("properties"), item.get("assets")
+    yield mismatch(props, OBJECT, "properties")
+    for key, wanted in (("datetime", TEXT), ("start_datetime", TEXT), ("eo:cloud_cover", NUMBER)):
+        yield mismatch((props or {}).get(key), wanted, f"properties.{key}")
+    yield mismatch(assets, OBJECT, "assets")
     for key, asset in (assets or {}).items():
-        if not isinstance(asset, dict):
-            return f"assets.{key} is {json_kind(asset)}, not an object"
-        if not isinstance(asset.get("href"), str):
-            return f"assets.{key}.href is {json_kind(asset.get('href'))}, not a text"
-        for field, entry_type, wanted in (("roles", str, "a text"), *((f, dict, "an object") for f in _BAND_LISTS)):
-            listed = asset.get(field)
-            if listed is None:
-                continue
-            if not isinstance(listed, list):
-                return f"assets.{key}.{field} is {json_kind(listed)}, not a list"
-            for j, entry in enumerate(listed):
-                if not isinstance(entry, entry_type):
-                    return f"assets.{key}.{field}[{j}] is {json_kind(entry)}, not {wanted}"
-    return None
-
-
-def json_kind(value: Any) -> str:
-    """What JSON calls ``value``'s type, with an article: ``"a list"``, ``"null"``."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a text"
-    return "a list" if isinstance(value, list) else "an object"
+        yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
+        yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
+        yield list_mismatch(asset.get("roles"), TEXT, f"assets.{key}.roles")
+        for field in _BAND_LISTS:
+            yield list_mismatch(asset.get(field), OBJECT, f"assets.{key}.{field}")

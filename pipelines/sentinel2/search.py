@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from catalog.json_shape import json_kind
 from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newest, parse_item
-from pipelines.stac_shape import json_kind, malformed
+from pipelines.stac_shape import malformed
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

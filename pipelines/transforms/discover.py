@@ -32,14 +32,15 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from catalog.bands import common_nodata
+from catalog.bands import NODATA_TEXTS, common_nodata
+from catalog.json_shape import json_kind
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
-from pipelines.stac_shape import json_kind, malformed
+from pipelines.stac_shape import malformed
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -179,10 +180,6 @@ def asset_radiometry(asset: Mapping[str, Any], href: str) -> tuple[Radiometry | 
     return tuple(stated) if any(stated) else None
 
 
-_NODATA_TEXTS: Final = frozenset({"nan", "inf", "-inf"})
-"""STAC's spellings of the non-finite no-data values, which JSON has no numbers for."""
-
-
 def asset_nodata(asset: Mapping[str, Any], href: str) -> float | None:
     """The no-data value a STAC asset states for every one of its bands; None where it states none, or not one for all.
 
@@ -204,10 +201,8 @@ def asset_nodata(asset: Mapping[str, Any], href: str) -> float | None:
         values = [band.get("nodata", default) if isinstance(band, dict) else default for band in listed]
     for value in values:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if value is not None and not number and not (isinstance(value, str) and value in _NODATA_TEXTS):
-            raise ValueError(
-                f"the asset {href} states nodata {value!r}; a no-data value is a number or one of {', '.join(sorted(_NODATA_TEXTS))}"
-            )
+        if value is not None and not number and not (isinstance(value, str) and value in NODATA_TEXTS):
+            raise ValueError(f"the asset {href} states nodata {value!r}; a no-data value is a number or one of {', '.join(NODATA_TEXTS)}")
     return common_nodata(values)
 
 

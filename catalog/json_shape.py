@@ -1,0 +1,60 @@
+"""JSON values checked against the shape a reader expects, with messages that name the field.
+
+STAC items and ItemCollections come from files users write and from APIs.
+A list where an object belongs, or a number for an href, must fail with the
+field that is wrong (``assets.data.href is a number, not a text``), not with
+an ``AttributeError`` deep in the code that reads it.
+
+>>> mismatch([1], OBJECT, "properties")
+'properties is a list, not an object'
+>>> list_mismatch(["data", 5], TEXT, "assets.red.roles")
+'assets.red.roles[1] is a number, not a text'
+>>> mismatch(None, TEXT, "datetime") is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+__all__ = ["LIST", "NUMBER", "OBJECT", "TEXT", "json_kind", "list_mismatch", "mismatch"]
+
+OBJECT: Final = "an object"
+LIST: Final = "a list"
+TEXT: Final = "a text"
+NUMBER: Final = "a number"
+
+
+def json_kind(value: Any) -> str:
+    """What JSON calls ``value``'s type, with an article: ``"a list"``, ``"null"``."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return NUMBER
+    if isinstance(value, str):
+        return TEXT
+    return LIST if isinstance(value, list) else OBJECT
+
+
+def mismatch(value: Any, expected: str, field: str, *, required: bool = False) -> str | None:
+    """``"{field} is {kind}, not {expected}"`` when ``value`` is not of JSON kind ``expected``; None when it is.
+
+    An absent value (None) passes, unless ``required``.
+    """
+    kind = json_kind(value)
+    if value is None and not required:
+        return None
+    return None if kind == expected else f"{field} is {'missing' if value is None else kind}, not {expected}"
+
+
+def list_mismatch(value: Any, entries: str, field: str) -> str | None:
+    """:func:`mismatch` of a list whose every entry is of JSON kind ``entries``, naming the first that is not (``field[j]``)."""
+    problem = mismatch(value, LIST, field)
+    if problem is not None or value is None:
+        return problem
+    for j, entry in enumerate(value):
+        if json_kind(entry) != entries:
+            return f"{field}[{j}] is {json_kind(entry)}, not {entries}"
+    return None

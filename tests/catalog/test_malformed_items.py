@@ -1,0 +1,84 @@
+"""Items that are not the shape STAC gives them: ``rumi read`` and ``rumi export`` fail with one line naming the field."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from catalog.items import create_item
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """A change that sets the field at the dotted ``path`` (list indices as digits) of an item to ``value``."""
+
+    def change(item: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = item
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node[key]
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+    return change
+
+
+CASES = [
+    ("properties", [1], "properties is a list, not an object"),
+    ("assets", [1], "assets is a list, not an object"),
+    ("links", 5, "links is a number, not a list"),
+    ("assets.data.href", 5, "assets.data.href is a number, not a text"),
+    ("assets.header", None, "assets.header is missing, not an object"),
+    ("assets.data.bands", "red", "assets.data.bands is a text, not a list"),
+    ("assets.data.bands.0", 5, r"assets.data.bands\[0\] is a number, not an object"),
+    ("assets.data.bands.0.scale", "big", "band 'B2': scale is a text, not a number"),
+    ("assets.data.bands.0.nodata", "zero", "band 'B2': nodata is 'zero', not a number or one of nan, inf, -inf"),
+    ("assets.data.bands.0.name", 7, "band 7: name is a number, not a text"),
+    ("properties.cube:dimensions", [1], "properties.cube:dimensions is a list, not an object"),
+    ("properties.cube:dimensions.time", 5, "properties.cube:dimensions.time is a number, not an object"),
+    ("properties.cube:dimensions.time.values", [5], r"properties.cube:dimensions.time.values\[0\] is a number, not a text"),
+    ("properties.rumi:time_type", "sometimes", "rumi:time_type is 'sometimes', not 'instant' or 'interval'"),
+    ("properties.rumi:tile_size", [0, -1], r"rumi:tile_size is \[tile_length, tile_width\], two integers 1..65535"),
+    ("properties.proj:code", "EPSG:abc", "a CRS is 'EPSG:' and a code, got 'EPSG:abc'"),
+    ("properties.rumi:vertical_crs", 5, "rumi:vertical_crs is a number, not a text"),
+    ("properties.rumi:vertical_crs", "EPSG:99999", "rumi:vertical_crs is EPSG:99999, which is not in the EPSG registry"),
+]
+
+
+@pytest.mark.parametrize("command", ["read", "export"])
+@pytest.mark.parametrize(("field", "value", "message"), CASES, ids=[f"{c[0]}={c[1]!r}" for c in CASES])
+def test_a_malformed_item_is_one_line_naming_its_field(
+    cube: Any, tmp_path: Path, command: str, field: str, value: Any, message: str
+) -> None:
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
+    doc = item.to_dict(include_self_link=False)
+    doc["properties"].pop("rumi:header")  # the blob comes from the header asset, whose shape is checked too
+    _set(field, value)(doc)
+    path = cube.path.parent / "item.json"
+    path.write_text(json.dumps(doc))
+    result = CliRunner().invoke(cli, [command, str(path), "--output", str(tmp_path / "out.tif")])
+    assert result.exit_code == 1, result.output
+    (line,) = result.output.strip().splitlines()
+    assert line.startswith(f"Error: {path}: ") and re.search(message, line), line
+    assert not (tmp_path / "out.tif").exists()
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [([1], "is not a STAC item"), ({"type": "FeatureCollection", "features": 5}, "features is a number, not a list")],
+)
+def test_a_document_that_is_no_item_is_one_line(tmp_path: Path, document: Any, message: str) -> None:
+    path = tmp_path / "item.json"
+    path.write_text(json.dumps(document))
+    result = CliRunner().invoke(cli, ["read", str(path), "--output", str(tmp_path / "out.tif")])
+    assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output, result.output
