@@ -37,7 +37,7 @@ from rumi_core.times import INSTANT, INTERVAL, to_seconds
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["ItemParts", "single_item"]
+__all__ = ["ItemParts", "item_problem", "single_item"]
 
 
 def single_item(doc: dict[str, Any], where: str) -> dict[str, Any]:
@@ -69,11 +69,16 @@ def _problems(doc: dict[str, Any]) -> Iterator[str | None]:
     yield mismatch(props, OBJECT, "properties")
     yield mismatch(assets, OBJECT, "assets")
     yield list_mismatch(doc.get("links"), OBJECT, "links")
+    for j, link in enumerate(doc.get("links") or ()):
+        yield mismatch(link.get("href"), TEXT, f"links[{j}].href", required=True)
     for key, asset in (assets or {}).items():
         yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
         yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
         yield list_mismatch(asset.get("bands"), OBJECT, f"assets.{key}.bands")
+    yield mismatch(doc.get("geometry"), OBJECT, "geometry")
     props = props or {}
+    for key in ("datetime", "start_datetime", "end_datetime"):
+        yield mismatch(props.get(key), TEXT, f"properties.{key}")
     yield list_mismatch(props.get("bands"), OBJECT, "properties.bands")
     dims = props.get("cube:dimensions")
     yield mismatch(dims, OBJECT, "properties.cube:dimensions")
@@ -87,15 +92,25 @@ def _problems(doc: dict[str, Any]) -> Iterator[str | None]:
     yield mismatch(props.get("proj:code"), TEXT, "properties.proj:code")
 
 
+def item_problem(doc: dict[str, Any]) -> str | None:
+    """The first field of an item that is not of the JSON type STAC gives it, where a read or a search uses it; None when all are.
+
+    >>> item_problem({"type": "Feature", "id": "x", "assets": {"data": {"href": 5}}})
+    "item 'x': assets.data.href is a number, not a text"
+    """
+    problem = next((p for p in _problems(doc) if p), None)
+    return None if problem is None else f"item {doc.get('id')!r}: {problem}"
+
+
 def _check_shape(doc: dict[str, Any]) -> None:
-    """Fail on the first problem :func:`_problems` finds, naming the item and the field.
+    """Fail on the first problem :func:`item_problem` finds.
 
     Raises:
         ItemError: a field a read uses is not of the JSON type STAC gives it.
     """
-    problem = next((p for p in _problems(doc) if p), None)
+    problem = item_problem(doc)
     if problem is not None:
-        raise ItemError(f"item {doc.get('id')!r}: {problem}")
+        raise ItemError(problem)
 
 
 def _self_href(doc: dict[str, Any]) -> str | None:

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from catalog.bands import Band
 from catalog.errors import SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
+from catalog.item_parts import item_problem
+from catalog.json_shape import OBJECT, json_kind, list_mismatch
 from catalog.selectors import TimeRange, check_bbox, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import InvalidInputError
@@ -150,7 +152,10 @@ def _in_time(item: dict[str, Any], time: TimeRange) -> bool:
     end = props.get("end_datetime") or props.get("datetime")
     if start is None or end is None:
         return False
-    return time.meets(parse_datetime(str(start)), parse_datetime(str(end)))
+    try:
+        return time.meets(parse_datetime(str(start)), parse_datetime(str(end)))
+    except SelectorError as err:
+        raise SearchError(f"item {item.get('id')!r}: {err}") from err
 
 
 def _in_bbox(item: dict[str, Any], bbox: Sequence[float]) -> bool:
@@ -163,7 +168,10 @@ def _in_bbox(item: dict[str, Any], bbox: Sequence[float]) -> bool:
 
 
 def _index_href(catalog_href: str, doc: dict[str, Any]) -> str:
-    for link in doc.get("links", []):
+    problem = list_mismatch(doc.get("links"), OBJECT, "links")
+    if problem is not None:
+        raise SearchError(f"{catalog_href}: {problem}")
+    for link in doc.get("links") or ():
         if link.get("rel") == "alternate" and str(link.get("href", "")).endswith(".parquet"):
             return join_href(catalog_href, link["href"])
     return join_href(catalog_href, INDEX_NAME)
@@ -178,13 +186,38 @@ def _walk_catalog(catalog_href: str, storage: Storage) -> Iterable[tuple[dict[st
         if href in seen:
             continue
         seen.add(href)
-        doc = json.loads(storage.read(href))
+        doc = _read_stac(href, storage)
         if doc.get("type") == "Feature":
+            problem = item_problem(doc)
+            if problem is not None:
+                raise SearchError(f"{href}: {problem}")
             yield doc, href
             continue
-        for link in doc.get("links", []):
+        problem = list_mismatch(doc.get("links"), OBJECT, "links")
+        if problem is not None:
+            raise SearchError(f"{href}: {problem}")
+        for j, link in enumerate(doc.get("links") or ()):
             if link.get("rel") in ("child", "item"):
-                stack.append(join_href(href, link["href"]))
+                target = link.get("href")
+                if not isinstance(target, str):
+                    raise SearchError(f"{href}: links[{j}].href is {json_kind(target)}, not a text")
+                stack.append(join_href(href, target))
+
+
+def _read_stac(href: str, storage: Storage) -> dict[str, Any]:
+    """The JSON object at ``href``, a catalogue, collection or item.
+
+    Raises:
+        SearchError: it is not JSON, or not an object.
+        StorageError: it cannot be read.
+    """
+    try:
+        doc = json.loads(storage.read(href))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise SearchError(f"{href} is not STAC JSON: {err}") from err
+    if not isinstance(doc, dict):
+        raise SearchError(f"{href} is {json_kind(doc)}, not a STAC object")
+    return doc
 
 
 def _is_api(href: str) -> bool:
@@ -241,10 +274,7 @@ def search(
     if href.split("?", 1)[0].endswith(".parquet"):
         index_href: str | None = href
     else:
-        try:
-            doc = json.loads(storage.read(href))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise SearchError(f"{href} is not a STAC catalogue: {err}") from err
+        doc = _read_stac(href, storage)
         index_href = _index_href(href, doc)
         if href_kind(index_href) == "local" and not os.path.isfile(index_href):
             index_href = None

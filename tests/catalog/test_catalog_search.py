@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -152,10 +153,31 @@ def test_search_command_json_and_table(catalogue: Path) -> None:
 
 def test_search_errors(catalogue: Path, tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("not json")
-    with pytest.raises(SearchError, match="not a STAC catalogue"):
+    with pytest.raises(SearchError, match=r"x\.json is not STAC JSON"):
         search(tmp_path / "x.json")
     result = CliRunner().invoke(cli, ["search", str(catalogue), "--bbox", "1,2,3"])
     assert result.exit_code == 2 and "four numbers" in result.output
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.__setitem__("properties", [1]), "item 's2_jun': properties is a list, not an object"),
+        (lambda d: d["properties"].__setitem__("start_datetime", "yesterday"), "item 's2_jun': 'yesterday' is not an ISO 8601"),
+        (lambda d: d["assets"]["data"].__setitem__("bands", [5]), r"item 's2_jun': assets.data.bands\[0\] is a number, not an object"),
+        (lambda d: d.__setitem__("links", [{"rel": "root", "href": 5}]), r"item 's2_jun': links\[0\].href is a number, not a text"),
+        (lambda d: d.clear(), "is not STAC JSON"),
+    ],
+)
+def test_a_malformed_item_in_a_walked_catalogue_is_one_line_naming_it(catalogue: Path, change: Any, message: str) -> None:
+    (catalogue / INDEX_NAME).unlink()
+    (path,) = catalogue.rglob("s2_jun.json")
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc) if doc else "{not json")
+    result = CliRunner().invoke(cli, ["search", str(catalogue), "--datetime", "2021-01-01/.."])
+    assert result.exit_code == 1 and result.output.startswith("Error: ") and len(result.output.splitlines()) == 1, result.output
+    assert re.search(message, result.output) and (str(path) in result.output or "s2_jun" in result.output), result.output
 
 
 def test_build_catalog_refuses_duplicates(cube: Any, tmp_path: Path) -> None:
