@@ -26,7 +26,6 @@ concurrently.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +37,7 @@ from catalog.errors import ChangedFileError, ItemError, SelectorError
 from catalog.grid import Grid, file_grid
 from catalog.item_parts import ItemParts, single_item
 from catalog.items import time_values
+from catalog.json_shape import json_object
 from catalog.selectors import (
     TimeRange,
     band_positions,
@@ -182,11 +182,9 @@ class Cube:
         if is_rumi_href(href):
             return cls._from_file(href, storage, header)
         try:
-            doc = json.loads(storage.read(href))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ItemError(f"{href} is neither a rumi file nor STAC item JSON: {err}") from err
-        if not isinstance(doc, dict):
-            raise ItemError(f"{href} is not a STAC item")
+            doc = json_object(storage.read(href))
+        except ValueError as err:
+            raise ItemError(f"{href} is neither a rumi file nor a STAC item: it {err}") from err
         return cls._from_item(single_item(doc, href), href, storage, header)
 
     @classmethod

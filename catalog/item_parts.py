@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["ItemParts", "item_problem", "single_item"]
 
 
-def single_item(doc: dict[str, Any], where: str) -> dict[str, Any]:
+def single_item(doc: Any, where: str) -> dict[str, Any]:
     """The one item of a JSON document: an item, or a FeatureCollection of exactly one.
 
     Raises:

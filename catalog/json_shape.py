@@ -15,9 +15,10 @@ True
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
-__all__ = ["LIST", "NUMBER", "OBJECT", "TEXT", "json_kind", "list_mismatch", "mismatch"]
+__all__ = ["LIST", "NUMBER", "OBJECT", "TEXT", "json_kind", "json_object", "list_mismatch", "mismatch"]
 
 OBJECT: Final = "an object"
 LIST: Final = "a list"
@@ -58,3 +59,20 @@ def list_mismatch(value: Any, entries: str, field: str) -> str | None:
         if json_kind(entry) != entries:
             return f"{field}[{j}] is {json_kind(entry)}, not {entries}"
     return None
+
+
+def json_object(data: bytes) -> dict[str, Any]:
+    """The JSON object ``data`` holds, a STAC catalogue, collection or item.
+
+    Raises:
+        ValueError: ``data`` is not UTF-8 JSON (``"is not JSON: ..."``), or
+            holds another value than an object (``"is a list, not an object"``).
+    """
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"is not JSON: {err}") from err
+    problem = mismatch(doc, OBJECT, "it", required=True)
+    if problem is not None:
+        raise ValueError(problem.removeprefix("it "))
+    return doc  # type: ignore[no-any-return]

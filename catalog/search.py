@@ -21,7 +21,6 @@ common name or description, case-insensitively; a hit has every band asked.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -30,7 +29,7 @@ from catalog.bands import Band
 from catalog.errors import SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
 from catalog.item_parts import item_problem
-from catalog.json_shape import OBJECT, json_kind, list_mismatch
+from catalog.json_shape import OBJECT, json_kind, json_object, list_mismatch
 from catalog.selectors import TimeRange, check_bbox, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import InvalidInputError
@@ -212,12 +211,9 @@ def _read_stac(href: str, storage: Storage) -> dict[str, Any]:
         StorageError: it cannot be read.
     """
     try:
-        doc = json.loads(storage.read(href))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise SearchError(f"{href} is not STAC JSON: {err}") from err
-    if not isinstance(doc, dict):
-        raise SearchError(f"{href} is {json_kind(doc)}, not a STAC object")
-    return doc
+        return json_object(storage.read(href))
+    except ValueError as err:
+        raise SearchError(f"{href} {err}") from err
 
 
 def _is_api(href: str) -> bool:

@@ -75,7 +75,10 @@ def test_a_malformed_item_is_one_line_naming_its_field(
 
 @pytest.mark.parametrize(
     ("document", "message"),
-    [([1], "is not a STAC item"), ({"type": "FeatureCollection", "features": 5}, "features is a number, not a list")],
+    [
+        ([1], "is neither a rumi file nor a STAC item: it is a list, not an object"),
+        ({"type": "FeatureCollection", "features": 5}, "features is a number, not a list"),
+    ],
 )
 def test_a_document_that_is_no_item_is_one_line(tmp_path: Path, document: Any, message: str) -> None:
     path = tmp_path / "item.json"
