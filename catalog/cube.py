@@ -34,10 +34,11 @@ import numpy as np
 
 from catalog.bands import Band, common_nodata, stac_data_type
 from catalog.errors import ChangedFileError, ItemError, SelectorError
-from catalog.grid import Grid, file_grid
+from catalog.extension import VERTICAL_CRS
+from catalog.grid import EPSG_CODE, Grid, file_grid
 from catalog.item_parts import ItemParts, single_item
 from catalog.items import time_values
-from catalog.json_shape import json_object
+from catalog.json_shape import TEXT, json_object, mismatch
 from catalog.selectors import (
     TimeRange,
     band_positions,
@@ -276,6 +277,40 @@ class Cube:
             self._grid = file_grid(Georeferencing.from_bytes(data), self.layout)
         grid: Grid | None = self._grid
         return grid
+
+    @property
+    def crs(self) -> str | None:
+        """The CRS of the values: the grid's, compound with the vertical CRS the item names, as the source's was; None ungeoreferenced.
+
+        A rumi file holds a 2D CRS only; its item's ``rumi:vertical_crs``
+        (:data:`~catalog.extension.VERTICAL_CRS`) keeps what its heights are
+        above. An EPSG vertical CRS joins the grid's again
+        (``"EPSG:32633+5773"``), a 3D geographic one takes its place
+        (``"EPSG:4979"``); any other is left out, as GeoTIFF keys hold EPSG
+        codes. GeoTIFFs and xarray datasets of the cube carry this CRS.
+
+        Raises:
+            ItemError: ``rumi:vertical_crs`` is not a text, or an EPSG code the registry does not hold.
+        """
+        grid = self.grid
+        if grid is None:
+            return None
+        vertical = (self.item or {}).get("properties", {}).get(VERTICAL_CRS)
+        problem = mismatch(vertical, TEXT, VERTICAL_CRS)
+        if problem is not None:
+            raise ItemError(problem)
+        if vertical is None or EPSG_CODE.fullmatch(vertical) is None:
+            return grid.crs
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        try:
+            kind = CRS.from_user_input(vertical).type_name
+        except CRSError as err:
+            raise ItemError(f"{VERTICAL_CRS} is {vertical}, which is not in the EPSG registry") from err
+        if kind == "Vertical CRS":
+            return f"{grid.crs}+{vertical.removeprefix('EPSG:')}"
+        return vertical if kind == "Geographic 3D CRS" else grid.crs
 
     # -- reading -------------------------------------------------------------------------
 

@@ -20,9 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.bands import common_nodata
-from catalog.errors import CatalogError, ItemError
-from catalog.extension import VERTICAL_CRS
-from catalog.json_shape import TEXT, mismatch
+from catalog.errors import CatalogError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -32,7 +30,7 @@ if TYPE_CHECKING:
 
     from catalog.cube import Cube
 
-__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "export_targets", "geotiff_crs", "write_geotiff"]
+__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "export_targets", "write_geotiff"]
 
 GEOTIFF_DTYPES = frozenset(
     {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64", "complex64", "complex128"}
@@ -193,7 +191,7 @@ def export_geotiffs(
             write_geotiff(
                 path,
                 result.as_cube()[0],
-                crs=geotiff_crs(cube),
+                crs=cube.crs,
                 transform=grid.area_affine if grid is not None else None,
                 descriptions=descriptions,
                 nodata=nodata,
@@ -210,35 +208,6 @@ def export_geotiffs(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return [os.fspath(t) for t in targets]
-
-
-def geotiff_crs(cube: Cube) -> str | None:
-    """The CRS of GeoTIFFs of ``cube``: the cube's, compound with the vertical CRS its item names, as its source's was.
-
-    A rumi file holds a 2D CRS only; its item's ``rumi:vertical_crs``
-    (:data:`~catalog.extension.VERTICAL_CRS`) keeps what its heights are
-    above. An EPSG vertical CRS joins it again (``EPSG:32633+5773``), a 3D
-    geographic one takes its place (``EPSG:4979``); any other is left out,
-    as GeoTIFF keys hold EPSG codes.
-    """
-    if cube.grid is None:
-        return None
-    vertical = (cube.item or {}).get("properties", {}).get(VERTICAL_CRS)
-    problem = mismatch(vertical, TEXT, VERTICAL_CRS)
-    if problem is not None:
-        raise ItemError(problem)
-    if vertical is None or re.fullmatch(r"EPSG:\d+", vertical) is None:
-        return cube.grid.crs
-    from pyproj import CRS
-    from pyproj.exceptions import CRSError
-
-    try:
-        kind = CRS.from_user_input(vertical).type_name
-    except CRSError as err:
-        raise ItemError(f"{VERTICAL_CRS} is {vertical}, which is not in the EPSG registry") from err
-    if kind == "Vertical CRS":
-        return f"{cube.grid.crs}+{vertical[5:]}"
-    return vertical if kind == "Geographic 3D CRS" else cube.grid.crs
 
 
 def _time_values(cube: Cube) -> list[str]:

@@ -40,12 +40,13 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["Grid", "file_grid"]
+__all__ = ["EPSG_CODE", "Grid", "file_grid"]
 
 _WGS84 = "EPSG:4326"
 
 
-_EPSG: Final = re.compile(r"EPSG:[0-9]+")
+EPSG_CODE: Final = re.compile(r"EPSG:[0-9]+")
+"""How a CRS is written: ``EPSG:`` and a code."""
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class Grid:
     """True when the transform locates pixel centres (GTRasterTypeGeoKey 2)."""
 
     def __post_init__(self) -> None:
-        if self.crs is not None and (not isinstance(self.crs, str) or _EPSG.fullmatch(self.crs) is None):
+        if self.crs is not None and (not isinstance(self.crs, str) or EPSG_CODE.fullmatch(self.crs) is None):
             raise ItemError(f"a CRS is 'EPSG:' and a code, got {self.crs!r}")
         coeffs = tuple(float(v) for v in self.transform)
         if len(coeffs) != 6 or not all(math.isfinite(v) for v in coeffs):

@@ -140,7 +140,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64))
     # GDAL's GeoTransform always locates pixel corners, also for PixelIsPoint rasters.
     area = tuple(grid.area_affine)[:6] if grid is not None else None
-    coords["spatial_ref"] = spatial_ref(grid.crs if grid is not None else None, area)
+    coords["spatial_ref"] = spatial_ref(cube.crs, area)
     per_frame = lay.unit.holds == "tile"
     preferred = {
         "time": 1 if per_frame else lay.time_count,

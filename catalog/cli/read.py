@@ -23,7 +23,7 @@ from catalog.cli.options import parse_bbox
 from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
-from catalog.geotiff import geotiff_crs, write_geotiff
+from catalog.geotiff import write_geotiff
 from catalog.selectors import parse_band_selector, parse_time_selector
 from catalog.storage import Storage
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
@@ -157,7 +157,7 @@ def read_command(
                 write_geotiff(
                     output,
                     stack.reshape(t * b, h, w),
-                    crs=geotiff_crs(cube) if result.crs is not None else None,
+                    crs=cube.crs if result.crs is not None else None,
                     transform=result.transform,
                     descriptions=descriptions,
                     band_tags=band_tags,

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import rasterio
+import xarray as xr
 from click.testing import CliRunner
 
 import rumi_core
@@ -265,9 +266,12 @@ def test_heights_above_different_vertical_crss_make_separate_cubes_that_name_the
         exported = tmp_path / vertical.replace(":", "") / "dem.tif"
         exported.parent.mkdir()
         assert CliRunner().invoke(cli, ["export", str(item_path), "--output", str(exported)]).exit_code == 0
+        compound = rasterio.crs.CRS.from_user_input(f"EPSG:32633+{vertical[5:]}")
         for path in sorted(exported.parent.glob("*.tif")):  # the compound CRS again, as the source had it
             with rasterio.open(path) as ds:
-                assert ds.crs == rasterio.crs.CRS.from_user_input(f"EPSG:32633+{vertical[5:]}")
+                assert ds.crs == compound
+        with xr.open_dataset(item_path, engine="rumi") as dataset:
+            assert rasterio.crs.CRS.from_wkt(dataset["spatial_ref"].attrs["crs_wkt"]) == compound
 
 
 def test_an_item_collections_nodata_reaches_the_catalogue(tmp_path: Path) -> None:
