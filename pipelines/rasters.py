@@ -86,8 +86,9 @@ __all__ = [
 GEOTIFF_SUFFIXES: Final = (".tif", ".tiff")
 """File suffixes of GeoTIFF (case-insensitive)."""
 
-RASTER_SUFFIXES: Final = (*GEOTIFF_SUFFIXES, ".jp2")
-"""File suffixes a directory input is searched for (case-insensitive): GeoTIFF, and the JPEG 2000 of Sentinel-2 SAFE products."""
+RASTER_SUFFIXES: Final = (*GEOTIFF_SUFFIXES, ".jp2", ".hgt")
+"""File suffixes a directory input is searched for (case-insensitive): GeoTIFF, the JPEG 2000 of Sentinel-2 SAFE
+products, and the SRTM height tiles that SRTM and NASADEM ship (``N46E007.hgt``, mostly zipped)."""
 
 GDAL_SIDECAR_SUFFIXES: Final = (".aux.xml", ".ovr", ".msk")
 """Files GDAL writes beside a raster (its statistics and metadata, overviews, mask; case-insensitive): never scenes of their own.
@@ -113,7 +114,7 @@ _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
 
 def suffix_list(suffixes: tuple[str, ...]) -> str:
-    """File suffixes for a message: ``.tif, .tiff or .jp2``."""
+    """File suffixes for a message: ``.tif, .tiff, .jp2 or .hgt``."""
     return f"{', '.join(suffixes[:-1])} or {suffixes[-1]}"
 
 

@@ -130,6 +130,27 @@ def test_extracted_paths_are_beside_the_archive_or_in_its_namesake() -> None:
     assert extracted_paths("/d/L_B4.TIF") == ()
 
 
+def test_a_zipped_srtm_height_tile_converts(tmp_path: Path) -> None:
+    """NASADEM and SRTM ship each 1° tile as a zipped ``.hgt`` that GDAL's SRTMHGT driver reads: int16 heights at pixel centres."""
+    import rasterio
+
+    heights = np.random.default_rng(6).integers(-50, 3000, (1, 1201, 1201), dtype=np.int16)
+    heights[0, :10, :10] = -32768
+    tile = tmp_path / "N46E007.hgt"
+    where = rasterio.Affine(1 / 1200, 0, 7 - 0.5 / 1200, 0, -1 / 1200, 47 + 0.5 / 1200)
+    with rasterio.open(tile, "w", driver="SRTMHGT", width=1201, height=1201, count=1, dtype="int16", crs="EPSG:4326", transform=where) as f:
+        f.write(heights)
+    (tmp_path / "dem").mkdir()
+    with zipfile.ZipFile(tmp_path / "dem" / "NASADEM_HGT_n46e007.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        z.write(tile, tile.name)
+    out = tmp_path / "out"
+    run([str(tmp_path / "dem")], ConvertOptions(out=str(out), time="2000-02-11"))
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert (entry["crs"], entry["pixel_is_point"], entry["nodata"], entry["dtype"]) == ("EPSG:4326", True, -32768.0, "int16")
+    assert entry["transform"][2:] == pytest.approx([7 - 0.5 / 1200, 0.0, -1 / 1200, 47 + 0.5 / 1200])  # the first pixel's corner
+    assert np.array_equal(rumi_core.read(str(out / entry["file"])), heights)
+
+
 def test_members_are_the_rasters_in_name_order(tmp_path: Path) -> None:
     archive = tmp_path / "x.zip"
     with zipfile.ZipFile(archive, "w") as z:
@@ -183,4 +204,4 @@ def test_a_directory_of_archives_is_searched_into(tmp_path: Path) -> None:
     refs = [r for r in found if isinstance(r, SceneRef)]
     assert len(refs) == 5 and all(r.href.startswith(f"/vsizip/{{{archive}}}/") for r in refs)
     (letter,) = [r for r in found if isinstance(r, DeadLetter)]
-    assert letter.reason == "no-match" and letter.message == "the archive holds no .tif, .tiff or .jp2 file"
+    assert letter.reason == "no-match" and letter.message == "the archive holds no .tif, .tiff, .jp2 or .hgt file"
