@@ -38,8 +38,8 @@ __all__ = [
 ARCHIVE_SUFFIXES: Final = (".zip", ".tar", ".tar.gz", ".tgz")
 """Suffixes of the archives taken as inputs (case-insensitive); a compressed tar is refused with what to do."""
 
-_MEMBER: Final = re.compile(r"^/vsi(?:zip|tar)/\{(?P<archive>[^{}]+)\}/(?P<member>[^{}]+)$")
-"""A scene href made by :func:`raster_members`."""
+_MEMBER: Final = re.compile(r"^/vsi(?:zip|tar)/\{(?P<archive>.+?\.(?:zip|tar))\}/(?P<member>.+)$", re.IGNORECASE)
+"""A scene href made by :func:`raster_members`: the archive ends at its suffix, so its path may hold braces as GDAL's does."""
 
 
 class ArchiveError(ValueError):

@@ -15,7 +15,10 @@ and counts it.
 from __future__ import annotations
 
 import math
+import posixpath
+import re
 from dataclasses import dataclass, replace
+from typing import Final
 
 import apache_beam as beam
 import numpy as np
@@ -30,6 +33,7 @@ from pipelines import landsat
 from pipelines.crs import closest_epsg, horizontal_crs
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
+from pipelines.planning.hrefs import href_path
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, has_internal_mask, mask_location, raster_error_text
@@ -204,6 +208,10 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
     raise SceneError(f"the STAC asset states nodata {stated:g}, the file {nodata:g}", href=href, reason="bad-metadata")
 
 
+_SRTM_TILE: Final = re.compile(r"[NS]\d{2}[EW]\d{3}(\.SRTMGL\d)?\.hgt", re.IGNORECASE)
+"""The names GDAL's SRTMHGT driver reads: the tile's south-west corner (``N46E007.hgt``)."""
+
+
 def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | None = None) -> Scene:
     """Read the metadata of one scene.
 
@@ -292,7 +300,11 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
             height, width = ds.height, ds.width
     except RasterioError as err:
-        raise SceneError(f"cannot read the raster: {raster_error_text(err)}", href=href, reason="unreadable") from err
+        hint = ""
+        if href_path(href).lower().endswith(".hgt") and not _SRTM_TILE.fullmatch(posixpath.basename(href_path(href))):
+            hint = "; GDAL reads an SRTM height tile by its name, such as N46E007.hgt: give it back that name"
+        text = raster_error_text(err)
+        raise SceneError(f"cannot read the raster: {text.rstrip('.') if hint else text}{hint}", href=href, reason="unreadable") from err
     try:
         seconds = resolve_time(href=href, stac=ref.time, tags=tags, pattern=time_pattern, fallback=time)
     except ValueError as err:

@@ -16,6 +16,7 @@ import rumi_core
 from pipelines.archives import ArchiveError, extracted_paths, member_size, raster_members, read_member
 from pipelines.cli import check_inputs
 from pipelines.convert import run
+from pipelines.errors import SceneError
 from pipelines.options import ConvertOptions
 from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RASTER_SUFFIXES, file_size
@@ -24,6 +25,7 @@ from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.discover import discover
+from pipelines.transforms.read_metadata import read_scene
 
 T = (30.0, 0.0, 300000.0, 0.0, -30.0, 5800020.0)
 
@@ -140,15 +142,21 @@ def test_a_zipped_srtm_height_tile_converts(tmp_path: Path) -> None:
     where = rasterio.Affine(1 / 1200, 0, 7 - 0.5 / 1200, 0, -1 / 1200, 47 + 0.5 / 1200)
     with rasterio.open(tile, "w", driver="SRTMHGT", width=1201, height=1201, count=1, dtype="int16", crs="EPSG:4326", transform=where) as f:
         f.write(heights)
-    (tmp_path / "dem").mkdir()
-    with zipfile.ZipFile(tmp_path / "dem" / "NASADEM_HGT_n46e007.zip", "w", zipfile.ZIP_DEFLATED) as z:
+    folder = tmp_path / "dem {v1}"  # braces, as in GDAL's /vsizip/{archive}/member
+    folder.mkdir()
+    with zipfile.ZipFile(folder / "NASADEM_HGT_n46e007.zip", "w", zipfile.ZIP_DEFLATED) as z:
         z.write(tile, tile.name)
+        stored = z.getinfo(tile.name).compress_size
     out = tmp_path / "out"
-    run([str(tmp_path / "dem")], ConvertOptions(out=str(out), time="2000-02-11"))
+    run([str(folder)], ConvertOptions(out=str(out), time="2000-02-11"))
     (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert entry["input_bytes"] == stored
     assert (entry["crs"], entry["pixel_is_point"], entry["nodata"], entry["dtype"]) == ("EPSG:4326", True, -32768.0, "int16")
     assert entry["transform"][2:] == pytest.approx([7 - 0.5 / 1200, 0.0, -1 / 1200, 47 + 0.5 / 1200])  # the first pixel's corner
     assert np.array_equal(rumi_core.read(str(out / entry["file"])), heights)
+    renamed = tile.rename(tmp_path / "N46E007 copy.hgt")
+    with pytest.raises(SceneError, match=r"supported file format; GDAL reads an SRTM height tile by its name, such as N46E007\.hgt"):
+        read_scene(SceneRef(str(renamed), time="2000-02-11"))
 
 
 def test_members_are_the_rasters_in_name_order(tmp_path: Path) -> None:
