@@ -31,7 +31,7 @@ from catalog.json_shape import NUMBER, TEXT, json_kind, mismatch
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["COMMON_NAMES", "NODATA_TEXTS", "Band", "band_from_text", "common_nodata", "stac_data_type", "stac_nodata"]
+__all__ = ["COMMON_NAMES", "NODATA_TEXTS", "Band", "band_from_text", "common_nodata", "nodata_mismatch", "stac_data_type", "stac_nodata"]
 
 COMMON_NAMES = (
     "pan", "coastal", "blue", "green", "green05", "yellow", "red", "rededge", "rededge071", "rededge075",
@@ -192,14 +192,11 @@ class Band:
         if not isinstance(data, dict) or "name" not in data:
             keys = f"keys {sorted(data)}" if isinstance(data, dict) else json_kind(data)
             raise ItemError(f"a STAC band object needs a name, got {keys}")
-        problem = mismatch(data["name"], TEXT, "name", required=True) or next(
-            (p for key, kind in _BAND_FIELD_KINDS if (p := mismatch(data.get(key), kind, key))), None
+        problem = (
+            mismatch(data["name"], TEXT, "name", required=True)
+            or next((p for key, kind in _BAND_FIELD_KINDS if (p := mismatch(data.get(key), kind, key))), None)
+            or nodata_mismatch(data.get("nodata"), "nodata")
         )
-        nodata = data.get("nodata")
-        if problem is None and isinstance(nodata, str) and nodata not in NODATA_TEXTS:
-            problem = f"nodata is {nodata!r}, not a number or one of {', '.join(NODATA_TEXTS)}"
-        if problem is None and nodata is not None and not isinstance(nodata, str):
-            problem = mismatch(nodata, NUMBER, "nodata")
         if problem is not None:
             raise ItemError(f"band {data['name']!r}: {problem}")
         return cls(
@@ -223,6 +220,17 @@ _BAND_FIELD_KINDS: Final = (
 
 NODATA_TEXTS: Final = ("nan", "inf", "-inf")
 """STAC's spellings of the non-finite no-data values."""
+
+
+def nodata_mismatch(value: Any, field: str) -> str | None:
+    """What is wrong with ``value`` as STAC's no-data value, naming ``field``; None for a number, ``"nan"``, ``"inf"``, ``"-inf"`` or None.
+
+    >>> nodata_mismatch("zero", "nodata")
+    "nodata is 'zero', not a number or one of nan, inf, -inf"
+    """
+    if value is None or json_kind(value) == NUMBER or (isinstance(value, str) and value in NODATA_TEXTS):
+        return None
+    return f"{field} is {value!r}, not a number or one of {', '.join(NODATA_TEXTS)}"
 
 
 def band_from_text(text: str, *, data_type: str | None = None, nodata: float | str | None = None) -> Band:

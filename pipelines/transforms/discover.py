@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from catalog.bands import NODATA_TEXTS, common_nodata
+from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import Radiometry, SceneRef
@@ -199,10 +199,9 @@ def asset_nodata(asset: Mapping[str, Any], href: str) -> float | None:
         bands, default = asset.get("bands"), asset.get("nodata")
         listed = bands if isinstance(bands, list) and bands else [{}]
         values = [band.get("nodata", default) if isinstance(band, dict) else default for band in listed]
-    for value in values:
-        number = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if value is not None and not number and not (isinstance(value, str) and value in NODATA_TEXTS):
-            raise ValueError(f"the asset {href} states nodata {value!r}; a no-data value is a number or one of {', '.join(NODATA_TEXTS)}")
+    problem = next((p for value in values if (p := nodata_mismatch(value, "its nodata"))), None)
+    if problem is not None:
+        raise ValueError(f"the asset {href}: {problem}")
     return common_nodata(values)
 
 
@@ -250,7 +249,8 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
                 document = _catalog_items(text)
             listed = stac_scene_refs(document, text, s2)
-        except (OSError, ValueError) as err:
+        # KeyError, TypeError: a field the Sentinel-2 route reads, of a type it does not expect
+        except (OSError, ValueError, KeyError, TypeError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
         if not listed:
             return [DeadLetter(text, "no-match", "the STAC document has no GeoTIFF asset", STAGE)]
