@@ -156,7 +156,8 @@ def stac_api_input(
     run, new = increment(selection.items, held, bands=options.bands, resolution=options.resolution, period=options.cube_period)
     echo(
         f"search: {len(documents)} items, {len(selection.items)} Sentinel-2 L2A acquisitions kept "
-        f"({len(selection.reprocessed)} older processings and {len(selection.other)} other items left out), {len(new)} new"
+        f"({len(selection.reprocessed)} older processings, {len(selection.other)} other items and "
+        f"{len(selection.unreadable)} unreadable ones left out), {len(new)} new"
     )
     if not new:
         latest = max((max(t) for t in held.times.values() if t), default=None)

@@ -72,8 +72,8 @@ def tile_of(props: Mapping[str, Any]) -> str | None:
     if isinstance(tile, str) and tile:
         return tile.upper().removeprefix("T")
     zone, band, square = props.get("mgrs:utm_zone"), props.get("mgrs:latitude_band"), props.get("mgrs:grid_square")
-    if zone is not None and band and square:
-        return f"{int(zone):02d}{band}{square}".upper()
+    if isinstance(zone, int) and not isinstance(zone, bool) and isinstance(band, str) and band and isinstance(square, str) and square:
+        return f"{zone:02d}{band}{square}".upper()
     return None
 
 

@@ -48,6 +48,8 @@ class SelectedItems:
     """Older processings of a kept datatake."""
     other: list[str] = field(default_factory=list)
     """Ids of items that are not Sentinel-2 L2A, or not the shape of a STAC item (:func:`~pipelines.stac_shape.malformed`)."""
+    unreadable: list[str] = field(default_factory=list)
+    """What is wrong with each Sentinel-2 L2A item that cannot be read (no datetime), naming it."""
 
 
 def search_items(
@@ -78,10 +80,14 @@ def select_items(
     """Keep the Sentinel-2 L2A items of ``(item, base)`` pairs; see the module docstring."""
     found: list[S2Item] = []
     other: list[str] = []
+    unreadable: list[str] = []
     for item, base in documents:
         if malformed(item) is None and is_s2_l2a(item):
-            found.append(parse_item(item, base))
+            try:
+                found.append(parse_item(item, base))
+            except ValueError as err:
+                unreadable.append(str(err))
         else:
             other.append(str(item.get("id")) if isinstance(item, dict) else json_kind(item))
     kept, dropped = keep_newest(filter_items(found, tiles=tiles, max_cloud=max_cloud))
-    return SelectedItems(kept, dropped, sorted(other))
+    return SelectedItems(kept, dropped, sorted(other), sorted(unreadable))

@@ -110,6 +110,7 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     s2 = s2 or S2Request()
     sentinel2 = [item for _, item in items if is_s2_l2a(item)]
     selection = select_items(((item, base) for item in sentinel2), tiles=s2.tiles, max_cloud=s2.max_cloud)
+    found += [DeadLetter(base, "bad-stac", problem, STAGE) for problem in selection.unreadable]
     found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution)
     for name, item in items:
         if is_s2_l2a(item):
@@ -249,7 +250,6 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
                 document = _catalog_items(text)
             listed = stac_scene_refs(document, text, s2)
-        # KeyError, TypeError: a field the Sentinel-2 route reads, of a type it does not expect
         except (OSError, ValueError, KeyError, TypeError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
         if not listed:

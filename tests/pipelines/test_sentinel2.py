@@ -139,9 +139,28 @@ def test_the_stac_api_answers_pystac_client_with_bbox_datetime_cloud_filter_and_
         assert search_items(query_only.url, collection="sentinel-2-l2a", bbox=None, datetime=None, max_cloud=30) == clear
     selection = select_items(((i, None) for i in every), tiles=("33UUU",), max_cloud=30)
     assert [i.datetime[:10] for i in selection.items] == ["2023-06-05", "2023-06-08", "2023-06-18", "2023-07-05"]
-    junk = [[1], {**every[0], "id": "odd", "properties": [1]}, {**every[0], "id": "text-asset", "assets": {"red": "r.tif"}}]
+    undated = {**every[0], "id": "undated", "properties": {k: v for k, v in every[0]["properties"].items() if k != "datetime"}}
+    junk = [[1], {**every[0], "id": "odd", "properties": [1]}, {**every[0], "id": "text-asset", "assets": {"red": "r.tif"}}, undated]
     with_junk = select_items(((i, None) for i in [*junk, *every]), tiles=("33UUU",), max_cloud=30)  # a broken API answer
     assert with_junk.items == selection.items and with_junk.other == sorted(["a list", "odd", "text-asset", *selection.other])
+    assert with_junk.unreadable == ["STAC item 'undated' has no datetime"]
+
+
+def test_an_unreadable_sentinel_2_item_is_a_dead_letter_and_the_others_are_found(
+    archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    from pipelines.sentinel2.search import S2Request
+    from pipelines.transforms.discover import discover
+
+    items = archive[1]
+    undated = {**items[0], "id": "undated", "properties": {k: v for k, v in items[0]["properties"].items() if k != "datetime"}}
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": [undated, *items]}))
+    found = discover(str(path), S2Request(bands="red"))
+    letters = [f for f in found if isinstance(f, DeadLetter)]
+    assert [(d.href, d.reason, d.message) for d in letters] == [(str(path), "bad-stac", "STAC item 'undated' has no datetime")]
+    (tmp_path / "good.json").write_text(json.dumps({"type": "FeatureCollection", "features": items}))
+    assert [f for f in found if not isinstance(f, DeadLetter)] == discover(str(tmp_path / "good.json"), S2Request(bands="red"))
 
 
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
