@@ -7,6 +7,10 @@ manifest line, with its ``extra`` lifted, is the item's extra metadata: bands,
 codec, lossy bound) and writes the tree and its ``items.parquet`` index with
 :func:`catalog.build_catalog`.
 
+A catalogue may be shared by runs with their own outputs (``--catalog``):
+a run rewrites the items of the files under its ``--out`` and keeps the
+earlier items of files elsewhere that still exist (:func:`write_catalog`).
+
 The catalogue is built in a temporary sibling of its directory and then
 swapped in, so a reader sees the old catalogue or the new one, never half of
 one, and a failed build leaves the old one in place. Siblings that a killed
@@ -32,19 +36,19 @@ byte-identical to a clean run.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 import shutil
 import tempfile
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store
+from pipelines.errors import PipelineError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 
@@ -68,10 +72,15 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     No entries write nothing (an earlier catalogue stays). Items are built in
     cube-id order. A local ``root`` is built in a temporary directory beside
     it that then replaces it; a ``gs://`` root is built locally and uploaded
-    root last (see the module docstring). With ``carry_over``, the items of
-    the catalogue already at ``root`` that this run did not produce (and whose
-    data files still exist) are kept, with their thumbnails: an incremental
-    run rewrites only what it converted.
+    root last (see the module docstring).
+
+    A run owns the files under its ``out``, not the catalogue: the items of
+    the catalogue already at ``root`` whose data files lie elsewhere (other
+    runs sharing ``--catalog``) and still exist are kept, with their
+    thumbnails, so a second run into a shared catalogue adds to it. With
+    ``carry_over`` (incremental runs) the earlier items under ``out`` that
+    this run did not produce are kept too: it rewrites only what it
+    converted. Without it they go, so a re-run into ``out`` ends as a clean one.
     """
     if not entries:
         return 0
@@ -92,8 +101,12 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     os.makedirs(os.path.join(staging, "thumbnails"))
     try:
         items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url)
-        kept = _carried_over(root, {e.cube_id for e in entries}, os.path.join(staging, "thumbnails")) if carry_over else []
-        items += kept
+        items += _carried_over(
+            os.path.join(root, "catalog.json"),
+            {e.cube_id for e in entries},
+            os.path.join(staging, "thumbnails"),
+            Earlier(_read_local, os.path.isfile, lambda url: url, lambda data: carry_over or not _under(out, data)),
+        )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
     finally:
@@ -155,51 +168,110 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
         staging = local(root + "/catalog.json")[: -len("/catalog.json")]
         os.makedirs(os.path.join(staging, "thumbnails"))
         items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
-        if carry_over:
-            items += _carried_over_bucket(root, {e.cube_id for e in entries}, os.path.join(staging, "thumbnails"), href)
+        store = output_store()
+        items += _carried_over(
+            f"{root}/catalog.json",
+            {e.cube_id for e in entries},
+            os.path.join(staging, "thumbnails"),
+            Earlier(store.read, lambda url: store.stat(url) is not None, href, lambda data: carry_over or not _under(out, data)),
+        )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _upload_tree(staging, root)
     return len(items)
 
 
-def _carried_over_bucket(root: str, produced: set[str], thumbnails: str, href: Callable[[str], str]) -> list[pystac.Item]:
-    """The items of the catalogue at a ``gs://`` root not in ``produced`` and whose data objects exist.
+class Earlier(NamedTuple):
+    """How :func:`_carried_over` reaches an earlier catalogue, local or in a bucket."""
 
-    Their asset hrefs are mapped with ``href`` (as new items' are) and their
-    thumbnails downloaded to ``thumbnails``, so the rebuilt catalogue holds them as a clean build would.
+    read: Callable[[str], bytes | None]
+    """The bytes at a location, or None where there are none."""
+    exists: Callable[[str], bool]
+    """Whether a data file is there."""
+    href: Callable[[str], str]
+    """A kept asset's href in the new catalogue, from its absolute location (as new items' are mapped)."""
+    keep: Callable[[str], bool]
+    """Whether an item not produced by this run stays, from its data file's location."""
+
+
+def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earlier) -> list[pystac.Item]:
+    """The items of the catalogue whose root is ``root`` to keep: not in ``produced``, their data there, ``earlier.keep``.
+
+    Their asset hrefs are mapped with ``earlier.href`` and their thumbnails
+    copied to ``thumbnails``, so the rebuilt catalogue holds them as a clean
+    build would.
+
+    Raises:
+        PipelineError: a document of the earlier catalogue is not STAC's
+            shape (:func:`catalog.item_parts.item_problem`). Dropping it would
+            lose its entry; the earlier catalogue stays as it is.
     """
     import pystac
 
+    from catalog.item_parts import item_problem
+    from catalog.json_shape import OBJECT, json_object, list_mismatch
     from catalog.storage import join_href
 
-    store = output_store()
     kept = []
-    stack = [f"{root}/catalog.json"]
+    stack, seen = [root], set()
     while stack:
         url = stack.pop()
-        raw = store.read(url)
+        raw = None if url in seen else earlier.read(url)
+        seen.add(url)
         if raw is None:
             continue
-        doc = json.loads(raw)
+        try:
+            doc = json_object(raw)
+        except ValueError as err:
+            raise _unreadable(url, str(err)) from err
+        problem = item_problem(doc) if doc.get("type") == "Feature" else list_mismatch(doc.get("links"), OBJECT, "links")
+        if problem is not None:
+            raise _unreadable(url, f"is malformed: {problem}")
+        links = doc.get("links") or []
         if doc.get("type") != "Feature":
-            stack += [join_href(url, ln["href"]) for ln in doc.get("links", []) if ln.get("rel") in ("child", "item")]
+            stack += [join_href(url, ln["href"]) for ln in links if ln.get("rel") in ("child", "item") and isinstance(ln.get("href"), str)]
             continue
         assets = doc.get("assets") or {}
         data = assets.get("data")
-        if doc["id"] in produced or data is None or store.stat(join_href(url, data["href"])) is None:
+        where = None if data is None else join_href(url, data["href"])
+        if doc.get("id") in produced or where is None or not earlier.exists(where) or not earlier.keep(where):
             continue
         thumb = assets.pop("thumbnail", None)
         for asset in assets.values():
-            asset["href"] = href(join_href(url, asset["href"]))
-        png = None if thumb is None else store.read(join_href(url, thumb["href"]))
+            asset["href"] = earlier.href(join_href(url, asset["href"]))
+        png = None if thumb is None else earlier.read(join_href(url, thumb["href"]))
         if png is not None and thumb is not None:
             path = os.path.join(thumbnails, f"{doc['id']}.png")
             with open(path, "wb") as f:
                 f.write(png)
             assets["thumbnail"] = {**thumb, "href": path}
-        item = pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
-        kept.append(item)
+        kept.append(pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False))
+    inc(WriteCatalog, "earlier_kept", len(kept))
     return kept
+
+
+def _unreadable(url: str, what: str) -> PipelineError:
+    """The error of a document of the catalogue a run adds to that cannot be read: ``what`` is wrong with it."""
+    return PipelineError(
+        f"{url}, in the catalogue this run adds to, {what}; repair or remove it and convert again "
+        "(the converted cubes are kept, and skipped)"
+    )
+
+
+def _read_local(path: str) -> bytes | None:
+    """The bytes of the local file ``path``, or None where there is none."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def _under(out: str, location: str) -> bool:
+    """Whether ``location`` (a path or ``gs://`` URL) lies under the output ``out``."""
+    if is_gs(out) or is_gs(location):
+        return location.startswith(out.rstrip("/") + "/")
+    base = os.path.abspath(out)
+    return os.path.commonpath([base, os.path.abspath(location)]) == base
 
 
 def _upload_rank(name: str) -> int:
@@ -249,31 +321,6 @@ def _remove_stale(parent: str, name: str) -> None:
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
-def _carried_over(root: str, produced: set[str], thumbnails: str) -> list[pystac.Item]:
-    """The items of the catalogue at ``root`` not in ``produced``, hrefs absolute, thumbnails copied to ``thumbnails``."""
-    import pystac
-
-    found = os.path.join(root, "catalog.json")
-    if not os.path.isfile(found):
-        return []
-    kept = []
-    for item in pystac.Catalog.from_file(found).get_items(recursive=True):
-        item.make_asset_hrefs_absolute()
-        data = item.assets.get("data")
-        if item.id in produced or data is None or not os.path.isfile(data.href):
-            continue
-        thumb = item.assets.get("thumbnail")
-        if thumb is not None and os.path.isfile(thumb.href):
-            copy = os.path.join(thumbnails, f"{item.id}.png")
-            shutil.copyfile(thumb.href, copy)
-            thumb.href = copy
-        elif thumb is not None:
-            del item.assets["thumbnail"]
-        item.clear_links()
-        kept.append(item)
-    return kept
-
-
 def _swap(new: str, root: str, old: str) -> None:
     """Put directory ``new`` at ``root``; an existing ``root`` is moved aside first, then removed."""
     moved = False
@@ -304,7 +351,7 @@ class WriteCatalog(DataclassPTransform[PCollection["ManifestEntry"], PCollection
     root: str
     """The catalogue directory (``--catalog``, by default ``OUT/stac``)."""
     carry_over: bool = False
-    """Keep the items of an earlier catalogue that this run did not produce (incremental runs)."""
+    """Keep also the earlier items under ``out`` that this run did not produce (incremental runs; see :func:`write_catalog`)."""
 
     def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
         """Collect, build, swap in."""
@@ -319,5 +366,5 @@ def catalog_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[Ma
 
 
 def incremental_catalog_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[int]]:
-    """:class:`WriteCatalog` that keeps the earlier items this run did not produce."""
+    """:class:`WriteCatalog` that keeps every earlier item this run did not produce."""
     return WriteCatalog(options.out, options.catalog_dir, carry_over=True)

@@ -203,6 +203,24 @@ def test_publish_writes_the_root_last_and_a_failed_publish_converges(
     assert {n: hashlib.sha256(v).hexdigest() for n, v in _objects(BUCKET, "order/run1/stac-a").items()} == clean
 
 
+def test_runs_into_one_bucket_catalogue_add_to_it(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """Two runs with their own ``--out`` and one ``--catalog gs://…``: the catalogue equals a clean one of both runs' cubes."""
+    runs = [f"gs://{BUCKET}/shared/run{i}" for i in (1, 2)]
+    first, _ = write_series(str(tmp_path / "a"), dates=DATES, size=(40, 48), seed=12)
+    second, _ = write_series(str(tmp_path / "b"), dates=DATES, size=(40, 48), seed=13, origin=(700000.0, 5300040.0))
+    entries = [
+        run(sorted(files), ConvertOptions(out=out, tile_size=32, write_catalog=False)).entries
+        for files, out in zip((first, second), runs, strict=True)
+    ]
+    root = f"gs://{BUCKET}/shared/stac"
+    write_catalog(entries[0], out=runs[0], root=root)
+    write_catalog(entries[1], out=runs[1], root=root)
+    hits = search(root)
+    assert sorted(h.id for h in hits) == sorted(e.cube_id for es in entries for e in es)
+    assert {h.data_href.rsplit("/", 2)[1] for h in hits if h.data_href} == {"run1", "run2"}
+    assert len([n for n in _objects(BUCKET, "shared/stac") if n.startswith("thumbnails/")]) == 2
+
+
 def test_incremental_publish_keeps_earlier_items_in_a_bucket(emulator: GCSEmulator, tmp_path: Path) -> None:
     """``carry_over`` (``--stac-api`` runs) keeps the items of the bucket catalogue that a run did not produce,
     with their thumbnails: the result equals a clean catalogue of both runs' cubes."""

@@ -159,6 +159,51 @@ def test_catalogue_elsewhere(scenes: tuple[Path, np.ndarray[Any, Any]], tmp_path
     assert np.array_equal(got.as_cube(), scenes[1][2:3, 1:2, 10:60, 5:70])
 
 
+def test_runs_into_one_shared_catalogue_add_to_it(tmp_path: Path) -> None:
+    """``--out run1 --catalog stac``, then ``--out run2 --catalog stac``: the catalogue lists both runs' cubes.
+
+    A run owns the files under its ``--out``: a re-run keeps the catalogue as it was, and a cube
+    of its own ``--out`` that it no longer produces leaves the catalogue, as in a clean run.
+    """
+    import catalog
+
+    first, _ = write_series(str(tmp_path / "a"), dates=DATES, size=(40, 48), seed=10)
+    second, _ = write_series(str(tmp_path / "b"), dates=DATES, size=(40, 48), seed=11, origin=(700000.0, 5300040.0))
+    stac = tmp_path / "stac"
+    run(sorted(first), ConvertOptions(out=str(tmp_path / "run1"), tile_size=32, catalog=str(stac)))
+    run(sorted(second), ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))
+    ids = sorted(h.id for h in catalog.search(stac))
+    assert ids == sorted([_only_entry(tmp_path / "run1")["cube_id"], _only_entry(tmp_path / "run2")["cube_id"]])
+    before = {p.relative_to(stac): p.read_bytes() for p in sorted(stac.rglob("*")) if p.is_file()}
+    run(sorted(second), ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))
+    assert {p.relative_to(stac): p.read_bytes() for p in sorted(stac.rglob("*")) if p.is_file()} == before
+    with catalog.Cube.open(next(h.item_href for h in catalog.search(stac) if h.id == ids[0])) as cube:  # the kept item still reads
+        assert cube.read(bands=[0], times=[0]).data.shape == (1, 1, 40, 48)
+    run(sorted(first)[:4], ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))  # run2 now holds another cube
+    assert len(catalog.search(stac)) == 2 and _only_entry(tmp_path / "run1")["cube_id"] in {h.id for h in catalog.search(stac)}
+
+
+def test_a_broken_item_of_the_catalogue_added_to_fails_the_run_and_keeps_that_catalogue(tmp_path: Path) -> None:
+    first, _ = write_series(str(tmp_path / "a"), dates=DATES, size=(40, 48), seed=10)
+    second, _ = write_series(str(tmp_path / "b"), dates=DATES, size=(40, 48), seed=11, origin=(700000.0, 5300040.0))
+    stac = tmp_path / "stac"
+    run(sorted(first), ConvertOptions(out=str(tmp_path / "run1"), tile_size=32, catalog=str(stac)))
+    (item,) = stac.rglob(f"{_only_entry(tmp_path / 'run1')['cube_id']}.json")
+    item.write_text('{"type": "Feature", "id": "x", "assets": {"data": {"href": 5}}}')
+    before = {p: p.read_bytes() for p in stac.rglob("*") if p.is_file()}
+    result = CliRunner().invoke(
+        cli, ["convert", *sorted(second), "--out", str(tmp_path / "run2"), "--catalog", str(stac), "--tile-size", "32"]
+    )
+    assert result.exit_code == 1, result.output
+    assert f"{item}, in the catalogue this run adds to, is malformed: item 'x': assets.data.href is a number" in result.output
+    assert {p: p.read_bytes() for p in stac.rglob("*") if p.is_file()} == before and list((tmp_path / "run2").glob("*.rumi"))
+    item.unlink()  # removed: the next run adds its cube to what is left
+    run(sorted(second), ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))
+    import catalog
+
+    assert [h.id for h in catalog.search(stac)] == [_only_entry(tmp_path / "run2")["cube_id"]]
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
