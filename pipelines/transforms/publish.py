@@ -41,8 +41,9 @@ import re
 import shutil
 import tempfile
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
@@ -74,9 +75,10 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     it that then replaces it; a ``gs://`` root is built locally and uploaded
     root last (see the module docstring).
 
-    A run owns the files under its ``out``, not the catalogue: the items of
-    the catalogue already at ``root`` whose data files lie elsewhere (other
-    runs sharing ``--catalog``) and still exist are kept, with their
+    A run owns the files under its ``out``, and a catalogue there (the
+    default ``OUT/stac``), not a catalogue elsewhere: the items of the
+    catalogue already at such a ``root`` whose data files lie outside ``out``
+    (other runs sharing ``--catalog``) and still exist are kept, with their
     thumbnails, so a second run into a shared catalogue adds to it. With
     ``carry_over`` (incremental runs) the earlier items under ``out`` that
     this run did not produce are kept too: it rewrites only what it
@@ -101,12 +103,13 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     os.makedirs(os.path.join(staging, "thumbnails"))
     try:
         items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url)
-        items += _carried_over(
-            os.path.join(root, "catalog.json"),
-            {e.cube_id for e in entries},
-            os.path.join(staging, "thumbnails"),
-            Earlier(_read_local, os.path.isfile, lambda url: url, lambda data: carry_over or not _under(out, data)),
-        )
+        if carry_over or not _under(out, root):
+            items += _carried_over(
+                os.path.join(root, "catalog.json"),
+                {e.cube_id for e in entries},
+                os.path.join(staging, "thumbnails"),
+                Earlier(_read_local, os.path.isfile, lambda url: url, lambda data: carry_over or not _under(out, data)),
+            )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
     finally:
@@ -169,12 +172,13 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
         os.makedirs(os.path.join(staging, "thumbnails"))
         items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
         store = output_store()
-        items += _carried_over(
-            f"{root}/catalog.json",
-            {e.cube_id for e in entries},
-            os.path.join(staging, "thumbnails"),
-            Earlier(store.read, lambda url: store.stat(url) is not None, href, lambda data: carry_over or not _under(out, data)),
-        )
+        if carry_over or not _under(out, root):
+            items += _carried_over(
+                f"{root}/catalog.json",
+                {e.cube_id for e in entries},
+                os.path.join(staging, "thumbnails"),
+                Earlier(store.read, lambda url: store.stat(url) is not None, href, lambda data: carry_over or not _under(out, data)),
+            )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _upload_tree(staging, root)
     return len(items)
@@ -198,55 +202,70 @@ def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earli
 
     Their asset hrefs are mapped with ``earlier.href`` and their thumbnails
     copied to ``thumbnails``, so the rebuilt catalogue holds them as a clean
-    build would.
+    build would. Documents are read :data:`~pipelines.bucket.DELETE_THREADS`
+    at a time, as a bucket answers one small object per request.
 
     Raises:
         PipelineError: a document of the earlier catalogue is not STAC's
             shape (:func:`catalog.item_parts.item_problem`). Dropping it would
             lose its entry; the earlier catalogue stays as it is.
     """
-    import pystac
-
     from catalog.item_parts import item_problem
     from catalog.json_shape import OBJECT, json_object, list_mismatch
     from catalog.storage import join_href
 
-    kept = []
-    stack, seen = [root], set()
-    while stack:
-        url = stack.pop()
-        raw = None if url in seen else earlier.read(url)
-        seen.add(url)
-        if raw is None:
-            continue
-        try:
-            doc = json_object(raw)
-        except ValueError as err:
-            raise _unreadable(url, str(err)) from err
-        problem = item_problem(doc) if doc.get("type") == "Feature" else list_mismatch(doc.get("links"), OBJECT, "links")
-        if problem is not None:
-            raise _unreadable(url, f"is malformed: {problem}")
-        links = doc.get("links") or []
-        if doc.get("type") != "Feature":
-            stack += [join_href(url, ln["href"]) for ln in links if ln.get("rel") in ("child", "item") and isinstance(ln.get("href"), str)]
-            continue
-        assets = doc.get("assets") or {}
-        data = assets.get("data")
-        where = None if data is None else join_href(url, data["href"])
-        if doc.get("id") in produced or where is None or not earlier.exists(where) or not earlier.keep(where):
-            continue
-        thumb = assets.pop("thumbnail", None)
-        for asset in assets.values():
-            asset["href"] = earlier.href(join_href(url, asset["href"]))
-        png = None if thumb is None else earlier.read(join_href(url, thumb["href"]))
-        if png is not None and thumb is not None:
-            path = os.path.join(thumbnails, f"{doc['id']}.png")
-            with open(path, "wb") as f:
-                f.write(png)
-            assets["thumbnail"] = {**thumb, "href": path}
-        kept.append(pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False))
+    items: list[tuple[str, dict[str, Any]]] = []
+    level, seen = [root], {root}
+    with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
+        while level:
+            below: list[str] = []
+            for url, raw in zip(level, pool.map(earlier.read, level), strict=True):
+                if raw is None:
+                    continue
+                try:
+                    doc = json_object(raw)
+                except ValueError as err:
+                    raise _unreadable(url, str(err)) from err
+                problem = item_problem(doc) if doc.get("type") == "Feature" else list_mismatch(doc.get("links"), OBJECT, "links")
+                if problem is not None:
+                    raise _unreadable(url, f"is malformed: {problem}")
+                if doc.get("type") == "Feature":
+                    items.append((url, doc))
+                    continue
+                for link in doc.get("links") or ():
+                    href = link.get("href")
+                    target = join_href(url, href) if isinstance(href, str) else None
+                    if link.get("rel") in ("child", "item") and target is not None and target not in seen:
+                        seen.add(target)
+                        below.append(target)
+            level = below
+        wanted = sorted((url, doc) for url, doc in items if doc.get("id") not in produced)
+        kept = [item for item in pool.map(lambda pair: _kept(pair[0], pair[1], thumbnails, earlier), wanted) if item is not None]
     inc(WriteCatalog, "earlier_kept", len(kept))
     return kept
+
+
+def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier) -> pystac.Item | None:
+    """The earlier item ``doc`` (at ``url``) as the rebuilt catalogue holds it; None where its data is gone or not kept."""
+    import pystac
+
+    from catalog.storage import join_href
+
+    assets = doc.get("assets") or {}
+    data = assets.get("data")
+    where = None if data is None else join_href(url, data["href"])
+    if where is None or not earlier.keep(where) or not earlier.exists(where):
+        return None
+    thumb = assets.pop("thumbnail", None)
+    for asset in assets.values():
+        asset["href"] = earlier.href(join_href(url, asset["href"]))
+    png = None if thumb is None else earlier.read(join_href(url, thumb["href"]))
+    if png is not None and thumb is not None:
+        path = os.path.join(thumbnails, f"{doc['id']}.png")
+        with open(path, "wb") as f:
+            f.write(png)
+        assets["thumbnail"] = {**thumb, "href": path}
+    return pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
 
 
 def _unreadable(url: str, what: str) -> PipelineError:
