@@ -26,17 +26,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
-from catalog.errors import SearchError, SelectorError
+from catalog.errors import CatalogError, SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
-from catalog.item_parts import item_problem
-from catalog.json_shape import OBJECT, json_kind, json_object, list_mismatch
+from catalog.json_shape import OBJECT, json_object, list_mismatch
 from catalog.selectors import TimeRange, check_bbox, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
+from catalog.walk import walk_items
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import format_seconds, parse_time
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
 __all__ = ["SearchHit", "search"]
 
@@ -176,33 +176,6 @@ def _index_href(catalog_href: str, doc: dict[str, Any]) -> str:
     return join_href(catalog_href, INDEX_NAME)
 
 
-def _walk_catalog(catalog_href: str, storage: Storage) -> Iterable[tuple[dict[str, Any], str]]:
-    """Yield every item under a static catalogue with its href."""
-    stack = [catalog_href]
-    seen: set[str] = set()
-    while stack:
-        href = stack.pop()
-        if href in seen:
-            continue
-        seen.add(href)
-        doc = _read_stac(href, storage)
-        if doc.get("type") == "Feature":
-            problem = item_problem(doc)
-            if problem is not None:
-                raise SearchError(f"{href}: {problem}")
-            yield doc, href
-            continue
-        problem = list_mismatch(doc.get("links"), OBJECT, "links")
-        if problem is not None:
-            raise SearchError(f"{href}: {problem}")
-        for j, link in enumerate(doc.get("links") or ()):
-            if link.get("rel") in ("child", "item"):
-                target = link.get("href")
-                if not isinstance(target, str):
-                    raise SearchError(f"{href}: links[{j}].href is {json_kind(target)}, not a text")
-                stack.append(join_href(href, target))
-
-
 def _read_stac(href: str, storage: Storage) -> dict[str, Any]:
     """The JSON object at ``href``, a catalogue, collection or item.
 
@@ -279,9 +252,13 @@ def search(
         items = query_index(table, bbox=bbox, time=time)
         hits = [SearchHit.from_item(it, base=index_href) for it in items if _has_bands(it, wanted)]
     else:
+        try:
+            walked = walk_items(href, storage.read)
+        except CatalogError as err:
+            raise SearchError(str(err)) from err
         hits = [
             replace(SearchHit.from_item(it, base=where), item_href=where)
-            for it, where in _walk_catalog(href, storage)
+            for where, it in walked
             if (bbox is None or _in_bbox(it, bbox)) and (time is None or _in_time(it, time)) and _has_bands(it, wanted)
         ]
     return hits[:limit] if limit is not None else hits

@@ -222,19 +222,19 @@ def _read_json(href: str) -> Any:
 
 
 def _catalog_items(href: str) -> dict[str, Any]:
-    """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs."""
-    import pystac
+    """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs, sorted by id.
 
-    try:
-        root = pystac.read_file(href)
-    except (pystac.STACError, pystac.STACTypeError) as err:
-        raise ValueError(f"not a readable STAC catalogue: {err}") from err
-    if not isinstance(root, pystac.Catalog):
-        raise ValueError(f"{href} is a {type(root).__name__}, not a catalogue")
+    Raises:
+        ValueError: a document of the catalogue cannot be read or is malformed (:func:`catalog.walk.walk_items`).
+    """
+    from catalog.storage import Storage, join_href
+    from catalog.walk import walk_items
+
     features = []
-    for item in root.get_items(recursive=True):
-        item.make_asset_hrefs_absolute()
-        features.append(item.to_dict(include_self_link=False))
+    for where, item in walk_items(href, Storage().read):
+        for asset in (item.get("assets") or {}).values():
+            asset["href"] = join_href(where, asset["href"])
+        features.append({**item, "links": []})
     return {"type": "FeatureCollection", "features": sorted(features, key=lambda f: str(f.get("id")))}
 
 

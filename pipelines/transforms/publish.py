@@ -202,44 +202,25 @@ def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earli
 
     Their asset hrefs are mapped with ``earlier.href`` and their thumbnails
     copied to ``thumbnails``, so the rebuilt catalogue holds them as a clean
-    build would. Documents are read :data:`~pipelines.bucket.DELETE_THREADS`
-    at a time, as a bucket answers one small object per request.
+    build would.
 
     Raises:
-        PipelineError: a document of the earlier catalogue is not STAC's
-            shape (:func:`catalog.item_parts.item_problem`). Dropping it would
-            lose its entry; the earlier catalogue stays as it is.
+        PipelineError: a document of the earlier catalogue cannot be read
+            or is malformed (:func:`catalog.walk.walk_items`). Dropping it
+            would lose its entry; the earlier catalogue stays as it is.
     """
-    from catalog.item_parts import item_problem
-    from catalog.json_shape import OBJECT, json_object, list_mismatch
-    from catalog.storage import join_href
+    from catalog.errors import CatalogError
+    from catalog.walk import READ_THREADS, walk_items
 
-    items: list[tuple[str, dict[str, Any]]] = []
-    level, seen = [root], {root}
-    with ThreadPoolExecutor(max_workers=DELETE_THREADS) as pool:
-        while level:
-            below: list[str] = []
-            for url, raw in zip(level, pool.map(earlier.read, level), strict=True):
-                if raw is None:
-                    continue
-                try:
-                    doc = json_object(raw)
-                except ValueError as err:
-                    raise _unreadable(url, str(err)) from err
-                problem = item_problem(doc) if doc.get("type") == "Feature" else list_mismatch(doc.get("links"), OBJECT, "links")
-                if problem is not None:
-                    raise _unreadable(url, f"is malformed: {problem}")
-                if doc.get("type") == "Feature":
-                    items.append((url, doc))
-                    continue
-                for link in doc.get("links") or ():
-                    href = link.get("href")
-                    target = join_href(url, href) if isinstance(href, str) else None
-                    if link.get("rel") in ("child", "item") and target is not None and target not in seen:
-                        seen.add(target)
-                        below.append(target)
-            level = below
-        wanted = sorted((url, doc) for url, doc in items if doc.get("id") not in produced)
+    try:
+        items = walk_items(root, earlier.read)
+    except CatalogError as err:
+        raise PipelineError(
+            f"{err}; it is in the catalogue this run adds to: repair or remove it and convert again "
+            "(the converted cubes are kept, and skipped)"
+        ) from err
+    with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
+        wanted = [(url, doc) for url, doc in items if doc.get("id") not in produced]
         kept = [item for item in pool.map(lambda pair: _kept(pair[0], pair[1], thumbnails, earlier), wanted) if item is not None]
     inc(WriteCatalog, "earlier_kept", len(kept))
     return kept
@@ -266,14 +247,6 @@ def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier) -> p
             f.write(png)
         assets["thumbnail"] = {**thumb, "href": path}
     return pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
-
-
-def _unreadable(url: str, what: str) -> PipelineError:
-    """The error of a document of the catalogue a run adds to that cannot be read: ``what`` is wrong with it."""
-    return PipelineError(
-        f"{url}, in the catalogue this run adds to, {what}; repair or remove it and convert again "
-        "(the converted cubes are kept, and skipped)"
-    )
 
 
 def _read_local(path: str) -> bytes | None:

@@ -195,7 +195,9 @@ def test_a_broken_item_of_the_catalogue_added_to_fails_the_run_and_keeps_that_ca
         cli, ["convert", *sorted(second), "--out", str(tmp_path / "run2"), "--catalog", str(stac), "--tile-size", "32"]
     )
     assert result.exit_code == 1, result.output
-    assert f"{item}, in the catalogue this run adds to, is malformed: item 'x': assets.data.href is a number" in result.output
+    assert (
+        f"{item} is malformed: item 'x': assets.data.href is a number, not a text; it is in the catalogue this run adds to" in result.output
+    )
     assert {p: p.read_bytes() for p in stac.rglob("*") if p.is_file()} == before and list((tmp_path / "run2").glob("*.rumi"))
     item.unlink()  # removed: the next run adds its cube to what is left
     run(sorted(second), ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))

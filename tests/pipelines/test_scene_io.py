@@ -328,11 +328,28 @@ class TestDiscover:
         (letter,) = discover(str(path))
         assert isinstance(letter, DeadLetter) and letter.reason == "bad-stac" and message in letter.message
 
+    def test_a_static_catalogue_with_a_broken_document_is_a_dead_letter_naming_it(self, tmp_path: Path) -> None:
+        links = [{"rel": "item", "href": "items/a.json"}]
+        (tmp_path / "catalog.json").write_text(json.dumps({"type": "Catalog", "id": "c", "description": "d", "links": links}))
+        (tmp_path / "items").mkdir()
+        good = {"type": "Feature", "id": "a", "properties": {"datetime": "2023-01-05T10:30:21Z"}, "assets": {"red": {"href": "../r.tif"}}}
+        (tmp_path / "items" / "a.json").write_text(json.dumps(good))
+        assert discover(str(tmp_path / "catalog.json")) == [SceneRef(str(tmp_path / "r.tif"), "2023-01-05T10:30:21Z", "a", ("red",))]
+        (tmp_path / "items" / "b.json").write_text("[1]")
+        links.append({"rel": "child", "href": "items/b.json"})
+        (tmp_path / "catalog.json").write_text(json.dumps({"type": "Catalog", "id": "c", "description": "d", "links": links}))
+        (letter,) = discover(str(tmp_path / "catalog.json"))
+        assert isinstance(letter, DeadLetter) and letter.reason == "bad-stac"
+        assert f"{tmp_path / 'items' / 'b.json'} is a list, not an object" in letter.message
+
     def test_bad_stac(self, tmp_path: Path) -> None:
         path = tmp_path / "bad.json"
-        path.write_text('{"type": "Catalog"}')
+        path.write_text('{"type": "Catalog", "links": 5}')
         (found,) = discover(str(path))
-        assert isinstance(found, DeadLetter) and found.reason == "bad-stac"
+        assert isinstance(found, DeadLetter) and found.reason == "bad-stac" and "links is a number, not a list" in found.message
+        path.write_text('{"type": "Catalog", "id": "empty", "links": []}')
+        (found,) = discover(str(path))
+        assert isinstance(found, DeadLetter) and found.reason == "no-match"
         with pytest.raises(ValueError, match="expected a STAC ItemCollection"):
             stac_scene_refs({"type": "Catalog"}, "x.json")
 
