@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.bands import stac_nodata
 from catalog.errors import SearchError
+from catalog.item_parts import item_problem
+from catalog.json_shape import json_kind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -168,7 +170,14 @@ def query_index(
         raise SearchError(f"the index query failed: {err}") from err
     finally:
         con.close()
-    found = [_nodata_as(item, to_number=False) for item in stac_table_to_items(result)]
+    try:
+        found = [_nodata_as(item, to_number=False) for item in stac_table_to_items(result)]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:  # pyarrow's ArrowInvalid is a ValueError
+        raise SearchError(f"the index is not a stac-geoparquet table of items: {err}") from err
+    for item in found:
+        problem = item_problem(item) if isinstance(item.get("id"), str) else f"an item's id is {json_kind(item.get('id'))}, not a text"
+        if problem is not None:
+            raise SearchError(f"the index holds a malformed item: {problem}")
     if bbox is not None:
         box = shapely.box(*bbox)
         found = [it for it in found if it.get("geometry") is None or shapely.geometry.shape(it["geometry"]).intersects(box)]

@@ -180,6 +180,16 @@ def test_a_malformed_item_in_a_walked_catalogue_is_one_line_naming_it(catalogue:
     assert re.search(message, result.output) and (str(path) in result.output or "s2_jun" in result.output), result.output
 
 
+def test_an_index_of_other_columns_is_one_line(catalogue: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"foo": [1, 2]}), catalogue / INDEX_NAME)
+    result = CliRunner().invoke(cli, ["search", str(catalogue)])
+    assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+    assert "the index is not a stac-geoparquet table of items" in result.output
+
+
 def test_build_catalog_refuses_duplicates(cube: Any, tmp_path: Path) -> None:
     item = create_item(cube.path, cube.blob_path, thumbnail=False)
     with pytest.raises(CatalogError, match="two items are called 'cube'"):
