@@ -19,14 +19,13 @@ without an MTL keep what their files say.
 
 from __future__ import annotations
 
-import functools
 import json
 import posixpath
 import re
 from typing import TYPE_CHECKING, Any, Final
 
 from pipelines.planning.hrefs import href_path
-from pipelines.sidecars import MetadataError, SidecarError, read_sidecar
+from pipelines.sidecars import MetadataError, parsed_sidecar
 
 if TYPE_CHECKING:
     from pipelines.planning.scene import Radiometry
@@ -84,23 +83,6 @@ def mtl_groups(text: str) -> dict[str, dict[str, str]]:
     return groups
 
 
-@functools.lru_cache(maxsize=16)
-def _parsed_mtl(data: bytes) -> dict[str, dict[str, str]]:
-    """:func:`mtl_groups` of an MTL's bytes, parsed once however many of its product's bands ask.
-
-    :func:`~pipelines.sidecars.read_sidecar` hands every band the same bytes
-    object while the file is unchanged, whose hash Python keeps.
-
-    Raises:
-        MetadataError: as :func:`mtl_groups`, and for bytes that are not UTF-8.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise MetadataError(f"not UTF-8: {err}") from err
-    return mtl_groups(text)
-
-
 def _factor(parameters: dict[str, str], key: str, where: str) -> float:
     if key not in parameters:
         raise MetadataError(f"{where} has no {key}")
@@ -123,22 +105,14 @@ def file_radiometry(href: str) -> Radiometry | None:
     if found is None:
         return None
     folder = posixpath.dirname(path)
-    for suffix in ("_MTL.json", "_MTL.txt"):
-        mtl = posixpath.join(folder, found.group("id") + suffix)
-        try:
-            data = read_sidecar(mtl)
-            if data is None:
-                continue
-            groups = _parsed_mtl(data)
-        except SidecarError as err:
-            raise MetadataError(f"cannot read {mtl}: {err}") from err
-        except MetadataError as err:
-            raise MetadataError(f"{mtl}: {err}") from err
-        band, kind = found.group("band").lstrip("0"), found.group("kind").upper()
-        if kind == "SR":
-            keys, unit = (f"REFLECTANCE_MULT_BAND_{band}", f"REFLECTANCE_ADD_BAND_{band}"), None
-        else:
-            keys, unit = (f"TEMPERATURE_MULT_BAND_ST_B{band}", f"TEMPERATURE_ADD_BAND_ST_B{band}"), "K"
-        parameters, where = groups.get(_GROUPS[kind], {}), f"{mtl} {_GROUPS[kind]}"
-        return _factor(parameters, keys[0], where), _factor(parameters, keys[1], where), unit
-    return None
+    read = parsed_sidecar((posixpath.join(folder, found.group("id") + suffix) for suffix in ("_MTL.json", "_MTL.txt")), mtl_groups)
+    if read is None:
+        return None
+    mtl, groups = read
+    band, kind = found.group("band").lstrip("0"), found.group("kind").upper()
+    if kind == "SR":
+        keys, unit = (f"REFLECTANCE_MULT_BAND_{band}", f"REFLECTANCE_ADD_BAND_{band}"), None
+    else:
+        keys, unit = (f"TEMPERATURE_MULT_BAND_ST_B{band}", f"TEMPERATURE_ADD_BAND_ST_B{band}"), "K"
+    parameters, where = groups.get(_GROUPS[kind], {}), f"{mtl} {_GROUPS[kind]}"
+    return _factor(parameters, keys[0], where), _factor(parameters, keys[1], where), unit

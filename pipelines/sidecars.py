@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from catalog.errors import StorageError
 from catalog.http import read_url
 from pipelines.archives import ArchiveError, archive_of, read_member
 from pipelines.bucket import is_gs, output_store
 
-__all__ = ["MetadataError", "SidecarError", "read_sidecar"]
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+__all__ = ["MetadataError", "SidecarError", "parsed_sidecar", "read_sidecar"]
+
+T = TypeVar("T")
 
 MAX_SIDECAR_BYTES: Final = 16 << 20
 """Largest sidecar read; product metadata files are tens of KiB."""
@@ -117,3 +122,40 @@ def read_sidecar(path: str) -> bytes | None:
         raise
     except OSError as err:
         raise SidecarError(f"cannot read {path}: {err}") from err
+
+
+def parsed_sidecar(paths: Iterable[str], parse: Callable[[str], T]) -> tuple[str, T] | None:
+    """The first of ``paths`` there is, and ``parse`` of its UTF-8 text; None when none is there.
+
+    Every image or band of a product asks for the same metadata file, and
+    :func:`read_sidecar` hands each the same bytes object while the file is
+    unchanged, whose hash Python keeps: the text is parsed once per version
+    (a SAFE's 60 KiB ``MTD_MSIL2A.xml`` took about 1 ms an image). The
+    parsed value is shared; callers read it, never change it.
+
+    Raises:
+        MetadataError: a file is there but cannot be read, is not UTF-8, or
+            ``parse`` refuses it; the message names the file.
+    """
+    for path in paths:
+        try:
+            data = read_sidecar(path)
+        except SidecarError as err:
+            raise MetadataError(f"cannot read {path}: {err}") from err
+        if data is None:
+            continue
+        try:
+            return path, _parsed(parse, data)
+        except MetadataError as err:
+            raise MetadataError(f"{path}: {err}") from err
+    return None
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(parse: Callable[[str], T], data: bytes) -> T:
+    """``parse`` of the UTF-8 text ``data``, once per parser and bytes (:func:`parsed_sidecar`)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise MetadataError(f"not UTF-8: {err}") from err
+    return parse(text)

@@ -23,14 +23,13 @@ and the files' names.
 
 from __future__ import annotations
 
-import functools
 import re
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pipelines.planning.hrefs import href_path
 from pipelines.sentinel2.bands import BANDS, band_text
-from pipelines.sidecars import MetadataError, SidecarError, read_sidecar
+from pipelines.sidecars import MetadataError, parsed_sidecar
 
 if TYPE_CHECKING:
     from pipelines.planning.scene import Radiometry
@@ -95,40 +94,6 @@ def product_radiometry(text: str) -> dict[str, Radiometry]:
         if band in quantification:
             out[band] = (1 / quantification[band], 0.0, unit)
     return out
-
-
-@functools.lru_cache(maxsize=16)
-def _parsed_product(data: bytes) -> dict[str, Radiometry]:
-    """:func:`product_radiometry` of a metadata file's bytes, parsed once however many of its product's images ask.
-
-    :func:`~pipelines.sidecars.read_sidecar` hands every image the same bytes
-    object while the file is unchanged, whose hash Python keeps; parsing the
-    60 KiB document took about 1 ms an image.
-
-    Raises:
-        MetadataError: as :func:`product_radiometry`, and for bytes that are not UTF-8.
-    """
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise MetadataError(f"not UTF-8: {err}") from err
-    return product_radiometry(text)
-
-
-def _read_product(root: str) -> dict[str, Radiometry] | None:
-    """The radiometry of the SAFE folder ``root`` (a path or URL), or None when it holds no product metadata file."""
-    for name in _METADATA_NAMES:
-        path = f"{root}/{name}"
-        try:
-            data = read_sidecar(path)
-            if data is None:
-                continue
-            return _parsed_product(data)
-        except SidecarError as err:
-            raise MetadataError(f"cannot read {path}: {err}") from err
-        except MetadataError as err:
-            raise MetadataError(f"{path}: {err}") from err
-    return None
 
 
 _GRANULE_FILE: Final = re.compile(
@@ -216,5 +181,5 @@ def file_radiometry(href: str) -> Radiometry | None:
     found = _granule_file(href)
     if found is None or not found.in_images or found.band is None:
         return None
-    product = _read_product(found.root)
-    return None if product is None else product.get(found.band)
+    read = parsed_sidecar((f"{found.root}/{name}" for name in _METADATA_NAMES), product_radiometry)
+    return None if read is None else read[1].get(found.band)
