@@ -27,7 +27,7 @@ from catalog.errors import ItemError
 from catalog.extension import TIME_TYPES, RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, verify_header
-from catalog.json_shape import LIST, OBJECT, TEXT, json_kind, list_mismatch, mismatch
+from catalog.json_shape import LIST, OBJECT, TEXT, item_problems, json_kind, list_mismatch, mismatch
 from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_blob_fits
@@ -63,22 +63,17 @@ def single_item(doc: Any, where: str) -> dict[str, Any]:
 def _problems(doc: dict[str, Any]) -> Iterator[str | None]:
     """Each check of the shape of an item where a read uses it, in order, computed as it is asked for.
 
+    Those of every reader (:func:`catalog.json_shape.item_problems`), then
+    the links, geometry, bands, datacube and projection fields a read uses.
+
     The first problem ends the checks, so each check may rely on those before it.
     """
-    props, assets = doc.get("properties"), doc.get("assets")
-    yield mismatch(props, OBJECT, "properties")
-    yield mismatch(assets, OBJECT, "assets")
+    yield from item_problems(doc)
     yield list_mismatch(doc.get("links"), OBJECT, "links")
     for j, link in enumerate(doc.get("links") or ()):
         yield mismatch(link.get("href"), TEXT, f"links[{j}].href", required=True)
-    for key, asset in (assets or {}).items():
-        yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
-        yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
-        yield list_mismatch(asset.get("bands"), OBJECT, f"assets.{key}.bands")
     yield mismatch(doc.get("geometry"), OBJECT, "geometry")
-    props = props or {}
-    for key in ("datetime", "start_datetime", "end_datetime"):
-        yield mismatch(props.get(key), TEXT, f"properties.{key}")
+    props = doc.get("properties") or {}
     yield list_mismatch(props.get("bands"), OBJECT, "properties.bands")
     dims = props.get("cube:dimensions")
     yield mismatch(dims, OBJECT, "properties.cube:dimensions")

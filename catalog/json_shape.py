@@ -16,14 +16,20 @@ True
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-__all__ = ["LIST", "NUMBER", "OBJECT", "TEXT", "json_kind", "json_object", "list_mismatch", "mismatch"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["BAND_LISTS", "LIST", "NUMBER", "OBJECT", "TEXT", "item_problems", "json_kind", "json_object", "list_mismatch", "mismatch"]
 
 OBJECT: Final = "an object"
 LIST: Final = "a list"
 TEXT: Final = "a text"
 NUMBER: Final = "a number"
+
+BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
+"""The lists of band objects a STAC asset may hold (EO 1.x, STAC 1.1, raster 1.x)."""
 
 
 def json_kind(value: Any) -> str:
@@ -76,3 +82,24 @@ def json_object(data: bytes) -> dict[str, Any]:
     if problem is not None:
         raise ValueError(problem.removeprefix("it "))
     return doc  # type: ignore[no-any-return]
+
+
+def item_problems(item: dict[str, Any]) -> Iterator[str | None]:
+    """The checks every reader of a STAC item makes, in order, each computed as it is asked for; None where one passes.
+
+    Its ``properties`` and ``assets`` are objects; each asset is an object
+    with a text ``href``, its ``roles`` texts and its band lists objects;
+    its times are texts. Take the first problem: each check relies on
+    those before it.
+    """
+    props, assets = item.get("properties"), item.get("assets")
+    yield mismatch(props, OBJECT, "properties")
+    yield mismatch(assets, OBJECT, "assets")
+    for key, asset in (assets or {}).items():
+        yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
+        yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
+        yield list_mismatch(asset.get("roles"), TEXT, f"assets.{key}.roles")
+        for field in BAND_LISTS:
+            yield list_mismatch(asset.get(field), OBJECT, f"assets.{key}.{field}")
+    for key in ("datetime", "start_datetime", "end_datetime"):
+        yield mismatch((props or {}).get(key), TEXT, f"properties.{key}")

@@ -7,25 +7,21 @@ item and the field, not an ``AttributeError`` that fails the whole run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from catalog.json_shape import NUMBER, OBJECT, TEXT, json_kind, list_mismatch, mismatch
+from catalog.json_shape import NUMBER, item_problems, json_kind, mismatch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
 __all__ = ["malformed"]
 
-_BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
-"""The lists of band objects an asset may hold."""
-
 
 def malformed(item: Any) -> str | None:
     """What in ``item`` is not the shape of a STAC item where the pipeline reads it, naming the field; None when all is.
 
-    An item is an object; its ``properties`` and ``assets`` objects; each
-    asset an object with a text ``href``, its ``roles`` a list of texts and
-    its band lists lists of objects; a time a text, a cloud cover a number.
+    The checks of every reader (:func:`catalog.json_shape.item_problems`),
+    and a cloud cover that is a number.
     """
     if not isinstance(item, dict):
         return f"is {json_kind(item)}, not an object"
@@ -34,14 +30,5 @@ def malformed(item: Any) -> str | None:
 
 def _problems(item: dict[str, Any]) -> Iterator[str | None]:
     """Each check of :func:`malformed`, in order, computed as it is asked for."""
-    props, assets = item.get("properties"), item.get("assets")
-    yield mismatch(props, OBJECT, "properties")
-    for key, wanted in (("datetime", TEXT), ("start_datetime", TEXT), ("eo:cloud_cover", NUMBER)):
-        yield mismatch((props or {}).get(key), wanted, f"properties.{key}")
-    yield mismatch(assets, OBJECT, "assets")
-    for key, asset in (assets or {}).items():
-        yield mismatch(asset, OBJECT, f"assets.{key}", required=True)
-        yield mismatch(asset.get("href"), TEXT, f"assets.{key}.href", required=True)
-        yield list_mismatch(asset.get("roles"), TEXT, f"assets.{key}.roles")
-        for field in _BAND_LISTS:
-            yield list_mismatch(asset.get(field), OBJECT, f"assets.{key}.{field}")
+    yield from item_problems(item)
+    yield mismatch((item.get("properties") or {}).get("eo:cloud_cover"), NUMBER, "properties.eo:cloud_cover")
