@@ -173,7 +173,7 @@ def export_geotiffs(
             files cannot be written.
     """
     targets = export_targets(cube, output)
-    grid = cube.grid
+    grid, crs = cube.grid, cube.crs
     bands = cube.bands
     values = _time_values(cube)
     descriptions = [b.description or b.name for b in bands]
@@ -191,7 +191,7 @@ def export_geotiffs(
             write_geotiff(
                 path,
                 result.as_cube()[0],
-                crs=cube.crs,
+                crs=crs,
                 transform=grid.area_affine if grid is not None else None,
                 descriptions=descriptions,
                 nodata=nodata,
