@@ -26,6 +26,7 @@ __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
 REASONS: Final = {
     "no-match": "an input path or glob matches no file",
     "bad-stac": "a STAC ItemCollection cannot be read",
+    "bad-name": "the path is not UTF-8 text, which GDAL and STAC hrefs need",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
     "subdatasets": "the file is a container of subdatasets (NetCDF, HDF) with no bands of its own",
     "no-geotransform": "the file is located by ground control points, RPCs or nothing, not by a geotransform",

@@ -55,6 +55,7 @@ _STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
+_NOT_UTF8: Final = "the name is not UTF-8 text (GDAL opens paths and STAC names files as UTF-8); rename it"
 
 
 def _resolve(href: str, base: str) -> str:
@@ -288,7 +289,9 @@ def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:
     """A scene per path, and per raster member of a local archive (:mod:`pipelines.archives`)."""
     scenes: list[SceneRef | DeadLetter] = []
     for path in paths:
-        if not is_archive(path):
+        if (shown := _undecodable(path)) is not None:
+            scenes.append(DeadLetter(shown, "bad-name", _NOT_UTF8, STAGE))
+        elif not is_archive(path):
             scenes.append(SceneRef(path))
         elif is_url(path):
             scenes.append(DeadLetter(path, "unreadable", "archives are read from local paths only; copy it here or extract it", STAGE))
@@ -302,6 +305,19 @@ def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:
                 scenes.append(DeadLetter(path, "no-match", f"the archive holds no {suffix_list(RASTER_SUFFIXES)} file", STAGE))
             scenes.extend(SceneRef(member) for member in members)
     return scenes
+
+
+def _undecodable(path: str) -> str | None:
+    """The path with its undecodable bytes shown as ``\\xNN``, or None when it is UTF-8 text.
+
+    Python gives a name of non-UTF-8 bytes (a Latin-1 name from an old archive)
+    as lone surrogates (PEP 383), which no UTF-8 encoder, GDAL's included, accepts.
+    """
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return os.fsencode(path).decode("utf-8", "backslashreplace")
+    return None
 
 
 def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter]:

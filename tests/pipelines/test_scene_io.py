@@ -145,6 +145,17 @@ class TestDiscover:
         assert [r.href for r in discover(str(tmp_path / "**" / "*.tif"))] == [path]  # type: ignore[union-attr]
         assert [r.href for r in discover(str(scenes))] == [path]  # type: ignore[union-attr]
 
+    def test_a_name_that_is_not_utf8_is_a_dead_letter(self, tmp_path: Path) -> None:
+        """A Latin-1 name reaches Python as lone surrogates, which GDAL cannot be given: one dead letter, the other scenes found."""
+        good = write_geotiff(str(tmp_path / "x_B02.tif"), _data(), epsg=32632, transform=T)
+        os.link(good, os.fsencode(tmp_path) + b"/caf\xe9_B03.tif")
+        found = discover(str(tmp_path))
+        letters = [r for r in found if isinstance(r, DeadLetter)]
+        assert [r.href for r in found if isinstance(r, SceneRef)] == [good]
+        assert [(d.href, d.reason) for d in letters] == [(f"{tmp_path}/caf\\xe9_B03.tif", "bad-name")]
+        assert letters[0].href.encode("utf-8") and "rename it" in letters[0].message
+        assert discover(str(tmp_path / "*_B03.tif")) == letters
+
     def test_a_glob_leaves_out_gdal_sidecars(self, tmp_path: Path) -> None:
         """``x.tif.ovr`` and ``x.tif.msk`` open as TIFFs without georeferencing: taken for scenes, each would be a dead letter."""
         path = write_geotiff(str(tmp_path / "x_B02.tif"), _data(), epsg=32632, transform=T)
