@@ -8,9 +8,10 @@ cast, reinterpreted or widened to suit the consumer.
 NumPy exports its own types, but refuses the ML types rumi reads into
 :mod:`ml_dtypes` arrays (bfloat16 and the five float8s) and has no complex
 type with 16-bit parts. :class:`DLPackArray` wraps any array that
-:func:`rumi_core.read` returns and exports it itself, with ctypes-built
-``DLManagedTensorVersioned`` (DLPack 1.x) or legacy ``DLManagedTensor``
-capsules. The wrapped array is shared, never copied unless ``copy=True`` is
+:func:`rumi_core.read` returns and exports it with the specification's
+type: NumPy builds the ``DLManagedTensorVersioned`` (DLPack 1.x) or legacy
+``DLManagedTensor`` capsule (of same-width unsigned integers for the types it
+lacks), and rumi relabels its type. The wrapped array is shared, never copied unless ``copy=True`` is
 asked for or the array is not native-endian.
 
 :func:`rumi_core.read` keeps returning NumPy arrays; wrap one to hand it on:
@@ -48,7 +49,6 @@ KDL_CPU: Final = 1
 DLPACK_VERSION: Final = (1, 1)
 """The DLPack ABI version exported; float8 codes need 1.1."""
 
-_FLAG_READ_ONLY: Final = 1 << 0
 _FLAG_IS_COPIED: Final = 1 << 1
 
 _LEGACY_NAME: Final = b"dltensor"
@@ -107,12 +107,7 @@ class _DLManagedTensorVersioned(ctypes.Structure):
     )
 
 
-_CAPSULE_DESTRUCTOR = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
 _api = ctypes.pythonapi
-_capsule_new = _api.PyCapsule_New
-_capsule_new.restype = ctypes.py_object
-_capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, _CAPSULE_DESTRUCTOR)
 _capsule_is_valid = _api.PyCapsule_IsValid
 _capsule_is_valid.restype = ctypes.c_int
 _capsule_is_valid.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
@@ -123,60 +118,21 @@ _capsule_set_name = _api.PyCapsule_SetName
 _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
 
-# --------------------------------------------------------------------------- #
-# Keeping exported memory alive
-# --------------------------------------------------------------------------- #
 
-_LIVE: dict[int, tuple[Any, ...]] = {}
-"""Managed-tensor address -> (struct, shape, strides, array), until the tensor is released."""
-
-_CAPSULES: dict[int, tuple[Any, int]] = {}
-"""Capsule address -> (a view of its name, managed-tensor address), until the capsule dies."""
-
-
-def _name_offset() -> int | None:
-    """Where CPython keeps a capsule's name pointer, found on a probe capsule; None if not found."""
-    anchor = ctypes.c_int(0)
-    probe = _capsule_new(ctypes.addressof(anchor), b"rumi-dlpack-probe", _CAPSULE_DESTRUCTOR())
-    base = id(probe)
-    for offset in range(2 * ctypes.sizeof(ctypes.c_void_p), 8 * ctypes.sizeof(ctypes.c_void_p), ctypes.sizeof(ctypes.c_void_p)):
-        pointer = ctypes.c_void_p.from_address(base + offset).value
-        if pointer and ctypes.string_at(pointer) == b"rumi-dlpack-probe":
-            return offset
-    return None
-
-
-_NAME_OFFSET: Final = _name_offset()
-
-
-def _release(address: int | None) -> None:
-    # The consumer calls this once, when it no longer needs the memory.
-    _LIVE.pop(int(address or 0), None)
-
-
-def _destroy_capsule(capsule: int | None) -> None:
-    # A capsule nobody consumed still owns its tensor and frees it here; a
-    # consumer renames the capsule to "used_..." and calls the deleter itself.
-    # The name is read through a view made at export time, not the C API.
-    entry = _CAPSULES.pop(int(capsule or 0), None)
-    if entry is not None:
-        name, managed = entry
-        if name.value in (_LEGACY_NAME, _VERSIONED_NAME):
-            _LIVE.pop(managed, None)
+def _managed(capsule: Any) -> tuple[Any, bytes]:
+    """The managed tensor a capsule holds, and the name a consumer renames it to; raises if it holds none."""
+    raw = id(capsule)  # the PyObject's address, as CPython's capsule API takes it
+    if _capsule_is_valid(raw, _VERSIONED_NAME):
+        return _DLManagedTensorVersioned.from_address(_capsule_pointer(raw, _VERSIONED_NAME)), _USED_VERSIONED
+    if _capsule_is_valid(raw, _LEGACY_NAME):
+        return _DLManagedTensor.from_address(_capsule_pointer(raw, _LEGACY_NAME)), _USED_LEGACY
+    raise DLPackError("the producer returned no DLPack capsule")
 
 
 _NUMPY_LACKS: Final = frozenset(
     {"bfloat16", "complex32", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu"}
 )
-"""Encodings ``numpy.from_dlpack`` refuses. A consumer that refuses a capsule
-drops it with its exception pending, and a Python destructor (ctypes) cannot
-run then without replacing that exception, so these capsules get none: torch
-and JAX consume them and call the deleter; an unconsumed one keeps its array."""
-
-
-_deleter = _DELETER(_release)
-_capsule_destructor = _CAPSULE_DESTRUCTOR(_destroy_capsule)
-_NO_DESTRUCTOR = _CAPSULE_DESTRUCTOR()
+"""Encodings NumPy neither exports nor imports through DLPack."""
 
 
 def _native(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
@@ -184,23 +140,6 @@ def _native(array: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
     fields = array.dtype.fields
     swapped = any(not f[0].isnative for f in fields.values()) if fields else not array.dtype.isnative
     return array.astype(array.dtype.newbyteorder("="), copy=True) if swapped else array
-
-
-def _tensor(array: np.ndarray[Any, Any], encoding: SampleEncoding, tensor: _DLTensor) -> tuple[Any, Any]:
-    """Fill ``tensor`` from ``array``; return the shape and stride buffers to keep alive."""
-    code, bits, lanes = encoding.dlpack
-    itemsize = array.dtype.itemsize
-    ndim = array.ndim
-    shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
-    strides = (ctypes.c_int64 * max(ndim, 1))(*(s // itemsize for s in array.strides))
-    tensor.data = array.ctypes.data if array.size else None
-    tensor.device = _DLDevice(KDL_CPU, 0)
-    tensor.ndim = ndim
-    tensor.dtype = _DLDataType(code, bits, lanes)
-    tensor.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)) if ndim else None
-    tensor.strides = ctypes.cast(strides, ctypes.POINTER(ctypes.c_int64)) if ndim else None
-    tensor.byte_offset = 0
-    return shape, strides
 
 
 def to_dlpack(
@@ -246,28 +185,24 @@ def to_dlpack(
     if max_version is None:
         if not native.flags.writeable and not copied:
             raise DLPackError("a read-only array cannot go to a legacy DLPack consumer, which cannot be told it is read-only")
-        managed: Any = _DLManagedTensor()
-        name = _LEGACY_NAME
-    else:
-        major, minor = (int(v) for v in max_version)
-        if major < 1:
-            raise DLPackError(f"rumi exports DLPack 1.x tensors, the consumer reads up to {major}.{minor}")
-        # Minor versions only add to the ABI: a 1.0 consumer reads a 1.1 tensor,
-        # and one that knows the float8 codes (PyTorch asks for 1.0) gets them.
-        managed = _DLManagedTensorVersioned()
+    elif int(max_version[0]) < 1:
+        raise DLPackError(f"rumi exports DLPack 1.x tensors, the consumer reads up to {max_version[0]}.{max_version[1]}")
+    # NumPy builds the capsule, so its C deleter and destructor free the
+    # memory: a deleter written in Python (a ctypes callback) would run when a
+    # consumer frees the tensor, which may be while an exception is being
+    # raised, and would replace that exception with a SystemError. The types
+    # NumPy cannot export go as unsigned integers of their width, and the
+    # capsule is relabelled before anyone sees it.
+    carrier = native.view(f"u{native.dtype.itemsize}") if encoding.name in _NUMPY_LACKS else native
+    capsule = carrier.__dlpack__(max_version=max_version)
+    managed, _ = _managed(capsule)
+    managed.dl_tensor.dtype = _DLDataType(*encoding.dlpack)
+    if max_version is not None:
+        # Minor versions only add to the ABI: a 1.0 consumer reads a 1.1
+        # tensor, and one that knows the float8 codes (PyTorch asks for 1.0)
+        # gets them.
         managed.version = _DLPackVersion(*DLPACK_VERSION)
-        managed.flags = (0 if native.flags.writeable else _FLAG_READ_ONLY) | (_FLAG_IS_COPIED if copied else 0)
-        name = _VERSIONED_NAME
-    buffers = _tensor(native, encoding, managed.dl_tensor)
-    managed.manager_ctx = None
-    managed.deleter = _deleter
-    address = ctypes.addressof(managed)
-    _LIVE[address] = (managed, *buffers, native)
-    if _NAME_OFFSET is None or encoding.name in _NUMPY_LACKS:
-        # Without a destructor an unconsumed capsule keeps its array alive.
-        return _capsule_new(address, name, _NO_DESTRUCTOR)
-    capsule = _capsule_new(address, name, _capsule_destructor)
-    _CAPSULES[id(capsule)] = (ctypes.c_char_p.from_address(id(capsule) + _NAME_OFFSET), address)
+        managed.flags |= _FLAG_IS_COPIED if copied else 0
     return capsule
 
 
@@ -362,16 +297,8 @@ def from_dlpack(producer: Any) -> np.ndarray[Any, Any]:
     if int(device_type) != KDL_CPU:
         raise DLPackError(f"only CPU tensors are read, got device ({device_type}, {device_id})")
     capsule = producer.__dlpack__(max_version=DLPACK_VERSION)
-    raw = id(capsule)  # the PyObject's address, as CPython's capsule API takes it
-    if _capsule_is_valid(raw, _VERSIONED_NAME):
-        managed: Any = _DLManagedTensorVersioned.from_address(_capsule_pointer(raw, _VERSIONED_NAME))
-        used = _USED_VERSIONED
-    elif _capsule_is_valid(raw, _LEGACY_NAME):
-        managed = _DLManagedTensor.from_address(_capsule_pointer(raw, _LEGACY_NAME))
-        used = _USED_LEGACY
-    else:
-        raise DLPackError("the producer returned no DLPack capsule")
-    _capsule_set_name(raw, used)
+    managed, used = _managed(capsule)
+    _capsule_set_name(id(capsule), used)
     try:
         tensor = managed.dl_tensor
         key = (int(tensor.dtype.code), int(tensor.dtype.bits), int(tensor.dtype.lanes))
