@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.bands import Band, common_nodata, stac_data_type
-from catalog.errors import ChangedFileError, ItemError, SelectorError
+from catalog.errors import ChangedFileError, ItemError, SelectorError, StorageError
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import EPSG_CODE, Grid, file_grid
+from catalog.http import SIDECAR_ABSENT
 from catalog.item_parts import ItemParts, single_item
 from catalog.items import time_values
 from catalog.json_shape import TEXT, json_object, mismatch
@@ -120,6 +121,19 @@ def _open_checked(storage: Storage, href: str, blob: HeaderBlob) -> ByteSource:
     return source
 
 
+def _sidecar_blob(storage: Storage, href: str) -> bytes | None:
+    """The bytes of the ``<file>h`` blob beside a file, or None when there is none (the file's own head is read then)."""
+    blob_href = href + "h"
+    if href_kind(href) == "local":
+        return storage.read(blob_href) if os.path.isfile(blob_href) else None
+    try:
+        return storage.read(blob_href)
+    except StorageError as err:
+        if err.status in SIDECAR_ABSENT:
+            return None
+        raise
+
+
 class Cube:
     """A rumi file, its header blob and what its item says about it.
 
@@ -191,15 +205,14 @@ class Cube:
     @classmethod
     def _from_file(cls, href: str, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
         if header is None:
-            blob_href = href + "h"
-            if href_kind(href) == "local" and not os.path.isfile(blob_href):
-                source = storage.open(href)
-                try:
-                    return cls._from_head(source)
-                except BaseException:
-                    source.close()
-                    raise
-            header = storage.read(blob_href)
+            header = _sidecar_blob(storage, href)
+        if header is None:
+            source = storage.open(href)
+            try:
+                return cls._from_head(source)
+            except BaseException:
+                source.close()
+                raise
         blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
         return cls(_open_checked(storage, href, blob), blob)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import urllib3
 from urllib3.util.retry import Retry
@@ -40,7 +40,15 @@ if TYPE_CHECKING:
 
     from catalog.deadlines import ReadOperation
 
-__all__ = ["HTTPRangeSource", "default_pool", "read_url"]
+__all__ = ["SIDECAR_ABSENT", "HTTPRangeSource", "default_pool", "read_url"]
+
+SIDECAR_ABSENT: Final = frozenset({401, 403, 404, 410})
+"""HTTP answers that mean no sidecar of a file can be had: none there, or none readable without a signature of its own.
+
+A signed file URL (``?X-Goog-Signature=...``) signs that file alone, and a
+sidecar at the same path without the query answers 403; so does S3 for a
+missing key, to a reader who may not list the bucket.
+"""
 
 _CONNECT_TIMEOUT = 10.0
 _CHUNK = 1 << 16

@@ -17,7 +17,7 @@ import os
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from catalog.errors import StorageError
-from catalog.http import read_url
+from catalog.http import SIDECAR_ABSENT, read_url
 from pipelines.archives import ArchiveError, archive_of, read_member
 from pipelines.bucket import is_gs, output_store
 
@@ -58,20 +58,12 @@ def _read_object(url: str) -> bytes | None:
     return data
 
 
-_ABSENT_STATUS: Final = frozenset({401, 403, 404, 410})
-"""HTTP answers that mean no sidecar can be had: none there, or none readable without a signature of its own.
-
-A signed image URL (``?X-Goog-Signature=...``) signs that image alone; its
-product's metadata file, at the same path without the query, answers 403.
-"""
-
-
 @functools.lru_cache(maxsize=256)
 def _read_web(url: str) -> bytes | None:
     try:
         data = read_url(url)
     except StorageError as err:
-        if err.status in _ABSENT_STATUS:
+        if err.status in SIDECAR_ABSENT:
             return None
         raise SidecarError(str(err)) from err
     _too_large(url, len(data))

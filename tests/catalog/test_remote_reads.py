@@ -143,3 +143,19 @@ def test_local_file_without_blob_builds_one(cube: Any) -> None:
     cube.blob_path.unlink()
     with Cube.open(cube.path) as c:
         np.testing.assert_array_equal(c.read(bands="B8", times=[0]).data, cube.data[[0]][:, [3]])
+
+
+def test_bare_file_url_without_blob_reads_the_files_head(cube: Any, server: RangeRequestServer) -> None:
+    """As for a local file: no ``<file>h`` beside it (a 404) means the blob is built from the file's own head."""
+    cube.blob_path.unlink()
+    with Cube.open(server.url("cube.rumi")) as c:
+        result = c.read(bands="B8", times=[1], window=((3, 40), (7, 66)))
+    np.testing.assert_array_equal(result.data, cube.data[[1]][:, [3], 3:40, 7:66])
+    assert server.requests("cube.rumih") == 1 and server.requests("cube.rumi") >= 2
+
+
+def test_a_missing_file_url_is_named_not_its_blob(cube: Any, server: RangeRequestServer) -> None:
+    from catalog.errors import StorageError
+
+    with pytest.raises(StorageError, match=r"/none\.rumi: .*\(HTTP 404\)"):
+        Cube.open(server.url("none.rumi"))
