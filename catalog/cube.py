@@ -196,8 +196,9 @@ class Cube:
         href = os.fspath(target)
         if is_rumi_href(href):
             return cls._from_file(href, storage, header)
+        data = storage.read(href)
         try:
-            doc = json_object(storage.read(href))
+            doc = json_object(data)
         except ValueError as err:
             raise ItemError(f"{href} is neither a rumi file nor a STAC item: it {err}") from err
         return cls._from_item(single_item(doc, href), href, storage, header)
@@ -471,8 +472,9 @@ class Cube:
         actual = self._source.size()
         if actual != int(expected):
             raise ChangedFileError(
-                f"{self.name}: the file is {actual} bytes, its item says file:size {expected}; it was rewritten after the item "
-                "and header blob were read: open the item again",
+                f"{self.name}: the file is {actual} bytes, its item says file:size {expected}: it is not the file the item "
+                "describes (rewritten since the item was read, or replaced); open the item again, and if it still differs, "
+                "the catalogue is out of date",
                 field="file:size",
             )
 

@@ -188,10 +188,11 @@ class Grid:
             from rasterio.warp import transform_bounds
 
             try:
-                CRS.from_user_input(bbox_crs)
+                # PROJ's reading of the text (it takes "32633" as EPSG:32633, which GDAL's does not) is handed on as WKT.
+                source_crs = CRS.from_user_input(bbox_crs).to_wkt()
             except ProjCRSError as err:
                 raise SelectorError(f"--bbox-crs {bbox_crs!r} is not a CRS") from err
-            minx, miny, maxx, maxy = transform_bounds(bbox_crs, self.crs, minx, miny, maxx, maxy, densify_pts=21)
+            minx, miny, maxx, maxy = transform_bounds(source_crs, self.crs, minx, miny, maxx, maxy, densify_pts=21)
         inverse = ~self.area_affine
         cols, rows = zip(*(inverse @ (x, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
         eps = 1e-9

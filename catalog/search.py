@@ -183,8 +183,9 @@ def _read_stac(href: str, storage: Storage) -> dict[str, Any]:
         SearchError: it is not JSON, or not an object.
         StorageError: it cannot be read.
     """
+    data = storage.read(href)
     try:
-        return json_object(storage.read(href))
+        return json_object(data)
     except ValueError as err:
         raise SearchError(f"{href} {err}") from err
 

@@ -157,6 +157,8 @@ def test_search_errors(catalogue: Path, tmp_path: Path) -> None:
         search(tmp_path / "x.json")
     result = CliRunner().invoke(cli, ["search", str(catalogue), "--bbox", "1,2,3"])
     assert result.exit_code == 2 and "four numbers" in result.output
+    missing = CliRunner().invoke(cli, ["search", str(tmp_path / "none")])
+    assert missing.exit_code == 1 and missing.output.count("none") == 1  # named once: "Error: …/none: cannot read: …"
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,13 @@ def test_bare_file_names_and_bbox_cost_one_request_each(cube: Any, server: Range
     assert server.requests("cube.rumi") == len(runs) + 2  # + trailer + the 160 georeferencing bytes
 
 
+@pytest.mark.parametrize("bbox_crs", ["EPSG:32633", "32633", "+proj=utm +zone=33 +datum=WGS84"])
+def test_a_bbox_crs_is_any_text_proj_reads(cube: Any, bbox_crs: str) -> None:
+    with Cube.open(cube.path) as c:
+        result = c.read(times=[0], bbox=(500100, 3999500, 500200, 3999900), bbox_crs=bbox_crs)
+    assert result.window == ((10, 50), (10, 20))
+
+
 def test_lonlat_bbox_selects_the_covering_window(cube: Any, server: RangeRequestServer) -> None:
     from pyproj import Transformer
 
