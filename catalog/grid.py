@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["EPSG_CODE", "Grid", "file_grid"]
+__all__ = ["EPSG_CODE", "Grid", "file_grid", "transform_bbox"]
 
 _WGS84 = "EPSG:4326"
 
@@ -183,16 +183,7 @@ class Grid:
 
         minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
-            from pyproj import CRS
-            from pyproj.exceptions import CRSError as ProjCRSError
-            from rasterio.warp import transform_bounds
-
-            try:
-                # PROJ's reading of the text (it takes "32633" as EPSG:32633, which GDAL's does not) is handed on as WKT.
-                source_crs = CRS.from_user_input(bbox_crs).to_wkt()
-            except ProjCRSError as err:
-                raise SelectorError(f"--bbox-crs {bbox_crs!r} is not a CRS") from err
-            minx, miny, maxx, maxy = transform_bounds(source_crs, self.crs, minx, miny, maxx, maxy, densify_pts=21)
+            minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, self.crs)
         inverse = ~self.area_affine
         cols, rows = zip(*(inverse @ (x, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
         eps = 1e-9
@@ -246,3 +237,24 @@ def file_grid(georef: Georeferencing, layout: Layout) -> Grid | None:
     if not georef.is_georeferenced:
         return None
     return Grid.from_georef(georef, height=layout.image_length, width=layout.image_width)
+
+
+def transform_bbox(bbox: tuple[float, float, float, float], bbox_crs: str, crs: str) -> tuple[float, float, float, float]:
+    """The bounds in ``crs`` of a box given in ``bbox_crs``, its edges densified (21 points each) so that curved edges are covered.
+
+    ``bbox_crs`` is any text PROJ reads ("EPSG:4326", "32633", a PROJ string,
+    WKT); it is handed to GDAL as WKT, since GDAL reads fewer forms.
+
+    Raises:
+        SelectorError: ``bbox_crs`` is not a CRS.
+    """
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError as ProjCRSError
+    from rasterio.warp import transform_bounds
+
+    try:
+        source = CRS.from_user_input(bbox_crs).to_wkt()
+    except ProjCRSError as err:
+        raise SelectorError(f"bbox CRS {bbox_crs!r} is not a CRS") from err
+    bounds: tuple[float, float, float, float] = transform_bounds(source, crs, *bbox, densify_pts=21)
+    return bounds

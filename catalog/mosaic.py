@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.errors import LoadError, SelectorError
-from catalog.grid import Grid
+from catalog.grid import Grid, transform_bbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -77,10 +77,7 @@ def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, flo
         raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
     if bbox_crs == crs:
         return minx, miny, maxx, maxy
-    from rasterio.warp import transform_bounds
-
-    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, crs, minx, miny, maxx, maxy, densify_pts=21)
-    return bounds
+    return transform_bbox((minx, miny, maxx, maxy), bbox_crs, crs)
 
 
 def _lattice(
@@ -128,18 +125,20 @@ def output_grid(
 
     Raises:
         LoadError: the items do not fit one lattice as asked.
-        SelectorError: the bbox is malformed or covers no whole pixel.
+        SelectorError: the bbox is malformed, overlaps no item or covers no whole pixel.
     """
     out_crs, origin_x, origin_y, res_x, res_y = _lattice(grids, crs, resolution)
+    corners = []
+    for g in grids:
+        if g.crs is None:
+            raise LoadError("every item of a load needs a CRS")
+        gb = g.bounds()
+        corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
     if bbox is not None:
         minx, miny, maxx, maxy = _bbox_in(out_crs, bbox, bbox_crs)
+        if not any(minx < c[2] and c[0] < maxx and miny < c[3] and c[1] < maxy for c in corners):
+            raise SelectorError(f"bbox {tuple(bbox)} ({bbox_crs}) overlaps no item: it selects nothing")
     else:
-        corners = []
-        for g in grids:
-            if g.crs is None:
-                raise LoadError("every item of a load needs a CRS")
-            gb = g.bounds()
-            corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
         minx, miny = min(c[0] for c in corners), min(c[1] for c in corners)
         maxx, maxy = max(c[2] for c in corners), max(c[3] for c in corners)
     # Snap outwards to whole pixels of the lattice (a tolerance absorbs rounding of reprojected bounds).

@@ -29,7 +29,7 @@ PyTorch is optional for the catalog package: this module alone needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Required, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 try:
     import torch
@@ -65,9 +65,9 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
 
 
 class ChipOptions(TypedDict, total=False):
-    """The keyword arguments both datasets take (see :class:`RumiChipDataset`); only ``bands`` is required."""
+    """The keyword arguments both datasets take (see :class:`RumiChipDataset`), each with its default."""
 
-    bands: Required[Sequence[int | str] | None]
+    bands: Sequence[int | str] | None
     times: Sequence[int] | str | TimeRange | None
     size: int
     length: int | None
@@ -85,7 +85,7 @@ class _Chips:
         *,
         sampler: Literal["random", "grid"],
         seed: int,
-        bands: Sequence[int | str] | None,
+        bands: Sequence[int | str] | None = None,
         times: Sequence[int] | str | TimeRange | None = None,
         size: int = 256,
         length: int | None = None,

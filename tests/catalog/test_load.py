@@ -140,6 +140,14 @@ def test_unknown_band_is_refused(scene: Scene) -> None:
         load(_items(scene, ["A-2021-01"]), bands=["swir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
 
 
+def test_a_bbox_that_overlaps_no_item_selects_nothing(scene: Scene) -> None:
+    """Not a dataset of nodata the size of the gap between the box and the items."""
+    with pytest.raises(SelectorError, match=r"bbox \(0, 0, 1, 1\) \(EPSG:4326\) overlaps no item"):
+        load(_items(scene, ["A-2021-01"]), bands=None, bbox=(0, 0, 1, 1))
+    ds = load(_items(scene, ["A-2021-01"]), bands=None, bbox=ONE_GRID_BBOX, bbox_crs="32632")  # any text PROJ reads
+    assert ds.data.shape[-2:] == load(_items(scene, ["A-2021-01"]), bands=None, bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632").data.shape[-2:]
+
+
 def test_intervals_become_time_bounds(tmp_path: Path) -> None:
     data = np.arange(2 * 1 * 8 * 8, dtype="uint16").reshape(2, 1, 8, 8)
     path = tmp_path / "iv.rumi"

@@ -56,7 +56,7 @@ def test_random_chips_equal_the_source_windows(scene: Scene, served: RangeReques
 
 
 def test_one_request_per_run_of_frames_and_none_for_metadata(scene: Scene, served: RangeRequestServer) -> None:
-    dataset = RumiChipDataset(_urls(scene, served), bands=None, size=40, length=10, seed=5, cache_bytes=0)
+    dataset = RumiChipDataset(_urls(scene, served), size=40, length=10, seed=5, cache_bytes=0)
     served.reset()
     for sample in dataset:
         before = served.requests()
