@@ -170,7 +170,18 @@ class RumiBackendEntrypoint(BackendEntrypoint):
 
     description = "Open rumi files (.rumi) or their STAC items lazily, with frame-aligned chunks"
     url = "https://github.com/rumi-forge/rumi-forge"
-    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "storage", "threads")
+    open_dataset_parameters = (
+        "filename_or_obj",
+        "drop_variables",
+        "mask_and_scale",
+        "decode_times",
+        "decode_timedelta",
+        "use_cftime",
+        "concat_characters",
+        "decode_coords",
+        "storage",
+        "threads",
+    )
 
     def open_dataset(
         self,
@@ -178,6 +189,11 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         *,
         drop_variables: str | Iterable[str] | None = None,
         mask_and_scale: bool | None = None,
+        decode_times: Any = None,
+        decode_timedelta: Any = None,
+        use_cftime: Any = None,
+        concat_characters: Any = None,
+        decode_coords: Any = None,
         storage: Storage | None = None,
         threads: int | None = None,
     ) -> xr.Dataset:
@@ -186,6 +202,12 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         ``mask_and_scale=True`` applies CF decoding: samples equal to
         ``_FillValue`` become NaN (integers become floats). By default the
         samples stay as stored, like rioxarray's ``open_rasterio``.
+
+        ``xr.open_dataset``'s other decoders (``decode_times``,
+        ``decode_timedelta``, ``use_cftime``, ``concat_characters``,
+        ``decode_coords``) are taken and have nothing to do: the times come
+        as ``datetime64`` from the file's time coordinates, not as CF numbers,
+        and ``spatial_ref`` is a coordinate already.
         """
         cube = Cube.open(filename_or_obj, storage=storage)
         try:

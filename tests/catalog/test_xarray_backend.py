@@ -36,6 +36,16 @@ def test_open_local_file(cube: Any) -> None:
         assert ds["data"].sel(band="B8").isel(time=0, y=0, x=0).item() == cube.data[0, 3, 0, 0]
 
 
+@pytest.mark.parametrize(
+    "decoders",
+    [{"decode_times": False}, {"decode_coords": "all"}, {"use_cftime": False, "decode_timedelta": False}, {"concat_characters": True}],
+)
+def test_xarrays_decoder_arguments_are_taken(cube: Any, decoders: dict[str, Any]) -> None:
+    """The times are datetime64 already and spatial_ref a coordinate: what xr.open_dataset asks to decode is as stored."""
+    with xr.open_dataset(cube.path, engine="rumi", **decoders) as ds, xr.open_dataset(cube.path, engine="rumi") as plain:
+        xr.testing.assert_identical(ds, plain)
+
+
 def test_chunks_align_to_frames(cube: Any, make_cube: Callable[..., Any], tmp_path: Path) -> None:
     with xr.open_dataset(cube.path, engine="rumi", chunks={}) as ds:
         assert ds["data"].chunks == ((1, 1, 1), (1, 1, 1, 1), (64, 36), (48, 48, 34))
