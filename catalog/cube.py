@@ -49,7 +49,7 @@ from catalog.selectors import (
     time_positions,
 )
 from catalog.storage import Storage, href_kind, is_rumi_href
-from rumi_core.errors import RumiError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection
@@ -205,17 +205,25 @@ class Cube:
 
     @classmethod
     def _from_file(cls, href: str, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:
-        if header is None:
-            header = _sidecar_blob(storage, href)
-        if header is None:
+        if header is not None:
+            blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
+            return cls(_open_checked(storage, href, blob), blob)
+        sidecar = _sidecar_blob(storage, href)
+        if sidecar is None:
             source = storage.open(href)
             try:
                 return cls._from_head(source)
             except BaseException:
                 source.close()
                 raise
-        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header)
-        return cls(_open_checked(storage, href, blob), blob)
+        try:
+            blob = HeaderBlob.from_bytes(sidecar)
+            return cls(_open_checked(storage, href, blob), blob)
+        except (InvalidHeaderError, HeaderMismatchError) as err:
+            # Name the blob the frames were to be located with: the file may be sound.
+            where = f" at byte {err.offset}" if err.offset is not None else ""
+            advice = "" if "rumi header FILE" in err.message else "; rumi header FILE rebuilds it"
+            raise type(err)(f"header blob {href}h: {err.message}{where}{advice}", field=err.field, rule=err.rule) from err
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:

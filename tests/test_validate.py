@@ -1274,6 +1274,22 @@ def test_cli_valid_file_exits_0(small: tuple[bytes, bytes, np.ndarray], tmp_path
     assert "header blob" in run(str(tmp_path / "f.rumi"), "--header", str(tmp_path / "f.rumih")).stdout
 
 
+@pytest.mark.parametrize("case", ["bad-blob", "other-blob"])
+def test_cli_checks_the_blob_beside_the_file(small: tuple[bytes, bytes, np.ndarray], tmp_path: Path, case: str) -> None:
+    """The ``FILE + "h"`` that rumi read locates frames with is checked without --header, and named when it fails."""
+    data, blob, _, match = _cli_invalid_cases(small)[case]
+    (tmp_path / "f.rumi").write_bytes(data)
+    alone = run(str(tmp_path / "f.rumi")).stdout
+    assert alone.startswith(f"{tmp_path / 'f.rumi'}: valid (structure and ") and "header blob" not in alone
+    (tmp_path / "f.rumih").write_bytes(small[1])
+    assert run(str(tmp_path / "f.rumi")).stdout.endswith(f"frames and header blob {tmp_path / 'f.rumih'} checked)\n")
+    assert blob is not None
+    (tmp_path / "f.rumih").write_bytes(blob)
+    result = run(str(tmp_path / "f.rumi"))
+    assert result.exit_code == 1 and result.stderr.startswith(f"{tmp_path / 'f.rumi'}: invalid: header blob {tmp_path / 'f.rumih'}: ")
+    assert re.search(match, result.stderr), result.stderr
+
+
 def _cli_invalid_cases(small: tuple[bytes, bytes, np.ndarray]) -> dict[str, tuple[bytes, bytes | None, list[str], str]]:
     data, blob, _ = small
     parts = FileParts.from_bytes(data)

@@ -7,12 +7,14 @@ file invalid).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
 
 from rumi_core.cli.options import header_option, one_line, read_header_file
-from rumi_core.errors import ResourceLimitError, RumiError, SourceError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, RumiError, SourceError
+from rumi_core.sources import url_scheme
 from rumi_core.validate import validate
 
 __all__ = ["validate_command"]
@@ -23,7 +25,13 @@ __all__ = ["validate_command"]
 @header_option
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
 def validate_command(file: str, header_path: str | None, quick: bool) -> None:
-    """Check FILE_OR_URL against the rumi 0.1.0 specification."""
+    """Check FILE_OR_URL against the rumi 0.1.0 specification.
+
+    Without --header, a local file's blob beside it (FILE + "h", the one
+    rumi read locates frames with) is checked too.
+    """
+    if header_path is None and url_scheme(file) is None and os.path.isfile(file + "h"):
+        header_path = file + "h"
     # An unreadable blob is an I/O error: OptionError exits with 2, not 1.
     blob = read_header_file(header_path)
     try:
@@ -36,10 +44,13 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
         # so this is not exit 1 but a failure to check (exit 2).
         click.echo(f"{file}: cannot check: {one_line(err)}", err=True)
         sys.exit(2)
+    except (InvalidHeaderError, HeaderMismatchError) as err:
+        click.echo(f"{file}: invalid: header blob {header_path}: {one_line(err)}", err=True)
+        sys.exit(1)
     except RumiError as err:
         click.echo(f"{file}: invalid: {one_line(err)}", err=True)
         sys.exit(1)
     lay = structure.head.layout
     what = "structure" if quick else f"structure and {lay.frame_count} frames"
-    extra = " and header blob" if blob is not None else ""
+    extra = f" and header blob {header_path}" if blob is not None else ""
     click.echo(f"{file}: valid ({what}{extra} checked)")

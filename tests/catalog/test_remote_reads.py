@@ -166,3 +166,16 @@ def test_a_missing_file_url_is_named_not_its_blob(cube: Any, server: RangeReques
 
     with pytest.raises(StorageError, match=r"/none\.rumi: .*\(HTTP 404\)"):
         Cube.open(server.url("none.rumi"))
+
+
+def test_a_broken_blob_beside_a_file_is_named(cube: Any) -> None:
+    """The frames are located by ``<file>h``: when it is at fault, the error says so, not that the file is."""
+    from rumi_core.errors import HeaderMismatchError, InvalidHeaderError
+
+    cube.blob_path.write_bytes(cube.blob[:40])
+    with pytest.raises(InvalidHeaderError, match=r"^header blob .*cube\.rumih: the blob is 40 bytes.*; rumi header FILE rebuilds it"):
+        Cube.open(cube.path)
+    cube.blob_path.write_bytes(cube.blob)
+    cube.path.write_bytes(cube.path.read_bytes()[:-5000])  # cut inside the frames
+    with pytest.raises(HeaderMismatchError, match=r"^header blob .*cube\.rumih: the header blob does not fit"):
+        Cube.open(cube.path)
