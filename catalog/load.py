@@ -128,7 +128,7 @@ def _open_members(
 
     Returns, per cube kept, its band positions, time keys and time positions.
     """
-    selected = []
+    selected: list[tuple[list[int], list[tuple[int, int]], list[int]]] = []
     for target in targets:
         cube = open_cube(target, storage=storage)
         if cube.grid is None:
@@ -142,9 +142,30 @@ def _open_members(
                 cube.close()
                 continue
         cubes.append(cube)
-        band_sel = list(bands) if bands is not None else list(range(len(cubes[0].bands)))
-        selected.append((band_positions(band_sel, cube.bands), _time_keys(cube, positions), positions))
+        band_sel = list(bands) if bands is not None else list(range(len(cube.bands)))
+        chosen = band_positions(band_sel, cube.bands)
+        _check_same_bands(cubes[0], selected[0][0] if selected else chosen, cube, chosen)
+        selected.append((chosen, _time_keys(cube, positions), positions))
     return selected
+
+
+def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, positions: Sequence[int]) -> None:
+    """Refuse to mosaic different bands into one: the selected bands of every item must have the first item's names.
+
+    Positions (and bands=None, every position) select by place, and items of
+    another product hold other bands there; a mosaic of a uint16 ``B02`` and
+    a float32 ``NDVI`` would be neither.
+
+    Raises:
+        LoadError: the names differ.
+    """
+    names = [first.bands[b].name for b in first_positions]
+    theirs = [cube.bands[b].name for b in positions]
+    if [n.lower() for n in theirs] != [n.lower() for n in names]:
+        raise LoadError(
+            f"{cube.name} has bands {', '.join(theirs)} where {first.name} has {', '.join(names)}: "
+            "one load mosaics one set of bands: select bands every item names (bands=[...], --bands), or load items of one product"
+        )
 
 
 def load(

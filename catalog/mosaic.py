@@ -87,7 +87,7 @@ def _lattice(
     first = grids[0]
     if crs is None:
         if resolution is not None:
-            raise LoadError("resolution= needs crs=: without a CRS the items' own lattice is used")
+            raise LoadError("a resolution needs a CRS (crs=, --crs): without one the items' own lattice is used")
         if first.crs is None:
             raise LoadError("the first item has no CRS; a load needs georeferenced items")
         t = first.area_affine
@@ -96,13 +96,13 @@ def _lattice(
             if lattice_offset(g, lattice) is None:
                 raise LoadError(
                     f"the items lie on different grids ({first.crs} at {first.transform[:6]} and {g.crs} at {g.transform[:6]}); "
-                    "give crs= and resolution= to reproject them onto one"
+                    "give a CRS and a resolution (crs= and resolution=, --crs and --resolution) to reproject them onto one"
                 )
         return first.crs, t.c, t.f, t.a, -t.e
     if resolution is None:
         same = {(g.crs, g.transform[0], g.transform[4]) for g in grids}
         if len(same) != 1 or next(iter(same))[0] != crs:
-            raise LoadError(f"give resolution=: the items do not all have one pixel size in {crs}")
+            raise LoadError(f"the items do not all have one pixel size in {crs}: give a resolution (resolution=, --resolution)")
         res_x, res_y = first.transform[0], -first.transform[4]
     elif isinstance(resolution, (int, float)):
         res_x = res_y = float(resolution)

@@ -17,6 +17,7 @@ import click
 import numpy as np
 
 from catalog.geotiff import write_geotiff
+from catalog.grid import transform_bbox
 from catalog.load import load
 from catalog.search import search
 from rumi_core.errors import RumiError
@@ -29,14 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["read_catalog"]
 
 
-def _lonlat(bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
-    if bbox_crs == "EPSG:4326":
-        minx, miny, maxx, maxy = bbox
-        return minx, miny, maxx, maxy
-    from rasterio.warp import transform_bounds
-
-    bounds: tuple[float, float, float, float] = transform_bounds(bbox_crs, "EPSG:4326", *bbox, densify_pts=21)
-    return bounds
+def _lonlat(bbox: tuple[float, float, float, float], bbox_crs: str) -> tuple[float, float, float, float]:
+    return bbox if bbox_crs == "EPSG:4326" else transform_bbox(bbox, bbox_crs, "EPSG:4326")
 
 
 def read_catalog(

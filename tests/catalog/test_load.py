@@ -161,6 +161,22 @@ def test_intervals_become_time_bounds(tmp_path: Path) -> None:
     assert str(ds.time_bounds.values[1, 1])[:10] == "2021-03-01"
 
 
+def test_items_of_other_bands_are_not_mosaicked_by_position(tmp_path: Path) -> None:
+    """Two products on one grid: by position they hold different bands; by a name both have, they load."""
+    affine = (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+    one = np.full((1, 2, 8, 8), 7, dtype="uint16")
+    other = np.full((1, 3, 8, 8), 9, dtype="uint16")
+    common = {"crs": "EPSG:32633", "transform": affine, "tile_size": 8}
+    rumi_core.write(tmp_path / "a.rumi", one, bands=["red", "nir"], times=["2021-01-01"], **common)
+    rumi_core.write(tmp_path / "b.rumi", other, bands=["ndvi", "red", "evi"], times=["2021-01-02"], **common)
+    paths = [str(tmp_path / "a.rumi"), str(tmp_path / "b.rumi")]
+    for bands in (None, [0], [1]):
+        with pytest.raises(LoadError, match=r"b\.rumi has bands? .* where .*a\.rumi has .*: one load mosaics one set of bands"):
+            load(paths, bands=bands, bbox=None)
+    ds = load(paths, bands=["red"], bbox=None)
+    assert ds.data.values[:, 0, 0, 0].tolist() == [7, 9]
+
+
 def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> None:
     from click.testing import CliRunner
 
