@@ -25,6 +25,7 @@ from catalog.bands import stac_nodata
 from catalog.errors import SearchError
 from catalog.item_parts import item_problem
 from catalog.json_shape import json_kind
+from catalog.selectors import lonlat_boxes
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -126,7 +127,8 @@ def query_index(
 
     Args:
         table: The index, from :func:`read_index_table`.
-        bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude; None for anywhere.
+        bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude (``minx > maxx``
+            crosses the antimeridian); None for anywhere.
         time: Closed time range; None for any time.
         limit: Most items returned, in index order.
 
@@ -143,9 +145,10 @@ def query_index(
     if bbox is not None:
         if "bbox" not in columns:
             return []
-        minx, miny, maxx, maxy = (float(v) for v in bbox)
-        where.append("bbox IS NOT NULL AND bbox.xmax >= ? AND bbox.xmin <= ? AND bbox.ymax >= ? AND bbox.ymin <= ?")
-        params += [minx, maxx, miny, maxy]
+        boxes = lonlat_boxes(bbox)
+        sides = " OR ".join(["(bbox.xmax >= ? AND bbox.xmin <= ?)"] * len(boxes))
+        where.append(f"bbox IS NOT NULL AND bbox.ymax >= ? AND bbox.ymin <= ? AND ({sides})")
+        params += [float(bbox[1]), float(bbox[3])] + [v for b in boxes for v in (b[0], b[2])]
     if time is not None:
         start_cols = [c for c in ("start_datetime", "datetime") if c in columns]
         end_cols = [c for c in ("end_datetime", "datetime") if c in columns]
@@ -179,6 +182,8 @@ def query_index(
         if problem is not None:
             raise SearchError(f"the index holds a malformed item: {problem}")
     if bbox is not None:
-        box = shapely.box(*bbox)
-        found = [it for it in found if it.get("geometry") is None or shapely.geometry.shape(it["geometry"]).intersects(box)]
+        shapes = [shapely.box(*b) for b in lonlat_boxes(bbox)]
+        found = [
+            it for it in found if it.get("geometry") is None or any(shapely.geometry.shape(it["geometry"]).intersects(b) for b in shapes)
+        ]
     return found[:limit] if limit is not None else found

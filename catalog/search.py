@@ -29,7 +29,7 @@ from catalog.bands import Band
 from catalog.errors import CatalogError, SearchError, SelectorError
 from catalog.index import INDEX_NAME, query_index, read_index_table
 from catalog.json_shape import OBJECT, json_object, list_mismatch
-from catalog.selectors import TimeRange, check_bbox, parse_datetime
+from catalog.selectors import TimeRange, check_bbox, lonlat_boxes, parse_datetime
 from catalog.storage import Storage, href_kind, join_href
 from catalog.walk import walk_items
 from rumi_core.errors import InvalidInputError
@@ -163,7 +163,8 @@ def _in_bbox(item: dict[str, Any], bbox: Sequence[float]) -> bool:
     geometry = item.get("geometry")
     if geometry is None:
         return False
-    return bool(shapely.geometry.shape(geometry).intersects(shapely.box(*bbox)))
+    shape = shapely.geometry.shape(geometry)
+    return any(shape.intersects(shapely.box(*box)) for box in lonlat_boxes(bbox))
 
 
 def _index_href(catalog_href: str, doc: dict[str, Any]) -> str:
@@ -209,7 +210,7 @@ def search(
     Args:
         target: A catalogue directory or ``catalog.json``, an ``items.parquet``
             index (local or URL), or a STAC API URL.
-        bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude.
+        bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude; ``minx > maxx`` crosses the antimeridian.
         datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`.
         bands: Band names every hit must have.
         limit: Most hits returned.
@@ -227,7 +228,7 @@ def search(
     time = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
     if bbox is not None:
         try:
-            bbox = check_bbox(bbox)
+            bbox = check_bbox(bbox, antimeridian=True)
         except SelectorError as err:
             raise SearchError(str(err)) from err
     href = os.fspath(target)

@@ -49,23 +49,45 @@ __all__ = [
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def check_bbox(bbox: Sequence[float]) -> tuple[float, float, float, float]:
+def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False) -> tuple[float, float, float, float]:
     """Check a bounding box ``(minx, miny, maxx, maxy)``; the one rule ``search`` and ``read`` share.
 
     >>> check_bbox([1, 2, 3, 4])
     (1.0, 2.0, 3.0, 4.0)
+    >>> check_bbox([170, -20, -175, -10], antimeridian=True)  # Fiji, across 180°
+    (170.0, -20.0, -175.0, -10.0)
+
+    Args:
+        bbox: The four numbers.
+        antimeridian: A longitude/latitude box, which may cross the
+            antimeridian with ``minx > maxx`` (STAC API, *bbox*; RFC 7946 §5.2).
 
     Raises:
-        SelectorError: not four finite numbers, or ``minx >= maxx`` or ``miny >= maxy``.
+        SelectorError: not four finite numbers, or ``minx >= maxx`` (but
+            across the antimeridian) or ``miny >= maxy``.
     """
     if len(bbox) != 4:
         raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy, got {list(bbox)}")
     minx, miny, maxx, maxy = (float(v) for v in bbox)
     if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
         raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
-    if not (minx < maxx and miny < maxy):
-        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx and miny < maxy")
+    crosses = antimeridian and -180 <= maxx < minx <= 180
+    if not ((minx < maxx or crosses) and miny < maxy):
+        across = " (or, across the antimeridian, minx > maxx within -180..180)" if antimeridian else ""
+        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx{across} and miny < maxy")
     return minx, miny, maxx, maxy
+
+
+def lonlat_boxes(bbox: Sequence[float]) -> list[tuple[float, float, float, float]]:
+    """A checked longitude/latitude box as boxes that do not cross the antimeridian: itself, or its two halves.
+
+    >>> lonlat_boxes((170, -20, -175, -10))
+    [(170.0, -20.0, 180.0, -10.0), (-180.0, -20.0, -175.0, -10.0)]
+    """
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if minx < maxx:
+        return [(minx, miny, maxx, maxy)]
+    return [(minx, miny, 180.0, maxy), (-180.0, miny, maxx, maxy)]
 
 
 def parse_datetime(text: str, *, end: bool = False) -> int:

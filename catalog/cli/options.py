@@ -14,7 +14,16 @@ if TYPE_CHECKING:
 __all__ = ["parse_bbox"]
 
 
-def parse_bbox(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> tuple[float, float, float, float] | None:
+def parse_lonlat_bbox(
+    ctx: click.Context | None, param: click.Parameter | None, value: str | None
+) -> tuple[float, float, float, float] | None:
+    """:func:`parse_bbox` of a longitude/latitude box, which may cross the antimeridian (``rumi search``)."""
+    return parse_bbox(ctx, param, value, antimeridian=True)
+
+
+def parse_bbox(
+    ctx: click.Context | None, param: click.Parameter | None, value: str | None, *, antimeridian: bool = False
+) -> tuple[float, float, float, float] | None:
     """Parse ``"minx,miny,maxx,maxy"`` and check it as ``rumi search`` and ``rumi read`` both do (:func:`check_bbox`)."""
     if value is None:
         return None
@@ -23,6 +32,6 @@ def parse_bbox(ctx: click.Context | None, param: click.Parameter | None, value: 
     except ValueError as err:
         raise OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
     try:
-        return check_bbox(parts)
+        return check_bbox(parts, antimeridian=antimeridian)
     except SelectorError as err:
         raise OptionError(f"--bbox: {err}") from err

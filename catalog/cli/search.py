@@ -6,7 +6,7 @@ import json
 
 import click
 
-from catalog.cli.options import parse_bbox
+from catalog.cli.options import parse_lonlat_bbox
 from catalog.search import search
 from rumi_core.cli.options import failure
 from rumi_core.errors import RumiError
@@ -16,7 +16,9 @@ __all__ = ["search_command"]
 
 @click.command("search")
 @click.argument("target", metavar="CATALOG_OR_API")
-@click.option("--bbox", callback=parse_bbox, help="Longitude/latitude box minx,miny,maxx,maxy.")
+@click.option(
+    "--bbox", callback=parse_lonlat_bbox, help="Longitude/latitude box minx,miny,maxx,maxy (minx > maxx crosses the antimeridian)."
+)
 @click.option("--datetime", "when", help="ISO 8601 range A/B (open ends '..'), or one date.")
 @click.option("--bands", help="Band names every hit must have, e.g. red,nir.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Most hits to print.")

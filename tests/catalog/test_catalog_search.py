@@ -251,3 +251,33 @@ def test_search_a_stac_api_with_pystac_client(stac_api: str) -> None:
     assert hits[0].data_href is not None and hits[0].data_href.endswith("s2_jun.rumi")
     assert hits[0].inline_header and hits[0].bands == ("B2", "B3", "B4", "B8")
     assert [h.id for h in search(stac_api, bands=["coastal"])] == ["other_jan"]
+
+
+def test_a_box_across_the_antimeridian(tmp_path: Path) -> None:
+    """STAC API bboxes cross 180° with minx > maxx: the index and a walked catalogue find cubes on both sides."""
+    import numpy as np
+
+    import rumi_core
+
+    data = np.zeros((1, 1, 16, 16), dtype="uint16")
+    items = []
+    for name, crs, x in (("east", "EPSG:32660", 800000.0), ("west", "EPSG:32601", 200000.0)):  # about 179.7 E and 179.7 W
+        path = tmp_path / f"{name}.rumi"
+        blob = rumi_core.write(
+            path, data, bands=["b"], times=["2021-01-01"], crs=crs, transform=(10.0, 0.0, x, 0.0, -10.0, 10000.0), tile_size=16
+        )
+        (tmp_path / f"{name}.rumih").write_bytes(blob)
+        items.append(create_item(path, tmp_path / f"{name}.rumih", thumbnail=False))
+    build_catalog(items, tmp_path / "stac", catalog_id="pacific", title="across 180")
+    for walked in (False, True):
+        if walked:
+            (tmp_path / "stac" / INDEX_NAME).unlink()
+        assert sorted(h.id for h in search(tmp_path / "stac", bbox=(179.0, -1.0, -179.0, 1.0))) == ["east", "west"]
+        assert [h.id for h in search(tmp_path / "stac", bbox=(179.0, -1.0, 180.0, 1.0))] == ["east"]
+        assert [h.id for h in search(tmp_path / "stac", bbox=(-180.0, -1.0, -179.0, 1.0))] == ["west"]
+        assert search(tmp_path / "stac", bbox=(179.9, -1.0, -179.9, 1.0)) == []
+    result = CliRunner().invoke(cli, ["search", str(tmp_path / "stac"), "--bbox", "179,-1,-179,1", "--json"])
+    assert result.exit_code == 0, result.output
+    assert sorted(hit["id"] for hit in json.loads(result.output)) == ["east", "west"]
+    with pytest.raises(SearchError, match="empty or inverted"):
+        search(tmp_path / "stac", bbox=(179.0, 1.0, -179.0, -1.0))
