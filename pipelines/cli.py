@@ -13,9 +13,12 @@ import contextlib
 import glob
 import logging
 import os
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -26,6 +29,9 @@ from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_O
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import probe_directory
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 __all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
 
@@ -322,6 +328,36 @@ def _keep_if_written(log: str) -> bool:
     return False
 
 
+@contextlib.contextmanager
+def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[None]:
+    """Ctrl-C (SIGINT) ends the process at once, with status 130, for the duration.
+
+    Beam answers a ``KeyboardInterrupt`` by tearing its DoFns down from the
+    main thread while worker threads are still inside them: a raster GDAL is
+    reading gets closed under it (a segmentation fault), and part writers
+    vanish mid-frame. Nothing needs unwinding: every output is written under
+    a temporary name and renamed, so no partial file has a final name, and
+    the same command resumes (finished cubes are skipped).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        stream.write("\ninterrupted: no partial output has a final name; run the same command to resume\n")
+        stream.flush()
+        if log is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(log)
+        os._exit(130)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_and_report(
     paths: list[str],
     options: ConvertOptions,
@@ -349,6 +385,7 @@ def _run_and_report(
     try:
         with contextlib.ExitStack() as stack:
             stream = sys.stderr if log is None else stack.enter_context(worker_output_to(log))
+            stack.enter_context(_interrupt_ends_the_process(stream, log))
             summary = run(paths, options, beam_args, runner=runner, progress=stream if show else None, publish=publish)
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
