@@ -253,15 +253,24 @@ class ConvertOptions:
             try:
                 to_seconds(self.time)
             except InvalidInputError as err:
-                raise OptionError(f"expected an ISO 8601 time such as 2021-06-01T10:30:00Z, got {self.time!r}", option="--time") from err
+                # The reason when there is one beyond "not a time" (a fraction of a second), else an example.
+                reason = (
+                    err.message
+                    if "fraction" in err.message
+                    else f"expected an ISO 8601 time such as 2021-06-01T10:30:00Z, got {self.time!r}"
+                )
+                raise OptionError(reason, option="--time") from err
         if self.time_pattern is not None:
             try:
                 compiled = re.compile(self.time_pattern)
             except re.error as err:
                 raise OptionError(f"not a regular expression: {err}", option="--time-pattern") from err
-            if not compiled.groupindex:
+            if not {"year", "date", "time"} & set(compiled.groupindex):
+                named = f" (it names {', '.join(compiled.groupindex)})" if compiled.groupindex else ""
                 raise OptionError(
-                    "the pattern needs named groups, e.g. (?P<year>\\d{4})(?P<doy>\\d{3}) or (?P<date>\\d{8})", option="--time-pattern"
+                    f"the pattern needs a named group year, date or time{named}, "
+                    "e.g. (?P<year>\\d{4})(?P<doy>\\d{3}) or (?P<date>\\d{8})",
+                    option="--time-pattern",
                 )
 
     def _check_sentinel2(self) -> None:

@@ -129,15 +129,19 @@ def _time_from_match(match: re.Match[str]) -> int:
     if "year" not in groups:
         raise ValueError(f"--time-pattern matched {match.group(0)!r} but has no group year, date or time")
     year = int(groups["year"])
-    clock = dt.timedelta(hours=int(groups.get("hour", 0)), minutes=int(groups.get("minute", 0)), seconds=int(groups.get("second", 0)))
-    if "doy" in groups:
-        doy = int(groups["doy"])
-        if not 1 <= doy <= (366 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 365):
-            raise ValueError(f"day of year {doy} does not exist in {year}")
-        day = dt.datetime(year, 1, 1) + dt.timedelta(days=doy - 1)
-    else:
-        day = dt.datetime(year, int(groups.get("month", 1)), int(groups.get("day", 1)))
-    return to_seconds(day + clock)
+    try:
+        # dt.time checks each field (hour 25 is an error, not the next day at 01:00).
+        clock = dt.time(int(groups.get("hour", 0)), int(groups.get("minute", 0)), int(groups.get("second", 0)))
+        if "doy" in groups:
+            doy = int(groups["doy"])
+            if not 1 <= doy <= (366 if year % 4 == 0 and (year % 100 or year % 400 == 0) else 365):
+                raise ValueError(f"day of year {doy} does not exist in {year}")
+            day = dt.date(year, 1, 1) + dt.timedelta(days=doy - 1)
+        else:
+            day = dt.date(year, int(groups.get("month", 1)), int(groups.get("day", 1)))
+    except ValueError as err:
+        raise ValueError(f"{match.group(0)!r} holds no valid time: {err}") from err
+    return to_seconds(dt.datetime.combine(day, clock))
 
 
 def time_from_scene_id(href: str) -> int | None:
@@ -248,9 +252,15 @@ def resolve_time(*, href: str, stac: str | None, tags: Mapping[str, str], patter
 
 
 def compact(seconds: int) -> str:
-    """Return ``YYYYMMDD`` for a whole day, else ``YYYYMMDDTHHMMSS``, for file names."""
+    """Return ``YYYYMMDD`` for a whole day, else ``YYYYMMDDTHHMMSS``, for file names.
+
+    >>> compact(0), compact(-62135596800 + 3661)
+    ('19700101', '00010101T010101')
+    """
     moment = _EPOCH + dt.timedelta(seconds=seconds)
-    return moment.strftime("%Y%m%d") if seconds % 86400 == 0 else moment.strftime("%Y%m%dT%H%M%S")
+    # Not strftime("%Y"), which writes year 1 as "1" on glibc: names keep eight digits.
+    day = f"{moment.year:04d}{moment.month:02d}{moment.day:02d}"
+    return day if seconds % 86400 == 0 else f"{day}T{moment.hour:02d}{moment.minute:02d}{moment.second:02d}"
 
 
 def period_label(seconds: int, period: str) -> str:

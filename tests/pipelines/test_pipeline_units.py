@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import re
 
 import pytest
 from hypothesis import given
@@ -97,6 +98,22 @@ class TestTimes:
         assert time_from_pattern(pattern, "/x/other.tif") is None
         with pytest.raises(ValueError, match="day of year 400"):
             time_from_pattern(pattern, "LE70350322008400EDC00")
+
+    @pytest.mark.parametrize(
+        ("name", "message"),
+        [
+            ("s_2019_01_01_25", "hour must be in 0..23"),
+            ("s_2019_01_01_23_60", "minute must be in 0..59"),
+            ("s_2019_01_01_23_59_61", "second must be in 0..59"),
+            ("s_2019_02_29_00", "day is out of range for month"),
+        ],
+    )
+    def test_pattern_clock_fields_are_checked_not_rolled_over(self, name: str, message: str) -> None:
+        """Hour 25 is a bad time, not 01:00 the next day."""
+        pattern = r"_(?P<year>\d{4})_(?P<month>\d\d)_(?P<day>\d\d)_(?P<hour>\d\d)(?:_(?P<minute>\d\d))?(?:_(?P<second>\d\d))?"
+        with pytest.raises(ValueError, match=f"holds no valid time: {message}"):
+            time_from_pattern(pattern, f"/x/{name}.tif")
+        assert format_seconds(time_from_pattern(pattern, "/x/s_2019_01_01_23_59_58.tif") or 0) == "2019-01-01T23:59:58Z"
 
     def test_pattern_date_group_and_missing_year(self) -> None:
         assert format_seconds(time_from_pattern(r"_(?P<date>\d{8}T\d{6})_", "S2_20230105T103021_B02.tif") or 0) == "2023-01-05T10:30:21Z"
@@ -237,14 +254,16 @@ class TestOptions:
             ({"duplicates": "any"}, "--duplicates: expected one of error"),
             ({"time": "soon"}, "--time: expected an ISO 8601 time"),
             ({"time_pattern": "("}, "--time-pattern: not a regular expression"),
-            ({"time_pattern": r"\d+"}, "--time-pattern: the pattern needs named groups"),
+            ({"time_pattern": r"\d+"}, "--time-pattern: the pattern needs a named group year, date or time, e.g."),
+            ({"time_pattern": r"(?P<foo>\d+)"}, "--time-pattern: the pattern needs a named group year, date or time (it names foo)"),
+            ({"time": "2021-06-01T10:30:00.5Z"}, "--time: '2021-06-01T10:30:00.5Z' has a fraction of a second; rumi stores whole seconds"),
             ({"compression": "lzma"}, "--compression: unknown codec name 'lzma'"),
             ({"compression": "{bad"}, "--compression: not valid JSON"),
             ({"out": ""}, "--out: an output directory is required"),
         ],
     )
     def test_bad_values(self, kwargs: dict[str, object], message: str) -> None:
-        with pytest.raises(OptionError, match=message.replace("(", r"\(")):
+        with pytest.raises(OptionError, match=re.escape(message)):
             ConvertOptions(**{"out": "out", **kwargs})  # type: ignore[arg-type]
 
     def test_compression_is_canonical(self) -> None:
