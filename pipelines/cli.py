@@ -117,6 +117,41 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
     return inputs, beam_args
 
 
+def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
+    """Refuse options that neither this command nor Beam knows: Beam would drop them with a log line, and the run go on without them.
+
+    ``--tile_size=16`` would otherwise convert at the default tile size.
+
+    Raises:
+        click.UsageError: an option is unknown; names the closest known one.
+    """
+    import difflib
+
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    with contextlib.suppress(ImportError):
+        import apache_beam.runners.dask.dask_runner  # noqa: F401  # registers DaskOptions (--dask_client_address, ...)
+    options = PipelineOptions(beam_args)
+    quiet = logging.getLogger("apache_beam.options.pipeline_options")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # get_all_options warns of what it discards: that is the question asked here
+    try:
+        known = options.get_all_options(retain_unknown_options=False)
+        every = options.get_all_options(retain_unknown_options=True)
+    finally:
+        quiet.setLevel(level)
+    unknown = set(every) - set(known)
+    # Beam spells --bogus-option as bogus_option: name the token as typed.
+    typed = next((t.split("=", 1)[0] for t in beam_args if t.lstrip("-").split("=", 1)[0].replace("-", "_") in unknown), None)
+    typed = typed or (f"--{min(unknown)}" if unknown else None)
+    if typed is not None:
+        ours = [name for param in command.params for name in param.opts if name.startswith("--")]
+        names = ours + [f"--{name}" for name in known]
+        close = difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it")
+
+
 def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
     if text is None:
         return None
@@ -234,6 +269,7 @@ def convert_command(
     worker thread per core).
     """
     paths, beam_args = split_beam_args(inputs)
+    _check_beam_args(beam_args, click.get_current_context().command)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
     box = _parse_bbox(bbox)
     try:

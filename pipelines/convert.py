@@ -59,7 +59,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
@@ -107,6 +107,9 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_RUNNER = "FnApiRunner"
 """Runner used when none is given: Beam's portable in-process runner, without the Prism download."""
+
+RUNNER_NAMES: Final = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
+"""Runners Beam knows only by their qualified class name, by their short one."""
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 """Runners that take ``--direct_running_mode`` and ``--direct_num_workers`` (the DirectRunner runs batch jobs on the FnApiRunner)."""
@@ -262,6 +265,7 @@ def _build(
     if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
         args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
     runner = runner or PipelineOptions(args).view_as(StandardOptions).runner or DEFAULT_RUNNER
+    runner = RUNNER_NAMES.get(runner, runner)
     if runner in LOCAL_RUNNERS:
         args += local_workers(args)
     pipeline_options = PipelineOptions(args)

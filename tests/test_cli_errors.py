@@ -226,12 +226,13 @@ def test_window_and_bbox_are_clipped_alike_and_reported(cube: tuple[Path, bytes,
 @pytest.mark.parametrize("command", ["search", "read"])
 def test_inverted_bbox_is_refused_alike(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path, command: str) -> None:
     path, _, _ = cube
-    args = [command, str(path if command == "read" else tmp_path), "--bbox", "15,40,14,41"]
+    # Latitudes inverted: minx > maxx alone is a search box across the antimeridian.
+    args = [command, str(path if command == "read" else tmp_path), "--bbox", "14,41,15,40"]
     if command == "read":
         args += ["-o", str(tmp_path / "x.npy")]
     result = invoke(*args)
     assert result.exit_code == 2
-    assert "--bbox: bbox [15.0, 40.0, 14.0, 41.0] is empty or inverted" in one_line(result)
+    assert "--bbox: bbox [14.0, 41.0, 15.0, 40.0] is empty or inverted" in one_line(result)
 
 
 # -- small things ------------------------------------------------------------------------

@@ -166,6 +166,15 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     beam_value = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--direct_num_workers", "2"])
     assert beam_value.exit_code == 2 and "--direct_num_workers=2" in beam_value.output
     assert main([str(root / "a"), "--out", str(out), "--frame-unit", "12"]) == 2
+    # Options neither rumi nor Beam knows would be dropped by Beam with a log line, and the run go on without them.
+    for typo, message in [
+        ("--tile_size=16", "no such option: --tile_size (did you mean --tile-size?)"),
+        ("--direct_runing_mode=in_memory", "no such option: --direct_runing_mode (did you mean --direct_running_mode?)"),
+        ("--bogus-option", "no such option: --bogus-option; neither rumi convert nor Beam knows it"),
+    ]:
+        refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), typo])
+        assert refused.exit_code == 2 and message in refused.output, refused.output
+    assert not (tmp_path / "typo").exists()
 
 
 def test_an_undated_name_with_a_date_gets_the_time_pattern_that_reads_it(tmp_path: Path) -> None:

@@ -156,7 +156,7 @@ def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tm
     cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     try:
         args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
-        assert _convert(scenes, tmp_path, args, runner="apache_beam.runners.dask.dask_runner.DaskRunner") == reference
+        assert _convert(scenes, tmp_path, args, runner="DaskRunner") == reference  # Beam knows it only by its qualified name
     finally:
         cluster.close()
 
