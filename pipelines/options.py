@@ -213,6 +213,10 @@ class ConvertOptions:
             object.__setattr__(self, "out", self.out.rstrip("/"))
             if self.out.count("/") < 2 or not self.out[5:]:
                 raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.out!r}", option="--out")
+        if self.catalog is not None and not self.write_catalog:
+            raise OptionError(
+                "--catalog names where to write the catalogue, and --no-catalog writes none: give one of them", option="--catalog"
+            )
         if self.catalog is not None and os.fspath(self.catalog).startswith("gs://"):
             object.__setattr__(self, "catalog", os.fspath(self.catalog).rstrip("/"))
             if not self.catalog[5:]:

@@ -132,7 +132,7 @@ class Summary:
         )
         if self.dead_letters:
             reasons = Counter(d.reason for d in self.dead_letters)
-            detail = ", ".join(f"{r} {n}" for r, n in sorted(reasons.items()))
+            detail = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))
             lines.append(f"dead letters: {len(self.dead_letters)} ({detail}), listed in {self.dead_letter_path}")
         else:
             lines.append("dead letters: none")

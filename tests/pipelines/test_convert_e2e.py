@@ -88,7 +88,7 @@ def test_archive_by_quarter(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]
     assert summary.produced and len(summary.dead_letters) == 7
     assert summary.counters.get("ReadSceneMetadata/dead_letter.unreadable") == 1
     assert summary.counters.get("PlanCubes/dead_letter.off-grid") == 4
-    assert "dead letters: 7" in summary.table()
+    assert "dead letters: 7 (missing-crs: 1, off-grid: 4, unknown-time: 1, unreadable: 1)" in summary.table()
     assert not (out / ".parts").exists() and not (out / ".staging").exists()
     entry = by_shape[(3, 4, 70, 90)]
     assert entry["bands"][0]["name"] == "B02" and entry["crs"] == "EPSG:32632" and entry["nodata"] == 0

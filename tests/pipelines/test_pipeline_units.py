@@ -260,6 +260,10 @@ class TestOptions:
             ({"compression": "lzma"}, "--compression: unknown codec name 'lzma'"),
             ({"compression": "{bad"}, "--compression: not valid JSON"),
             ({"out": ""}, "--out: an output directory is required"),
+            (
+                {"catalog": "stac", "write_catalog": False},
+                "--catalog: --catalog names where to write the catalogue, and --no-catalog writes none",
+            ),
         ],
     )
     def test_bad_values(self, kwargs: dict[str, object], message: str) -> None:
