@@ -245,7 +245,14 @@ def resolve_time(*, href: str, stac: str | None, tags: Mapping[str, str], patter
     found = time_from_scene_id(href)
     if found is not None:
         return found
-    found = time_from_tags(tags)
+    try:
+        found = time_from_tags(tags)
+    except ValueError:
+        # A TIFF tag is the file writer's note, not the user's word: a malformed one is
+        # an error only when no --time stands in for it.
+        if not fallback:
+            raise
+        found = None
     if found is not None:
         return found
     return parse_time(fallback) if fallback else None

@@ -155,6 +155,10 @@ class TestTimes:
         assert format_seconds(resolve_time(stac=None, pattern=None, **kw) or 0).startswith("2001")  # type: ignore[arg-type]
         assert format_seconds(resolve_time(stac=None, pattern=None, href="x", tags={}, fallback="2003-03-03") or 0).startswith("2003")
         assert resolve_time(stac=None, pattern=None, href="x", tags={}, fallback=None) is None
+        junk = {"TIFFTAG_DATETIME": "garbage:99:99 99:99:99"}
+        with pytest.raises(ValueError, match="garbage"):
+            resolve_time(stac=None, pattern=None, href="x", tags=junk, fallback=None)
+        assert format_seconds(resolve_time(stac=None, pattern=None, href="x", tags=junk, fallback="2003-03-03") or 0).startswith("2003")
 
     @pytest.mark.parametrize(("period", "label"), [("none", ""), ("P1M", "2021-05"), ("P3M", "2021-Q2"), ("P1Y", "2021")])
     def test_period_label(self, period: str, label: str) -> None:
