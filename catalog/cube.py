@@ -44,6 +44,7 @@ from catalog.selectors import (
     TimeRange,
     band_positions,
     bands_from_texts,
+    check_positions,
     parse_band_selector,
     parse_time_selector,
     time_positions,
@@ -343,10 +344,7 @@ class Cube:
         if not all(isinstance(b, int) for b in band_sel):
             return band_positions(band_sel, self.bands)
         band_pos = [int(b) for b in band_sel]
-        count = self.layout.samples_per_pixel
-        bad = [b for b in band_pos if not 0 <= b < count]
-        if bad:
-            raise SelectorError(f"band position {bad[0]} is outside 0..{count - 1}")
+        check_positions(band_pos, self.layout.samples_per_pixel, "band")
         return band_pos
 
     def _time_positions(self, times: str | Sequence[int] | TimeRange | None) -> list[int] | None:
@@ -356,10 +354,7 @@ class Cube:
         if isinstance(time_sel, TimeRange):
             return time_positions(time_sel, self.times)
         time_pos = list(time_sel)
-        count = self.layout.time_count
-        bad = [t for t in time_pos if not 0 <= t < count]
-        if bad:
-            raise SelectorError(f"time position {bad[0]} is outside 0..{count - 1}")
+        check_positions(time_pos, self.layout.time_count, "time")
         return time_pos
 
     def resolve(

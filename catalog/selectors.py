@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 from catalog.errors import SelectorError
 from rumi_core.errors import InvalidInputError
@@ -47,6 +47,7 @@ __all__ = [
 ]
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_MONTH_ONLY = re.compile(r"^(\d{4})-(\d{2})$")
 
 
 def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False) -> tuple[float, float, float, float]:
@@ -98,10 +99,23 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
     Raises:
         SelectorError: the text is not an ISO 8601 date or datetime.
 
+    A month (``2021-02``, ISO 8601's reduced precision) means its first
+    second, or with ``end=True`` its last.
+
     >>> parse_datetime("2021-01-01"), parse_datetime("2021-01-01", end=True)
     (1609459200, 1609545599)
+    >>> parse_datetime("2020-12", end=True) == parse_datetime("2020-12-31", end=True)
+    True
     """
     value = text.strip()
+    month = _MONTH_ONLY.match(value)
+    if month:
+        # ISO 8601's reduced precision: "2021-02" is that month, from its first second to its last.
+        year, number = int(month[1]), int(month[2])
+        if not 1 <= number <= 12:
+            raise SelectorError(f"{text!r} is not an ISO 8601 month: month {number} is not in 1..12")
+        following = f"{year + number // 12:04d}-{number % 12 + 1:02d}-01"
+        return parse_time(following) - 1 if end else parse_time(f"{year:04d}-{number:02d}-01")
     try:
         seconds = parse_time(value)  # a fraction of a second names the second it falls in
     except InvalidInputError as err:
@@ -195,7 +209,7 @@ def parse_band_selector(text: str) -> list[int | str]:
     for part in (p.strip() for p in text.split(",")):
         if not part:
             continue
-        out.append(int(part) if re.fullmatch(r"\d+", part) else part)
+        out.append(int(part) if re.fullmatch(r"-?\d+", part) else part)
     if not out:
         raise SelectorError(f"--bands {text!r} names no band")
     return out
@@ -213,6 +227,25 @@ def bands_from_texts(texts: Sequence[str], *, data_type: str | None = None) -> t
     if len({b.name for b in bands}) != len(bands):
         bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
     return tuple(bands)
+
+
+def check_positions(positions: Sequence[int], count: int, axis: Literal["band", "time"]) -> None:
+    """Refuse a position outside ``0..count-1`` of an axis, naming it.
+
+    >>> check_positions([20200215], 3, "time")
+    Traceback (most recent call last):
+    ...
+    catalog.errors.SelectorError: time position 20200215 is outside 0..2; a date is written 2020-02-15, a range 2020-02-01/2020-02-29
+
+    Raises:
+        SelectorError: a position is outside the axis.
+    """
+    bad = next((p for p in positions if not 0 <= p < count), None)
+    if bad is None:
+        return
+    # A number of four or more digits is a year or a date more often than a position.
+    hint = "; a date is written 2020-02-15, a range 2020-02-01/2020-02-29" if axis == "time" and bad >= 1000 else ""
+    raise SelectorError(f"{axis} position {bad} is outside 0..{count - 1}{hint}")
 
 
 def band_positions_for_texts(selectors: Sequence[int | str], texts: Sequence[str]) -> list[int]:
@@ -237,8 +270,7 @@ def band_positions(selectors: Sequence[int | str], bands: Sequence[Band]) -> lis
     out: list[int] = []
     for sel in selectors:
         if isinstance(sel, int):
-            if not 0 <= sel < len(bands):
-                raise SelectorError(f"band position {sel} is outside 0..{len(bands) - 1}")
+            check_positions([sel], len(bands), "band")
             out.append(sel)
             continue
         exact = [i for i, b in enumerate(bands) if b.name.lower() == sel.strip().lower()]
@@ -260,9 +292,7 @@ def time_positions(selector: Sequence[int] | TimeRange, times: TimeCoordinates) 
     """
     count = times.time_count
     if not isinstance(selector, TimeRange):
-        for p in selector:
-            if not 0 <= p < count:
-                raise SelectorError(f"time position {p} is outside 0..{count - 1}")
+        check_positions(selector, count, "time")
         return list(selector)
     secs = times.seconds
     # Intervals are half-open [start, end): the last second they cover is end - 1.

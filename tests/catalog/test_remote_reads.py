@@ -141,6 +141,19 @@ def test_time_range_outside_the_cube(cube: Any) -> None:
         c.read(times="2030-01-01/2030-02-01")
 
 
+def test_times_by_month_and_positions_that_look_like_dates(cube: Any) -> None:
+    """ISO 8601's reduced precision: 2021-01 is all of January; 20210111 is no position, and the error says how to write it."""
+    with Cube.open(cube.path) as c:
+        assert len(c.read(times="2021-01", bands=[0], window=((0, 2), (0, 2))).times) == 3
+        assert len(c.read(times="2021-01-05/2021-01", bands=[0], window=((0, 2), (0, 2))).times) == 2
+        with pytest.raises(SelectorError, match="no time step falls in 2021-02-01T00:00:00Z/2021-02-28T23:59:59Z"):
+            c.read(times="2021-02")
+        with pytest.raises(SelectorError, match=r"time position 20210111 is outside 0\.\.2; a date is written 2020-02-15"):
+            c.read(times="20210111")
+        with pytest.raises(SelectorError, match=r"band position -1 is outside 0\.\.3"):
+            c.read(bands="-1")
+
+
 def test_bbox_outside_the_raster(cube: Any) -> None:
     with Cube.open(cube.path) as c, pytest.raises(SelectorError, match="does not overlap"):
         c.read(bbox=(0.0, 0.0, 1.0, 1.0))
