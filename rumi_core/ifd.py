@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import numpy as np
 
@@ -223,12 +223,31 @@ class _Entry(NamedTuple):
     at: int
 
 
+_KNOWN_STARTS: Final = (
+    (b"{", "JSON text"),
+    (b"II*\x00", "a little-endian TIFF"),
+    (b"MM\x00*", "a big-endian TIFF"),
+    (b"II+\x00", "a BigTIFF"),
+)
+"""Starts of files often given where a rumi file is expected, and what they are."""
+
+
+def _looks_like(start: bytes) -> str:
+    """``": it is ..."`` for a file that starts like one of :data:`_KNOWN_STARTS`, else ``""``.
+
+    >>> _looks_like(b'{"type"')
+    ': the file is JSON text, not a rumi file'
+    """
+    what = next((name for prefix, name in _KNOWN_STARTS if start.lstrip().startswith(prefix)), None)
+    return f": the file is {what}, not a rumi file" if what else ""
+
+
 def _check_file_header(fixed: bytes) -> None:
     """Check the 16-byte file header, the IFD's entry count and its next-IFD offset (*File header*, *Fixed IFD*)."""
     magic, version, reserved, ifd_offset = _FILE_HEADER.unpack_from(fixed, 0)
     rule_hdr = "A reader MUST reject any other value"
     if magic != FILE_MAGIC:
-        raise _fail(f"magic is {magic!r}, expected b'RUMI'", field="magic", rule=rule_hdr, offset=0)
+        raise _fail(f"magic is {magic!r}, expected b'RUMI'{_looks_like(magic)}", field="magic", rule=rule_hdr, offset=0)
     if version != FILE_VERSION:
         raise _fail(f"version is {version}, expected 1", field="version", rule=rule_hdr, offset=4)
     if reserved != 0:

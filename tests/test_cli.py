@@ -53,6 +53,17 @@ def test_info_on_a_broken_file_names_the_rule(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
+def test_info_on_a_json_or_tiff_file_says_what_it_is(tmp_path: Path) -> None:
+    """An item or a GeoTIFF given where a rumi file goes: the error says what the file is."""
+    item = tmp_path / "item.json"
+    item.write_text('{\n  "type": "Feature"}')
+    tiff = tmp_path / "scene.tif"
+    tiff.write_bytes(b"II*\x00" + bytes(400))
+    for path, what in ((item, "JSON text"), (tiff, "a little-endian TIFF")):
+        result = CliRunner().invoke(cli, ["info", str(path)])
+        assert result.exit_code == 1 and f"the file is {what}, not a rumi file" in result.output, result.output
+
+
 def test_header_default_output_name(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
     path, blob, _ = cube_file
     result = CliRunner().invoke(cli, ["header", str(path)])

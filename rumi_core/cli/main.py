@@ -42,6 +42,10 @@ def cli(verbose: int) -> None:
     """rumi: write, catalogue and read stateless raster cubes."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        # Each retry of a request is a WARNING of the HTTP client's: what failed in the end is the
+        # command's one error line, and -v shows the attempts.
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
 
 
 def main() -> None:
