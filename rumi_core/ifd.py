@@ -453,7 +453,7 @@ def decode_head(
     fixed = read_at(0, HEAD_FIXED_SIZE)
     if len(fixed) < HEAD_FIXED_SIZE:
         raise _fail(
-            f"the file is {len(fixed)} bytes, shorter than the 292-byte header and IFD",
+            f"the file is {len(fixed)} bytes, shorter than the 292-byte header and IFD{_looks_like(fixed[:4])}",
             field="file",
             rule="It begins with the rumi file header and contains exactly one rumi IFD",
             offset=len(fixed),
