@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
-from catalog.errors import CatalogError, SearchError, SelectorError
+from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
 from catalog.index import INDEX_NAME, query_index, read_index_table
 from catalog.json_shape import OBJECT, json_object, list_mismatch
 from catalog.selectors import TimeRange, check_bbox, lonlat_boxes, parse_datetime
@@ -234,7 +234,16 @@ def search(
     href = os.fspath(target)
     wanted = list(bands or [])
     if _is_api(href):
-        found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)
+        try:
+            found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)
+        except SearchError as err:
+            # A static catalogue served over HTTP, given by its folder's URL, as a local one is by its folder.
+            static = href.split("?", 1)[0].rstrip("/") + "/catalog.json"
+            try:
+                storage.read(static)
+            except StorageError:
+                raise SearchError(f"{err}; nor is it the folder of a static catalogue (no {static})") from err
+            return search(static, bbox=bbox, datetime=time, bands=bands, limit=limit, storage=storage)
         hits = [SearchHit.from_item(it, base=None) for it in found if _has_bands(it, wanted)]
         return hits[:limit] if limit is not None else hits
     if href_kind(href) == "local" and os.path.isdir(href):

@@ -134,6 +134,17 @@ def test_remote_index_over_http(catalogue: Path, tmp_path: Path) -> None:
         assert [r.path for r in srv.served] == ["/stac/catalog.json", f"/stac/{INDEX_NAME}"]
 
 
+def test_a_static_catalogue_over_http_by_its_folder(catalogue: Path, tmp_path: Path) -> None:
+    """Its folder's URL is no STAC API: the catalog.json in it is searched, as a local folder's is."""
+    from catalog.testing import RangeRequestServer
+
+    with RangeRequestServer(tmp_path / "data") as srv:
+        for folder in ("stac", "stac/"):
+            assert [h.id for h in search(srv.url(folder), datetime="2021-06-01/..")] == ["s2_jun"]
+        with pytest.raises(SearchError, match=r"searching the STAC API at .* failed: .*; nor is it the folder of a static catalogue"):
+            search(srv.url("nothing/"))
+
+
 def test_hit_round_trip(catalogue: Path) -> None:
     hit = search(catalogue)[0]
     assert SearchHit.from_dict(hit.to_dict()) == hit
