@@ -50,7 +50,7 @@ from catalog.selectors import (
     time_positions,
 )
 from catalog.storage import Storage, href_kind, is_rumi_href
-from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, RumiError
+from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.reader import read_selection
@@ -161,6 +161,8 @@ class Cube:
         self.item = item
         """The item this cube was opened from, as a dict, or None."""
         self._owned = owned
+        self._sidecar: str | None = None
+        """The ``<file>h`` the blob was read from, when it was found beside the file."""
 
     # -- opening ------------------------------------------------------------------------
 
@@ -219,7 +221,9 @@ class Cube:
                 raise
         try:
             blob = HeaderBlob.from_bytes(sidecar)
-            return cls(_open_checked(storage, href, blob), blob)
+            cube = cls(_open_checked(storage, href, blob), blob)
+            cube._sidecar = href + "h"
+            return cube
         except (InvalidHeaderError, HeaderMismatchError) as err:
             # Name the blob the frames were to be located with: the file may be sound.
             where = f" at byte {err.offset}" if err.offset is not None else ""
@@ -431,8 +435,15 @@ class Cube:
             sel = self.selection(**selectors)
             try:
                 data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
-            except RumiError:
+            except RumiError as err:
                 self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+                if isinstance(err, FrameDecodeError) and self._sidecar is not None:
+                    # A blob beside the file that belongs to another file places frames where there are none.
+                    raise FrameDecodeError(
+                        f"{err}; the frames were located by {self._sidecar}, which may be another file's blob: "
+                        "rumi validate FILE checks the two together",
+                        field=err.field,
+                    ) from err
                 raise
             self._check_unchanged()
             if labels:

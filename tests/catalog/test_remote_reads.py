@@ -192,3 +192,21 @@ def test_a_broken_blob_beside_a_file_is_named(cube: Any) -> None:
     cube.path.write_bytes(cube.path.read_bytes()[:-5000])  # cut inside the frames
     with pytest.raises(HeaderMismatchError, match=r"^header blob .*cube\.rumih: the header blob does not fit"):
         Cube.open(cube.path)
+
+
+def test_frames_located_by_another_files_blob_say_where_the_blob_came_from(tmp_path: Path) -> None:
+    """A blob of the same layout but another file fits the file's size, and its frames do not decode: the error names it."""
+    import rumi_core
+    from rumi_core.errors import FrameDecodeError
+
+    shape = (2, 1, 32, 32)
+    noisy = np.random.default_rng(1).integers(0, 60000, shape, dtype=np.uint16)
+    common = {"bands": ["b"], "times": ["2021-01-01"], "tile_size": 16}
+    rumi_core.write(tmp_path / "a.rumi", noisy[:1], **common)
+    other = rumi_core.write(tmp_path / "b.rumi", np.zeros(shape, np.uint16)[:1], **common)
+    (tmp_path / "a.rumih").write_bytes(other)
+    with (
+        Cube.open(tmp_path / "a.rumi") as c,
+        pytest.raises(FrameDecodeError, match=r"the frames were located by .*a\.rumih, which may be another file's blob"),
+    ):
+        c.read()
