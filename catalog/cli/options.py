@@ -11,7 +11,7 @@ from rumi_core.cli.options import OptionError
 if TYPE_CHECKING:
     import click
 
-__all__ = ["parse_bbox"]
+__all__ = ["parse_bbox", "parse_lonlat_bbox"]
 
 
 def parse_lonlat_bbox(
