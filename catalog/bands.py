@@ -145,15 +145,17 @@ class Band:
         """Whether ``selector`` names this band (case-insensitive).
 
         It matches the name, the common name, the description, any
-        comma-separated part of the description, or the end of the name after
-        a ``_``, ``-``, ``.`` or space: ``VV`` names ``IW_DVP_G_gpuned_VV``
-        and ``PIXEL`` names ``QA_PIXEL``, the names that layers without a
-        band token take from their files (``pipelines.planning.grouping``).
+        comma-separated part of the name or the description (``B04`` names
+        ``"B04, red, 664.6nm (S2A) / ..."``, the whole text being a STAC
+        band's name), or the end of the name after a ``_``, ``-``, ``.`` or
+        space: ``VV`` names ``IW_DVP_G_gpuned_VV`` and ``PIXEL`` names
+        ``QA_PIXEL``, the names that layers without a band token take from
+        their files (``pipelines.planning.grouping``).
         """
         s = selector.strip().lower()
         candidates = {x.lower() for x in self.labels}
-        if self.description:
-            candidates.update(p.strip().lower() for p in self.description.split(",") if p.strip())
+        for text in (self.name, self.description or ""):
+            candidates.update(p.strip().lower() for p in text.split(",") if p.strip())
         name = self.name.lower()
         return s in candidates or (bool(s) and any(name.endswith(sep + s) for sep in "_-. "))
 

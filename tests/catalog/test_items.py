@@ -190,6 +190,9 @@ def test_band_text_parsing() -> None:
     vv = Band("IW_DVP_G_gpuned_VV")
     assert vv.matches("vv") and vv.matches("gpuned_VV") and not vv.matches("V") and not vv.matches("") and not vv.matches("DVP")
     assert not Band("B8A").matches("8A") and not Band("QA_PIXEL").matches("QA")
+    # A STAC band named by its whole text (rumi convert's Sentinel-2 bands) answers to its id.
+    s2 = Band("B04, red, 664.6nm (S2A) / 664.9nm (S2B)", common_name="red")
+    assert s2.matches("B04") and s2.matches("b04") and s2.matches("red") and not s2.matches("B4") and not s2.matches("B08")
     assert Band.from_dict(b.to_dict()) == b
 
 
