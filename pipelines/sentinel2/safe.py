@@ -104,6 +104,12 @@ _GRANULE_FILE: Final = re.compile(
 _TILE_TIME: Final = re.compile(r"^(?:L[12][AC]_)?T\d{2}[A-Z]{3}_\d{8}T\d{6}_")
 """The ``T33UUU_20230612T102031_`` that starts the name of a granule's images and preview."""
 
+_LEVEL_1C: Final = re.compile(r"MSIL1C[^/]*\.SAFE$", re.IGNORECASE)
+"""A Level-1C product's folder (``S2B_MSIL1C_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE``)."""
+
+_TOP_OF_ATMOSPHERE: Final = ", top-of-atmosphere reflectance (L1C)"
+"""What a Level-1C image's band text adds to the band table's."""
+
 _RESOLUTION: Final = re.compile(r"_\d+m$")
 """The ``_10m`` that ends the name of a Level-2A image or probability mask."""
 
@@ -138,7 +144,8 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     - An image of the band table is named as the STAC route names it
       (:func:`pipelines.sentinel2.bands.band_text`): ``T33UUU_<time>_B04_10m.jp2``
       is ``B04, red, 664.6nm (S2A) / ...``, and the catalogue reads its common
-      name and wavelength, so ``--bands red`` selects it.
+      name and wavelength, so ``--bands red`` selects it. A Level-1C image's
+      text ends in ``, top-of-atmosphere reflectance (L1C)``.
     - A mask of ``QI_DATA`` that ends in the band it describes
       (``MSK_DETFOO_B02``) is named in full, never as that band.
     - A file of several bands is named without the tile, time and
@@ -154,6 +161,8 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     ('TCI 1', 'TCI 2', 'TCI 3')
     >>> file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_DETFOO_B02.jp2", 1), file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_CLDPRB_20m.jp2", 1)
     (('MSK_DETFOO_B02',), None)
+    >>> file_band_texts("S2B_MSIL1C_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE/GRANULE/g/IMG_DATA/B04.jp2", 1)
+    ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C), top-of-atmosphere reflectance (L1C)',)
     """
     found = _granule_file(href)
     if found is None:
@@ -165,7 +174,12 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     if not found.in_images:
         return (found.name,)
     table = BANDS.get(found.band)
-    return None if table is None else (band_text(table),)
+    if table is None:
+        return None
+    # The band table describes Level-2A's surface reflectance; a Level-1C image holds the same band at the top
+    # of the atmosphere. Its text says so, which also keeps the two levels out of one cube (planning groups
+    # scenes by their band texts).
+    return (band_text(table) + (_TOP_OF_ATMOSPHERE if _LEVEL_1C.search(found.root) else ""),)
 
 
 def file_radiometry(href: str) -> Radiometry | None:

@@ -557,6 +557,23 @@ def test_an_unreadable_safe_metadata_file_is_a_dead_letter_naming_it(tmp_path: P
     assert mask["dtype"] == "uint8"
 
 
+def test_a_level_1c_safe_never_shares_a_cube_with_level_2a(tmp_path: Path) -> None:
+    """Top-of-atmosphere and surface reflectance of one band, grid and radiometry: two cubes, the L1C one saying what it holds."""
+    for day in ("20220125", "20220204"):
+        write_safe(tmp_path / "in", day, "04.00", l2a_metadata(-1000))
+    level_2a = write_safe(tmp_path / "l1c", "20220214", "04.00", None)
+    level_1c = tmp_path / "in" / level_2a.name.replace("MSIL2A", "MSIL1C")
+    level_2a.rename(level_1c)
+    (level_1c / "MTD_MSIL1C.xml").write_text(l2a_metadata(-1000).replace("BOA_ADD_OFFSET", "RADIO_ADD_OFFSET"))
+    out = tmp_path / "out"
+    run([str(tmp_path / "in")], ConvertOptions(out=str(out)))
+    reflectance = [e for e in load_jsonl(str(out / "manifest.jsonl")) if e["bands"][0]["name"].startswith("B02")]
+    by_times = {len(e["times"]): [b["name"] for b in e["bands"]] for e in reflectance}
+    assert sorted(by_times) == [1, 2]
+    assert all(name.endswith(", top-of-atmosphere reflectance (L1C)") for name in by_times[1])
+    assert not any("L1C" in name for name in by_times[2])
+
+
 def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path: Path) -> None:
     """``S2A_33UUU_20230612_0_L2A/{B02,B03,AOT,WVP,B05,SCL}.tif``: dated by the folder, banded by the whole stem.
 
