@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pipelines.planning.scene import ProductBand, SceneRef
 from pipelines.sentinel2.bands import S2Band, band_for_asset, band_text
+from rumi_core.errors import InvalidInputError
+from rumi_core.times import parse_time
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -132,8 +134,16 @@ class S2Item:
 
     @property
     def orbit(self) -> str:
-        """The datatake: platform, tile and sensing time; reprocessings share it."""
-        return f"{self.platform}/{self.tile}/{self.datetime}"
+        """The datatake: platform, tile and sensing second; reprocessings share it.
+
+        The second, not the text: catalogues write one sensing time as
+        ``10:15:59.024000Z`` or ``10:15:59Z``, and a cube stores whole seconds.
+        """
+        try:
+            when = str(parse_time(self.datetime))
+        except InvalidInputError:
+            when = self.datetime  # refused where the scene is dated; here it only keys
+        return f"{self.platform}/{self.tile}/{when}"
 
 
 def _resolve(href: str, base: str | None) -> str:

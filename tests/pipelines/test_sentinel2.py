@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,6 +114,10 @@ def test_items_are_recognised_by_their_properties_never_their_names(archive: tup
     kept, dropped = keep_newest(parsed)
     assert [d.baseline for d in dropped] == ["05.00"]  # the older processing of the 2023-06-08 datatake
     assert len(kept) == len(ACQUISITIONS) - 1
+    # One datatake, its time written to the microsecond by one catalogue and to the second by another.
+    (newer,) = [p for p in kept if p.datetime.startswith("2023-06-08")]
+    finer = replace(newer, id="finer", datetime=newer.datetime.replace("Z", ".024000Z"), baseline="05.00")
+    assert {d.id for d in keep_newest([*parsed, finer])[1]} == {"finer", dropped[0].id}
 
 
 def test_offsets_follow_the_processing_baseline_and_are_never_applied_twice() -> None:
