@@ -42,6 +42,7 @@ __all__ = [
     "GROUPS",
     "PLATFORMS",
     "S2Band",
+    "asset_resolution",
     "band_for_asset",
     "band_text",
     "select_bands",
@@ -118,6 +119,18 @@ def band_for_asset(key: str) -> S2Band | None:
     for suffix in ("_10m", "_20m", "_60m"):
         base = base.removesuffix(suffix)
     return _BY_ASSET.get(base)
+
+
+def asset_resolution(key: str) -> int | None:
+    """The resolution in metres a CDSE asset key ends in (``B01_60m``: 60), or None.
+
+    >>> asset_resolution("B01_60m"), asset_resolution("SCL_20m"), asset_resolution("red")
+    (60, 20, None)
+    """
+    for resolution in (10, 20, 60):
+        if key.lower().endswith(f"_{resolution}m"):
+            return resolution
+    return None
 
 
 def _nm(value: float) -> str:

@@ -1,10 +1,13 @@
 """Sentinel-2 L2A STAC items: recognition, radiometry, duplicates, filters, and scene references.
 
 An item is Sentinel-2 L2A when its **properties** say so (:func:`is_s2_l2a`):
-a Sentinel-2 ``constellation`` or ``platform``, an ``s2:processing_baseline``,
-and an MGRS tile (``s2:mgrs_tile``, or the MGRS extension's ``mgrs:utm_zone``,
-``mgrs:latitude_band`` and ``mgrs:grid_square``); a product type or
-processing level, where given, must be L2A. File names are never consulted.
+a Sentinel-2 ``constellation`` or ``platform``, a processing baseline
+(``s2:processing_baseline``, or ``processing:version`` as CDSE writes it),
+and an MGRS tile (``s2:mgrs_tile``, the grid extension's ``grid:code``, or the
+MGRS extension's ``mgrs:utm_zone``, ``mgrs:latitude_band`` and
+``mgrs:grid_square``); a product type (``s2:product_type``,
+``product:type``) or processing level, where given, must be L2A. File names
+are never consulted.
 
 Radiometry (:func:`radiometry`): DNs are stored unchanged. Reflectance bands
 record ``scale`` 0.0001 and ``offset`` -0.1 from processing baseline 04.00 on
@@ -36,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from pipelines.planning.scene import ProductBand, SceneRef
-from pipelines.sentinel2.bands import S2Band, band_for_asset, band_text
+from pipelines.sentinel2.bands import S2Band, asset_resolution, band_for_asset, band_text
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import parse_time
 
@@ -47,6 +50,7 @@ __all__ = [
     "OFFSET_BASELINE",
     "REFLECTANCE_SCALE",
     "S2Item",
+    "baseline_of",
     "is_s2_l2a",
     "keep_newest",
     "parse_item",
@@ -69,14 +73,23 @@ def _baseline(text: str) -> tuple[int, int]:
 
 
 def tile_of(props: Mapping[str, Any]) -> str | None:
-    """The MGRS tile (``33UUU``) from ``s2:mgrs_tile`` or the MGRS extension's fields, or None."""
+    """The MGRS tile (``33UUU``): ``s2:mgrs_tile``, ``grid:code`` (``MGRS-33UUU``, CDSE) or the MGRS extension's fields; or None."""
     tile = props.get("s2:mgrs_tile")
     if isinstance(tile, str) and tile:
         return tile.upper().removeprefix("T")
+    code = props.get("grid:code")
+    if isinstance(code, str) and code.upper().startswith("MGRS-") and len(code) > 5:
+        return code[5:].upper().removeprefix("T")
     zone, band, square = props.get("mgrs:utm_zone"), props.get("mgrs:latitude_band"), props.get("mgrs:grid_square")
     if isinstance(zone, int) and not isinstance(zone, bool) and isinstance(band, str) and band and isinstance(square, str) and square:
         return f"{zone:02d}{band}{square}".upper()
     return None
+
+
+def baseline_of(props: Mapping[str, Any]) -> str | None:
+    """The processing baseline (``05.10``): ``s2:processing_baseline``, or the processing extension's ``processing:version`` (CDSE)."""
+    value = props.get("s2:processing_baseline") or props.get("processing:version")
+    return str(value) if value else None
 
 
 def is_s2_l2a(item: Mapping[str, Any]) -> bool:
@@ -85,9 +98,9 @@ def is_s2_l2a(item: Mapping[str, Any]) -> bool:
     mission = str(props.get("constellation") or props.get("platform") or "").lower().replace(" ", "-")
     if not mission.startswith("sentinel-2"):
         return False
-    if not props.get("s2:processing_baseline") or tile_of(props) is None:
+    if not baseline_of(props) or tile_of(props) is None:
         return False
-    kind = props.get("s2:product_type")
+    kind = props.get("s2:product_type") or props.get("product:type")
     level = props.get("processing:level")
     return (kind is None or str(kind).upper() == "S2MSI2A") and (level is None or str(level).upper() == "L2A")
 
@@ -172,7 +185,9 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
     for key in sorted((item.get("assets") or {}).keys()):
         band = band_for_asset(key)
         asset = item["assets"][key]
-        if band is None or "href" not in asset or band.id in assets:
+        # CDSE keeps each band at its own resolution and resampled to coarser ones (B01_20m beside
+        # B01_60m): the band's own is its cube's grid; the others are copies, never read.
+        if band is None or "href" not in asset or band.id in assets or asset_resolution(key) not in (None, band.resolution):
             continue
         assets[band.id] = _resolve(str(asset["href"]), base)
     cloud = props.get("eo:cloud_cover")
@@ -181,7 +196,7 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
         datetime=str(when),
         tile=tile_of(props) or "",
         platform=str(props.get("platform") or props.get("constellation") or "sentinel-2").lower(),
-        baseline=str(props["s2:processing_baseline"]),
+        baseline=baseline_of(props) or "",
         boa_offset_applied=bool(props.get("earthsearch:boa_offset_applied", False)),
         cloud_cover=None if cloud is None else float(cloud),
         processed=str(next((props[k] for k in _PROCESSED if props.get(k)), "")),

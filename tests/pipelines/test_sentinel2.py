@@ -120,6 +120,29 @@ def test_items_are_recognised_by_their_properties_never_their_names(archive: tup
     assert {d.id for d in keep_newest([*parsed, finer])[1]} == {"finer", dropped[0].id}
 
 
+def test_cdse_items_are_recognised_and_read_at_each_bands_own_resolution(archive: tuple[Path, list[dict[str, Any]]]) -> None:
+    """CDSE's shape: grid, processing and product extensions instead of ``s2:*``, and ``B01_20m`` beside ``B01_60m``."""
+    pc = next(i for i in archive[1] if "s2:product_type" in i["properties"])
+    props = pc["properties"]
+    cdse_props = {
+        "datetime": props["datetime"], "platform": "sentinel-2b", "constellation": "sentinel-2", "eo:cloud_cover": 3.0,
+        "grid:code": f"MGRS-{props['s2:mgrs_tile']}", "processing:version": props["s2:processing_baseline"], "product:type": "S2MSI2A",
+    }  # fmt: skip
+    assets: dict[str, Any] = {}
+    for key, asset in pc["assets"].items():
+        band = BANDS.get(key)
+        if band is None:
+            continue
+        assets[f"{key}_{band.resolution}m"] = asset
+        for coarser in (r for r in (20, 60) if r > band.resolution):  # CDSE's resampled copies: never read
+            assets[f"{key}_{coarser}m"] = {**asset, "href": f"decoy_{coarser}.tif"}
+    cdse = {**pc, "properties": cdse_props, "assets": assets}
+    assert is_s2_l2a(cdse)
+    parsed, original = parse_item(cdse), parse_item(pc)
+    assert (parsed.tile, parsed.baseline, parsed.assets) == (original.tile, original.baseline, original.assets)
+    assert not is_s2_l2a({**cdse, "properties": {**cdse_props, "product:type": "S2MSI1C"}})
+
+
 def test_offsets_follow_the_processing_baseline_and_are_never_applied_twice() -> None:
     red = BANDS["B04"]
     assert radiometry(red, "03.01", boa_offset_applied=False) == (0.0001, 0.0)
