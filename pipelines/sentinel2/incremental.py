@@ -161,8 +161,10 @@ def stac_api_input(
     )
     if not new:
         latest = max((max(t) for t in held.times.values() if t), default=None)
-        since = f" (latest held: {format_seconds(latest)})" if latest is not None else ""
-        echo(f"nothing new since the last run{since}: nothing was converted or rewritten")
+        if latest is None:
+            echo("nothing to convert: the search found no Sentinel-2 L2A acquisition to keep")
+        else:
+            echo(f"nothing new since the last run (latest held: {format_seconds(latest)}): nothing was converted or rewritten")
         return None
     keep = {i.id for i in run}
     features = sorted((d for d in documents if d.get("id") in keep), key=lambda d: str(d.get("id")))

@@ -82,7 +82,12 @@ def select_items(
     other: list[str] = []
     unreadable: list[str] = []
     for item, base in documents:
-        if malformed(item) is None and is_s2_l2a(item):
+        problem = malformed(item)
+        if problem is not None:
+            # An item of the wrong shape is no "other item": it could not be judged.
+            name = repr(item.get("id")) if isinstance(item, dict) else "?"
+            unreadable.append(f"STAC item {name}: {problem}")
+        elif is_s2_l2a(item):
             try:
                 found.append(parse_item(item, base))
             except ValueError as err:
