@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pipelines.planning.hrefs import href_path
 from pipelines.sentinel2.bands import BANDS, band_text
+from pipelines.sentinel2.items import radiometry
 from pipelines.sidecars import MetadataError, parsed_sidecar
 
 if TYPE_CHECKING:
@@ -106,6 +107,9 @@ _TILE_TIME: Final = re.compile(r"^(?:L[12][AC]_)?T\d{2}[A-Z]{3}_\d{8}T\d{6}_")
 
 _LEVEL_1C: Final = re.compile(r"MSIL1C[^/]*\.SAFE$", re.IGNORECASE)
 """A Level-1C product's folder (``S2B_MSIL1C_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE``)."""
+
+_PRODUCT_BASELINE: Final = re.compile(r"S2[A-D]_MSIL(?:2A|1C)_\d{8}T\d{6}_N(?P<major>\d{2})(?P<minor>\d{2})_[^/]*\.SAFE$", re.IGNORECASE)
+"""The processing baseline in a SAFE product's name (``_N0509_`` is 05.09)."""
 
 _TOP_OF_ATMOSPHERE: Final = ", top-of-atmosphere reflectance (L1C)"
 """What a Level-1C image's band text adds to the band table's."""
@@ -196,4 +200,27 @@ def file_radiometry(href: str) -> Radiometry | None:
     if found is None or not found.in_images or found.band is None:
         return None
     read = parsed_sidecar((f"{found.root}/{name}" for name in _METADATA_NAMES), product_radiometry)
-    return None if read is None else read[1].get(found.band)
+    if read is not None:
+        return read[1].get(found.band)
+    return _radiometry_by_name(found.root, found.band)
+
+
+def _radiometry_by_name(root: str, band_id: str) -> Radiometry | None:
+    """A band's ``(scale, offset, unit)`` from the processing baseline in its product's name, when no metadata file can be read.
+
+    A SAFE copied without its ``MTD_MSIL2A.xml``, or one in a bucket whose metadata
+    file answers 403, still names its baseline (``_N0509_``), and the baseline fixes
+    the radiometry as it does for a STAC item (:func:`pipelines.sentinel2.items.radiometry`):
+    quantification 10000 and, from 04.00, offset -1000.
+
+    >>> _radiometry_by_name("S2B_MSIL2A_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE", "B04")
+    (0.0001, -0.1, None)
+    >>> _radiometry_by_name("S2B_MSIL2A_20190622T102031_N0212_R065_T33UUU_20190622T123904.SAFE", "B04")
+    (0.0001, 0.0, None)
+    """
+    named = _PRODUCT_BASELINE.search(root)
+    band = BANDS.get(band_id)
+    if named is None or band is None or band.group == "scl":
+        return None
+    scale, offset = radiometry(band, f"{named['major']}.{named['minor']}", boa_offset_applied=False)
+    return scale, offset, None

@@ -521,13 +521,18 @@ class TestReadScene:
         assert scene.href.startswith("http://") and scene.bands[0].name == "B02"
         assert scene.size == Path(paths[0]).stat().st_size  # the summary's input size, learnt with one request
 
-    @pytest.mark.parametrize(("metadata", "radiometry"), [(True, (0.0001, -0.1)), (False, (1.0, 0.0))], ids=["mtd", "no-mtd"])
+    @pytest.mark.parametrize(
+        ("baseline", "metadata", "radiometry"),
+        [("03.01", -1000, (0.0001, -0.1)), ("04.00", None, (0.0001, -0.1)), ("03.01", None, (0.0001, 0.0))],
+        ids=["mtd-over-name", "name-after-04.00", "name-before-04.00"],
+    )
     def test_a_safe_over_http_takes_its_metadata_radiometry(
-        self, http_root: tuple[str, Path], metadata: bool, radiometry: tuple[float, float]
+        self, http_root: tuple[str, Path], baseline: str, metadata: int | None, radiometry: tuple[float, float]
     ) -> None:
-        """Google's public Sentinel-2 bucket serves SAFE folders over HTTPS too: the MTD_MSIL2A.xml beside the images applies."""
+        """Google's public Sentinel-2 bucket serves SAFE folders over HTTPS too: the MTD_MSIL2A.xml beside the images applies,
+        and where none can be read (a signed URL signs no sidecar), the baseline the product's name holds."""
         url, root = http_root
-        safe = write_safe(root, "20220125", "04.00", l2a_metadata(-1000) if metadata else None)
+        safe = write_safe(root, "20220125", baseline, l2a_metadata(metadata) if metadata is not None else None)
         (image,) = sorted(safe.rglob("*_B02_10m.jp2"))
         (band,) = read_scene(SceneRef(f"{url}/{image.relative_to(root).as_posix()}?X-Goog-Signature=abc")).bands
         assert (band.scale, band.offset) == radiometry
