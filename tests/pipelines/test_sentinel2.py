@@ -430,9 +430,10 @@ class TestSafeMetadata:
             product_radiometry(text)
 
     def test_only_images_of_a_safe_with_metadata_take_it(self, tmp_path: Path) -> None:
-        safe = tmp_path / "S2A_MSIL1C_20230612T102031_N0509_R065_T33UUU_20230612T120000.SAFE"
+        safe = tmp_path / "S2A_MSIL1C_20230612T102031_N0300_R065_T33UUU_20230612T120000.SAFE"
         images = safe / "GRANULE" / "L1C_T33UUU" / "IMG_DATA"
-        assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.jp2")) is None  # no MTD_MSIL1C.xml (yet)
+        # No MTD_MSIL1C.xml (yet): the baseline of the name (03.00, before offsets); the file then says otherwise.
+        assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.jp2")) == (0.0001, 0.0, None)
         safe.mkdir()
         (safe / "MTD_MSIL1C.xml").write_text(L1C_METADATA)
         assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.jp2")) == (0.0001, -0.1, None)  # no stale answer
