@@ -213,6 +213,15 @@ class ConvertOptions:
             object.__setattr__(self, "out", self.out.rstrip("/"))
             if self.out.count("/") < 2 or not self.out[5:]:
                 raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.out!r}", option="--out")
+        named = (("--out", self.out), ("--catalog", self.catalog)) if self.write_catalog else ()
+        for option, where in named:
+            # A STAC href is a URL, where "#" starts a fragment and "?" a query: pystac would write the
+            # catalogue's documents to the path before them, and a reader look for them, and for the
+            # files its items name, there.
+            if where is not None and {"#", "?"} & set(os.fspath(where)):
+                raise OptionError(
+                    f"{os.fspath(where)!r} holds '#' or '?', which STAC hrefs read as URL syntax; choose another name", option=option
+                )
         if self.catalog is not None and not self.write_catalog:
             raise OptionError(
                 "--catalog names where to write the catalogue, and --no-catalog writes none: give one of them", option="--catalog"

@@ -268,6 +268,8 @@ class TestOptions:
                 {"catalog": "stac", "write_catalog": False},
                 "--catalog: --catalog names where to write the catalogue, and --no-catalog writes none",
             ),
+            ({"out": "gs://b/run#1"}, "--out: 'gs://b/run#1' holds '#' or '?', which STAC hrefs read as URL syntax"),
+            ({"catalog": "cat?x"}, "--catalog: 'cat?x' holds '#' or '?', which STAC hrefs read as URL syntax"),
         ],
     )
     def test_bad_values(self, kwargs: dict[str, object], message: str) -> None:
