@@ -67,6 +67,7 @@ __all__ = [
     "GDAL_CACHE_BYTES",
     "GDAL_SIDECAR_SUFFIXES",
     "SIDECARS_ONLY",
+    "GDAL_HTTP_DEADLINES",
     "GDAL_HTTP_MAX_RETRY",
     "GEOTIFF_SUFFIXES",
     "MIN_GDAL_CACHE_BYTES",
@@ -106,6 +107,9 @@ GDAL_CACHE_BYTES: Final = 16 << 20
 
 MIN_GDAL_CACHE_BYTES: Final = 1 << 20
 """The least GDAL block cache :func:`fit_block_cache` sets (GDAL's own default, before any, is 5 % of RAM)."""
+
+GDAL_HTTP_DEADLINES: Final = {"GDAL_HTTP_CONNECTTIMEOUT": 30, "GDAL_HTTP_LOW_SPEED_TIME": 60, "GDAL_HTTP_LOW_SPEED_LIMIT": 1}
+"""Seconds to connect, and the seconds under 1 byte/s after which GDAL gives a transfer up (libcurl's own default: never)."""
 
 GDAL_HTTP_MAX_RETRY: Final = 5
 """Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
@@ -235,6 +239,10 @@ def gdal_env(href: str) -> rasterio.Env | contextlib.nullcontext[None]:
         "GDAL_HTTP_MAX_RETRY": GDAL_HTTP_MAX_RETRY,
         "GDAL_HTTP_RETRY_DELAY": 0.5,
     }
+    # libcurl waits forever by default: a server that accepts a connection and never answers would hold a
+    # worker, and the run, without end. A stalled transfer is given up (the scene is a dead letter); the
+    # user's own settings in the environment stand.
+    options.update({k: v for k, v in GDAL_HTTP_DEADLINES.items() if k not in os.environ})
     emulator = os.environ.get("STORAGE_EMULATOR_HOST")
     if href.startswith("gs://") and emulator:
         # As google-cloud-storage does: requests go to the emulator, unsigned, and no credentials are looked up.

@@ -513,6 +513,24 @@ class TestReadScene:
         assert format_seconds(read_scene(SceneRef(path), time="2021-01-01").time).startswith("2021-01-01")
         assert format_seconds(read_scene(SceneRef(path), time_pattern=r"_(?P<date>\d{8})").time).startswith("2020-02-02")
 
+    def test_a_server_that_never_answers_is_given_up(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """It accepts the connection and stays silent: GDAL gives the read up after its low-speed time (the user's, here 2 s,
+        over the 60 s default), and the scene is a dead letter, where libcurl would have waited for ever."""
+        import socket
+        import time
+
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        monkeypatch.setenv("GDAL_HTTP_LOW_SPEED_TIME", "2")
+        start = time.monotonic()
+        try:
+            with pytest.raises(SceneError, match="Operation too slow") as caught:
+                read_scene(SceneRef(f"http://127.0.0.1:{listener.getsockname()[1]}/silent_20200101.tif"), time="2020-01-01")
+        finally:
+            listener.close()
+        assert caught.value.reason == "unreadable" and time.monotonic() - start < 30
+
     def test_http_url(self, http_root: tuple[str, Path], series: tuple[Path, list[str], Any]) -> None:
         url, root = http_root
         _, paths, _ = series
