@@ -19,15 +19,18 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["DEFAULT_TIMEOUT", "ReadOperation", "OperationSlot"]
+__all__ = ["DEFAULT_TIMEOUT", "STAC_API_TIMEOUT", "ReadOperation", "OperationSlot"]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one remote read operation may take, every request and retry included."""
+
+STAC_API_TIMEOUT: Final = (10.0, 60.0)
+"""Seconds to connect to a STAC API, and to wait for each answer (pystac-client, through requests, waits for ever unless told)."""
 
 
 class ReadOperation:

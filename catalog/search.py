@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
+from catalog.deadlines import STAC_API_TIMEOUT
 from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
 from catalog.index import INDEX_NAME, query_index, read_index_table
 from catalog.json_shape import OBJECT, json_object, list_mismatch
@@ -237,7 +238,13 @@ def search(
         try:
             found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)
         except SearchError as err:
-            # A static catalogue served over HTTP, given by its folder's URL, as a local one is by its folder.
+            # A server that answered, but not as a STAC API (a folder's listing, a 404), may serve a static
+            # catalogue, given by its folder's URL as a local one is by its folder. One that did not answer is not asked again.
+            from pystac_client.exceptions import APIError
+
+            cause = err.__cause__
+            if not (isinstance(cause, ValueError) or (isinstance(cause, APIError) and getattr(cause, "status_code", None) is not None)):
+                raise
             static = href.split("?", 1)[0].rstrip("/") + "/catalog.json"
             try:
                 storage.read(static)
@@ -280,7 +287,7 @@ def _search_api(url: str, *, bbox: Sequence[float] | None, time: TimeRange | Non
     from pystac_client.exceptions import APIError
 
     try:
-        client = Client.open(url)
+        client = Client.open(url, timeout=STAC_API_TIMEOUT)
         result = client.search(
             bbox=list(bbox) if bbox is not None else None,
             datetime=time.to_interval() if time is not None and (time.start is not None or time.end is not None) else None,

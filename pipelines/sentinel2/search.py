@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from catalog.deadlines import STAC_API_TIMEOUT
 from catalog.json_shape import json_kind
 from pipelines.sentinel2.items import S2Item, filter_items, is_s2_l2a, keep_newest, parse_item
 from pipelines.stac_shape import malformed
@@ -63,7 +64,7 @@ def search_items(
     from pystac_client import Client
     from pystac_client.conformance import ConformanceClasses
 
-    client = Client.open(url)
+    client = Client.open(url, timeout=STAC_API_TIMEOUT)
     kwargs: dict[str, Any] = {"collections": [collection], "bbox": list(bbox) if bbox else None, "datetime": datetime}
     if max_cloud is not None:
         if client.conforms_to(ConformanceClasses.FILTER):

@@ -292,3 +292,24 @@ def test_a_box_across_the_antimeridian(tmp_path: Path) -> None:
     assert sorted(hit["id"] for hit in json.loads(result.output)) == ["east", "west"]
     with pytest.raises(SearchError, match="empty or inverted"):
         search(tmp_path / "stac", bbox=(179.0, 1.0, -179.0, -1.0))
+
+
+def test_a_stac_api_that_never_answers_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """It accepts the connection and stays silent: each request waits STAC_API_TIMEOUT (here half a second, 60 s by default),
+    where pystac-client would have waited for ever, and no static catalogue is then looked for behind it."""
+    import importlib
+    import socket
+    import time
+
+    module = importlib.import_module("catalog.search")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    monkeypatch.setattr(module, "STAC_API_TIMEOUT", (0.5, 0.5))
+    start = time.monotonic()
+    try:
+        with pytest.raises(SearchError, match=r"searching the STAC API at .* failed: .*Read timed out") as caught:
+            search(f"http://127.0.0.1:{listener.getsockname()[1]}/api")
+    finally:
+        listener.close()
+    assert "static catalogue" not in str(caught.value) and time.monotonic() - start < 30
