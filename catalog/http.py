@@ -308,23 +308,32 @@ def read_url(
     """Fetch a whole (small) resource with one ``GET``: an item, a header blob.
 
     ``timeout`` bounds the connection and every wait for data
-    (:data:`DEFAULT_TIMEOUT` when None).
+    (:data:`DEFAULT_TIMEOUT` when None). A ``timeout`` given is the caller's
+    whole budget (``--timeout``): a wait for data that used it up is not
+    tried again, where the pool's retries would multiply it.
 
     Raises:
         StorageError: the request failed or did not answer ``200``.
     """
     pool = pool or default_pool()
     seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    retries = pool.connection_pool_kw.get("retries")
+    if timeout is not None and isinstance(retries, Retry):
+        retries = retries.new(read=0)
     try:
         resp = pool.request(
             "GET",
             url,
             headers=dict(headers or {}),
             redirect=True,
+            retries=retries,
             timeout=urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, seconds), read=seconds),
         )
     except urllib3.exceptions.HTTPError as err:
-        raise StorageError(f"GET failed: {err}", href=url) from err
+        cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
+        if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+            raise StorageError(f"GET got no answer within {seconds:g} s", href=url) from err
+        raise StorageError(f"GET failed: {cause}", href=url) from err
     if resp.status != 200:
         raise StorageError("GET did not succeed", href=url, status=resp.status)
     data: bytes = resp.data

@@ -113,3 +113,39 @@ def test_a_remote_blob_claiming_millions_of_frames_is_refused_after_one_head(spr
     with pytest.raises(HeaderMismatchError, match="end of the last frame"):
         rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), blob, threads=1)
     assert [r.method for r in server.served] == ["HEAD"]
+
+
+def test_a_whole_object_read_with_a_timeout_is_asked_once() -> None:
+    """A timeout given (``--timeout``) is the whole budget: a server that accepts and never answers is asked once,
+    not once more per retry of the pool (the connections it accepted are counted)."""
+    import socket
+    import threading
+
+    from catalog.http import read_url
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.1)
+    accepted: list[socket.socket] = []
+    done = threading.Event()
+
+    def hold() -> None:
+        while not done.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=hold, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(StorageError, match=r"x\.rumih: GET got no answer within 1 s"):
+            read_url(f"http://127.0.0.1:{listener.getsockname()[1]}/x.rumih", timeout=1)
+    finally:
+        done.set()
+        thread.join()
+        listener.close()
+        for connection in accepted:
+            connection.close()
+    assert len(accepted) == 1
