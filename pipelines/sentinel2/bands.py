@@ -115,9 +115,8 @@ def band_for_asset(key: str) -> S2Band | None:
     """
     if key.endswith("-jp2"):
         return None
-    base = key.lower()
-    for suffix in ("_10m", "_20m", "_60m"):
-        base = base.removesuffix(suffix)
+    resolution = asset_resolution(key)
+    base = key.lower().removesuffix(f"_{resolution}m") if resolution else key.lower()
     return _BY_ASSET.get(base)
 
 
