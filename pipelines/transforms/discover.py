@@ -25,7 +25,6 @@ import json
 import math
 import os
 import posixpath
-import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -213,13 +212,10 @@ def _states(band: Any, keys: tuple[str, str]) -> bool:
 
 
 def _read_json(href: str) -> Any:
-    if is_url(href):
-        if not href.startswith(("http://", "https://")):
-            raise ValueError("STAC files are read from local paths or http(s):// URLs")
-        with urllib.request.urlopen(href, timeout=60) as response:
-            return json.load(response)
-    with open(href, encoding="utf-8") as f:
-        return json.load(f)
+    """The JSON document at a local path, ``http(s)://`` or ``gs://`` URL (:class:`catalog.storage.Storage`)."""
+    from catalog.storage import Storage
+
+    return json.loads(Storage().read(href))
 
 
 def _catalog_items(href: str) -> dict[str, Any]:
@@ -256,13 +252,8 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         if not listed:
             return [DeadLetter(text, "no-match", "the STAC document has no GeoTIFF asset", STAGE)]
         return listed
-    if text.startswith("gs://") and _GLOB_CHARS & set(text):
-        from pipelines.bucket import output_store
-
-        matched = output_store().glob(text)
-        if not matched:
-            return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
-        return _glob_scenes(text, matched)
+    if text.startswith("gs://") and (_GLOB_CHARS & set(text) or _is_prefix(text)):
+        return _bucket_scenes(text)
     if is_url(text):
         return _scenes([text])
     if _GLOB_CHARS & set(text):
@@ -283,6 +274,39 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
     return _scenes(_one_path_per_file(found))
+
+
+def _is_prefix(url: str) -> bool:
+    """Whether a ``gs://`` URL names a folder of objects (``gs://b/scenes/``, ``gs://b``), not one raster or archive.
+
+    A bucket has no folders; a prefix is searched as a local directory is.
+    """
+    last = url.removeprefix("gs://").rstrip("/").rpartition("/")[2] if url.count("/") > 2 else ""
+    return url.endswith("/") or not last or not (last.lower().endswith(RASTER_SUFFIXES) or is_archive(last))
+
+
+def _bucket_scenes(text: str) -> list[SceneRef | DeadLetter]:
+    """The scenes a ``gs://`` glob matches, or the rasters and archives below a ``gs://`` prefix."""
+    from google.api_core.exceptions import NotFound
+
+    from pipelines.bucket import output_store
+
+    glob_chars = bool(_GLOB_CHARS & set(text))
+    try:
+        matched = output_store().glob(text if glob_chars else text.rstrip("/") + "/**")
+    except NotFound:
+        bucket = text.removeprefix("gs://").partition("/")[0]
+        return [DeadLetter(text, "no-match", f"the bucket {bucket!r} does not exist", STAGE)]
+    if glob_chars:
+        if not matched:
+            return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
+        return _glob_scenes(text, matched)
+    found = [url for url in matched if url.lower().endswith(RASTER_SUFFIXES) or is_archive(url)]
+    if found:
+        return _scenes(found)
+    if not text.endswith("/") and not matched:
+        return _scenes([text])  # no folder of that name: an object named without a suffix, for GDAL to read
+    return [DeadLetter(text, "no-match", f"no {suffix_list(RASTER_SUFFIXES)} object or archive below this prefix", STAGE)]
 
 
 def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:

@@ -273,6 +273,29 @@ def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
     assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
 
 
+def test_a_bucket_prefix_is_searched_as_a_folder_and_a_missing_bucket_is_named(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """``gs://b/scenes/`` and ``gs://b/scenes`` find the rasters below them, as a local directory does; an ItemCollection in
+    the bucket is read; a bucket that does not exist is one dead letter naming it, not a failed run."""
+    from pipelines.transforms.dead_letters import DeadLetter
+    from pipelines.transforms.discover import discover
+
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(40, 56), seed=9)
+    _upload_tree(tmp_path / "scenes", "folders/scenes")
+    (tmp_path / "notes.txt").write_text("not a raster")
+    _client().bucket(BUCKET).blob("folders/scenes/notes.txt").upload_from_filename(str(tmp_path / "notes.txt"))
+    expected = sorted(f"gs://{BUCKET}/folders/scenes/{p.rsplit('/', 1)[-1]}" for p in paths)
+    for prefix in (f"gs://{BUCKET}/folders/scenes/", f"gs://{BUCKET}/folders/scenes", f"gs://{BUCKET}/folders"):
+        assert sorted(r.href for r in discover(prefix)) == expected, prefix
+    (empty,) = discover(f"gs://{BUCKET}/folders/none/")
+    assert isinstance(empty, DeadLetter) and empty.reason == "no-match" and "below this prefix" in empty.message
+    (missing,) = discover("gs://no-such-bucket/scenes/*.tif")
+    assert isinstance(missing, DeadLetter) and missing.message == "the bucket 'no-such-bucket' does not exist"
+    collection = {"type": "FeatureCollection", "features": []}
+    _client().bucket(BUCKET).blob("folders/items.json").upload_from_string(json.dumps(collection))
+    (nothing,) = discover(f"gs://{BUCKET}/folders/items.json")  # read from the bucket, then found empty
+    assert isinstance(nothing, DeadLetter) and nothing.reason == "no-match" and "no GeoTIFF asset" in nothing.message
+
+
 def test_a_safe_in_a_bucket_takes_its_metadata_radiometry(emulator: GCSEmulator, tmp_path: Path) -> None:
     """As in Google's public Sentinel-2 bucket: SAFE folders of JP2s, the product metadata an object beside them."""
     write_safe(tmp_path / "safes", "20220125", "04.00", l2a_metadata(-1000))
