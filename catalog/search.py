@@ -247,10 +247,11 @@ def search(
                 raise
             static = href.split("?", 1)[0].rstrip("/") + "/catalog.json"
             try:
-                storage.read(static)
-            except StorageError:
+                return search(static, bbox=bbox, datetime=time, bands=bands, limit=limit, storage=storage)
+            except StorageError as missing:
+                if missing.href != static:
+                    raise
                 raise SearchError(f"{err}; nor is it the folder of a static catalogue (no {static})") from err
-            return search(static, bbox=bbox, datetime=time, bands=bands, limit=limit, storage=storage)
         hits = [SearchHit.from_item(it, base=None) for it in found if _has_bands(it, wanted)]
         return hits[:limit] if limit is not None else hits
     if href_kind(href) == "local" and os.path.isdir(href):

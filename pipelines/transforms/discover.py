@@ -33,6 +33,7 @@ from apache_beam.pvalue import PCollection
 
 from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind
+from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
@@ -211,24 +212,19 @@ def _states(band: Any, keys: tuple[str, str]) -> bool:
     return isinstance(band, dict) and any(k in band for k in keys)
 
 
-def _read_json(href: str) -> Any:
-    """The JSON document at a local path, ``http(s)://`` or ``gs://`` URL (:class:`catalog.storage.Storage`)."""
-    from catalog.storage import Storage
-
-    return json.loads(Storage().read(href))
-
-
-def _catalog_items(href: str) -> dict[str, Any]:
+def _catalog_items(href: str, root: bytes) -> dict[str, Any]:
     """Every item below a static STAC catalogue or collection, as one ItemCollection with absolute asset hrefs, sorted by id.
+
+    ``root`` is the document at ``href``, read already: only the documents below it are read.
 
     Raises:
         ValueError: a document of the catalogue cannot be read or is malformed (:func:`catalog.walk.walk_items`).
     """
-    from catalog.storage import Storage, join_href
     from catalog.walk import walk_items
 
+    storage = Storage()
     features = []
-    for where, item in walk_items(href, Storage().read):
+    for where, item in walk_items(href, lambda url: root if url == href else storage.read(url)):
         for asset in (item.get("assets") or {}).values():
             asset["href"] = join_href(where, asset["href"])
         features.append({**item, "links": []})
@@ -243,9 +239,10 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     """
     if text.lower().split("?", 1)[0].endswith(_STAC_SUFFIXES):
         try:
-            document = _read_json(text)
+            raw = Storage().read(text)
+            document = json.loads(raw)
             if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
-                document = _catalog_items(text)
+                document = _catalog_items(text, raw)
             listed = stac_scene_refs(document, text, s2)
         except (OSError, ValueError, KeyError, TypeError) as err:
             return [DeadLetter(text, "bad-stac", f"cannot read the STAC ItemCollection: {err}", STAGE)]
@@ -262,10 +259,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
             return _glob_scenes(text, _one_path_per_file(found))
     elif os.path.isdir(text):
         found = sorted(
-            os.path.abspath(os.path.join(root, name))
-            for root, _, names in os.walk(text)
-            for name in names
-            if name.lower().endswith(RASTER_SUFFIXES) or is_archive(name)
+            os.path.abspath(os.path.join(root, name)) for root, _, names in os.walk(text) for name in names if _is_scene_name(name)
         )
     elif os.path.isfile(text):
         found = [os.path.abspath(text)]
@@ -276,13 +270,18 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     return _scenes(_one_path_per_file(found))
 
 
+def _is_scene_name(name: str) -> bool:
+    """Whether a file or object name is one a folder is searched for: a raster (:data:`RASTER_SUFFIXES`) or an archive."""
+    return name.lower().endswith(RASTER_SUFFIXES) or is_archive(name)
+
+
 def _is_prefix(url: str) -> bool:
     """Whether a ``gs://`` URL names a folder of objects (``gs://b/scenes/``, ``gs://b``), not one raster or archive.
 
     A bucket has no folders; a prefix is searched as a local directory is.
     """
     last = url.removeprefix("gs://").rstrip("/").rpartition("/")[2] if url.count("/") > 2 else ""
-    return url.endswith("/") or not last or not (last.lower().endswith(RASTER_SUFFIXES) or is_archive(last))
+    return url.endswith("/") or not last or not _is_scene_name(last)
 
 
 def _bucket_scenes(text: str) -> list[SceneRef | DeadLetter]:
@@ -301,7 +300,7 @@ def _bucket_scenes(text: str) -> list[SceneRef | DeadLetter]:
         if not matched:
             return [DeadLetter(text, "no-match", "no object matches this pattern", STAGE)]
         return _glob_scenes(text, matched)
-    found = [url for url in matched if url.lower().endswith(RASTER_SUFFIXES) or is_archive(url)]
+    found = [url for url in matched if _is_scene_name(url)]
     if found:
         return _scenes(found)
     if not text.endswith("/") and not matched:

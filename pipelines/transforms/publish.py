@@ -103,13 +103,14 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     os.makedirs(os.path.join(staging, "thumbnails"))
     try:
         items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url)
-        if carry_over or not _under(out, root):
-            items += _carried_over(
-                os.path.join(root, "catalog.json"),
-                {e.cube_id for e in entries},
-                os.path.join(staging, "thumbnails"),
-                Earlier(_read_local, os.path.isfile, lambda url: url, lambda data: carry_over or not _under(out, data)),
-            )
+        items += _carried_over(
+            os.path.join(root, "catalog.json"),
+            {e.cube_id for e in entries},
+            os.path.join(staging, "thumbnails"),
+            Earlier(_read_local, os.path.isfile, lambda url: url),
+            out=out,
+            carry_over=carry_over,
+        )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
     finally:
@@ -172,13 +173,14 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
         os.makedirs(os.path.join(staging, "thumbnails"))
         items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
         store = output_store()
-        if carry_over or not _under(out, root):
-            items += _carried_over(
-                f"{root}/catalog.json",
-                {e.cube_id for e in entries},
-                os.path.join(staging, "thumbnails"),
-                Earlier(store.read, lambda url: store.stat(url) is not None, href, lambda data: carry_over or not _under(out, data)),
-            )
+        items += _carried_over(
+            f"{root}/catalog.json",
+            {e.cube_id for e in entries},
+            os.path.join(staging, "thumbnails"),
+            Earlier(store.read, lambda url: store.stat(url) is not None, href),
+            out=out,
+            carry_over=carry_over,
+        )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
         _upload_tree(staging, root)
     return len(items)
@@ -193,12 +195,12 @@ class Earlier(NamedTuple):
     """Whether a data file is there."""
     href: Callable[[str], str]
     """A kept asset's href in the new catalogue, from its absolute location (as new items' are mapped)."""
-    keep: Callable[[str], bool]
-    """Whether an item not produced by this run stays, from its data file's location."""
 
 
-def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earlier) -> list[pystac.Item]:
-    """The items of the catalogue whose root is ``root`` to keep: not in ``produced``, their data there, ``earlier.keep``.
+def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earlier, *, out: str, carry_over: bool) -> list[pystac.Item]:
+    """The items of the catalogue at ``root`` to keep: not in ``produced``, their data still there, and outside ``out``
+    (with ``carry_over``, inside it too; see :func:`write_catalog`). A catalogue under ``out`` is the run's own:
+    without ``carry_over`` it is not read.
 
     Their asset hrefs are mapped with ``earlier.href`` and their thumbnails
     copied to ``thumbnails``, so the rebuilt catalogue holds them as a clean
@@ -212,6 +214,8 @@ def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earli
     from catalog.errors import CatalogError
     from catalog.walk import READ_THREADS, walk_items
 
+    if not carry_over and _under(out, root):
+        return []
     try:
         items = walk_items(root, earlier.read)
     except CatalogError as err:
@@ -221,12 +225,13 @@ def _carried_over(root: str, produced: set[str], thumbnails: str, earlier: Earli
         ) from err
     with ThreadPoolExecutor(max_workers=READ_THREADS) as pool:
         wanted = [(url, doc) for url, doc in items if doc.get("id") not in produced]
-        kept = [item for item in pool.map(lambda pair: _kept(pair[0], pair[1], thumbnails, earlier), wanted) if item is not None]
+        keep = (lambda where: True) if carry_over else (lambda where: not _under(out, where))
+        kept = [item for item in pool.map(lambda pair: _kept(pair[0], pair[1], thumbnails, earlier, keep), wanted) if item is not None]
     inc(WriteCatalog, "earlier_kept", len(kept))
     return kept
 
 
-def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier) -> pystac.Item | None:
+def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier, keep: Callable[[str], bool]) -> pystac.Item | None:
     """The earlier item ``doc`` (at ``url``) as the rebuilt catalogue holds it; None where its data is gone or not kept."""
     import pystac
 
@@ -235,7 +240,7 @@ def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier) -> p
     assets = doc.get("assets") or {}
     data = assets.get("data")
     where = None if data is None else join_href(url, data["href"])
-    if where is None or not earlier.keep(where) or not earlier.exists(where):
+    if where is None or not keep(where) or not earlier.exists(where):
         return None
     thumb = assets.pop("thumbnail", None)
     for asset in assets.values():
