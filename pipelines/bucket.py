@@ -75,6 +75,9 @@ RESUMABLE_CHUNK: Final = 8 << 20
 """Objects larger than this are uploaded with a resumable upload in chunks of this size (a multiple of
 256 KiB, as GCS requires), so a failed request resends one chunk, not the object."""
 
+_PROBE_TIMEOUT: Final = 10.0
+"""Seconds :meth:`GCSOutput.bucket_missing` waits for its one answer."""
+
 DELETE_THREADS: Final = 8
 """Concurrent delete requests when removing temporaries."""
 
@@ -271,6 +274,31 @@ class GCSOutput:
             return True
         blob.upload_from_string(data, retry=self._retry(), checksum="crc32c")
         return True
+
+    def bucket_missing(self, url: str) -> bool:
+        """Whether the bucket of ``url`` is known not to exist: one listing of at most one object, not retried.
+
+        Listing is what a run does first (its stale temporaries), and it needs
+        only the object permissions a run needs anyway, where asking for the
+        bucket itself needs ``storage.buckets.get``. Any answer but 404 (no
+        permission, no network) is left for the run to report.
+        """
+        from google.api_core.exceptions import GoogleAPICallError, NotFound
+        from google.auth.exceptions import GoogleAuthError
+
+        bucket, _, prefix = url[len("gs://") :].partition("/")
+        try:
+            list(
+                self.client.list_blobs(
+                    bucket, prefix=prefix.rstrip("/") + "/" if prefix else None, max_results=1, retry=None, timeout=_PROBE_TIMEOUT
+                )
+            )
+        except NotFound:
+            return True
+        except (GoogleAPICallError, GoogleAuthError, OSError):
+            # OSError covers requests' connection errors and timeouts.
+            return False
+        return False
 
     def read(self, url: str) -> bytes | None:
         """The bytes of a (small) object, or None when it does not exist."""

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from pipelines.archives import ARCHIVE_SUFFIXES
+from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
@@ -42,26 +43,32 @@ SMALL_TILE = 64
 """``--tile-size`` below this draws a warning (frames of fewer than 4096 pixels compress poorly)."""
 
 
-def check_out_dir(out: str) -> None:
-    """Check that ``--out`` can be a local output directory; URLs are left to their storage.
+def check_out_dir(out: str, *, option: str = "--out") -> None:
+    """Check that ``out`` (``--out`` or ``--catalog``) can receive the run's outputs.
 
-    The directory need not exist (the run creates it), but it must not be a
-    file, and its nearest existing ancestor must be a directory that accepts
-    a new entry (a probe file is created and removed there). Nothing is
-    created.
+    A local directory need not exist (the run creates it), but it must not be
+    a file, and its nearest existing ancestor must be a directory that accepts
+    a new entry (a probe file is created and removed there). A ``gs://`` URL
+    must name a bucket that exists: a run creates objects, never buckets.
+    Other URLs are left to their storage. Nothing is created.
 
     Raises:
-        rumi_core.cli.options.OptionError: one line naming ``--out`` and why.
+        rumi_core.cli.options.OptionError: one line naming ``option`` and why.
     """
+    if is_gs(out):
+        if output_store().bucket_missing(out):
+            bucket = out[5:].split("/", 1)[0]
+            raise LineError(f"{option} {out}: there is no bucket {bucket!r}; a run writes into a bucket, it does not create one")
+        return
     if is_url(out):
         return
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise LineError(f"--out {out}: exists and is not a directory")
+        raise LineError(f"{option} {out}: exists and is not a directory")
     ancestor = path if path.exists() else next((p for p in path.absolute().parents if p.exists()), Path("/"))
     if not ancestor.is_dir():
-        raise LineError(f"--out {out}: {ancestor} is a file, not a directory")
-    probe_directory(ancestor, what=f"--out {out}")
+        raise LineError(f"{option} {out}: {ancestor} is a file, not a directory")
+    probe_directory(ancestor, what=f"{option} {out}")
 
 
 def check_inputs(paths: list[str]) -> None:
@@ -301,7 +308,9 @@ def convert_command(
     except OptionError as err:
         raise LineError(str(err)) from err
     # Everything a user can get wrong is checked before Beam starts and before --out exists.
-    check_out_dir(out)
+    check_out_dir(options.out)
+    if options.write_catalog and options.catalog is not None:
+        check_out_dir(os.fspath(options.catalog), option="--catalog")
     if paths:
         check_inputs(paths)
     if tile_size < SMALL_TILE:

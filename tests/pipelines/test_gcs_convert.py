@@ -144,6 +144,29 @@ def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "gs:").exists()
 
 
+def test_a_missing_bucket_is_an_option_error(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """``--out`` or ``--catalog`` in a bucket that does not exist is refused before the run starts, naming the bucket
+    (it was a run failure, "404 GET …: unknown error"); an existing bucket passes, and so does a local ``--catalog``."""
+    from click.testing import CliRunner
+
+    from pipelines.cli import check_out_dir, convert_command
+
+    write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(40, 56), seed=3)
+    for extra in (["--out", "gs://no-such-bucket/cubes"], ["--out", f"gs://{BUCKET}/refused", "--catalog", "gs://no-such-stac"]):
+        result = CliRunner().invoke(convert_command, [str(tmp_path / "scenes"), *extra])
+        assert result.exit_code == 2, result.output
+        missing = extra[-1]
+        assert f"{extra[-2]} {missing}: there is no bucket '{missing[5:].split('/')[0]}'" in result.output
+    assert not list(_client().list_blobs(BUCKET, prefix="refused/"))
+    check_out_dir(f"gs://{BUCKET}/cubes")
+    check_out_dir(f"gs://{BUCKET}")
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(
+        convert_command, [str(tmp_path / "scenes"), "--out", str(tmp_path / "o"), "--catalog", str(tmp_path / "file" / "stac")]
+    )
+    assert result.exit_code == 2 and "--catalog" in result.output and "is a file, not a directory" in result.output
+
+
 def test_bucket_options() -> None:
     """The catalogue defaults to OUT/stac in the bucket; one in a bucket needs files in a bucket."""
     assert ConvertOptions(out="gs://cubes/run1/").catalog_dir == "gs://cubes/run1/stac"
