@@ -24,6 +24,7 @@ then the read fails; the pool itself never retries a range request.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from typing import TYPE_CHECKING, Any, Final
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 
     from catalog.deadlines import ReadOperation
 
-__all__ = ["SIDECAR_ABSENT", "HTTPRangeSource", "default_pool", "read_url"]
+__all__ = ["SIDECAR_ABSENT", "HTTPRangeSource", "default_pool", "quiet_retries", "read_url"]
 
 SIDECAR_ABSENT: Final = frozenset({401, 403, 404, 410})
 """HTTP answers that mean no sidecar of a file can be had: none there, or none readable without a signature of its own.
@@ -69,6 +70,17 @@ _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$")
 
 _DEFAULT_POOL: urllib3.PoolManager | None = None
 _DEFAULT_POOL_LOCK = threading.Lock()
+
+
+def quiet_retries(verbose: int) -> None:
+    """The ``rumi`` command's logging hook: hide urllib3's retry warnings unless ``-v`` is given.
+
+    Every retried request (ours, and google-cloud-storage's through requests)
+    is a WARNING of urllib3's; what failed in the end is the command's one
+    error line, and ``-v`` shows the attempts.
+    """
+    if not verbose:
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
 
 
 def default_pool() -> urllib3.PoolManager:

@@ -2,7 +2,9 @@
 
 Subcommands are entry points in the ``rumi.commands`` group, so other
 packages (the conversion pipeline, the catalogue) add theirs without this
-package importing them. Logging is configured here and nowhere else.
+package importing them. Logging is configured here, and then each function
+in the ``rumi.logging`` entry-point group is called with the ``-v`` count,
+so a package can set the loggers of the libraries it uses (this one uses none).
 """
 
 from __future__ import annotations
@@ -42,10 +44,8 @@ def cli(verbose: int) -> None:
     """rumi: write, catalogue and read stateless raster cubes."""
     level = logging.WARNING - 10 * min(verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    if not verbose:
-        # Each retry of a request is a WARNING of the HTTP client's: what failed in the end is the
-        # command's one error line, and -v shows the attempts.
-        logging.getLogger("urllib3").setLevel(logging.ERROR)
+    for hook in entry_points(group="rumi.logging"):
+        hook.load()(verbose)
 
 
 def main() -> None:

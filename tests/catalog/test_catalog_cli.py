@@ -28,6 +28,18 @@ def test_commands_are_registered() -> None:
     assert "--bbox-crs" in CliRunner().invoke(cli, ["read", "--help"]).output
 
 
+def test_http_retries_are_shown_only_with_verbose(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The catalogue's logging hook (entry point ``rumi.logging``) hides urllib3's retry warnings unless ``-v`` is given."""
+    import logging
+
+    urllib3_logger = logging.getLogger("urllib3")
+    monkeypatch.setattr(urllib3_logger, "level", logging.NOTSET)
+    assert CliRunner().invoke(cli, ["-v", "header", "--help"]).exit_code == 0
+    assert urllib3_logger.level == logging.NOTSET
+    assert CliRunner().invoke(cli, ["header", "--help"]).exit_code == 0
+    assert urllib3_logger.level == logging.ERROR
+
+
 def test_read_item_over_http_by_names_to_npy(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
     item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
     (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
