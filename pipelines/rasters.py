@@ -76,6 +76,7 @@ __all__ = [
     "file_size",
     "fit_block_cache",
     "gdal_env",
+    "gdal_path",
     "has_internal_mask",
     "mask_location",
     "is_url",
@@ -229,6 +230,24 @@ def raster_error_text(err: BaseException) -> str:
     return f"{text.removesuffix(' See previous exception for details.').rstrip('.')}: {cause}"
 
 
+def gdal_path(href: str) -> str:
+    """The GDAL path of an href: ``/vsicurl/`` before an HTTP(S) URL, ``/vsigs/`` for ``gs://``; others as given.
+
+    Opened by such a path, a ``gs://`` object's name is taken whole. Given
+    the URL, rasterio parses it as a URL and drops what follows a ``#`` as a
+    fragment, which GCS object names may hold. (An HTTP URL keeps its URL
+    meaning either way: libcurl sends no fragment.)
+
+    >>> gdal_path("gs://bucket/scenes/a#1.tif"), gdal_path("/data/a.tif")
+    ('/vsigs/bucket/scenes/a#1.tif', '/data/a.tif')
+    """
+    if href.startswith(("http://", "https://")):
+        return "/vsicurl/" + href
+    if href.startswith("gs://"):
+        return "/vsigs/" + href.removeprefix("gs://")
+    return href
+
+
 def gdal_env(href: str) -> rasterio.Env | contextlib.nullcontext[None]:
     """The GDAL configuration to open and read ``href`` with: none for a local file."""
     if not is_url(href):
@@ -314,7 +333,7 @@ class RasterCache:
             self._open.move_to_end(key)
             return found[0][-1], found[1]
         with gdal_env(href):
-            src = rasterio.open(href)
+            src = rasterio.open(gdal_path(href))
         masked = warp is None and has_internal_mask(src)
         handles: tuple[Any, ...] = (src,)
         if warp is not None:

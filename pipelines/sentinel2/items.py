@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from pipelines.planning.scene import ProductBand, SceneRef
+from pipelines.rasters import gdal_path
 from pipelines.sentinel2.bands import S2Band, asset_resolution, band_for_asset, band_text
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import parse_time
@@ -224,19 +225,11 @@ def filter_items(items: Iterable[S2Item], *, tiles: Sequence[str] = (), max_clou
     ]
 
 
-def _gdal_path(href: str) -> str:
-    if href.startswith(("http://", "https://")):
-        return "/vsicurl/" + href
-    if href.startswith("gs://"):
-        return "/vsigs/" + href.removeprefix("gs://")
-    return href
-
-
 def _on_10m(href: str, band: S2Band) -> str:
     factor = band.resolution // 10
     if factor == 1:
         return href
-    return f"vrt://{_gdal_path(href)}?outsize={factor * 100}%,{factor * 100}%&r=nearest"
+    return f"vrt://{gdal_path(href)}?outsize={factor * 100}%,{factor * 100}%&r=nearest"
 
 
 def resolution_group(band: S2Band, resolution: int | None) -> str:

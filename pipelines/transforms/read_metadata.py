@@ -36,7 +36,7 @@ from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.hrefs import href_path
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
-from pipelines.rasters import file_size, gdal_env, has_internal_mask, mask_location, raster_error_text
+from pipelines.rasters import file_size, gdal_env, gdal_path, has_internal_mask, mask_location, raster_error_text
 from pipelines.sentinel2 import safe
 from pipelines.sidecars import MetadataError
 from pipelines.transforms.base import DataclassPTransform
@@ -231,7 +231,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
     """
     href = ref.href
     try:
-        with gdal_env(href), rasterio.open(href) as ds:
+        with gdal_env(href), rasterio.open(gdal_path(href)) as ds:
             if ds.count == 0:
                 raise SceneError(_no_bands(ds), href=href, reason="subdatasets" if ds.subdatasets else "unreadable")
             # Before the CRS: a file located by GCPs often has no CRS of its

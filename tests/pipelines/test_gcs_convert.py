@@ -296,6 +296,20 @@ def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
     assert np.array_equal(rumi_core.read(out / entry.file, blob), cube)
 
 
+def test_object_names_holding_a_hash_are_read_whole(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """A ``#`` is a legal character of an object name: the scenes below ``hashes/run#1/`` are read (rasterio took it
+    for a URL fragment and asked for ``hashes/run``, a 404 dead letter)."""
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=5)
+    bucket = _client().bucket(BUCKET)
+    for path in paths:
+        bucket.blob(f"hashes/run#1/{path.rsplit('/', 1)[-1]}").upload_from_filename(path)
+    summary = run([f"gs://{BUCKET}/hashes/"], ConvertOptions(out=str(tmp_path / "out"), tile_size=32, write_catalog=False))
+    assert not summary.dead_letters
+    (entry,) = summary.entries
+    assert all(href.startswith(f"gs://{BUCKET}/hashes/run#1/S2_") for href in entry.inputs)
+    assert np.array_equal(rumi_core.read(tmp_path / "out" / entry.file, (tmp_path / "out" / entry.blob).read_bytes()), cube)
+
+
 def test_a_bucket_prefix_is_searched_as_a_folder_and_a_missing_bucket_is_named(emulator: GCSEmulator, tmp_path: Path) -> None:
     """``gs://b/scenes/`` and ``gs://b/scenes`` find the rasters below them, as a local directory does; an ItemCollection in
     the bucket is read; a bucket that does not exist is one dead letter naming it, not a failed run."""
