@@ -46,7 +46,7 @@ import numpy as np
 
 from catalog.cube import Cube
 from catalog.errors import ItemError, LoadError, SelectorError
-from catalog.mosaic import Member, Mosaic, lattice_offset, output_grid
+from catalog.mosaic import WARP_TILE, Member, Mosaic, lattice_index, lattice_offset, output_grid
 from catalog.search import SearchHit
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
@@ -263,12 +263,13 @@ def load(
     chunks = dict(chunks or {})
     lay = first.cube.layout
     aligned = first.offset is not None
-    step_y = chunks.get("y", lay.tile_length if aligned else 512)
-    step_x = chunks.get("x", lay.tile_width if aligned else 512)
-    start_y = -first.offset[0] if first.offset is not None else 0
-    start_x = -first.offset[1] if first.offset is not None else 0
-    row_chunks = _axis_chunks(start_y % step_y, out.height, step_y) if aligned else _axis_chunks(0, out.height, step_y)
-    col_chunks = _axis_chunks(start_x % step_x, out.width, step_x) if aligned else _axis_chunks(0, out.width, step_x)
+    # Blocks fall on the first item's tiles, or for a warped load on the lattice's squares of
+    # WARP_TILE (a default block is one of them), so that no square is warped for two blocks.
+    step_y = chunks.get("y", lay.tile_length if aligned else WARP_TILE)
+    step_x = chunks.get("x", lay.tile_width if aligned else WARP_TILE)
+    start_y, start_x = (-first.offset[0], -first.offset[1]) if first.offset is not None else lattice_index(out)
+    row_chunks = _axis_chunks(start_y % step_y, out.height, step_y)
+    col_chunks = _axis_chunks(start_x % step_x, out.width, step_x)
     time_chunks = _axis_chunks(0, len(keys), chunks.get("time", len(keys)))
     band_chunks = _axis_chunks(0, n_bands, chunks.get("band", n_bands))
     mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)

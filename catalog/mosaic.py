@@ -5,7 +5,9 @@
 lattice of a given CRS and resolution, over a bbox. :class:`Mosaic`
 computes one block of it: each :class:`Member` on that lattice is copied
 (:func:`lattice_offset` places it), any other is warped with
-:func:`rasterio.warp.reproject` from the window of it the block covers.
+:func:`rasterio.warp.reproject` in fixed squares of the lattice
+(:data:`WARP_TILE`), so that its values do not depend on the blocks asked
+for; warped values going to an integer type are rounded, and clamped to it.
 A pixel takes the value of the first member, in order, that holds a valid
 value there (:func:`valid_mask`).
 """
@@ -25,11 +27,12 @@ from catalog.grid import Grid, transform_bbox
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from affine import Affine
     from numpy.typing import NDArray
 
     from catalog.cube import Cube
 
-__all__ = ["Member", "Mosaic", "lattice_offset", "output_grid", "valid_mask"]
+__all__ = ["WARP_TILE", "Member", "Mosaic", "lattice_index", "lattice_offset", "output_grid", "valid_mask"]
 
 _EPS = 1e-6
 
@@ -37,6 +40,17 @@ _EPS = 1e-6
 # once (it intermittently reports a missing geotransform it was given): dask's
 # threads warp one block at a time, and fetch and decode in parallel.
 _WARP_LOCK = threading.Lock()
+
+WARP_TILE = 512
+"""Output pixels along each side of the squares a warped member is warped in (:meth:`Mosaic._warp`)."""
+
+_WARP_MEMORY_MB = 1024
+"""GDAL's working memory for one tile's warp, in MB: it splits a warp that needs more, which a tile never does short of
+a reduction of about 20 (a source window of 11,000² float64 samples)."""
+
+_KERNEL_RADIUS = {"nearest": 0, "bilinear": 1, "cubic": 2, "cubic_spline": 2, "lanczos": 3}
+"""Source pixels a resampling kernel reaches past the one under a pixel's centre (GDAL's kernels), when
+the output is no coarser than the source; 1 for the methods over a pixel's footprint (average, mode, ...)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,16 @@ def lattice_offset(grid: Grid, out: Grid) -> tuple[int, int] | None:
     if abs(col - round(col)) > 1e-3 or abs(row - round(row)) > 1e-3:
         return None
     return round(row), round(col)
+
+
+def lattice_index(out: Grid) -> tuple[int, int]:
+    """``(row, col)`` of the output's first pixel on its lattice, counted from the lattice's origin.
+
+    With a CRS given the lattice starts at the CRS's origin (:func:`output_grid`), so
+    two loads of one CRS and resolution share it whatever their bboxes.
+    """
+    t = out.affine
+    return round(t.f / t.e), round(t.c / t.a)
 
 
 def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
@@ -164,6 +188,23 @@ def valid_mask(data: NDArray[Any], nodata: Sequence[float | None]) -> NDArray[np
     return valid
 
 
+def _cast(values: NDArray[Any], dtype: np.dtype[Any]) -> NDArray[Any]:
+    """``values`` as ``dtype``; warped (float) values going to integers are rounded to the nearest and clamped to its range.
+
+    As GDAL's warper does for an integer output: a cubic kernel's overshoot
+    past 255 is 255 in uint8, not 255 wrapped to a small number, and a
+    bilinear 7.6 is 8, not 7.
+    """
+    if values.dtype.kind != "f" or dtype.kind not in "iu":
+        return values.astype(dtype)
+    info = np.iinfo(dtype)
+    # A type's minimum is 0 or a power of two, exact in float64; a 64-bit maximum is not, and rounds up past it.
+    high = np.nextafter(float(info.max), 0.0) if int(float(info.max)) > info.max else float(info.max)
+    # Halves go up, as GDAL rounds (floor(v + 0.5)), not to even.
+    result: NDArray[Any] = np.clip(np.floor(values + 0.5), float(info.min), high).astype(dtype)
+    return result
+
+
 @dataclass(frozen=True)
 class _Part:
     """What one member gives one block: its time steps and bands there, and the block being filled."""
@@ -184,7 +225,7 @@ class _Part:
         take = valid_mask(data, nodata) & ~self.filled[ks][:, :, dst[0], dst[1]]
         for i, k in enumerate(ks):
             view = self.result[k, :, dst[0], dst[1]]
-            view[take[i]] = data[i][take[i]].astype(self.result.dtype)
+            view[take[i]] = _cast(data[i][take[i]], self.result.dtype)
             self.filled[k, :, dst[0], dst[1]] |= take[i]
 
 
@@ -246,43 +287,94 @@ class Mosaic:
         part.merge(data, part.nodata, (slice(r0 - rows[0], r1 - rows[0]), slice(c0 - cols[0], c1 - cols[0])))
 
     def _warp(self, part: _Part) -> None:
+        """Warp the member onto the block, :data:`WARP_TILE` by :data:`WARP_TILE` output pixels at a time.
+
+        The tiles are fixed on the output's lattice, and each is warped from
+        the same source window whatever block asks for it, so a pixel's value
+        never depends on the chunking: GDAL's warper approximates the
+        transformation along each row of what it warps (to 1/8 source pixel),
+        and widens kernels by a reduction factor it measures on it too, so the
+        same pixel warped as part of another rectangle can take another
+        source pixel, or another weighted sum.
+        """
+        out = self.out
+        base_r, base_c = lattice_index(out)
+        tiles = [
+            (tr * WARP_TILE - base_r, tc * WARP_TILE - base_c)
+            for tr in range((base_r + part.rows[0]) // WARP_TILE, -(-(base_r + part.rows[1]) // WARP_TILE))
+            for tc in range((base_c + part.cols[0]) // WARP_TILE, -(-(base_c + part.cols[1]) // WARP_TILE))
+        ]
+        windows = {tile: w for tile in tiles if (w := self._source_window(part.member.grid, tile)) is not None}
+        if not windows:
+            return  # the block lies outside the item
+        r0, c0 = min(w[0][0] for w in windows.values()), min(w[1][0] for w in windows.values())
+        r1, c1 = max(w[0][1] for w in windows.values()), max(w[1][1] for w in windows.values())
+        data = part.member.cube.read(
+            bands=part.band_pos, times=[t for _, t in part.wanted], window=((r0, r1), (c0, c1)), threads=self.threads, labels=False
+        ).as_cube()
+        # Work in float64 with NaN for every invalid source sample, so nodata never blends into data.
+        source = data.astype(np.float64)
+        source[~valid_mask(data, part.nodata)] = np.nan
+        for (tile_r, tile_c), ((sr0, sr1), (sc0, sc1)) in windows.items():
+            warped = self._warp_tile(part.member.grid, (tile_r, tile_c), source[:, :, sr0 - r0 : sr1 - r0, sc0 - c0 : sc1 - c0], (sr0, sc0))
+            # The tile's part inside the block.
+            a0, a1 = max(tile_r, part.rows[0]), min(tile_r + WARP_TILE, part.rows[1])
+            b0, b1 = max(tile_c, part.cols[0]), min(tile_c + WARP_TILE, part.cols[1])
+            part.merge(
+                warped[:, :, a0 - tile_r : a1 - tile_r, b0 - tile_c : b1 - tile_c],
+                [None] * len(part.band_pos),
+                (slice(a0 - part.rows[0], a1 - part.rows[0]), slice(b0 - part.cols[0], b1 - part.cols[0])),
+            )
+
+    def _tile_affine(self, tile: tuple[int, int]) -> Affine:
+        from affine import Affine
+
+        return self.out.affine @ Affine.translation(tile[1], tile[0])
+
+    def _source_window(self, g: Grid, tile: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
+        """The source pixels a tile's warp reads: those under it and every one a kernel reaches from them; None when none.
+
+        GDAL widens a kernel by the reduction factor when the output is
+        coarser than the source, so the margin grows with it. A function of
+        the tile alone.
+        """
+        minx, maxy = self._tile_affine(tile) @ (0, 0)
+        maxx, miny = self._tile_affine(tile) @ (WARP_TILE, WARP_TILE)
+        box = (minx, miny, maxx, maxy)
+        if g.crs is not None and self.out.crs is not None and g.crs != self.out.crs:
+            try:
+                box = transform_bbox(box, self.out.crs, g.crs)
+            except SelectorError:
+                return None
+        inverse = ~g.area_affine
+        cols, rows = zip(*(inverse @ (x, y) for x in (box[0], box[2]) for y in (box[1], box[3])), strict=True)
+        reduction = max(1.0, (max(rows) - min(rows)) / WARP_TILE, (max(cols) - min(cols)) / WARP_TILE)
+        margin = math.ceil(_KERNEL_RADIUS.get(self.resampling, 1) * reduction) + 2
+        r0, r1 = max(0, math.floor(min(rows)) - margin), min(g.height, math.ceil(max(rows)) + margin)
+        c0, c1 = max(0, math.floor(min(cols)) - margin), min(g.width, math.ceil(max(cols)) + margin)
+        return ((r0, r1), (c0, c1)) if r0 < r1 and c0 < c1 else None
+
+    def _warp_tile(self, g: Grid, tile: tuple[int, int], source: NDArray[np.float64], origin: tuple[int, int]) -> NDArray[np.float64]:
+        """``(time, band, WARP_TILE, WARP_TILE)`` warped from ``source``, the window of ``g`` whose first pixel is ``origin``."""
         from affine import Affine
         from rasterio.enums import Resampling
         from rasterio.warp import reproject
 
-        out = self.out
-        rows, cols = part.rows, part.cols
-        dst_transform = out.affine @ Affine.translation(cols[0], rows[0])
-        h, w = rows[1] - rows[0], cols[1] - cols[0]
-        minx, maxy = dst_transform @ (0, 0)
-        maxx, miny = dst_transform @ (w, h)
-        g = part.member.grid
-        try:
-            (sr0, sr1), (sc0, sc1) = g.window_for_bbox((minx, miny, maxx, maxy), out.crs)
-        except SelectorError:
-            return  # the block lies outside the item
-        # A margin of two source pixels keeps every kernel's neighbours in the window.
-        sr0, sc0 = max(0, sr0 - 2), max(0, sc0 - 2)
-        sr1, sc1 = min(g.height, sr1 + 2), min(g.width, sc1 + 2)
-        data = part.member.cube.read(
-            bands=part.band_pos, times=[t for _, t in part.wanted], window=((sr0, sr1), (sc0, sc1)), threads=self.threads, labels=False
-        ).as_cube()
-        src_transform = g.area_affine @ Affine.translation(sc0, sr0)
-        # Work in float64 with NaN for every invalid source sample, so nodata never blends into data.
-        source = data.astype(np.float64)
-        source[~valid_mask(data, part.nodata)] = np.nan
-        warped = np.full((len(part.wanted), len(part.band_pos), h, w), np.nan)
+        warped = np.full((*source.shape[:2], WARP_TILE, WARP_TILE), np.nan)
+        src_transform = g.area_affine @ Affine.translation(origin[1], origin[0])
         with _WARP_LOCK:
-            for i in range(len(part.wanted)):
+            for i in range(source.shape[0]):
                 reproject(
-                    source[i],
+                    np.ascontiguousarray(source[i]),
                     warped[i],
                     src_transform=src_transform,
                     src_crs=g.crs,
                     src_nodata=np.nan,
-                    dst_transform=dst_transform,
-                    dst_crs=out.crs,
+                    dst_transform=self._tile_affine(tile),
+                    dst_crs=self.out.crs,
                     dst_nodata=np.nan,
                     resampling=Resampling[self.resampling],
+                    # Never split into smaller rectangles, which would approximate the transformation over them.
+                    warp_mem_limit=_WARP_MEMORY_MB,
                 )
-        part.merge(warped, [None] * len(part.band_pos), (slice(0, h), slice(0, w)))
+        return warped

@@ -255,3 +255,45 @@ def test_real_landsat_periods_stack_in_time(shared_data: Path, tmp_path: Path) -
     ds = load(items, bands=["nir", "red"], bbox=None)
     assert [str(t)[:10] for t in ds.time.values] == days
     np.testing.assert_array_equal(ds.data.values, np.stack(truth)[:, [1, 0]])
+
+
+def _lonlat_item(tmp_path: Path, name: str, data: np.ndarray, nodata: float | None = None) -> str:
+    """A one-date item on a 0.0001° EPSG:4326 grid near 14°E 52°N (pixels about 7 by 11 m)."""
+    path = tmp_path / f"{name}.rumi"
+    rumi_core.write(path, data, bands=["v"], times=["2021-01-01"], crs="EPSG:4326", transform=(0.0001, 0.0, 14.0, 0.0, -0.0001, 52.0),
+                    tile_size=64, nodata=nodata)  # fmt: skip
+    return str(path)
+
+
+@pytest.mark.parametrize("resampling", ["nearest", "bilinear", "cubic", "average"])
+def test_a_warped_load_does_not_depend_on_its_chunks(tmp_path: Path, resampling: str) -> None:
+    """Each pixel of a reprojected load takes one value, whatever the chunking and the bbox: GDAL's warper approximates the
+    transformation over what it is given, so warping block by block changed 1-in-100 nearest picks and most bilinear sums."""
+    data = np.random.default_rng(1).integers(-3000, 3000, size=(1, 1, 150, 170)).astype("int16")
+    item = _lonlat_item(tmp_path, "noise", data)
+    whole = load([item], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling).data.values
+    assert np.count_nonzero(whole) > 0.9 * whole.size / 2  # most of the output lies on the item
+    for chunks in ({"x": 64, "y": 64}, {"x": 100, "y": 37}, {"x": 1000, "y": 1000}):
+        got = load([item], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling, chunks=chunks).data.values
+        np.testing.assert_array_equal(got, whole, err_msg=str(chunks))
+    ds = load([item], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling)
+    x0, y1 = float(ds.x[20]) - 5, float(ds.y[30]) + 5  # a bbox starting 20 columns and 30 rows in
+    inner = load([item], bands=None, bbox=(x0, y1 - 400, x0 + 500, y1), bbox_crs="EPSG:32633", crs="EPSG:32633", resolution=10,
+                 resampling=resampling, chunks={"x": 48, "y": 48}).data.values  # fmt: skip
+    np.testing.assert_array_equal(inner, whole[:, :, 30:70, 20:70])
+
+
+def test_warped_integers_are_rounded_and_clamped(tmp_path: Path) -> None:
+    """A warped value going to an integer type is the nearest integer inside the type's range, as GDAL writes it: a cubic
+    kernel's overshoot past 255 is 255 in uint8 (it wrapped to a small number), and a bilinear 7.6 is 8 (it was 7)."""
+    rng = np.random.default_rng(2)
+    data = np.where(rng.random((1, 1, 150, 170)) < 0.5, 0, 255).astype("uint8")  # edges everywhere: cubic overshoots both ways
+    as_uint8 = _lonlat_item(tmp_path, "u8", data)
+    as_float = _lonlat_item(tmp_path, "f8", data.astype("float64"))
+    for resampling in ("cubic", "bilinear"):
+        exact = load([as_float], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling).data.values
+        got = load([as_uint8], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling).data.values
+        assert got.dtype == np.uint8
+        inside = np.isfinite(exact)
+        assert (exact[inside] > 255).any() and (exact[inside] < 0).any() if resampling == "cubic" else True
+        np.testing.assert_array_equal(got[inside], np.clip(np.floor(exact[inside] + 0.5), 0, 255).astype("uint8"))
