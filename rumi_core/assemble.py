@@ -22,6 +22,7 @@ finished name never holds a partial file.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import tempfile
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING
 from rumi_core.errors import InvalidInputError
 from rumi_core.files import umask_mode
 from rumi_core.ifd import base_frame_offset, encode_head
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -198,10 +200,19 @@ class FileAssembler:
         os.fchmod(self._fd, umask_mode())
         os.fsync(self._fd)
         self._close()
-        blob = build_header(self._tmp)
+        blob = build_header(self._tmp, limits=self._own_limits())
         os.replace(self._tmp, self.path)
         self.sha256 = sha256
         return blob
+
+    def _own_limits(self) -> Limits:
+        """The default limits, raised to what this file holds: a reader's limits never make a file invalid
+        (*Resource limits*), so the writer's own check must not refuse what it wrote."""
+        return dataclasses.replace(
+            DEFAULT_LIMITS,
+            max_band_text_bytes=max(DEFAULT_LIMITS.max_band_text_bytes, len(self._trailer)),
+            max_time_coordinates=max(DEFAULT_LIMITS.max_time_coordinates, 2 * self.layout.time_count),
+        )
 
     def _close(self) -> None:
         if self._open:

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from rumi_core.errors import InvalidFileError
+from rumi_core.errors import InvalidFileError, ResourceLimitError
 from rumi_core.ifd import ParsedHead, decode_head
+from rumi_core.layout import MAX_UINT16
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.trailer import Trailer
 
@@ -63,13 +64,23 @@ def read_trailer(
             rule="Every frame is present",
             offset=size,
         )
-    # The trailer cannot be larger than 28 bytes + the texts + 8 bytes per coordinate.
-    longest = 28 + limits.max_band_text_bytes + 8 * min(limits.max_time_coordinates, 2 * time_count)
-    if size - trailer_offset > longest:
+    # A trailer is 28 bytes, the band texts (2 + at most 65535 bytes each) and at most 8 bytes per
+    # coordinate (C <= 2T). Past that the file is malformed. Past what texts and coordinates within
+    # the limits can take, it is only more than this reader reads, which does not make it invalid.
+    trailing = size - trailer_offset
+    if trailing > 28 + samples_per_pixel * (2 + MAX_UINT16) + 16 * time_count:
         raise InvalidFileError(
-            f"{size - trailer_offset} bytes follow the last frame, more than any trailer of this file can hold",
+            f"{trailing} bytes follow the last frame, more than any trailer of this file can hold",
             field="trailer size",
             rule="The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+            offset=trailer_offset,
+        )
+    if trailing > 28 + limits.max_band_text_bytes + 8 * min(limits.max_time_coordinates, 2 * time_count):
+        raise ResourceLimitError(
+            f"the trailer is {trailing} bytes, more than band texts within Limits.max_band_text_bytes = "
+            f"{limits.max_band_text_bytes} and coordinates within Limits.max_time_coordinates = {limits.max_time_coordinates} "
+            "take; raise them with rumi_core.Limits(max_band_text_bytes=..., max_time_coordinates=...) if this machine can afford it",
+            field="max_band_text_bytes",
             offset=trailer_offset,
         )
     data = _read_at(source, trailer_offset, size - trailer_offset)

@@ -175,6 +175,28 @@ def test_a_limit_is_named_in_the_error_and_can_be_raised(small_image: tuple[Path
 # -- read enforces the decode-time MUSTs that validate enforces -------------------------
 
 
+def test_band_texts_past_the_limit_are_a_resource_limit_not_an_invalid_file(tmp_path: Path) -> None:
+    """20 texts of 65535 bytes are valid (a text is bounded by its uint16 length alone) and total more than
+    Limits.max_band_text_bytes: the writer writes them (its own check refused its output as invalid), and a reader
+    under the default limits refuses with ResourceLimitError, which raised limits lift (*Resource limits*)."""
+    path = tmp_path / "texts.rumi"
+    bands = [chr(0x41 + b) * 65535 for b in range(20)]
+    data = np.arange(20 * 4, dtype="uint8").reshape(20, 2, 2)
+    blob = rumi_core.write(path, data, bands=bands, times=["2020-01-01"], tile_size=2)
+    np.testing.assert_array_equal(rumi_core.read(path, blob), data)
+    for call in (lambda: rumi_core.validate(path), lambda: rumi_core.info(path), lambda: rumi_core.read(path)):
+        with pytest.raises(ResourceLimitError, match="max_band_text_bytes"):
+            call()
+    roomy = Limits(max_band_text_bytes=2 << 20)
+    rumi_core.validate(path, blob, limits=roomy)
+    assert list(rumi_core.info(path, limits=roomy).band_texts) == bands
+    # One byte more than any trailer of the file can hold is still a malformed file.
+    with path.open("ab") as f:
+        f.write(bytes(28 + 20 * 65537 + 1))
+    with pytest.raises(InvalidFileError, match="more than any trailer"):
+        rumi_core.validate(path, limits=roomy)
+
+
 def test_read_refuses_boolean_bytes_other_than_0_and_1(tmp_path: Path) -> None:
     """A uint8 file relabelled as boolean (BitsPerSample 1): both validate and read refuse it."""
     path = tmp_path / "bool.rumi"
