@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import struct
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -379,7 +380,7 @@ def test_wrong_size_frame_is_refused_before_decoding(monkeypatch: pytest.MonkeyP
     with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}"):
         decode_frame(frame, decoded_bytes=expected, out=np.empty(expected, np.uint8))
     assert calls == []
-    assert "MUST check derived sizes" in str(info.value)
+    assert "(rule: decoded_frame_bytes = decoded_samples * bytes_per_sample)" in str(info.value)
 
 
 def test_decode_into_a_given_array() -> None:
@@ -432,6 +433,9 @@ def test_corrupted_payload_fails_checksum() -> None:
     with pytest.raises(FrameDecodeError, match=r"frame failed to decode: .*checksum") as info:
         decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
     assert isinstance(info.value.__cause__, RuntimeError)
+    # OpenZL's cause alone, on one line, with the rule the frame breaks: not the library's check, source paths and stack.
+    assert "Stack" not in str(info.value) and ".c" not in str(info.value) and "\n" not in str(info.value)
+    assert str(info.value).endswith("(rule: Each frame is a self-contained OpenZL frame)")
     # verify=False is the explicit opt-out: the stored payload comes back as written.
     out = decode_frame(bytes(bad), decoded_bytes=samples.nbytes, verify=False)
     assert out.size == samples.nbytes and out.tobytes() != samples.tobytes()
@@ -445,6 +449,20 @@ def test_every_codec_writes_checksums(codec: FrameCodec) -> None:
     bad[-3] ^= 0x40
     with pytest.raises(FrameDecodeError, match=r"frame failed to decode|not a readable OpenZL frame"):
         decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
+
+
+@pytest.mark.parametrize("at", [10, 20, 40])
+def test_a_damaged_frame_names_openzls_cause_and_the_rule(at: int) -> None:
+    """OpenZL's error text runs on into the check that failed, source paths and a stack: the message keeps its cause."""
+    frame, samples = _frame(OpenZLGraph("compress"))
+    bad = bytearray(frame)
+    bad[at : at + 4] = b"\xde\xad\xbe\xef"
+    with pytest.raises(FrameDecodeError) as info:
+        decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
+    text = str(info.value)
+    assert re.fullmatch(
+        r"frame failed to decode: [A-Z][^:]+ \(OpenZL error code \d+\) \(rule: Each frame is a self-contained OpenZL frame\)", text
+    )
 
 
 def test_garbage_is_not_a_frame() -> None:

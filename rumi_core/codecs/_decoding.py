@@ -8,6 +8,7 @@ header and checked before anything is allocated or decoded.
 
 from __future__ import annotations
 
+import re
 import struct
 import threading
 from typing import TYPE_CHECKING, Any, Final
@@ -28,7 +29,11 @@ __all__ = ["decode_frame", "decode_into_place", "frame_format_version"]
 _FRAME_MAGIC_BASE: Final = 0xD7B1A5C0
 """An OpenZL frame starts with this little-endian word plus its format version."""
 
-_SIZE_RULE: Final = "A reader MUST check derived sizes before allocating memory or decoding a frame"
+_SIZE_RULE: Final = "decoded_frame_bytes = decoded_samples * bytes_per_sample"
+"""The definition (*Sample encodings*) a frame that declares or yields another size breaks."""
+
+_FRAME_RULE: Final = "Each frame is a self-contained OpenZL frame"
+"""The rule (*File profile*) a frame that does not decode breaks."""
 
 
 def frame_format_version(frame: bytes) -> int:
@@ -107,6 +112,23 @@ _CALL_BUFFERS = threading.local()
 """Each thread's ``size_t`` for the bytes written and its error text buffer, reused from one decode to the next."""
 
 
+def openzl_reason(text: str) -> str:
+    """The cause an OpenZL error text names, on one line, without the library's own check, source path and stack.
+
+    OpenZL writes ``Code: <cause> Message: <the check that failed> ... Stack
+    Trace: #0 <function> (<source path>)``: the cause is what a user can act on.
+
+    >>> openzl_reason("Code: Corruption detected Message: Check 'x' failed\\n Stack Trace: #0 f (a.c)")
+    'Corruption detected'
+    """
+    flat = " ".join(text.split())
+    found = _OPENZL_CAUSE.match(flat)
+    return found.group(1) if found else flat.split(" Stack")[0]
+
+
+_OPENZL_CAUSE: Final = re.compile(r"Code: (.+?) Message:")
+
+
 def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
     """Decode ``data`` into ``out`` with libgeozl; return the bytes written."""
     if _DECODE_INTO is None:
@@ -121,8 +143,7 @@ def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
     reason[0] = b"\0"  # no earlier decode's error text in this one's message
     code = decompress(ffi.from_buffer(data), len(data), ffi.from_buffer(out), out.size, written, int(verify), reason, _ERROR_TEXT)
     if code != 0:
-        text = ffi.string(reason).decode("utf-8", "replace")
-        raise RuntimeError(f"{text} (ZL error code {code})")
+        raise RuntimeError(f"{openzl_reason(ffi.string(reason).decode('utf-8', 'replace'))} (OpenZL error code {code})")
     return int(written[0])
 
 
@@ -206,7 +227,7 @@ def decode_into_place(
     try:
         written = _decode_into(frame, target, verify)
     except Exception as err:
-        raise FrameDecodeError(f"frame failed to decode: {' '.join(str(err).split())}", field="frame") from err
+        raise FrameDecodeError(f"frame failed to decode: {openzl_reason(str(err))}", field="frame", rule=_FRAME_RULE) from err
     if written != decoded_bytes:
         raise FrameDecodeError(
             f"frame decoded to {written} bytes, expected {decoded_bytes}",
