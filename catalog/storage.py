@@ -54,17 +54,20 @@ def href_kind(href: str | os.PathLike[str]) -> str:
 def is_rumi_href(href: str | os.PathLike[str]) -> bool:
     """Whether an href names a ``.rumi`` file rather than an item.
 
-    A URL is a file when its path ends in ``.rumi``; a local path when the
-    file starts with the ``RUMI`` magic (or, if it does not exist, ends in ``.rumi``).
+    A URL is a file when its path ends in ``.rumi``; a local path when it
+    ends in ``.rumi`` or the file starts with the ``RUMI`` magic. So a
+    damaged ``x.rumi`` is reported by the format's checks, not as JSON.
     """
     text = os.fspath(href)
     if href_kind(text) != "local":
         return text.split("?", 1)[0].split("#", 1)[0].endswith(".rumi")
+    if text.endswith(".rumi"):
+        return True
     try:
         with open(text, "rb") as f:
             return f.read(4) == b"RUMI"
     except OSError:
-        return text.endswith(".rumi")
+        return False
 
 
 def join_href(base: str | os.PathLike[str], href: str) -> str:

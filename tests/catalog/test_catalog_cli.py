@@ -95,6 +95,11 @@ def test_read_errors_are_clean(cube: Any, tmp_path: Path) -> None:
     assert suffix.exit_code == 2 and ".npy or .tif" in suffix.output
     missing = runner.invoke(cli, ["read", "http://127.0.0.1:9/none.rumi", "-o", str(tmp_path / "x.npy")])
     assert missing.exit_code == 1 and "none.rumih" in missing.output
+    # A damaged local .rumi is judged as a rumi file, not parsed as a STAC item's JSON.
+    (tmp_path / "empty.rumi").write_bytes(b"")
+    empty = runner.invoke(cli, ["read", str(tmp_path / "empty.rumi"), "-o", str(tmp_path / "x.npy")])
+    assert empty.exit_code == 1 and "the file is 0 bytes, shorter than the 292-byte header" in empty.output
+    assert "JSON" not in empty.output
 
 
 def test_export_one_geotiff_per_time_step(cube: Any, tmp_path: Path) -> None:
