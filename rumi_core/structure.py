@@ -19,6 +19,7 @@ from rumi_core.errors import InvalidFileError, ResourceLimitError
 from rumi_core.ifd import ParsedHead, decode_head
 from rumi_core.layout import MAX_UINT16
 from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.time_coordinates import TRAILER_SIZE_RULE
 from rumi_core.trailer import Trailer
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def read_trailer(
         raise InvalidFileError(
             f"{trailing} bytes follow the last frame, more than any trailer of this file can hold",
             field="trailer size",
-            rule="The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+            rule=TRAILER_SIZE_RULE,
             offset=trailer_offset,
         )
     if trailing > 28 + limits.max_band_text_bytes + 8 * min(limits.max_time_coordinates, 2 * time_count):

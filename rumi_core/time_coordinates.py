@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TIME_FIELDS",
+    "TRAILER_SIZE_RULE",
     "TimeCoordinates",
     "TimeFields",
     "round_half_up",
@@ -79,6 +80,14 @@ def unzigzag(p: int) -> int:
     [0, -1, 1, -2, 2]
     """
     return p >> 1 if p % 2 == 0 else -((p >> 1) + 1)
+
+
+TRAILER_SIZE_RULE = "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes"
+"""The rule (*Trailer*) that a trailer ending early, or followed by more bytes, breaks."""
+
+_UNREPRESENTABLE = "A reader MUST reject an input when a required result cannot be represented by its implementation"
+"""The rule a coordinate that fits in int64 breaks when its seconds (coordinate * time_scale) do not: times are held in
+int64 seconds here."""
 
 
 @dataclass(frozen=True)
@@ -306,7 +315,7 @@ class TimeCoordinates:
             raise fail(
                 f"time residuals need {size} bytes, the trailer has {len(residuals)}",
                 "time_residuals",
-                "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+                TRAILER_SIZE_RULE,
             )
         if fields.time_bits == 0:
             axis = cls._decode_regular(fields, count, fail)
@@ -346,7 +355,7 @@ class TimeCoordinates:
                 raise fail(f"decoded time coordinate {i} does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
         for i in ends:
             if not _fits_int64((fields.time_epoch + i * step) * fields.time_scale):
-                raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
+                raise fail("a decoded time in seconds does not fit in int64", "times", _UNREPRESENTABLE)
         try:
             return cls.regular(fields.time_type, fields.time_epoch * fields.time_scale, step * fields.time_scale, count)
         except InvalidInputError as err:
@@ -376,7 +385,7 @@ class TimeCoordinates:
             )
         secs = [c * fields.time_scale for c in coords]
         if not all(_fits_int64(s) for s in secs):
-            raise fail("a decoded time in seconds does not fit in int64", "times", "Every decoded coordinate MUST fit in int64")
+            raise fail("a decoded time in seconds does not fit in int64", "times", _UNREPRESENTABLE)
         try:
             return cls(fields.time_type, tuple(secs))
         except InvalidInputError as err:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from rumi_core.bitpack import packed_size
 from rumi_core.errors import InvalidFileError, InvalidInputError
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.time_coordinates import TIME_FIELDS, TimeCoordinates, TimeFields
+from rumi_core.time_coordinates import TIME_FIELDS, TRAILER_SIZE_RULE, TimeCoordinates, TimeFields
 from rumi_core.times import INTERVAL
 
 __all__ = [
@@ -128,7 +128,7 @@ class Trailer:
         """
         data = memoryview(data)
 
-        def fail(msg: str, at: int, rule: str | None = None, fld: str = "trailer") -> InvalidFileError:
+        def fail(msg: str, at: int, rule: str = TRAILER_SIZE_RULE, fld: str = "trailer") -> InvalidFileError:
             return InvalidFileError(msg, field=fld, rule=rule, offset=offset + at)
 
         if len(data) < _HEAD.size:
@@ -161,7 +161,7 @@ class Trailer:
         try:
             check_band_texts(texts)
         except InvalidInputError as err:
-            raise fail(err.message, _HEAD.size, err.rule, "band_texts") from err
+            raise fail(err.message, _HEAD.size, err.rule or "Band descriptions", "band_texts") from err
         if pos + TIME_FIELDS.size > len(data):
             raise fail("the trailer ends inside its time fields", pos, fld="time fields")
         tf = TimeFields.from_bytes(data[pos : pos + TIME_FIELDS.size])
@@ -174,7 +174,7 @@ class Trailer:
             raise fail(
                 f"the trailer is {len(data)} bytes, expected exactly 28 + S + ceil(C * time_bits / 8) = {expected}",
                 0,
-                "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes",
+                TRAILER_SIZE_RULE,
                 "trailer size",
             )
         try:

@@ -806,7 +806,8 @@ RESIDUAL_COORDS = [T0 + 7, T0 + 14, T0 + 27]
 def test_a_trailer_cut_short_is_rejected(files: dict[str, bytes], cut: Callable[[bytes], bytes], match: str) -> None:
     trailer = cube_trailer(coords=RESIDUAL_COORDS).to_bytes()
     validate(with_trailer(files, "cube", trailer), quick=True)
-    invalid(with_trailer(files, "cube", cut(trailer)), InvalidFileError, match)
+    error = invalid(with_trailer(files, "cube", cut(trailer)), InvalidFileError, match)
+    assert error.rule == "The trailer size MUST be exactly 28 + S + ceil(C * time_bits / 8) bytes"
 
 
 @pytest.mark.parametrize("length", [3, 100, 0xFFFF])
