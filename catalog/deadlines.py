@@ -65,6 +65,13 @@ class OperationSlot:
         self._operation: ReadOperation | None = None
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, float]:
+        # A pickled source starts in another process with no operation in progress.
+        return {"timeout": self.timeout}
+
+    def __setstate__(self, state: dict[str, float]) -> None:
+        self.__init__(state["timeout"])  # type: ignore[misc]
+
     @contextlib.contextmanager
     def deadline(self, seconds: float | None = None) -> Iterator[None]:
         """Share one operation among every request inside the block (an outer block's wins)."""

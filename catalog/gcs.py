@@ -102,6 +102,18 @@ class GCSSource(RemoteRangeSource):
         self._crc32c: int | None = None
         self._stat_read = False
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A client holds this process's connections and credentials: another process makes its own
+        # with the factory, as each reading thread here does.
+        state = self.__dict__.copy()
+        del state["_local"]
+        state["_client"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def _blob(self) -> Any:
         client = self._client
         if client is None:

@@ -160,6 +160,20 @@ class HTTPRangeSource(RemoteRangeSource):
         self._headers = dict(headers or {})
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Another process gets its own default pool (a pool holds this process's sockets and locks);
+        # a pool of the caller's own goes with the source, and must be picklable for it to.
+        state = self.__dict__.copy()
+        del state["_lock"]
+        if state["_pool"] is default_pool():
+            state["_pool"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pool = self._pool or default_pool()
+        self._lock = threading.Lock()
+
     def _send(self, op: ReadOperation, method: str, headers: dict[str, str]) -> Any:
         """Send one request, its connect and first read bounded by the time left; the body is not read yet."""
         left = op.remaining()

@@ -38,6 +38,7 @@ band.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     import xarray as xr
-    from numpy.typing import NDArray
 
     from catalog.bands import Band
 
@@ -274,13 +274,8 @@ def load(
     band_chunks = _axis_chunks(0, n_bands, chunks.get("band", n_bands))
     mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
 
-    def compute(block_info: dict[Any, Any] | None = None) -> NDArray[Any]:
-        assert block_info is not None
-        (t0, t1), (b0, b1), rows, cols = block_info[None]["array-location"]
-        return mosaic.block(range(t0, t1), range(b0, b1), rows, cols)
-
     array = da.map_blocks(
-        compute,
+        mosaic.compute,
         chunks=(time_chunks, band_chunks, row_chunks, col_chunks),
         dtype=dtype,
         meta=np.empty((0, 0, 0, 0), dtype=dtype),
@@ -302,9 +297,9 @@ def load(
     starts = np.array([k[0] for k in keys], dtype="datetime64[s]").astype("datetime64[ns]")
     coords: dict[str, Any] = {
         "time": ("time", starts),
-        "band": ("band", np.array([b.name for b in band_meta], dtype=object)),
-        "common_name": ("band", np.array([b.common_name or "" for b in band_meta], dtype=object)),
-        "description": ("band", np.array([b.description or b.name for b in band_meta], dtype=object)),
+        "band": ("band", np.array([b.name for b in band_meta], dtype=str)),
+        "common_name": ("band", np.array([b.common_name or "" for b in band_meta], dtype=str)),
+        "description": ("band", np.array([b.description or b.name for b in band_meta], dtype=str)),
         "y": ("y", out_t.f + out_t.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
         "x": ("x", out_t.c + out_t.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
         "spatial_ref": spatial_ref(out.crs, out.transform),
@@ -318,9 +313,11 @@ def load(
     if "time_bounds" in coords:
         ds["time"].attrs["bounds"] = "time_bounds"
 
-    def close() -> None:
-        for cube in cubes:
-            cube.close()
-
-    ds.set_close(close)
+    ds.set_close(functools.partial(_close_all, cubes))
     return ds
+
+
+def _close_all(cubes: Sequence[Cube]) -> None:
+    """Close the cubes of a load (a module-level function, so a loaded dataset pickles)."""
+    for cube in cubes:
+        cube.close()

@@ -249,6 +249,16 @@ class Mosaic:
         self.resampling = resampling
         self.threads = threads
 
+    def compute(self, block_info: dict[Any, Any] | None = None) -> NDArray[Any]:
+        """The block :func:`dask.array.map_blocks` asks for, by its ``array-location``.
+
+        A method, not a closure, so that a load's dask graph pickles (DataLoader
+        workers started by spawn, dask's process schedulers).
+        """
+        assert block_info is not None
+        (t0, t1), (b0, b1), rows, cols = block_info[None]["array-location"]
+        return self.block(range(t0, t1), range(b0, b1), rows, cols)
+
     def block(self, times: range, bands: range, rows: tuple[int, int], cols: tuple[int, int]) -> NDArray[Any]:
         """The ``(time, band, y, x)`` block at those output positions."""
         shape = (len(times), len(bands), rows[1] - rows[0], cols[1] - cols[0])

@@ -130,8 +130,8 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         coords["time_end"] = ("time", secs[1::2].astype("datetime64[s]").astype("datetime64[ns]"))
     else:
         coords["time"] = ("time", secs.astype("datetime64[s]").astype("datetime64[ns]"))
-    coords["band"] = ("band", np.array([b.name for b in bands], dtype=object))
-    coords["description"] = ("band", np.array([b.description or b.name for b in bands], dtype=object))
+    coords["band"] = ("band", np.array([b.name for b in bands], dtype=str))
+    coords["description"] = ("band", np.array([b.description or b.name for b in bands], dtype=str))
     if grid is not None and grid.transform[1] == 0.0 and grid.transform[3] == 0.0:
         coords["y"] = ("y", np.asarray(grid.y_coords()), {"axis": "Y"})
         coords["x"] = ("x", np.asarray(grid.x_coords()), {"axis": "X"})

@@ -114,6 +114,11 @@ class LocalFileSource(_SourceBase):
         except OSError as err:
             raise SourceError(f"cannot open {self._path}: {err.strerror}") from err
 
+    def __reduce__(self) -> tuple[type[LocalFileSource], tuple[str]]:
+        # A descriptor means nothing in another process: a pickled source opens its path again there
+        # (as a rasterio dataset does), for DataLoader workers and dask's process schedulers.
+        return (LocalFileSource, (self._path,))
+
     @property
     def name(self) -> str:
         """The path."""

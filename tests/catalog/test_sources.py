@@ -82,6 +82,18 @@ class SourceConformance:
         assert not errors
         assert all(results[i] == PAYLOAD[i * 97 : i * 97 + 300] for i in range(12))
 
+    def test_a_pickled_source_reads_alike(self, open_source: Callable[[str, bytes], ByteSource]) -> None:
+        """For DataLoader workers and dask's process schedulers: a copy holds no descriptor, lock, pool or client of ours."""
+        import pickle
+
+        src = open_source("p.bin", PAYLOAD)
+        src.read_ranges([(0, 4)])
+        copy = pickle.loads(pickle.dumps(src))
+        src.close()
+        assert copy.name == src.name and copy.read_ranges([(5000, 17)]) == [PAYLOAD[5000:5017]]
+        with copy:
+            assert copy.size() == len(PAYLOAD)
+
     def test_negative_range_is_a_source_error(self, open_source: Callable[[str, bytes], ByteSource]) -> None:
         src = open_source("p.bin", PAYLOAD)
         with pytest.raises(SourceError, match="negative range"):

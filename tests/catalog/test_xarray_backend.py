@@ -92,3 +92,50 @@ def test_interval_axis_has_time_end(tmp_path: Path) -> None:
     with xr.open_dataset(path, engine="rumi") as ds:
         assert str(ds.time_end.values[0])[:10] == "2020-02-01"
         assert ds.x.values.tolist() == list(range(8))
+
+
+_UNPICKLE_AND_READ = """
+import pickle, sys
+import numpy as np
+with open(sys.argv[1], "rb") as f:
+    ds = pickle.load(f)
+np.save(sys.argv[2], ds["data"].values)
+"""
+
+
+def _read_in_a_new_process(ds: xr.Dataset, tmp_path: Path) -> np.ndarray:
+    """``ds`` pickled, then read in a new interpreter (as by a DataLoader worker started with spawn)."""
+    import pickle
+    import subprocess
+    import sys
+
+    (tmp_path / "ds.pickle").write_bytes(pickle.dumps(ds))
+    # Descriptors the new process may open first take the numbers this one's file had.
+    subprocess.run([sys.executable, "-c", _UNPICKLE_AND_READ, str(tmp_path / "ds.pickle"), str(tmp_path / "out.npy")], check=True)
+    return np.load(tmp_path / "out.npy")
+
+
+def test_datasets_pickle_to_another_process(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    """A dataset of a local file, of an item over HTTP, and a catalog.load, each pickled and read in a new process: a local
+    file is opened again by its path (its descriptor number meant another file there), an HTTP source gets a pool of
+    its own (a lock failed to pickle), and a load's graph and close hold no closure."""
+    from catalog import load
+
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    for target, chunks in ((cube.path, None), (cube.path, {}), (server.url("item.json"), {}), (server.url("cube.rumi"), None)):
+        with xr.open_dataset(target, engine="rumi", chunks=chunks) as ds:
+            np.testing.assert_array_equal(_read_in_a_new_process(ds, tmp_path), cube.data, err_msg=f"{target} {chunks}")
+    loaded = load([str(tmp_path / "item.json")], bands=None, bbox=None)
+    np.testing.assert_array_equal(_read_in_a_new_process(loaded, tmp_path), cube.data)
+
+
+def test_auto_chunks(cube: Any) -> None:
+    """Band names and descriptions are text arrays, not objects, which dask cannot size for chunks="auto"."""
+    from catalog import load
+
+    with xr.open_dataset(cube.path, engine="rumi", chunks="auto") as ds:
+        np.testing.assert_array_equal(ds["data"].values, cube.data)
+        assert ds.band.dtype.kind == "U" and ds.description.dtype.kind == "U"
+    loaded = load([str(cube.path)], bands=None, bbox=None).chunk("auto")
+    np.testing.assert_array_equal(loaded["data"].values, cube.data)
