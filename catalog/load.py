@@ -18,8 +18,8 @@ The output grid:
   output is the north-up lattice of that resolution, snapped to whole
   multiples of it, over ``bbox``. Items already on that lattice are copied;
   the others (a neighbouring UTM zone, say) are warped with
-  :func:`rasterio.warp.reproject`, one chunk at a time, from the window of
-  the item the chunk covers and never from the whole item.
+  :func:`rasterio.warp.reproject`, in fixed squares of the output lattice,
+  each from the window of the item it covers, never from the whole item.
 
 The grid and the blocks are computed by :mod:`catalog.mosaic`.
 
@@ -27,7 +27,9 @@ Overlaps follow the **first valid** rule: a pixel takes its value from the
 first item, in the order given, that has a valid value there. A value is
 invalid when it equals its band's ``nodata`` or is NaN. Pixels no item
 covers hold the output ``nodata``: the first item's nodata for the first
-selected band, else NaN for floating-point data, else 0.
+selected band, else NaN for floating-point data; else they are 0, and the
+output declares no ``nodata`` (as gdalwarp leaves one out), since 0 is then
+a value of the items.
 
 The time axis is the union of the selected time steps of every item, in
 time order; items sharing a time step are mosaicked there. Intervals keep
@@ -307,7 +309,10 @@ def load(
     if any(k[0] != k[1] for k in keys):
         bounds = np.array(keys, dtype="datetime64[s]").astype("datetime64[ns]")
         coords["time_bounds"] = (("time", "nv"), bounds)
-    attrs: dict[str, Any] = {"grid_mapping": "spatial_ref", "nodata": fill}
+    attrs: dict[str, Any] = {"grid_mapping": "spatial_ref"}
+    if first_nodata is not None or dtype.kind == "f":
+        # As gdalwarp without a nodata: a gap of items that have none is 0, and 0 is no nodata of theirs.
+        attrs["nodata"] = fill
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     ds = xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
     if "time_bounds" in coords:

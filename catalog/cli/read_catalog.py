@@ -75,7 +75,7 @@ def read_catalog(
             crs=str(ds.attrs["crs"]),
             transform=Affine(a, b, c, d, e, f),
             descriptions=[f"{text} @ {when}" for when in whens for text in texts],
-            nodata=float(ds.data.attrs["nodata"]),
+            nodata=ds.data.attrs.get("nodata"),
             band_tags=[{"TIME": when} for when in whens for _ in texts],
         )
     click.echo(f"{output}: {data.dtype} {tuple(data.shape)} from {len(hits)} items")

@@ -297,3 +297,31 @@ def test_warped_integers_are_rounded_and_clamped(tmp_path: Path) -> None:
         inside = np.isfinite(exact)
         assert (exact[inside] > 255).any() and (exact[inside] < 0).any() if resampling == "cubic" else True
         np.testing.assert_array_equal(got[inside], np.clip(np.floor(exact[inside] + 0.5), 0, 255).astype("uint8"))
+
+
+def test_items_without_nodata_declare_none(tmp_path: Path) -> None:
+    """0 fills a gap of integer items that have no nodata, but is no nodata of theirs: none is declared (a DEM's sea level
+    was masked as nodata by every GIS reading the export); floats declare NaN, items with a nodata theirs."""
+    from click.testing import CliRunner
+
+    from rumi_core.cli.main import cli
+
+    data = np.zeros((1, 1, 8, 8), dtype="int16")  # sea level
+    rumi_core.write(tmp_path / "dem.rumi", data, bands=["height"], times=["2021-01-01"], crs="EPSG:32633",
+                    transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8)  # fmt: skip
+    ds = load([str(tmp_path / "dem.rumi")], bands=None, bbox=(499990.0, 3999920.0, 500080.0, 4000000.0), bbox_crs="EPSG:32633")
+    assert "nodata" not in ds.data.attrs and ds.data.values[0, 0, 0, 0] == 0  # the gap column
+    floats = tmp_path / "f.rumi"
+    rumi_core.write(floats, data.astype("float32"), bands=["v"], times=["2021-01-01"], crs="EPSG:32633",
+                    transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), tile_size=8)  # fmt: skip
+    assert np.isnan(load([str(floats)], bands=None, bbox=None).data.attrs["nodata"])
+    from catalog import create_item
+
+    item = create_item(tmp_path / "dem.rumi", thumbnail=False)
+    item.save_object(include_self_link=False, dest_href=str(tmp_path / "dem.json"))
+    out = tmp_path / "dem.tif"
+    box = ",".join(str(v) for v in item.bbox or ())
+    result = CliRunner().invoke(cli, ["read", "--catalog", str(tmp_path / "dem.json"), "--bbox", box, "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with rasterio.open(out) as src:
+        assert src.nodata is None
