@@ -16,8 +16,9 @@ cube (:class:`AssembleFiles`) that
 With ``--out gs://…`` the same steps run on objects
 (:mod:`pipelines.transforms.assemble_bucket`).
 
-A retry of this step after publication finds the published file with the same
-frame sizes and leaves it as it is. A cube whose outputs already exist and
+A retry of this step after publication, which finds the cube's part files
+removed and the file published with the same frame sizes, leaves it as it is.
+A cube whose outputs already exist and
 validate against its plan is skipped (:func:`existing_entry`,
 :class:`SkipExisting`) unless ``--overwrite``.
 """
@@ -134,9 +135,11 @@ def assemble_cube(
     if is_gs(path):
         return assemble_in_bucket(plan, counts, codec=codec, options=options, rasters=rasters)
     sha256 = None
-    if not _already_published(path, blob_path, counts):
-        with contextlib.suppress(_PublishedMeanwhile):
-            sha256 = _assemble_and_publish(plan, ordered, counts, options, rasters, path, blob_path)
+    # Assembled even where a file of the same frame sizes is published: it may be an earlier run's
+    # that SkipExisting found damaged (a flipped byte keeps every size), or the one --overwrite
+    # replaces. Only when this cube's parts are gone did another attempt publish it meanwhile.
+    with contextlib.suppress(_PublishedMeanwhile):
+        sha256 = _assemble_and_publish(plan, ordered, counts, options, rasters, path, blob_path)
     shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
     return manifest_entry(
         plan,

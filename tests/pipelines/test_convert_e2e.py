@@ -20,6 +20,7 @@ from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
 from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff, write_series
+from pipelines.transforms.verify import file_sha256
 from rumi_core.cli.main import cli
 
 
@@ -146,6 +147,12 @@ def test_rerun_skips_and_overwrite_rewrites(archive: tuple[Path, dict[str, np.nd
     (out / entry.blob).write_bytes(b"corrupt")
     third = run([str(root / "a")], options)
     assert [e.status for e in third.entries] == ["written"] and third.entries[0].sha256 == entry.sha256
+    # A flipped byte keeps every frame size: the damaged file is written again, not taken for this run's own.
+    damaged = bytearray((out / entry.file).read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    (out / entry.file).write_bytes(bytes(damaged))
+    healed = run([str(root / "a")], options)
+    assert [e.status for e in healed.entries] == ["written"] and file_sha256(str(out / entry.file)) == entry.sha256
     fourth = run([str(root / "a")], ConvertOptions(out=str(out), tile_size=64, overwrite=True))
     assert [e.status for e in fourth.entries] == ["written"] and fourth.entries[0].sha256 == entry.sha256
 
