@@ -68,7 +68,7 @@ from apache_beam.pvalue import PCollection
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
-from pipelines.summary import Summary
+from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
 from pipelines.transforms.base import DataclassPTransform
@@ -154,7 +154,7 @@ Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEn
 
 def manifest_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]:
     """The default publisher: :class:`~pipelines.transforms.manifest.WriteManifest` to ``OUT/manifest.jsonl``."""
-    return WriteManifest(options.manifest_path, options.staging_dir)
+    return WriteManifest(options.manifest_path, options.staging_dir, statuses=options.statuses_path)
 
 
 def default_publishers(options: ConvertOptions) -> tuple[Publisher, ...]:
@@ -352,12 +352,15 @@ def run(
         if monitor is not None:
             monitor.__exit__(*sys.exc_info())
     seconds = time.monotonic() - start
+    statuses = {d["cube_id"]: d["status"] for d in load_jsonl(options.statuses_path)}
     if in_bucket:
         output_store().delete_tree(f"{options.out}/{TMP_DIR}")
     else:
         _remove_work_folder(options.parts_dir)
         _remove_work_folder(options.staging_dir)
-    return Summary.from_files(options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result))
+    return Summary.from_files(
+        options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -339,6 +339,17 @@ class ConvertOptions:
         return os.path.join(self.out, ".parts")
 
     @property
+    def statuses_path(self) -> str:
+        """Where the run records which cubes it wrote and which it skipped, for its summary: in its work folder.
+
+        Not in the manifest, which describes the outputs alone, so that a
+        re-run and a clean run write the same manifest.
+        """
+        if self.out.startswith("gs://"):
+            return f"{self.parts_dir}/statuses.jsonl"
+        return os.path.join(self.staging_dir, "statuses.jsonl")
+
+    @property
     def staging_dir(self) -> str:
         """Where files are assembled and verified before publishing: ``OUT/.staging``."""
         return os.path.join(self.out, ".staging")

@@ -64,9 +64,18 @@ class Summary:
     """Where the dead letters are."""
 
     @classmethod
-    def from_files(cls, manifest_path: str, dead_letter_path: str, *, seconds: float, counters: Mapping[str, int] | None = None) -> Summary:
-        """Load a run's manifest and dead letters."""
-        entries = tuple(ManifestEntry.from_dict(d) for d in load_jsonl(manifest_path))
+    def from_files(
+        cls,
+        manifest_path: str,
+        dead_letter_path: str,
+        *,
+        seconds: float,
+        counters: Mapping[str, int] | None = None,
+        statuses: Mapping[str, str] | None = None,
+    ) -> Summary:
+        """Load a run's manifest and dead letters, with each cube's status by its id (``written`` where not given)."""
+        given = statuses or {}
+        entries = tuple(ManifestEntry.from_dict(d, status=given.get(d["cube_id"], "written")) for d in load_jsonl(manifest_path))
         letters = tuple(DeadLetter.from_dict(d) for d in load_jsonl(dead_letter_path))
         return cls(entries, letters, seconds, dict(counters or {}), manifest_path, dead_letter_path)
 

@@ -21,13 +21,16 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.metrics.metric import Metrics
 from apache_beam.pvalue import PCollection
 
 from pipelines.transforms.base import DataclassPTransform
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 __all__ = ["Collect", "WriteCollected", "inc"]
 
@@ -60,7 +63,8 @@ class Collect(DataclassPTransform[PCollection[Any], PCollection[list[Any]]]):
 class WriteCollected(DataclassPTransform[PCollection[Any], PCollection[int]]):
     """Collect every element, then write them all to one file; the output is the count written.
 
-    A subclass overrides :meth:`write_all`, the writer of its file.
+    A subclass overrides :meth:`write_all`, the writer of its file (or
+    :meth:`writer`, when the write takes more than the file).
     """
 
     path: str
@@ -76,10 +80,13 @@ class WriteCollected(DataclassPTransform[PCollection[Any], PCollection[int]]):
         """
         raise NotImplementedError(f"a WriteCollected subclass writes {len(items)} items to {path}")
 
+    def writer(self) -> Callable[[list[Any]], int]:
+        """The write step: :meth:`write_all` of this transform's file (a partial, so it pickles without the transform)."""
+        return functools.partial(self.write_all, path=self.path, temp_dir=self.temp_dir)
+
     def expand(self, items: PCollection[Any]) -> PCollection[int]:
         """Collect, write."""
-        write = beam.Map(self.write_all, path=self.path, temp_dir=self.temp_dir)
-        out: PCollection[int] = items | "Collect" >> Collect() | "Write" >> write
+        out: PCollection[int] = items | "Collect" >> Collect() | "Write" >> beam.Map(self.writer())
         return out
 
 

@@ -14,6 +14,7 @@ or follows that transform to turn the same entries into STAC items.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pipelines.planning.plan import CubePlan
 
 __all__ = ["ManifestEntry", "WriteManifest", "lossy_extra", "manifest_entry", "tag_extra"]
@@ -37,7 +40,11 @@ class ManifestEntry:
     cube_id: str
     """Output name without suffix."""
     status: str
-    """``"written"`` by this run, or ``"skipped"`` because valid outputs already existed."""
+    """``"written"`` by this run, or ``"skipped"`` because valid outputs already existed.
+
+    Not a line of the manifest, which describes the outputs, so that a re-run,
+    a resumed run and a clean run write the same manifest; the summary tells
+    the two apart by the manifest that was there before (:class:`~pipelines.summary.Summary`)."""
     file: str
     """The ``.rumi`` file, relative to the output directory."""
     blob: str
@@ -102,18 +109,20 @@ class ManifestEntry:
         return self.times[0], self.times[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form, one line of the manifest."""
+        """JSON form, one line of the manifest (without :attr:`status`)."""
         data = dataclasses.asdict(self)
+        del data["status"]
         for name in ("shape", "bands", "times", "transform", "inputs", "dropped"):
             data[name] = list(data[name])
         data["time_range"] = list(self.time_range)
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ManifestEntry:
-        """Inverse of :meth:`to_dict`."""
+    def from_dict(cls, data: dict[str, Any], *, status: str = "written") -> ManifestEntry:
+        """Inverse of :meth:`to_dict`, with the ``status`` the line does not hold."""
         names = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in data.items() if k in names}
+        values["status"] = status
         for name in ("shape", "bands", "times", "transform", "inputs", "dropped"):
             if name in values:
                 values[name] = tuple(values[name])
@@ -180,11 +189,25 @@ def tag_extra(plan: CubePlan) -> dict[str, Any]:
 
 @dataclass
 class WriteManifest(WriteCollected):
-    """Write the run manifest (usually ``OUT/manifest.jsonl``): one JSON line per cube, sorted by cube id."""
+    """Write the run manifest (usually ``OUT/manifest.jsonl``): one JSON line per cube, sorted by cube id.
 
-    @staticmethod
-    def write_all(entries: list[ManifestEntry], path: str, temp_dir: str | None) -> int:
-        """Sort, write, count the cubes."""
-        count = write_jsonl(path, [e.to_dict() for e in sorted(entries, key=lambda e: e.cube_id)], temp_dir=temp_dir)
-        inc(WriteManifest, "cubes", count)
-        return count
+    With ``statuses``, each cube's :attr:`ManifestEntry.status` goes to that
+    file, the run's own record (in its work folder), not to the manifest.
+    """
+
+    statuses: str | None = None
+    """Where ``{"cube_id", "status"}`` lines go; None writes none."""
+
+    def writer(self) -> Callable[[list[ManifestEntry]], int]:
+        """The manifest and the statuses."""
+        return functools.partial(_write_manifest, path=self.path, temp_dir=self.temp_dir, statuses=self.statuses)
+
+
+def _write_manifest(entries: list[ManifestEntry], path: str, temp_dir: str | None, statuses: str | None) -> int:
+    """Sort, write, count the cubes."""
+    ordered = sorted(entries, key=lambda e: e.cube_id)
+    if statuses is not None:
+        write_jsonl(statuses, [{"cube_id": e.cube_id, "status": e.status} for e in ordered], temp_dir=temp_dir)
+    count = write_jsonl(path, [e.to_dict() for e in ordered], temp_dir=temp_dir)
+    inc(WriteManifest, "cubes", count)
+    return count

@@ -19,7 +19,6 @@ import contextlib
 import gc
 import hashlib
 import http.client
-import json
 import os
 import signal
 import subprocess
@@ -60,15 +59,11 @@ def _options(out: str) -> ConvertOptions:
 
 
 def _snapshot(prefix: str) -> dict[str, str]:
-    """sha256 of every object under ``gs://rumi/<prefix>/``; the manifest without its status field."""
+    """sha256 of every object under ``gs://rumi/<prefix>/``."""
     out: dict[str, str] = {}
     for blob in output_store().client.list_blobs(BUCKET, prefix=prefix + "/"):
         data = blob.download_as_bytes()
         name = blob.name[len(prefix) + 1 :]
-        if name == "manifest.jsonl":
-            # A re-run records cubes it found finished as "skipped" where a clean run says "written".
-            lines = [json.loads(line) for line in data.decode().splitlines()]
-            data = json.dumps([{k: v for k, v in e.items() if k != "status"} for e in lines], sort_keys=True).encode()
         out[name] = hashlib.sha256(data).hexdigest()
     return out
 
