@@ -3,9 +3,10 @@
 This module holds what :mod:`catalog.torch` needs without importing PyTorch:
 
 * :class:`ChipSampler` turns a sample index into a chip position, with no
-  state: random positions come from a generator seeded by ``(seed, index)``,
-  so sample ``i`` is the same chip whichever process draws it, and grid
-  positions step by ``size`` and end flush with each item's last row and column;
+  state: random positions are a pure function of ``(seed, epoch, index)``,
+  so sample ``i`` of an epoch is the same chip whichever process draws it,
+  and grid positions step by ``size`` and end flush with each item's last
+  row and column;
 * :class:`ChipReader` reads chips. Per process it opens each item once (the
   header blob is fetched once, or not at all when inline), keeps one HTTP
   connection pool, and keeps decoded frames in a bounded LRU so that frames
@@ -13,7 +14,9 @@ This module holds what :mod:`catalog.torch` needs without importing PyTorch:
   missing frames are fetched with one range request per run of adjacent
   frames (as rumi_core's :func:`~rumi_core.reader.plan_requests` plans it),
   concurrently, and no request is made for metadata;
-* :class:`Chip` is one chip with its georeference.
+* :class:`Chip` is one chip with its georeference: the area (pixel-corner)
+  transform of its window, as rasterio's ``window_transform`` gives it, also
+  for a PixelIsPoint item.
 
 Random positions are uniform over every valid top-left pixel of every item
 (an item is drawn with probability proportional to its number of positions).
@@ -21,12 +24,13 @@ Random positions are uniform over every valid top-left pixel of every item
 
 from __future__ import annotations
 
+import operator
 import os
 import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex
 
 import numpy as np
 
@@ -47,10 +51,39 @@ if TYPE_CHECKING:
 
     from catalog.cube import Cube
 
-__all__ = ["Chip", "ChipPosition", "ChipReader", "ChipSampler", "FrameCache"]
+__all__ = ["Chip", "ChipPosition", "ChipReader", "ChipSampler", "FrameCache", "SmallItemWarning"]
 
 DEFAULT_CACHE_BYTES = 256 << 20
 """Decoded frames kept per process by default."""
+
+
+class SmallItemWarning(UserWarning):
+    """An item is smaller than the chip size on a side, so no chip is drawn from it."""
+
+
+def parse_int(name: str, value: object, *, least: int) -> int:
+    """Return the argument ``name`` as an int of at least ``least``.
+
+    Anything with ``__index__`` is an integer (a NumPy or PyTorch one too); a bool is not.
+
+    Raises:
+        SelectorError: ``value`` is not such an integer.
+
+    >>> parse_int("size", 64.0, least=1)
+    Traceback (most recent call last):
+    ...
+    catalog.errors.SelectorError: size is an integer of at least 1, got 64.0
+    """
+    message = f"{name} is an integer of at least {least}, got {value!r}"
+    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
+        raise SelectorError(message)
+    try:
+        number = operator.index(value)
+    except TypeError as err:  # a PyTorch tensor of a float, say
+        raise SelectorError(message) from err
+    if number < least:
+        raise SelectorError(message)
+    return number
 
 
 @dataclass(frozen=True)
@@ -80,7 +113,7 @@ class Chip:
     crs: str | None
     """``"EPSG:n"`` of the item's grid."""
     transform: Affine | None
-    """Transform of the window's top-left pixel."""
+    """Area transform of the window: where its top-left pixel corner lies (half a pixel off a PixelIsPoint item's own transform)."""
     times: tuple[int, ...]
     """POSIX seconds of each time step (interval starts)."""
 
@@ -88,17 +121,21 @@ class Chip:
 class ChipSampler:
     """Map sample indices to chip positions, statelessly.
 
+    Items smaller than ``size`` on a side give no chips; :attr:`items`
+    lists the ones sampled.
+
     Args:
         shapes: ``(height, width)`` of each item.
         size: Chip side, in pixels.
         sampler: ``"random"`` or ``"grid"``.
-        length: Samples drawn (random), or the most grid positions used
-            (None for all).
-        seed: Seed of the random positions.
+        length: Samples drawn (random, at least 1), or the most grid
+            positions used (None for all).
+        seed: Seed of the random positions (an integer >= 0).
 
     Raises:
-        SelectorError: no item is at least ``size`` pixels on each side, or
-            the sampler is unknown.
+        SelectorError: no item is at least ``size`` pixels on each side, the
+            sampler is unknown, or ``size``, ``length`` or ``seed`` is not an
+            integer in its range.
 
     >>> s = ChipSampler([(10, 12)], size=5, sampler="grid", length=None, seed=0)
     >>> len(s), s.position(0), s.position(5)
@@ -114,29 +151,30 @@ class ChipSampler:
         length: int | None,
         seed: int,
     ) -> None:
-        if size < 1:
-            raise SelectorError(f"a chip is at least 1 pixel square, got size={size}")
+        size = parse_int("size", size, least=1)
         if sampler not in ("random", "grid"):
             raise SelectorError(f"sampler is 'random' or 'grid', got {sampler!r}")
+        count = None if length is None else parse_int("length", length, least=1)
+        self.seed = parse_int("seed", seed, least=0)
         fits = [i for i, (h, w) in enumerate(shapes) if h >= size and w >= size]
         if not fits:
             raise SelectorError(f"no item is at least {size} x {size} pixels; the items are {list(shapes)}")
         self.size = size
         self.sampler = sampler
-        self.seed = seed
-        self._items = fits
+        self.items = fits
+        """Positions of the items chips are drawn from: those at least ``size`` on each side."""
         if sampler == "random":
-            if length is None or length < 1:
-                raise SelectorError(f"a random sampler needs length >= 1, got {length!r}")
+            if count is None:
+                raise SelectorError("a random sampler needs length >= 1, got None")
             counts = np.array([(shapes[i][0] - size + 1) * (shapes[i][1] - size + 1) for i in fits], dtype=np.float64)
             self._weights = counts / counts.sum()
             self._shapes = [shapes[i] for i in fits]
-            self._length = length
+            self._length = count
         else:
             self._grids = [(self._starts(shapes[i][0]), self._starts(shapes[i][1])) for i in fits]
             self._cumulative = np.cumsum([len(r) * len(c) for r, c in self._grids])
             total = int(self._cumulative[-1])
-            self._length = total if length is None else min(length, total)
+            self._length = total if count is None else min(count, total)
 
     def _starts(self, extent: int) -> list[int]:
         starts = list(range(0, extent - self.size + 1, self.size))
@@ -147,8 +185,11 @@ class ChipSampler:
     def __len__(self) -> int:
         return self._length
 
-    def position(self, index: int) -> ChipPosition:
-        """The chip of sample ``index``.
+    def position(self, index: int, *, epoch: int = 0) -> ChipPosition:
+        """The chip of sample ``index`` in epoch ``epoch`` (>= 0; grid positions do not depend on it).
+
+        A random position is drawn from a generator seeded by
+        ``SeedSequence((seed, index))``, with spawn key ``(epoch,)`` after epoch 0.
 
         Raises:
             IndexError: ``index`` is outside ``0..len - 1``.
@@ -156,15 +197,16 @@ class ChipSampler:
         if not 0 <= index < self._length:
             raise IndexError(f"sample {index} is outside 0..{self._length - 1}")
         if self.sampler == "random":
-            rng = np.random.default_rng((self.seed, index))
-            k = int(rng.choice(len(self._items), p=self._weights))
+            # Epoch 0 keeps the generator of (seed, index), so its chips are those drawn before epochs existed.
+            rng = np.random.default_rng(np.random.SeedSequence((self.seed, index), spawn_key=(epoch,) if epoch else ()))
+            k = int(rng.choice(len(self.items), p=self._weights))
             h, w = self._shapes[k]
-            return ChipPosition(self._items[k], int(rng.integers(0, h - self.size + 1)), int(rng.integers(0, w - self.size + 1)))
+            return ChipPosition(self.items[k], int(rng.integers(0, h - self.size + 1)), int(rng.integers(0, w - self.size + 1)))
         k = int(np.searchsorted(self._cumulative, index, side="right"))
         before = int(self._cumulative[k - 1]) if k else 0
         rows, cols = self._grids[k]
         r, c = divmod(index - before, len(cols))
-        return ChipPosition(self._items[k], rows[r], cols[c])
+        return ChipPosition(self.items[k], rows[r], cols[c])
 
 
 class FrameCache:
@@ -223,29 +265,36 @@ class ChipReader:
 
     Args:
         items: Items, item hrefs, ``.rumi`` hrefs or search hits.
-        bands: Band names or positions, resolved in each item; None for all.
+        bands: Band names or positions, or one name or position, resolved
+            in each item; None for all.
         times: Time positions, an ``"A/B"`` range or a :class:`TimeRange`,
             resolved in each item; None for all.
-        cache_bytes: Decoded frames kept per process.
-        fetch_threads: Concurrent range requests per process.
+        cache_bytes: Decoded frames kept per process (bytes, >= 0).
+        fetch_threads: Concurrent range requests per process (>= 1).
         http_headers: Headers sent with every HTTP request.
+
+    Raises:
+        SelectorError: ``cache_bytes`` or ``fetch_threads`` is not an
+            integer in its range.
     """
 
     def __init__(
         self,
         items: Sequence[Any],
         *,
-        bands: Sequence[int | str] | None,
+        bands: Sequence[int | str] | int | str | None,
         times: Sequence[int] | str | TimeRange | None = None,
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         fetch_threads: int = 8,
         http_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.items = list(items)
+        if isinstance(bands, (int, str)):
+            bands = [bands]
         self.bands = list(bands) if bands is not None else None
         self.times = TimeRange.parse(times) if isinstance(times, str) else times
-        self.cache_bytes = cache_bytes
-        self.fetch_threads = fetch_threads
+        self.cache_bytes = parse_int("cache_bytes", cache_bytes, least=0)
+        self.fetch_threads = parse_int("fetch_threads", fetch_threads, least=1)
         self.http_headers = dict(http_headers or {})
         self._pid: int | None = None
         self._state: _ProcessState | None = None
@@ -288,7 +337,7 @@ class _ProcessState:
         self.cache = FrameCache(max_bytes=reader.cache_bytes)
         # Frame offsets, reconstructed once per item rather than per frame.
         self.offsets = [c.header.offsets for c in self.cubes]
-        self.pool = ThreadPoolExecutor(max_workers=max(1, reader.fetch_threads), thread_name_prefix="rumi-chips")
+        self.pool = ThreadPoolExecutor(max_workers=reader.fetch_threads, thread_name_prefix="rumi-chips")
         self.bands = [band_positions(reader.bands, c.bands) if reader.bands is not None else None for c in self.cubes]
         self.times = [time_positions(reader.times, c.times) if reader.times is not None else None for c in self.cubes]
 
@@ -348,6 +397,6 @@ class _ProcessState:
             item=cube.name,
             window=(rows, cols),
             crs=grid.crs if grid is not None else None,
-            transform=grid.window_transform((rows, cols)) if grid is not None else None,
+            transform=grid.window_area_transform((rows, cols)) if grid is not None else None,
             times=tuple(int(secs[t * step]) for t in sel.times),
         )

@@ -12,8 +12,11 @@ Each sample is a dict:
 
 * ``"image"``: the chip as a tensor of the file's exact dtype (bfloat16 and
   the float8s included), handed over through DLPack without a copy;
-* ``"crs"``: ``"EPSG:n"``; ``"transform"``: the window's six affine
-  coefficients (float64); ``"time"``: POSIX seconds of each time step (int64);
+* ``"crs"``: ``"EPSG:n"``; ``"transform"``: the six affine coefficients
+  (float64) of the window's top-left pixel corner, as rasterio's
+  ``window_transform`` gives them (also for a PixelIsPoint item, whose own
+  transform locates pixel centres); ``"time"``: POSIX seconds of each time
+  step (int64);
 * ``"item"``: the file's href; ``"window"``: ``[row0, col0]`` (int64);
   ``"index"``: the sample index.
 
@@ -21,6 +24,7 @@ With ``DataLoader(num_workers=n)`` worker ``w`` yields samples ``w, w + n,
 w + 2n...`` of one sample sequence, so the workers' shards are disjoint and
 the samples a seed gives do not depend on ``n``; with ``batch_size=None``
 (or 1) the DataLoader's round-robin even yields them in the same order.
+:meth:`RumiChipDataset.set_epoch` draws other random chips for each epoch.
 Batching stacks chips, so the items of one dataset must give the same number
 of time steps (select ``times`` accordingly).
 
@@ -29,7 +33,9 @@ PyTorch is optional for the catalog package: this module alone needs it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+import operator
+import warnings
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, TypedDict
 
 try:
     import torch
@@ -38,7 +44,7 @@ try:
 except ImportError as err:  # pragma: no cover - exercised only without torch
     raise ImportError("catalog.torch needs PyTorch: pip install torch") from err
 
-from catalog.chips import DEFAULT_CACHE_BYTES, Chip, ChipReader, ChipSampler
+from catalog.chips import DEFAULT_CACHE_BYTES, Chip, ChipReader, ChipSampler, SmallItemWarning, parse_int
 from rumi_core.dlpack import DLPackArray
 
 if TYPE_CHECKING:
@@ -67,7 +73,7 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
 class ChipOptions(TypedDict, total=False):
     """The keyword arguments both datasets take (see :class:`RumiChipDataset`), each with its default."""
 
-    bands: Sequence[int | str] | None
+    bands: Sequence[int | str] | int | str | None
     times: Sequence[int] | str | TimeRange | None
     size: int
     length: int | None
@@ -85,7 +91,7 @@ class _Chips:
         *,
         sampler: Literal["random", "grid"],
         seed: int,
-        bands: Sequence[int | str] | None = None,
+        bands: Sequence[int | str] | int | str | None = None,
         times: Sequence[int] | str | TimeRange | None = None,
         size: int = 256,
         length: int | None = None,
@@ -96,38 +102,56 @@ class _Chips:
         self.reader = ChipReader(
             items, bands=bands, times=times, cache_bytes=cache_bytes, fetch_threads=fetch_threads, http_headers=http_headers
         )
-        self.size = size
         # The sampler needs the items' shapes: opening them here checks every item
         # (and its band and time selection) before any worker starts.
-        self.sampler = ChipSampler(self.reader.shapes(), size=size, sampler=sampler, length=length, seed=seed)
+        shapes = self.reader.shapes()
+        self.sampler = ChipSampler(shapes, size=size, sampler=sampler, length=length, seed=seed)
+        small = sorted(set(range(len(shapes))) - set(self.sampler.items))
+        if small:
+            side = self.sampler.size
+            names = ", ".join(f"{self.reader.state.cubes[i].name} ({shapes[i][0]} x {shapes[i][1]})" for i in small[:10])
+            more = f" and {len(small) - 10} more" if len(small) > 10 else ""
+            message = f"{len(small)} of {len(shapes)} items are smaller than {side} x {side} pixels and give no chips: {names}{more}"
+            warnings.warn(message, SmallItemWarning, stacklevel=3)
 
-    def sample(self, index: int) -> dict[str, Any]:
-        return chip_sample(self.reader.read(index, self.sampler.position(index), self.size))
+    def sample(self, index: int, epoch: int = 0) -> dict[str, Any]:
+        return chip_sample(self.reader.read(index, self.sampler.position(index, epoch=epoch), self.sampler.size))
 
 
 class RumiChipDataset(IterableDataset[dict[str, Any]]):
     """Stream ``(T, B, size, size)`` chips from rumi cubes.
 
+    Items smaller than ``size`` on a side give no chips: a
+    :class:`~catalog.chips.SmallItemWarning` names them, and a
+    :class:`SelectorError` is raised when no item is large enough.
+
     Args:
         items: STAC items (dicts, :class:`pystac.Item`, hrefs), ``.rumi``
             hrefs or the hits of :func:`catalog.search`.
-        bands: Band names or positions, resolved in each item; None for all.
+        bands: Band names or positions, or one name or position, resolved in
+            each item; None for all.
         times: Time positions, an ``"A/B"`` range or a :class:`TimeRange`,
             resolved in each item; None for every time step.
         size: Chip side, in pixels (256 by default).
         sampler: ``"random"`` (uniform over every chip position of every
             item) or ``"grid"`` (steps of ``size``, flush with the far edges).
-        length: Samples per epoch; required for ``"random"``, a cap for ``"grid"``.
-        seed: Seed of the random positions: sample ``i`` is the same chip
-            for one seed, whichever worker reads it.
-        cache_bytes: Decoded frames kept per worker.
-        fetch_threads: Concurrent range requests per worker.
+        length: Samples per epoch (>= 1); required for ``"random"``, a cap
+            for ``"grid"``.
+        seed: Seed of the random positions (>= 0): sample ``i`` of an epoch
+            (:meth:`set_epoch`) is the same chip for one seed, whichever
+            worker reads it.
+        cache_bytes: Decoded frames kept per worker (bytes).
+        fetch_threads: Concurrent range requests per worker (>= 1).
         http_headers: Headers sent with every HTTP request.
 
     Raises:
-        SelectorError: a band or time selector matches nothing in an item, or
-            no item holds a chip of ``size``.
+        SelectorError: a band or time selector matches nothing in an item, no
+            item holds a chip of ``size``, or ``size``, ``length``, ``seed``,
+            ``cache_bytes`` or ``fetch_threads`` is not an integer in its range.
         StorageError: an item or blob cannot be fetched.
+
+    Warns:
+        SmallItemWarning: some items are smaller than ``size`` on a side.
     """
 
     def __init__(
@@ -140,21 +164,38 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
     ) -> None:
         super().__init__()
         self._chips = _Chips(items, sampler=sampler, seed=seed, **options)
+        self._epoch = 0
 
     def __len__(self) -> int:
         return len(self._chips.sampler)
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw the random chips of epoch ``epoch`` (0 until called) from now on.
+
+        Random positions are a pure function of ``(seed, epoch, index)``, so
+        each epoch gives other chips, the same for any ``num_workers``. Call
+        it before each epoch's iteration, as for
+        :class:`~torch.utils.data.distributed.DistributedSampler`: a
+        DataLoader with ``persistent_workers=True`` keeps the epoch its
+        workers started with. Grid positions do not depend on it.
+
+        Raises:
+            SelectorError: ``epoch`` is not an integer >= 0.
+        """
+        self._epoch = parse_int("epoch", epoch, least=0)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         for index in range(worker, len(self._chips.sampler), workers):
-            yield self._chips.sample(index)
+            yield self._chips.sample(index, self._epoch)
 
 
 class RumiChipGridDataset(Dataset[dict[str, Any]]):
     """Map-style chips on a grid: ``dataset[i]`` is the ``i``-th grid position.
 
-    Arguments as for :class:`RumiChipDataset`, without ``sampler`` and ``seed``.
+    Arguments, errors and warnings as for :class:`RumiChipDataset`, without
+    ``sampler`` and ``seed``.
     """
 
     def __init__(self, items: Sequence[Any], **options: Unpack[ChipOptions]) -> None:
@@ -163,5 +204,17 @@ class RumiChipGridDataset(Dataset[dict[str, Any]]):
     def __len__(self) -> int:
         return len(self._chips.sampler)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        return self._chips.sample(index)
+    def __getitem__(self, index: SupportsIndex) -> dict[str, Any]:
+        """The chip at grid position ``index``, which counts from the end when negative.
+
+        Raises:
+            TypeError: ``index`` is not an integer (any ``__index__``, but not a bool).
+            IndexError: ``index`` is outside ``-len..len - 1``.
+        """
+        if isinstance(index, bool) or not isinstance(index, SupportsIndex):
+            raise TypeError(f"sample indices are integers, not {type(index).__name__}")
+        i = operator.index(index)
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample {i} is outside {-n}..{n - 1}")
+        return self._chips.sample(i % n)

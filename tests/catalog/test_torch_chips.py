@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 import pytest
@@ -12,6 +12,8 @@ from affine import Affine
 from rasterio.windows import Window
 
 import rumi_core
+from catalog.chips import SmallItemWarning
+from catalog.errors import SelectorError
 from catalog.selectors import parse_datetime
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (make install adds the local CPU wheel)")
@@ -133,3 +135,119 @@ def test_bfloat16_chips_keep_their_dtype(tmp_path: Path, frame_unit: int) -> Non
         row, col = sample["window"].tolist()
         expected = data[[1]][:, [2, 0], row : row + 10, col : col + 10]
         np.testing.assert_array_equal(image.view(torch.int16).numpy(), expected.view(np.int16))
+
+
+POINT = (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+"""The items' transform; for a PixelIsPoint item it locates pixel centres, and corners lie half a pixel up and left."""
+
+
+def _write_item(
+    directory: Path, name: str, height: int, width: int, *, transform: tuple[float, ...] = POINT, pixel_is_point: bool = False
+) -> tuple[str, np.ndarray]:
+    """A (1, 3, height, width) float32 cube of bands red, green and nir, with its blob beside it; returns its path and samples."""
+    data = np.arange(3 * height * width, dtype=np.float32).reshape(1, 3, height, width)
+    path = directory / f"{name}.rumi"
+    blob = rumi_core.write(
+        path, data, bands=["red", "green", "nir"], times=["2021-01-01"], crs="EPSG:32633", transform=transform, tile_size=16,
+        pixel_is_point=pixel_is_point,
+    )  # fmt: skip
+    path.with_suffix(".rumih").write_bytes(blob)
+    return str(path), data
+
+
+def test_a_chip_transform_locates_pixel_corners_also_for_point_items(tmp_path: Path) -> None:
+    point, _ = _write_item(tmp_path, "point", 40, 48, pixel_is_point=True)
+    area, _ = _write_item(tmp_path, "area", 40, 48, transform=(10.0, 0.0, 499995.0, 0.0, -10.0, 4000005.0))
+    for p, a in zip(RumiChipDataset([point], size=16, sampler="grid"), RumiChipDataset([area], size=16, sampler="grid"), strict=True):
+        row, col = p["window"].tolist()
+        # rasterio's window_transform: the top-left corner of pixel (row, col), half a pixel off its centre.
+        corner = (10.0, 0.0, 500000.0 - 5 + 10 * col, 0.0, -10.0, 4000000.0 + 5 - 10 * row)
+        assert tuple(p["transform"].tolist()) == tuple(a["transform"].tolist()) == corner, (row, col)
+
+
+def test_one_band_name_or_position_is_one_band(tmp_path: Path) -> None:
+    path, data = _write_item(tmp_path, "item", 20, 20)
+    for bands, expected in (("nir", [2]), (1, [1])):
+        sample = RumiChipGridDataset([path], bands=bands, size=20)[0]
+        np.testing.assert_array_equal(sample["image"].numpy(), data[:, expected])
+
+
+def test_negative_indices_count_from_the_end(tmp_path: Path) -> None:
+    path, _ = _write_item(tmp_path, "item", 40, 48)
+    dataset = RumiChipGridDataset([path], size=16)
+    n = len(dataset)
+    assert dataset[-1]["window"].tolist() == dataset[n - 1]["window"].tolist() == [24, 32]
+    assert dataset[-n]["index"] == 0
+    for index in (n, -n - 1):
+        with pytest.raises(IndexError, match=f"sample {index} is outside {-n}..{n - 1}"):
+            dataset[index]
+
+
+def test_any_integer_indexes_a_grid_dataset(tmp_path: Path) -> None:
+    path, _ = _write_item(tmp_path, "item", 40, 48)
+    dataset = RumiChipGridDataset([path], size=16)
+    indices: tuple[SupportsIndex, ...] = (torch.tensor(1), np.int64(1), np.uint8(1))
+    for index in indices:
+        sample = dataset[index]
+        assert sample["index"] == 1 and type(sample["index"]) is int
+        assert sample["window"].tolist() == [0, 16]
+    bad: list[tuple[Any, str]] = [(True, "bool"), (1.0, "float"), ("1", "str")]
+    for index, kind in bad:
+        with pytest.raises(TypeError, match=f"sample indices are integers, not {kind}"):
+            dataset[index]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("size", 16.0), ("size", 0), ("size", True), ("length", -1), ("length", 2.5), ("seed", -1), ("seed", 1.5),
+     ("cache_bytes", -1), ("fetch_threads", 0)],
+)  # fmt: skip
+def test_bad_arguments_are_named(tmp_path: Path, name: str, value: object) -> None:
+    path, _ = _write_item(tmp_path, "item", 40, 48)
+    options: dict[str, Any] = {"size": 16, "length": 4, "seed": 0, name: value}
+    with pytest.raises(SelectorError, match=f"^{name} is an integer of at least"):
+        RumiChipDataset([path], **options)
+    if name != "seed":
+        options.pop("seed")
+        with pytest.raises(SelectorError, match=f"^{name} is an integer of at least"):
+            RumiChipGridDataset([path], **options)
+
+
+def test_items_smaller_than_the_chips_are_named_in_a_warning(tmp_path: Path) -> None:
+    large, _ = _write_item(tmp_path, "large", 40, 48)
+    small, _ = _write_item(tmp_path, "small", 20, 30)
+    with pytest.warns(
+        SmallItemWarning, match=r"^1 of 2 items are smaller than 32 x 32 pixels and give no chips: .*small\.rumi \(20 x 30\)$"
+    ) as caught:
+        dataset = RumiChipDataset([large, small], size=32, sampler="grid")
+    assert caught[0].filename == __file__, "the warning points at the caller"
+    assert {s["item"] for s in dataset} == {large}
+    with pytest.raises(SelectorError, match=r"no item is at least 64 x 64 pixels; the items are \[\(40, 48\), \(20, 30\)\]"):
+        RumiChipGridDataset([large, small], size=64)
+
+
+def test_set_epoch_draws_other_chips_deterministically(tmp_path: Path) -> None:
+    from torch.utils.data import DataLoader
+
+    items = [_write_item(tmp_path, "a", 40, 50)[0], _write_item(tmp_path, "b", 30, 36)[0]]
+
+    def chips(dataset: Any, **loader: Any) -> list[tuple[int, int, int]]:
+        return [(items.index(s["item"]), *s["window"].tolist()) for s in DataLoader(dataset, batch_size=None, **loader)]
+
+    dataset = RumiChipDataset(items, size=16, length=6, seed=3)
+    # The chips every release before set_epoch drew for this seed.
+    before = [(0, 4, 8), (0, 14, 14), (0, 14, 26), (0, 7, 11), (1, 8, 9), (0, 1, 30)]
+    assert chips(dataset) == before
+    dataset.set_epoch(1)
+    first = chips(dataset)
+    assert first != before
+    assert chips(dataset, num_workers=2, multiprocessing_context="spawn") == first
+    dataset.set_epoch(2)
+    assert chips(dataset) not in (before, first)
+    again = RumiChipDataset(items, size=16, length=6, seed=3)
+    again.set_epoch(1)
+    assert chips(again) == first
+    again.set_epoch(0)
+    assert chips(again) == before
+    with pytest.raises(SelectorError, match=r"^epoch is an integer of at least 0, got -1$"):
+        again.set_epoch(-1)
