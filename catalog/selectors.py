@@ -19,9 +19,10 @@ TimeRange(start=1609459200, end=1610409599)
 from __future__ import annotations
 
 import math
+import operator
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, TypedDict
+from typing import TYPE_CHECKING, Literal, SupportsIndex, TypedDict
 
 from catalog.errors import SelectorError
 from rumi_core.errors import InvalidInputError
@@ -269,9 +270,12 @@ def band_positions(selectors: Sequence[int | str], bands: Sequence[Band]) -> lis
     """
     out: list[int] = []
     for sel in selectors:
-        if isinstance(sel, int):
-            check_positions([sel], len(bands), "band")
-            out.append(sel)
+        if isinstance(sel, bool) or not isinstance(sel, (str, SupportsIndex)):
+            raise SelectorError(f"a band is selected by a name or a position, not by {sel!r}")
+        if not isinstance(sel, str):  # a position: a Python, NumPy or PyTorch integer
+            position = operator.index(sel)
+            check_positions([position], len(bands), "band")
+            out.append(position)
             continue
         exact = [i for i, b in enumerate(bands) if b.name.lower() == sel.strip().lower()]
         found = exact or [i for i, b in enumerate(bands) if b.matches(sel)]
