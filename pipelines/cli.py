@@ -159,6 +159,33 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
         raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it")
 
 
+def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
+    """Refuse a runner Beam does not know, a negative worker count, and a Dataflow run into a local folder.
+
+    Beam finds out the first two only once the run has started (``--out``
+    created), and answers "list index out of range" to the second; Dataflow
+    workers would write the third to their own disks, which are discarded.
+
+    Raises:
+        click.UsageError: names the option.
+    """
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+
+    from pipelines.convert import RUNNER_NAMES
+
+    names = (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)
+    # Beam's own lookup: the name in any case, with or without its "Runner".
+    if "." not in runner and not {runner.lower(), f"{runner.lower()}runner"} & {n.lower() for n in names}:
+        raise click.UsageError(
+            f"--runner {runner}: Beam knows no such runner; give one of {', '.join(sorted(names))}, or a runner's qualified class name"
+        )
+    workers = PipelineOptions(beam_args).get_all_options().get("direct_num_workers")
+    if workers is not None and workers < 0:
+        raise click.UsageError(f"--direct_num_workers={workers}: give a worker count of at least 1, or 0 for one per core")
+    if "dataflow" in runner.lower() and not is_url(out):
+        raise click.UsageError(f"--out {out}: Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX")
+
+
 def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
     if text is None:
         return None
@@ -277,6 +304,7 @@ def convert_command(
     """
     paths, beam_args = split_beam_args(inputs)
     _check_beam_args(beam_args, click.get_current_context().command)
+    _check_runner(runner, beam_args, out)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
     box = _parse_bbox(bbox)
     try:

@@ -178,6 +178,10 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         ("--tile_size=16", "no such option: --tile_size (did you mean --tile-size?)"),
         ("--direct_runing_mode=in_memory", "no such option: --direct_runing_mode (did you mean --direct_running_mode?)"),
         ("--bogus-option", "no such option: --bogus-option; neither rumi convert nor Beam knows it"),
+        # Beam finds these out once the run has started, and answered the worker count with "list index out of range".
+        ("--runner=Foo", "--runner Foo: Beam knows no such runner; give one of"),
+        ("--direct_num_workers=-1", "--direct_num_workers=-1: give a worker count of at least 1, or 0 for one per core"),
+        ("--runner=DataflowRunner", "Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX"),
     ]:
         refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), typo])
         assert refused.exit_code == 2 and message in refused.output, refused.output
