@@ -6,11 +6,18 @@ Two DAGs, one per runner, built by :func:`nightly_dag` with the same task graph:
 
 * ``rumi_sentinel2_dataflow``: ``convert`` is a ``DataflowStartFlexTemplateOperator``
   launching the Flex Template of ``deploy/dataflow`` (image and metadata there).
-* ``rumi_sentinel2_flink``: ``convert`` is a ``BeamRunPythonPipelineOperator``
-  running ``pipelines.convert`` on the ``PortableRunner`` against a Flink job
-  server (see ``deploy/flink/run.sh``).
+* ``rumi_sentinel2_flink``: ``convert`` is a ``BashOperator`` running
+  ``rumi convert ... --runner FlinkRunner`` against the JobManager of
+  ``deploy/flink``, the command of ``deploy/flink/run.sh``: the pipeline goes to
+  the cluster's REST API as one jar (``--flink_submit_uber_jar``), its Python
+  stages run in the worker pool beside each TaskManager, and the task ends when
+  the job does (no ``--detach``), failing when it fails.
 * ``list_new_cubes`` (both): ``rumi search`` over the catalogue for cubes whose
   acquisitions fall in the run's data interval, so the log says what the night added.
+
+The ``rumi`` commands (``list_new_cubes``, and ``convert`` on Flink) run on the
+Airflow worker, which needs rumi-forge installed (``rumi`` on its ``PATH``) but
+no Java.
 
 Each run searches from ``start`` to an open end: the catalogue is the state,
 so only acquisitions newer than what it holds are converted, the open month's
@@ -29,9 +36,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shlex
 from typing import TYPE_CHECKING
 
-from airflow.providers.apache.beam.operators.beam import BeamRunPythonPipelineOperator
 from airflow.providers.google.cloud.operators.dataflow import DataflowStartFlexTemplateOperator
 
 try:  # Airflow 3
@@ -54,16 +61,26 @@ SETTINGS = {
     "mgrs": "33UUU,33UVU",
     "max_cloud": "60",
     "bands": "",
-    "out": "/mnt/rumi/sentinel2",
-    "project": "my-project",
-    "region": "europe-west1",
-    "template": "gs://my-bucket/templates/rumi-convert.json",
-    "flink_job_server": "localhost:8099",
+    "out": "gs://BUCKET/sentinel2",
+    "project": "PROJECT",
+    "region": "REGION",
+    "template": "gs://BUCKET/templates/rumi-convert.json",
+    "flink_master": "localhost:8081",
+    "flink_version": "1.19",
+    "flink_job_server_jar": "",
     "worker_pool": "localhost:50000",
-    "entry_point": "/opt/rumi/deploy/dataflow/main.py",
+    "parallelism": "2",
     "schedule": "0 3 * * *",
 }
-"""Defaults of the ``AIRFLOW_VAR_RUMI_S2_<KEY>`` variables."""
+"""Defaults of the ``AIRFLOW_VAR_RUMI_S2_<KEY>`` variables.
+
+``PROJECT``, ``REGION`` and ``BUCKET`` are placeholders to set (workers share no
+disk, neither on Dataflow nor on Flink: ``out`` is a bucket). ``flink_version`` is the
+Flink of the ``flink:`` image in ``deploy/flink``; ``worker_pool`` is where each
+TaskManager reaches the Beam worker pool beside it; ``flink_job_server_jar``, a
+path or URL of Beam's Flink job-server jar, when the worker cannot fetch it from
+Maven Central.
+"""
 
 TASKS = {"convert": [], "list_new_cubes": ["convert"]}
 """The task graph of both DAGs: each task with its upstream tasks."""
@@ -75,23 +92,44 @@ def setting(key: str) -> str:
 
 
 def convert_options() -> dict[str, str]:
-    """The ``rumi convert`` options of a nightly run (without ``--out``), by name."""
+    """The ``rumi convert`` options of a nightly run, by Flex Template parameter name.
+
+    The names are those of ``deploy/dataflow/metadata.json``: the option with
+    ``_`` for ``-`` (``stac_api`` is ``--stac-api``), as the template's
+    launcher maps them back.
+    """
     options = {
-        "stac-api": setting("stac_api"),
+        "stac_api": setting("stac_api"),
         "collection": setting("collection"),
         "bbox": setting("bbox"),
         "datetime": f"{setting('start')}/..",
         "mgrs": setting("mgrs"),
-        "max-cloud": setting("max_cloud"),
-        "cube-period": "P1M",
+        "max_cloud": setting("max_cloud"),
+        "cube_period": "P1M",
+        "bands": setting("bands"),
+        "out": setting("out"),
     }
-    if setting("bands"):
-        options["bands"] = setting("bands")
     return {k: v for k, v in options.items() if v}
 
 
+def flink_command() -> str:
+    """The ``rumi convert`` command of the Flink DAG: ``deploy/flink/run.sh``'s, with :func:`convert_options`."""
+    options = [f"--{name.replace('_', '-')}={value}" for name, value in convert_options().items()]
+    beam = [
+        f"--flink_master={setting('flink_master')}",
+        f"--flink_version={setting('flink_version')}",
+        "--flink_submit_uber_jar",
+        "--environment_type=EXTERNAL",
+        f"--environment_config={setting('worker_pool')}",
+        f"--parallelism={setting('parallelism')}",
+    ]
+    if setting("flink_job_server_jar"):
+        beam.append(f"--flink_job_server_jar={setting('flink_job_server_jar')}")
+    return shlex.join(["rumi", "convert", *options, "--runner", "FlinkRunner", *beam, "--no-progress"])
+
+
 def _list_new_cubes() -> BashOperator:
-    catalogue = f"{setting('out')}/stac"
+    catalogue = shlex.quote(f"{setting('out')}/stac")
     return BashOperator(
         task_id="list_new_cubes",
         bash_command=f"rumi search {catalogue} --datetime '{{{{ data_interval_start | ds }}}}/..'",
@@ -136,7 +174,7 @@ def _dataflow_convert() -> BaseOperator:
             "launchParameter": {
                 "jobName": "rumi-s2-{{ ds_nodash }}",
                 "containerSpecGcsPath": setting("template"),
-                "parameters": {**convert_options(), "out": setting("out")},
+                "parameters": convert_options(),
             }
         },
         wait_until_finished=True,
@@ -144,19 +182,7 @@ def _dataflow_convert() -> BaseOperator:
 
 
 def _flink_convert() -> BaseOperator:
-    return BeamRunPythonPipelineOperator(
-        task_id="convert",
-        py_file=setting("entry_point"),
-        runner="PortableRunner",
-        pipeline_options={
-            **convert_options(),
-            "out": setting("out"),
-            "job_endpoint": setting("flink_job_server"),
-            "environment_type": "EXTERNAL",
-            "environment_config": setting("worker_pool"),
-            "no-progress": True,
-        },
-    )
+    return BashOperator(task_id="convert", bash_command=flink_command())
 
 
 dataflow_dag = nightly_dag("Dataflow", _dataflow_convert)

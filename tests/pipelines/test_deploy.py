@@ -4,17 +4,22 @@ The Flink job-server jar and the Dataflow service cannot be reached here, so
 these tests check what can be checked locally: the Flex Template's
 ``metadata.json`` names exactly ``rumi convert``'s options (less those the
 launcher sets), the launcher turns template parameters into a command the CLI
-accepts and submits detached, and Beam's option parser accepts the options of
-``deploy/flink/run.sh`` with the values intended. The external worker pool
-itself is exercised in ``test_runners.py`` and ``test_gcs_runners.py``.
+accepts and submits detached, Cloud Scheduler's ``launch.json`` passes only
+parameters the template declares, Beam's option parser accepts the options of
+``deploy/flink/run.sh`` with the values intended (the Flink version among them,
+that of the cluster files' image), and ``kubernetes.yaml`` is applied with its
+image placeholders filled in. The external worker pool itself is exercised in
+``test_runners.py`` and ``test_gcs_runners.py``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,8 @@ from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOpt
 
 from pipelines.cli import convert_command, split_beam_args
 
-DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
 
 
 def _launcher() -> Any:
@@ -42,7 +48,7 @@ def test_template_parameters_are_the_commands_options() -> None:
     assert len(names) == len(set(names))
     assert set(names) == expected
     required = {p["name"] for p in metadata["parameters"] if not p["isOptional"]}
-    assert required == {"inputs", "out"}
+    assert required == {"out"}  # inputs may be left out for a --stac-api search, which finds its own
 
 
 def test_launcher_submits_a_command_the_cli_parses() -> None:
@@ -65,22 +71,112 @@ def test_launcher_submits_a_command_the_cli_parses() -> None:
     assert inputs == ["gs://a/x/*.tif", "gs://a/y.tif"] and beam_args == ["--project=p", "--region=europe-west4"]
 
 
-def test_beam_accepts_the_flink_command() -> None:
+def _template_parameters() -> dict[str, dict[str, Any]]:
+    metadata = json.loads((DEPLOY / "dataflow" / "metadata.json").read_text())
+    return {p["name"]: p for p in metadata["parameters"]}
+
+
+def test_cloud_scheduler_launches_the_template_with_its_declared_parameters() -> None:
+    """Dataflow refuses a launch whose parameters ``metadata.json`` does not declare (``stac-api`` for ``stac_api``)."""
+    launch = json.loads((DEPLOY / "scheduler" / "launch.json").read_text())["launchParameter"]
+    parameters = launch["parameters"]
+    declared = _template_parameters()
+    assert not set(parameters) - set(declared), "not declared in deploy/dataflow/metadata.json"
+    assert not {n for n, p in declared.items() if not p["isOptional"]} - set(parameters)
+    for name, value in parameters.items():
+        for regex in declared[name].get("regexes", []):
+            assert re.fullmatch(regex, value), (name, value)
+    # Dataflow workers share no disk: the output is a bucket, a placeholder like run.sh's.
+    assert parameters["out"].startswith("gs://BUCKET/")
+    assert launch["containerSpecGcsPath"] == "gs://BUCKET/templates/rumi-convert.json"
+    args = _launcher().convert_args([f"--{name}={value}" for name, value in parameters.items()])
+    context = convert_command.make_context("rumi convert", list(args))
+    assert context.params["stac_api"] == parameters["stac_api"] and context.params["max_cloud"] == 60.0
+    assert context.params["cube_period"] == "P1M" and context.params["out"] == parameters["out"]
+    assert split_beam_args(context.params["inputs"]) == ([], [])  # every parameter became a rumi convert option
+
+
+def _flink_command(env: dict[str, str]) -> list[str]:
+    """The arguments ``deploy/flink/run.sh`` gives ``rumi convert``, for ``env`` (every variable it reads)."""
     script = (DEPLOY / "flink" / "run.sh").read_text()
     command = script[script.index("exec rumi convert") :].replace("\\\n", " ").splitlines()[0]
-    env = {"FLINK_MASTER": "flink-jobmanager:8081", "WORKER_POOL": "localhost:50000", "PARALLELISM": "4"}
     command = re.sub(r"\$\{(\w+):-[^}]*\}", lambda m: env[m.group(1)], command).replace('"$@"', "")
     tokens = shlex.split(command)[3:]  # after "exec rumi convert"
-    tokens = [t.replace("$inputs", "gs://a/*.tif").replace("$out", "gs://c/run") for t in tokens]
-    context = convert_command.make_context("rumi convert", tokens)
+    return [t.replace("$inputs", "gs://a/*.tif").replace("$out", "gs://c/run") for t in tokens]
+
+
+def _images(text: str) -> list[str]:
+    """The ``image:`` values of a compose or Kubernetes file."""
+    return [m.group(1) for m in re.finditer(r"^\s*image:\s*[\"']?(\S+?)[\"']?\s*$", text, re.MULTILINE)]
+
+
+def _cluster_flink_versions() -> dict[str, set[str]]:
+    """The Flink version (major.minor) of every ``flink:`` image of each cluster file of ``deploy/flink``."""
+    versions: dict[str, set[str]] = {}
+    for name in ("docker-compose.yml", "kubernetes.yaml"):
+        tags = [image.split(":", 1)[1] for image in _images((DEPLOY / "flink" / name).read_text()) if image.startswith("flink:")]
+        assert tags, f"no flink: image in {name}"
+        versions[name] = {".".join(tag.split("-")[0].split(".")[:2]) for tag in tags}
+    return versions
+
+
+def test_beam_accepts_the_flink_command() -> None:
+    env = {"FLINK_MASTER": "flink-jobmanager:8081", "WORKER_POOL": "localhost:50000", "PARALLELISM": "4"}
+    context = convert_command.make_context("rumi convert", _flink_command(env))
     assert context.params["runner"] == "FlinkRunner" and context.params["out"] == "gs://c/run"
+    assert not context.params["detach"]  # waits for the job, as the Flink DAG's convert task must
     inputs, beam_args = split_beam_args(context.params["inputs"])
     assert inputs == ["gs://a/*.tif"]
     options = PipelineOptions(beam_args)
     assert options.view_as(FlinkRunnerOptions).flink_master == "flink-jobmanager:8081"
     assert options.view_as(FlinkRunnerOptions).parallelism == 4
+    # The pipeline and its staged files go to the JobManager in one jar: the TaskManagers cannot read a local job server's.
+    assert options.view_as(FlinkRunnerOptions).flink_submit_uber_jar
     portable = options.view_as(PortableOptions)
     assert portable.environment_type == "EXTERNAL" and portable.environment_config == "localhost:50000"
     assert options.view_as(StandardOptions).runner is None  # the runner is rumi convert's own --runner option
     unknown = PipelineOptions(beam_args).get_all_options(retain_unknown_options=True)
     assert not [a for a in beam_args if a.split("=", 1)[0][2:] not in unknown]
+
+
+def test_the_flink_command_names_the_clusters_flink_version() -> None:
+    """Without ``--flink_version`` Beam picks its newest Flink, not the ``flink:1.19`` the cluster files run."""
+    env = {"FLINK_MASTER": "localhost:8081", "WORKER_POOL": "localhost:50000", "PARALLELISM": "2"}
+    context = convert_command.make_context("rumi convert", _flink_command(env))
+    _, beam_args = split_beam_args(context.params["inputs"])
+    assert [a for a in beam_args if a.startswith("--flink_version=")], "run.sh passes no --flink_version"
+    version = PipelineOptions(beam_args).view_as(FlinkRunnerOptions).flink_version
+    assert version in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS
+    assert _cluster_flink_versions() == {"docker-compose.yml": {version}, "kubernetes.yaml": {version}}
+
+
+def _kubectl_applies() -> list[tuple[str, str]]:
+    """Every ``kubectl apply`` of ``kubernetes.yaml`` the docs give: (where, command line)."""
+    found = []
+    for path in (DEPLOY / "README.md", DEPLOY / "flink" / "kubernetes.yaml", DEPLOY / "flink" / "docker-compose.yml"):
+        for line in path.read_text().splitlines():
+            if "kubectl apply -f" in line:
+                found.append((path.name, line.lstrip("# ").strip()))
+    return found
+
+
+def test_kubernetes_yaml_is_applied_with_its_image_placeholders_filled_in() -> None:
+    """``kubernetes.yaml`` names its worker image ``REGION-docker.pkg.dev/PROJECT/...``: applied as it is, no pod starts."""
+    script = (DEPLOY / "dataflow" / "run.sh").read_text()
+    pushed = re.search(r'^image="(.+)"$', script, re.MULTILINE)
+    assert pushed is not None
+    values = {"PROJECT": "proj-1", "REGION": "europe-west4"}
+    expected = re.sub(r"\$\{(\w+)\}", lambda m: values[m.group(1)], pushed.group(1))
+    applies = _kubectl_applies()
+    assert applies
+    for where, line in applies:
+        assert line.endswith("| kubectl apply -f -"), f"{where} applies kubernetes.yaml as it is: {line}"
+        render = line.removesuffix("| kubectl apply -f -")
+        assert "deploy/flink/kubernetes.yaml" in render
+        proc = subprocess.run(
+            ["bash", "-c", render], capture_output=True, text=True, cwd=REPO, env={**os.environ, **values}, timeout=60, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        images = _images(proc.stdout)
+        assert expected in images, (where, images)
+        assert not [i for i in images if "PROJECT" in i or "REGION" in i], (where, images)
