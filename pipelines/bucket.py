@@ -65,6 +65,7 @@ __all__ = [
     "glob_pattern",
     "is_gs",
     "output_store",
+    "read_output",
     "write_jsonl",
 ]
 
@@ -435,6 +436,17 @@ def _joined(url: str, parts: Sequence[ObjectStat]) -> ObjectStat:
         crc = crc32c_combine(crc, part.crc32c, part.size)
         size += part.size
     return ObjectStat(url, size, crc, None, {})
+
+
+def read_output(path: str) -> bytes | None:
+    """The bytes of an output, a local file or a ``gs://`` object (a small one), or None where there is none."""
+    if is_gs(path):
+        return output_store().read(path)
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
 
 
 def write_jsonl(path: str, records: Sequence[dict[str, Any]], *, temp_dir: str | None = None) -> int:

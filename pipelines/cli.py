@@ -378,10 +378,13 @@ def _search_stac_api(
     """The ItemCollection of the items a ``--stac-api`` search adds to the run, or None when nothing is new."""
     from pystac_client.exceptions import APIError
 
+    from catalog.errors import CatalogError
     from pipelines.sentinel2.incremental import stac_api_input
 
     try:
         return stac_api_input(options, url=stac_api, collection=collection, bbox=bbox, datetime=datetime_, echo=click.echo)
+    except CatalogError as err:  # the catalogue of earlier runs, which says what they hold
+        raise click.ClickException(f"{options.catalog_dir}: {err}") from err
     except (APIError, OSError, ValueError) as err:
         raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
 

@@ -38,6 +38,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pipelines.bucket import is_gs, output_store, read_output
 from pipelines.errors import PipelineError
 from pipelines.planning.timestamps import period_label
 from pipelines.sentinel2.bands import select_bands
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 __all__ = ["SEARCH_FILE", "Held", "IncompleteSearchError", "held_acquisitions", "increment", "stac_api_input"]
 
 SEARCH_FILE = "stac-search.json"
-"""The ItemCollection a ``--stac-api`` run converts, written in the output directory."""
+"""The ItemCollection a ``--stac-api`` run converts, written in the output directory (or bucket prefix)."""
 
 
 class IncompleteSearchError(PipelineError):
@@ -75,15 +76,17 @@ class Held:
 
 
 def held_acquisitions(catalog_dir: str) -> Held:
-    """What a catalogue written by earlier runs holds; empty when there is none yet."""
-    import pystac
+    """What a catalogue written by earlier runs holds, in a folder or a bucket; empty when there is none yet.
 
-    root = os.path.join(catalog_dir, "catalog.json")
-    if not os.path.isfile(root):
-        return Held()
+    Raises:
+        catalog.errors.CatalogError: a document of the catalogue is not STAC's shape; the message names it.
+    """
+    from catalog.walk import walk_items
+
+    root = f"{catalog_dir}/catalog.json" if is_gs(catalog_dir) else os.path.join(catalog_dir, "catalog.json")
     times: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for item in pystac.Catalog.from_file(root).get_items(recursive=True):
-        props = item.properties
+    for _, item in walk_items(root, read_output):
+        props = item.get("properties") or {}
         tile, group = props.get("s2:mgrs_tile"), props.get("s2:resolution_group")
         if not tile or not group:
             continue
@@ -168,7 +171,13 @@ def stac_api_input(
         return None
     keep = {i.id for i in run}
     features = sorted((d for d in documents if d.get("id") in keep), key=lambda d: str(d.get("id")))
+    data = json.dumps({"type": "FeatureCollection", "features": features}, sort_keys=True).encode()
+    if is_gs(options.out):
+        # Where the workers read it: they share no disk with this machine.
+        path = f"{options.out}/{SEARCH_FILE}"
+        output_store().write(path, data)
+        return path
     path = os.path.join(options.out, SEARCH_FILE)
     os.makedirs(options.out, exist_ok=True)
-    write_atomic(path, json.dumps({"type": "FeatureCollection", "features": features}, sort_keys=True).encode())
+    write_atomic(path, data)
     return path

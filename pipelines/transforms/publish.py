@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store
+from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store, read_output
 from pipelines.errors import PipelineError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
@@ -107,7 +107,7 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
             os.path.join(root, "catalog.json"),
             {e.cube_id for e in entries},
             os.path.join(staging, "thumbnails"),
-            Earlier(_read_local, os.path.isfile, lambda url: url),
+            Earlier(read_output, os.path.isfile, lambda url: url),
             out=out,
             carry_over=carry_over,
         )
@@ -252,15 +252,6 @@ def _kept(url: str, doc: dict[str, Any], thumbnails: str, earlier: Earlier, keep
             f.write(png)
         assets["thumbnail"] = {**thumb, "href": path}
     return pystac.Item.from_dict({**doc, "links": []}, preserve_dict=False)
-
-
-def _read_local(path: str) -> bytes | None:
-    """The bytes of the local file ``path``, or None where there is none."""
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
 
 
 def _under(out: str, location: str) -> bool:

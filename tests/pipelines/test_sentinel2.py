@@ -33,6 +33,8 @@ from rumi_core.cli.main import cli
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from catalog.testing import GCSEmulator
+
 BBOX = "14.9,52.2,15.1,52.4"
 SHARED_DATA = Path(os.environ.get("RUMI_SHARED_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
@@ -444,3 +446,24 @@ class TestSafeMetadata:
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B02.jp2")) == (0.0001, 0.0, None)
         assert file_radiometry(str(other / "GRANULE" / "g" / "QI_DATA" / "MSK_DETFOO_B02.jp2")) is None
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_TCI.jp2")) is None
+
+
+def test_stac_api_runs_into_a_bucket_are_incremental(
+    archive: tuple[Path, list[dict[str, Any]]], api: StaticStacApi, emulator: GCSEmulator
+) -> None:
+    """The nightly job's own setting, --out gs://…: the search's ItemCollection goes where the workers read it (it was
+    written to a local folder named gs:), and the catalogue in the bucket says what earlier nights hold (it was taken
+    for none, so every night converted everything again)."""
+    from pipelines.bucket import output_store
+
+    out = f"gs://{emulator.bucket}/s2-nightly"
+    common = ["--stac-api", api.url, "--bbox", BBOX, "--max-cloud", "30", "--bands", "red,nir", "--out", out]
+    assert "2 new" in _convert(*common, "--datetime", "2023-06-01/2023-06-10")
+    store = output_store()
+    assert store.stat(f"{out}/stac-search.json") is not None and not Path("gs:").exists()
+    assert "1 new" in _convert(*common, "--datetime", "2023-06-01/2023-06-30")
+    again = _convert(*common, "--datetime", "2023-06-01/2023-06-30")
+    assert "nothing new since the last run" in again
+    hits = CliRunner().invoke(cli, ["search", f"{out}/stac", "--bands", "red", "--json"])
+    assert hits.exit_code == 0, hits.output
+    assert "S2L2A_T33UUU_10m_o1000_2023-06" in [h["id"] for h in json.loads(hits.output)]
