@@ -250,6 +250,11 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
 )
 @click.option("--strict", is_flag=True, help="Exit with status 1 when any input went to the dead-letter output.")
 @click.option("--overwrite", is_flag=True, help="Convert cubes whose outputs already exist and validate.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Once the run has published, remove the cubes of earlier runs in OUT that neither its manifest nor its catalogue lists.",
+)
 @click.option("--detach", is_flag=True, help="Return once the job is submitted (e.g. from a Dataflow Flex Template launcher).")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 @click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
@@ -285,6 +290,7 @@ def convert_command(
     verify_frames: int,
     strict: bool,
     overwrite: bool,
+    prune: bool,
     detach: bool,
     progress: bool | None,
     stac_api: str | None,
@@ -324,6 +330,7 @@ def convert_command(
             time=time_,
             time_pattern=time_pattern,
             overwrite=overwrite,
+            prune=prune,
             shards=shards,
             verify_frames=verify_frames,
             catalog=catalog_dir,

@@ -68,6 +68,7 @@ from apache_beam.pvalue import PCollection
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
+from pipelines.stale import remove_cubes, stale_cubes
 from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
@@ -358,9 +359,13 @@ def run(
     else:
         _remove_work_folder(options.parts_dir)
         _remove_work_folder(options.staging_dir)
-    return Summary.from_files(
+    summary = Summary.from_files(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )
+    stale = tuple(stale_cubes(options, (e.file for e in summary.entries)))
+    if stale and options.prune:
+        remove_cubes(stale)
+    return dataclasses.replace(summary, stale=stale, pruned=options.prune)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

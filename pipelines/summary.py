@@ -62,6 +62,10 @@ class Summary:
     """Where the manifest is."""
     dead_letter_path: str = "dead-letter.jsonl"
     """Where the dead letters are."""
+    stale: tuple[str, ...] = ()
+    """Cubes of earlier runs in the output that nothing lists (:mod:`pipelines.stale`)."""
+    pruned: bool = False
+    """Whether :attr:`stale` were removed (``--prune``)."""
 
     @classmethod
     def from_files(
@@ -139,6 +143,15 @@ class Summary:
             f"{self.seconds:.1f} s; throughput {format_bytes(self.throughput())}/s of pixels, "
             f"{format_bytes(written_input / self.seconds if self.seconds > 0 else 0)}/s of input files"
         )
+        if self.stale:
+            shown = ", ".join(os.path.basename(p) for p in self.stale[:3]) + (", ..." if len(self.stale) > 3 else "")
+            if self.pruned:
+                lines.append(f"pruned {len(self.stale)} cubes of earlier runs that nothing listed: {shown}")
+            else:
+                lines.append(
+                    f"{len(self.stale)} cubes of earlier runs are in the output but in neither the manifest nor the catalogue "
+                    f"({shown}): --prune removes them"
+                )
         if self.dead_letters:
             reasons = Counter(d.reason for d in self.dead_letters)
             detail = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))

@@ -611,3 +611,28 @@ def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path:
         pixels = _read(out, entry)  # one date: an Image (B, Y, X)
         for b, band in enumerate(entry["bands"]):
             assert np.array_equal(pixels[b], truth[band["name"]]), band["name"]
+
+
+def test_prune_removes_the_cubes_of_earlier_nights(tmp_path: Path) -> None:
+    """A nightly run over a growing folder writes its cube under a new name (time range and inputs): the summary names
+    the earlier nights' cubes, which nothing lists any more, and --prune removes them, leaving what a clean run of the
+    final folder leaves."""
+    scenes = tmp_path / "scenes"
+    paths, _ = write_series(str(scenes), dates=["2023-01-05", "2023-02-04", "2023-03-06"], size=(40, 56), seed=6)
+    later = [p for p in paths if "20230306" in p]
+    for path in later:
+        os.rename(path, path + ".later")
+    out = tmp_path / "out"
+    command = ["convert", str(scenes), "--out", str(out), "--tile-size", "32", "--no-progress"]
+    first = CliRunner().invoke(cli, command)
+    assert first.exit_code == 0 and "cubes of earlier runs" not in first.output, first.output
+    for path in later:
+        os.rename(path + ".later", path)
+    second = CliRunner().invoke(cli, command)
+    assert second.exit_code == 0 and "1 cubes of earlier runs are in the output but in neither" in second.output, second.output
+    assert len(list(out.glob("*.rumi"))) == 2
+    pruned = CliRunner().invoke(cli, [*command, "--prune"])
+    assert pruned.exit_code == 0 and "pruned 1 cubes of earlier runs" in pruned.output, pruned.output
+    clean = tmp_path / "clean"
+    assert CliRunner().invoke(cli, ["convert", str(scenes), "--out", str(clean), "--tile-size", "32", "--no-progress"]).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())

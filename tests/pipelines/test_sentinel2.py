@@ -331,6 +331,7 @@ def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     june_files = {k: v for k, v in snapshot.items() if k.endswith((".rumi", ".rumih"))}
     july = _convert(*common, "--datetime", "2023-07-01/2023-07-31")
     assert "1 new" in july
+    assert "cubes of earlier runs" not in july  # June's files are the data of carried-over items, not stale
     manifest = [json.loads(line)["cube_id"] for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert manifest == ["S2L2A_T33UUU_10m_o1000_2023-07", "S2L2A_T33UUU_scl_2023-07"]
     assert {k: v for k, v in _snapshot(out).items() if k in june_files} == june_files
@@ -462,8 +463,9 @@ def test_stac_api_runs_into_a_bucket_are_incremental(
     store = output_store()
     assert store.stat(f"{out}/stac-search.json") is not None and not Path("gs:").exists()
     assert "1 new" in _convert(*common, "--datetime", "2023-06-01/2023-06-30")
-    again = _convert(*common, "--datetime", "2023-06-01/2023-06-30")
-    assert "nothing new since the last run" in again
+    again = _convert(*common, "--datetime", "2023-07-01/2023-07-31", "--prune")
+    assert "1 new" in again and "pruned" not in again  # June's cubes in the bucket are the catalogue's
+    assert store.stat(f"{out}/S2L2A_T33UUU_10m_o1000_2023-06.rumi") is not None
     hits = CliRunner().invoke(cli, ["search", f"{out}/stac", "--bands", "red", "--json"])
     assert hits.exit_code == 0, hits.output
     assert "S2L2A_T33UUU_10m_o1000_2023-06" in [h["id"] for h in json.loads(hits.output)]
