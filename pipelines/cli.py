@@ -184,6 +184,37 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
         raise click.UsageError(f"--direct_num_workers={workers}: give a worker count of at least 1, or 0 for one per core")
     if "dataflow" in runner.lower() and not is_url(out):
         raise click.UsageError(f"--out {out}: Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX")
+    given = PipelineOptions(beam_args).get_all_options()
+    services = [("--job_endpoint", given.get("job_endpoint")), ("--flink_master", given.get("flink_master"))]
+    if given.get("environment_type") == "EXTERNAL":
+        services.append(("--environment_config", given.get("environment_config")))
+    for option, address in services:
+        _check_reachable(option, address)
+
+
+def _check_reachable(option: str, address: str | None) -> None:
+    """Refuse a service address (``host:port``) that refuses connections or does not answer within seconds.
+
+    Beam waits five minutes for a job service that is not there, then says
+    ``FutureTimeoutError``; a worker pool that is not there fails the run with
+    gRPC tracebacks. Anything but ``host:port`` (``[auto]``, ``embed``, a URL
+    Beam resolves itself) is left to Beam.
+    """
+    import socket
+
+    host, _, port = (address or "").rpartition(":")
+    if not host or not port.isdigit() or "/" in host:
+        return
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=_CONNECT_SECONDS):
+            pass
+    except OSError as err:
+        reason = "no answer" if isinstance(err, TimeoutError) else (err.strerror or type(err).__name__)
+        raise LineError(f"{option}={address}: cannot connect ({reason}); start the service first, or give its address") from err
+
+
+_CONNECT_SECONDS = 10.0
+"""How long :func:`_check_reachable` waits for a service to accept a connection."""
 
 
 def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:

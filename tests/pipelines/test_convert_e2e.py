@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,15 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     ]:
         refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), typo])
         assert refused.exit_code == 2 and message in refused.output, refused.output
+    # A job service or worker pool that is not there: Beam waited five minutes, then said FutureTimeoutError.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed = f"127.0.0.1:{probe.getsockname()[1]}"  # a port nothing listens on once closed
+    pool = ["--job_endpoint=embed", "--environment_type=EXTERNAL", f"--environment_config={closed}"]
+    for service in ([f"--job_endpoint={closed}"], pool):
+        args = ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), "--runner", "PortableRunner", *service]
+        refused = runner.invoke(cli, args)
+        assert refused.exit_code == 2 and f"={closed}: cannot connect (Connection refused)" in refused.output, refused.output
     assert not (tmp_path / "typo").exists()
 
 
