@@ -160,7 +160,8 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
 
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
-    """Refuse a runner Beam does not know, a negative worker count, and a Dataflow run into a local folder.
+    """Refuse a runner Beam does not know, a negative worker count, a Dataflow run into a local folder,
+    and services the options name that are not there (:func:`_check_reachable`).
 
     Beam finds out the first two only once the run has started (``--out``
     created), and answers "list index out of range" to the second; Dataflow
@@ -168,6 +169,7 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
 
     Raises:
         click.UsageError: names the option.
+        rumi_core.cli.options.OptionError: a service does not accept a connection.
     """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
@@ -179,12 +181,12 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
         raise click.UsageError(
             f"--runner {runner}: Beam knows no such runner; give one of {', '.join(sorted(names))}, or a runner's qualified class name"
         )
-    workers = PipelineOptions(beam_args).get_all_options().get("direct_num_workers")
+    given = PipelineOptions(beam_args).get_all_options()
+    workers = given.get("direct_num_workers")
     if workers is not None and workers < 0:
         raise click.UsageError(f"--direct_num_workers={workers}: give a worker count of at least 1, or 0 for one per core")
     if "dataflow" in runner.lower() and not is_url(out):
         raise click.UsageError(f"--out {out}: Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX")
-    given = PipelineOptions(beam_args).get_all_options()
     services = [("--job_endpoint", given.get("job_endpoint")), ("--flink_master", given.get("flink_master"))]
     if given.get("environment_type") == "EXTERNAL":
         services.append(("--environment_config", given.get("environment_config")))

@@ -65,6 +65,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.pvalue import PCollection
 
+from catalog.errors import CatalogError
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
@@ -362,7 +363,11 @@ def run(
     summary = Summary.from_files(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )
-    stale = tuple(stale_cubes(options, (e.file for e in summary.entries)))
+    try:
+        stale = tuple(stale_cubes(options, (e.file for e in summary.entries)))
+    except CatalogError as err:  # the run's outputs are published; what is stale beside them is only unknown
+        logger.warning("cannot tell which earlier cubes are stale: %s", err)
+        stale = ()
     if stale and options.prune:
         remove_cubes(stale)
     return dataclasses.replace(summary, stale=stale, pruned=options.prune)
