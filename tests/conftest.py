@@ -7,7 +7,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -63,6 +63,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if proc.poll() is None:
             proc.terminate()
         proc.wait()
+
+
+@pytest.fixture(scope="session")
+def flex_launcher() -> Any:
+    """``deploy/dataflow/main.py``, the Flex Template's launcher, as a module (it is a script, not a package's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("flex_main", Path(__file__).resolve().parents[1] / "deploy" / "dataflow" / "main.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.fixture(scope="session")

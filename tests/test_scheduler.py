@@ -14,7 +14,6 @@ skips with the reason, unless ``RUMI_REQUIRE_AIRFLOW=1`` turns that into a failu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -146,15 +145,7 @@ def _template_parameters() -> dict[str, dict[str, Any]]:
     return {p["name"]: p for p in metadata["parameters"]}
 
 
-def _launcher() -> Any:
-    spec = importlib.util.spec_from_file_location("flex_main", DEPLOY / "dataflow" / "main.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_the_dataflow_dag_launches_the_template_with_its_declared_parameters(described: dict[str, Any]) -> None:
+def test_the_dataflow_dag_launches_the_template_with_its_declared_parameters(described: dict[str, Any], flex_launcher: Any) -> None:
     """Dataflow checks a launch's parameters against ``metadata.json``: ``stac_api``, never ``stac-api``."""
     found = described
     launch, parameters = found["dataflow_launch"], found["dataflow_launch"]["parameters"]
@@ -164,7 +155,7 @@ def test_the_dataflow_dag_launches_the_template_with_its_declared_parameters(des
     assert launch["containerSpecGcsPath"] == "gs://BUCKET/templates/rumi-convert.json"
     assert parameters["out"].startswith("gs://BUCKET/")  # workers share no disk; a placeholder to set
     assert found["dataflow_waits"] is True  # list_new_cubes starts once the job has finished
-    context = convert_command.make_context("rumi convert", _launcher().convert_args([f"--{k}={v}" for k, v in parameters.items()]))
+    context = convert_command.make_context("rumi convert", flex_launcher.convert_args([f"--{k}={v}" for k, v in parameters.items()]))
     assert context.params["stac_api"].startswith("https://") and context.params["cube_period"] == "P1M"
     assert context.params["datetime_"].endswith("/..") and context.params["mgrs"] == "32UQD"  # a setting from the environment
     assert context.params["max_cloud"] == 60.0 and context.params["out"] == parameters["out"]
@@ -180,7 +171,7 @@ def _run_sh_beam_args() -> list[str]:
     return split_beam_args(convert_command.make_context("rumi convert", tokens).params["inputs"])[1]
 
 
-def test_the_flink_dag_runs_rumi_convert_on_the_flink_cluster_and_waits(described: dict[str, Any]) -> None:
+def test_the_flink_dag_runs_rumi_convert_on_the_flink_cluster_and_waits(described: dict[str, Any], flex_launcher: Any) -> None:
     """The command is read as ``rumi convert`` reads it: the last ``--runner`` wins, and ``--detach`` would return at once."""
     found = described
     command = found["flink_command"]
@@ -189,7 +180,7 @@ def test_the_flink_dag_runs_rumi_convert_on_the_flink_cluster_and_waits(describe
         args = command[2:]
     else:  # python3 ENTRY_POINT ...: the one entry point deploy/ ships is the Flex Template launcher's
         assert Path(command[1]).name == "main.py", command
-        args = _launcher().convert_args(command[2:])
+        args = flex_launcher.convert_args(command[2:])
     context = convert_command.make_context("rumi convert", list(args))
     assert (context.params["runner"], context.params["detach"]) == ("FlinkRunner", False), args
     assert context.params["stac_api"].startswith("https://") and context.params["cube_period"] == "P1M"

@@ -14,7 +14,6 @@ image placeholders filled in. The external worker pool itself is exercised in
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -31,16 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 
 
-def _launcher() -> Any:
-    spec = importlib.util.spec_from_file_location("flex_main", DEPLOY / "dataflow" / "main.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_template_parameters_are_the_commands_options() -> None:
-    launcher = _launcher()
+def test_template_parameters_are_the_commands_options(flex_launcher: Any) -> None:
+    launcher = flex_launcher
     metadata = json.loads((DEPLOY / "dataflow" / "metadata.json").read_text())
     names = [p["name"] for p in metadata["parameters"]]
     options = {p.opts[0][2:].replace("-", "_") for p in convert_command.params if p.opts[0].startswith("--")}
@@ -51,8 +42,8 @@ def test_template_parameters_are_the_commands_options() -> None:
     assert required == {"out"}  # inputs may be left out for a --stac-api search, which finds its own
 
 
-def test_launcher_submits_a_command_the_cli_parses() -> None:
-    args = _launcher().convert_args(
+def test_launcher_submits_a_command_the_cli_parses(flex_launcher: Any) -> None:
+    args = flex_launcher.convert_args(
         [
             "--inputs=gs://a/x/*.tif,gs://a/y.tif",
             "--out=gs://c/run",
@@ -76,7 +67,7 @@ def _template_parameters() -> dict[str, dict[str, Any]]:
     return {p["name"]: p for p in metadata["parameters"]}
 
 
-def test_cloud_scheduler_launches_the_template_with_its_declared_parameters() -> None:
+def test_cloud_scheduler_launches_the_template_with_its_declared_parameters(flex_launcher: Any) -> None:
     """Dataflow refuses a launch whose parameters ``metadata.json`` does not declare (``stac-api`` for ``stac_api``)."""
     launch = json.loads((DEPLOY / "scheduler" / "launch.json").read_text())["launchParameter"]
     parameters = launch["parameters"]
@@ -89,7 +80,7 @@ def test_cloud_scheduler_launches_the_template_with_its_declared_parameters() ->
     # Dataflow workers share no disk: the output is a bucket, a placeholder like run.sh's.
     assert parameters["out"].startswith("gs://BUCKET/")
     assert launch["containerSpecGcsPath"] == "gs://BUCKET/templates/rumi-convert.json"
-    args = _launcher().convert_args([f"--{name}={value}" for name, value in parameters.items()])
+    args = flex_launcher.convert_args([f"--{name}={value}" for name, value in parameters.items()])
     context = convert_command.make_context("rumi convert", list(args))
     assert context.params["stac_api"] == parameters["stac_api"] and context.params["max_cloud"] == 60.0
     assert context.params["cube_period"] == "P1M" and context.params["out"] == parameters["out"]
