@@ -286,7 +286,7 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
 @click.option(
     "--prune",
     is_flag=True,
-    help="Once the run has published, remove the cubes of earlier runs in OUT that neither its manifest nor its catalogue lists.",
+    help="Once the run has published, remove the previous run's cubes that its own supersede (they hold all their inputs).",
 )
 @click.option("--detach", is_flag=True, help="Return once the job is submitted (e.g. from a Dataflow Flex Template launcher).")
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")

@@ -1,32 +1,36 @@
-"""Cubes of earlier runs left in an output folder, which nothing lists any more.
+"""Cubes of the previous run that this run's cubes supersede.
 
 A generic cube's name carries its time range and a hash of its inputs, so a
 run over more scenes (the next night's) writes its cube under a new name.
-The earlier file stays in ``OUT``, and the catalogue, which a run rewrites for
-the files under its own ``OUT``, no longer lists it. A nightly run over a
-growing archive would leave one such cube a night. :func:`stale_cubes` finds
-them: ``.rumi`` files directly in ``OUT`` that are neither in this run's
-manifest nor the data of an item of its catalogue (an incremental
-``--stac-api`` run carries the items of untouched periods over, and their
-files are not stale). ``rumi convert --prune`` removes them, with their
-header blobs, once the run has published its own outputs; without it the
-summary names them.
+The earlier file stays in ``OUT``, and the catalogue, which a run rewrites
+for the files under its own ``OUT``, no longer lists it: a nightly run over a
+growing archive would leave one such cube a night.
+
+:func:`superseded_cubes` finds them, strictly: a cube of the manifest that was
+in ``OUT`` before the run is superseded when this run wrote or kept another
+cube whose inputs include every one of its inputs, so nothing it holds is
+lost with it. A cube of another area, one whose scene failed tonight, a file
+the manifest never listed and the data of any item of the run's catalogue or
+of ``OUT/stac`` are never superseded. ``rumi convert --prune`` removes the
+superseded cubes, with their header blobs, once the run has published its
+own outputs; without it the summary names them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipelines.bucket import is_gs, output_store, read_output
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from pipelines.options import ConvertOptions
+    from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["remove_cubes", "stale_cubes"]
+__all__ = ["remove_cubes", "superseded_cubes"]
 
 
 def _location(path: str) -> str:
@@ -34,44 +38,45 @@ def _location(path: str) -> str:
     return path if is_gs(path) else os.path.realpath(path)
 
 
-def _cubes_in(out: str) -> list[str]:
-    """The ``.rumi`` files directly in the output folder or bucket prefix, sorted."""
-    if is_gs(out):
-        prefix = out.rstrip("/") + "/"
-        return sorted(url for url in output_store().listing(out) if url.endswith(".rumi") and "/" not in url[len(prefix) :])
-    try:
-        names = os.listdir(out)
-    except FileNotFoundError:
-        return []
-    return sorted(os.path.join(out, n) for n in names if n.endswith(".rumi") and os.path.isfile(os.path.join(out, n)))
+def _in_out(options: ConvertOptions, name: str) -> str:
+    return f"{options.out}/{name}" if is_gs(options.out) else os.path.join(options.out, name)
 
 
-def _catalogued(catalog_dir: str) -> set[str]:
-    """The locations of the data files the items of the catalogue at ``catalog_dir`` point to (none without one)."""
+def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
+    """The locations of the data files the items of the catalogues at ``catalog_dirs`` point to (none where there is none)."""
     from catalog.storage import join_href
     from catalog.walk import walk_items
 
-    root = f"{catalog_dir}/catalog.json" if is_gs(catalog_dir) else os.path.join(catalog_dir, "catalog.json")
     found = set()
-    for url, item in walk_items(root, read_output):
-        data = (item.get("assets") or {}).get("data") or {}
-        if isinstance(data.get("href"), str):
-            found.add(_location(join_href(url, data["href"])))
+    for catalog_dir in catalog_dirs:
+        root = f"{catalog_dir}/catalog.json" if is_gs(catalog_dir) else os.path.join(catalog_dir, "catalog.json")
+        for url, item in walk_items(root, read_output):
+            data = (item.get("assets") or {}).get("data") or {}
+            if isinstance(data.get("href"), str):
+                found.add(_location(join_href(url, data["href"])))
     return found
 
 
-def stale_cubes(options: ConvertOptions, produced: Iterable[str]) -> list[str]:
-    """The cubes in ``options.out`` that are neither ``produced`` (file names relative to it) nor in the catalogue.
+def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> list[str]:
+    """The files of the cubes of ``before`` (the manifest before the run) that ``entries`` (this run's) supersede.
 
     Raises:
-        catalog.errors.CatalogError: a document of the catalogue is malformed.
+        catalog.errors.CatalogError: a document of a catalogue is malformed.
     """
-    listed = {_location(os.path.join(options.out, name) if not is_gs(options.out) else f"{options.out}/{name}") for name in produced}
-    candidates = [path for path in _cubes_in(options.out) if _location(path) not in listed]
+    kept = {entry.file for entry in entries}
+    covers = [frozenset(entry.inputs) for entry in entries]
+    candidates = []
+    for line in before:
+        name, inputs = line.get("file"), frozenset(line.get("inputs") or ())
+        if not isinstance(name, str) or name in kept or not inputs or not any(inputs <= c for c in covers):
+            continue
+        path = _in_out(options, name)
+        if (output_store().stat(path) is not None) if is_gs(path) else os.path.isfile(path):
+            candidates.append(path)
     if not candidates:
         return []
-    catalogued = _catalogued(options.catalog_dir)
-    return [path for path in candidates if _location(path) not in catalogued]
+    catalogued = _catalogued(dict.fromkeys((options.catalog_dir, _in_out(options, "stac"))))
+    return sorted(path for path in candidates if _location(path) not in catalogued)
 
 
 def remove_cubes(paths: Iterable[str]) -> None:

@@ -63,7 +63,7 @@ class Summary:
     dead_letter_path: str = "dead-letter.jsonl"
     """Where the dead letters are."""
     stale: tuple[str, ...] = ()
-    """Cubes of earlier runs in the output that nothing lists (:mod:`pipelines.stale`)."""
+    """Cubes of the previous run that this run's supersede (:mod:`pipelines.stale`)."""
     pruned: bool = False
     """Whether :attr:`stale` were removed (``--prune``)."""
 
@@ -146,11 +146,11 @@ class Summary:
         if self.stale:
             shown = ", ".join(os.path.basename(p) for p in self.stale[:3]) + (", ..." if len(self.stale) > 3 else "")
             if self.pruned:
-                lines.append(f"pruned {len(self.stale)} cubes of earlier runs that nothing listed: {shown}")
+                lines.append(f"pruned {len(self.stale)} cubes of the previous run that this run's supersede: {shown}")
             else:
                 lines.append(
-                    f"{len(self.stale)} cubes of earlier runs are in the output but in neither the manifest nor the catalogue "
-                    f"({shown}): --prune removes them"
+                    f"{len(self.stale)} cubes of the previous run are superseded by this run's, which hold all their inputs, "
+                    f"and no longer listed ({shown}): --prune removes them"
                 )
         if self.dead_letters:
             reasons = Counter(d.reason for d in self.dead_letters)

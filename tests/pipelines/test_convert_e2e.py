@@ -623,10 +623,10 @@ def test_a_folder_of_earth_search_sentinel_2_cogs_converts_every_asset(tmp_path:
             assert np.array_equal(pixels[b], truth[band["name"]]), band["name"]
 
 
-def test_prune_removes_the_cubes_of_earlier_nights(tmp_path: Path) -> None:
-    """A nightly run over a growing folder writes its cube under a new name (time range and inputs): the summary names
-    the earlier nights' cubes, which nothing lists any more, and --prune removes them, leaving what a clean run of the
-    final folder leaves."""
+def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Path) -> None:
+    """A nightly run over a growing folder writes its cube under a new name (time range and inputs): the summary names the
+    previous night's cube, which the new one supersedes, and --prune removes it. A cube of another area, one holding a scene
+    that failed tonight, a hand-placed file and the outputs before a run that produced nothing are never pruned."""
     scenes = tmp_path / "scenes"
     paths, _ = write_series(str(scenes), dates=["2023-01-05", "2023-02-04", "2023-03-06"], size=(40, 56), seed=6)
     later = [p for p in paths if "20230306" in p]
@@ -635,14 +635,31 @@ def test_prune_removes_the_cubes_of_earlier_nights(tmp_path: Path) -> None:
     out = tmp_path / "out"
     command = ["convert", str(scenes), "--out", str(out), "--tile-size", "32", "--no-progress"]
     first = CliRunner().invoke(cli, command)
-    assert first.exit_code == 0 and "cubes of earlier runs" not in first.output, first.output
+    assert first.exit_code == 0 and "supersede" not in first.output, first.output
+    (two_dates,) = out.glob("*.rumi")
+    (out / "mine.rumi").write_bytes(b"placed by hand")
     for path in later:
         os.rename(path + ".later", path)
     second = CliRunner().invoke(cli, command)
-    assert second.exit_code == 0 and "1 cubes of earlier runs are in the output but in neither" in second.output, second.output
-    assert len(list(out.glob("*.rumi"))) == 2
+    named = "1 cubes of the previous run are superseded by this run's, which hold all their inputs, and no longer listed"
+    assert f"listed ({two_dates.name})" in second.output
+    assert second.exit_code == 0 and named in second.output, second.output
+    (three_dates,) = set(out.glob("*.rumi")) - {two_dates, out / "mine.rumi"}
+    # A scene that fails tonight: tonight's cube lacks it, so it supersedes nothing, and the cube holding it stays.
+    saved = Path(later[0]).read_bytes()
+    Path(later[0]).write_bytes(b"not a raster")
+    failing = CliRunner().invoke(cli, [*command, "--prune"])
+    assert "pruned" not in failing.output and three_dates.exists(), failing.output
+    Path(later[0]).write_bytes(saved)
     pruned = CliRunner().invoke(cli, [*command, "--prune"])
-    assert pruned.exit_code == 0 and "pruned 1 cubes of earlier runs" in pruned.output, pruned.output
-    clean = tmp_path / "clean"
-    assert CliRunner().invoke(cli, ["convert", str(scenes), "--out", str(clean), "--tile-size", "32", "--no-progress"]).exit_code == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in clean.iterdir())
+    assert pruned.exit_code == 0 and f"pruned 1 cubes of the previous run that this run's supersede: {two_dates.name}" in pruned.output
+    assert sorted(out.glob("*.rumi")) == sorted([three_dates, out / "mine.rumi"])
+    # Another area into the same folder, then a run whose every input fails: neither supersedes what is there.
+    write_series(str(tmp_path / "other"), dates=["2023-01-05"], size=(40, 56), seed=7, origin=(700000.0, 5300040.0))
+    area = CliRunner().invoke(cli, ["convert", str(tmp_path / "other"), "--out", str(out), "--tile-size", "32", "--no-progress", "--prune"])
+    assert area.exit_code == 0 and "supersede" not in area.output, area.output
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.tif").write_bytes(b"not a raster")
+    nothing = CliRunner().invoke(cli, ["convert", str(tmp_path / "bad"), "--out", str(out), "--no-catalog", "--no-progress", "--prune"])
+    assert nothing.exit_code == 1 and "pruned" not in nothing.output, nothing.output
+    assert three_dates.exists() and (out / "mine.rumi").exists() and len(list(out.glob("*.rumi"))) == 3
