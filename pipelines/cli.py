@@ -161,7 +161,7 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     """Refuse a runner Beam does not know, a negative worker count, a Dataflow run into a local folder,
-    and services the options name that are not there (:func:`_check_reachable`).
+    and a job service or Flink master the options name that is not there (:func:`_check_reachable`).
 
     Beam finds out the first two only once the run has started (``--out``
     created), and answers "list index out of range" to the second; Dataflow
@@ -173,34 +173,29 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
-    from pipelines.convert import RUNNER_NAMES
+    from pipelines.convert import RUNNER_NAMES, resolve_runner
 
-    names = (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)
-    # Beam's own lookup: the name in any case, with or without its "Runner".
-    if "." not in runner and not {runner.lower(), f"{runner.lower()}runner"} & {n.lower() for n in names}:
-        raise click.UsageError(
-            f"--runner {runner}: Beam knows no such runner; give one of {', '.join(sorted(names))}, or a runner's qualified class name"
-        )
+    if resolve_runner(runner) is None:
+        names = ", ".join(sorted((*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)))
+        raise click.UsageError(f"--runner {runner}: Beam knows no such runner; give one of {names}, or a runner's qualified class name")
     given = PipelineOptions(beam_args).get_all_options()
     workers = given.get("direct_num_workers")
     if workers is not None and workers < 0:
         raise click.UsageError(f"--direct_num_workers={workers}: give a worker count of at least 1, or 0 for one per core")
     if "dataflow" in runner.lower() and not is_url(out):
         raise click.UsageError(f"--out {out}: Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX")
-    services = [("--job_endpoint", given.get("job_endpoint")), ("--flink_master", given.get("flink_master"))]
-    if given.get("environment_type") == "EXTERNAL":
-        services.append(("--environment_config", given.get("environment_config")))
-    for option, address in services:
-        _check_reachable(option, address)
+    # Not an EXTERNAL worker pool's --environment_config: that address is the worker's own (a
+    # TaskManager's localhost), which this machine need not reach.
+    for option in ("job_endpoint", "flink_master"):
+        _check_reachable(f"--{option}", given.get(option))
 
 
 def _check_reachable(option: str, address: str | None) -> None:
     """Refuse a service address (``host:port``) that refuses connections or does not answer within seconds.
 
     Beam waits five minutes for a job service that is not there, then says
-    ``FutureTimeoutError``; a worker pool that is not there fails the run with
-    gRPC tracebacks. Anything but ``host:port`` (``[auto]``, ``embed``, a URL
-    Beam resolves itself) is left to Beam.
+    ``FutureTimeoutError``. Anything but ``host:port`` (``[auto]``, ``embed``,
+    a URL Beam resolves itself) is left to Beam.
     """
     import socket
 
@@ -506,7 +501,8 @@ def _run_and_report(
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
         logger.debug("the conversion failed", exc_info=True)
-        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        # The last line that says something: gRPC's errors end in a lone ">".
+        lines = [line.strip() for line in str(err).splitlines() if any(c.isalnum() for c in line)]
         last = (lines[-1] if lines else type(err).__name__)[:500]
         kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
         raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details{kept})") from err

@@ -93,6 +93,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_RUNNER",
     "LOCAL_RUNNERS",
+    "RUNNER_NAMES",
     "Convert",
     "Publisher",
     "default_publishers",
@@ -100,6 +101,7 @@ __all__ = [
     "local_workers",
     "main",
     "manifest_publisher",
+    "resolve_runner",
     "run",
     "submit",
     "usable_cores",
@@ -112,6 +114,22 @@ DEFAULT_RUNNER = "FnApiRunner"
 
 RUNNER_NAMES: Final = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
 """Runners Beam knows only by their qualified class name, by their short one."""
+
+
+def resolve_runner(name: str) -> str | None:
+    """The runner ``name`` means, as Beam looks it up (any case, with or without "Runner"), or None for none.
+
+    A known short name comes back as Beam spells it (``fnapi`` is ``FnApiRunner``), one of
+    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given.
+
+    >>> resolve_runner("fnapi"), resolve_runner("dask"), resolve_runner("Foo")
+    ('FnApiRunner', 'apache_beam.runners.dask.dask_runner.DaskRunner', None)
+    """
+    if "." in name:
+        return name
+    names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}
+    return names.get(name.lower()) or names.get(f"{name.lower()}runner")
+
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 """Runners that take ``--direct_running_mode`` and ``--direct_num_workers`` (the DirectRunner runs batch jobs on the FnApiRunner)."""
@@ -266,8 +284,8 @@ def _build(
     args = list(beam_args)
     if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
         args.append("--default_sdk_harness_log_level=ERROR")  # keep worker processes' INFO chatter off the terminal
-    runner = runner or PipelineOptions(args).view_as(StandardOptions).runner or DEFAULT_RUNNER
-    runner = RUNNER_NAMES.get(runner, runner)
+    given = runner or PipelineOptions(args).view_as(StandardOptions).runner or DEFAULT_RUNNER
+    runner = resolve_runner(given) or given  # an unknown name is Beam's to refuse
     if runner in LOCAL_RUNNERS:
         args += local_workers(args)
     pipeline_options = PipelineOptions(args)

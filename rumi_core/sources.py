@@ -109,6 +109,7 @@ class LocalFileSource(_SourceBase):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
+        self._absolute = os.path.abspath(self._path)
         try:
             self._fd: int | None = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except OSError as err:
@@ -116,8 +117,9 @@ class LocalFileSource(_SourceBase):
 
     def __reduce__(self) -> tuple[type[LocalFileSource], tuple[str]]:
         # A descriptor means nothing in another process: a pickled source opens its path again there
-        # (as a rasterio dataset does), for DataLoader workers and dask's process schedulers.
-        return (LocalFileSource, (self._path,))
+        # (as a rasterio dataset does), for DataLoader workers and dask's process schedulers. The
+        # absolute path, since that process may work in another folder.
+        return (LocalFileSource, (self._absolute,))
 
     @property
     def name(self) -> str:

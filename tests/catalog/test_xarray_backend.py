@@ -111,11 +111,13 @@ def _read_in_a_new_process(ds: xr.Dataset, tmp_path: Path) -> np.ndarray:
 
     (tmp_path / "ds.pickle").write_bytes(pickle.dumps(ds))
     # Descriptors the new process may open first take the numbers this one's file had.
-    subprocess.run([sys.executable, "-c", _UNPICKLE_AND_READ, str(tmp_path / "ds.pickle"), str(tmp_path / "out.npy")], check=True)
+    # In another folder, as a dask worker may be: a relative path must have been made absolute.
+    command = [sys.executable, "-c", _UNPICKLE_AND_READ, str(tmp_path / "ds.pickle"), str(tmp_path / "out.npy")]
+    subprocess.run(command, check=True, cwd=tmp_path.anchor)
     return np.load(tmp_path / "out.npy")
 
 
-def test_datasets_pickle_to_another_process(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+def test_datasets_pickle_to_another_process(cube: Any, server: RangeRequestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dataset of a local file, of an item over HTTP, and a catalog.load, each pickled and read in a new process: a local
     file is opened again by its path (its descriptor number meant another file there), an HTTP source gets a pool of
     its own (a lock failed to pickle), and a load's graph and close hold no closure."""
@@ -123,7 +125,10 @@ def test_datasets_pickle_to_another_process(cube: Any, server: RangeRequestServe
 
     item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
     (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
-    for target, chunks in ((cube.path, None), (cube.path, {}), (server.url("item.json"), {}), (server.url("cube.rumi"), None)):
+    monkeypatch.chdir(cube.path.parent)
+    relative = cube.path.name
+    targets = ((cube.path, None), (relative, {}), (server.url("item.json"), {}), (server.url("cube.rumi"), None))
+    for target, chunks in targets:
         with xr.open_dataset(target, engine="rumi", chunks=chunks) as ds:
             np.testing.assert_array_equal(_read_in_a_new_process(ds, tmp_path), cube.data, err_msg=f"{target} {chunks}")
     loaded = load([str(tmp_path / "item.json")], bands=None, bbox=None)

@@ -190,11 +190,10 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         closed = f"127.0.0.1:{probe.getsockname()[1]}"  # a port nothing listens on once closed
-    pool = ["--job_endpoint=embed", "--environment_type=EXTERNAL", f"--environment_config={closed}"]
-    for service in ([f"--job_endpoint={closed}"], pool):
-        args = ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), "--runner", "PortableRunner", *service]
+    for name, service in (("PortableRunner", f"--job_endpoint={closed}"), ("FlinkRunner", f"--flink_master={closed}")):
+        args = ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), "--runner", name, service]
         refused = runner.invoke(cli, args)
-        assert refused.exit_code == 2 and f"={closed}: cannot connect (Connection refused)" in refused.output, refused.output
+        assert refused.exit_code == 2 and f"{service}: cannot connect (Connection refused)" in refused.output, refused.output
     assert not (tmp_path / "typo").exists()
 
 
