@@ -69,7 +69,7 @@ from catalog.errors import CatalogError
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
-from pipelines.stale import remove_cubes, superseded_cubes
+from pipelines.stale import earlier_cubes, settle, superseded_cubes
 from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
@@ -345,10 +345,7 @@ def run(
         The summary of the run, read from its manifest and dead-letter files.
     """
     in_bucket = is_gs(options.out)
-    try:  # the cubes this run may supersede (pipelines.stale)
-        before = load_jsonl(options.manifest_path)
-    except ValueError:  # not a manifest this tool wrote whole
-        before = []
+    before = earlier_cubes(options)  # what this run may supersede
     start = time.monotonic()
     # Before the local runner starts its worker threads (see RasterDoFn.setup).
     limit_arenas(default_threads())
@@ -386,12 +383,10 @@ def run(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )
     try:
-        stale = tuple(superseded_cubes(options, before, summary.entries))
+        stale = settle(options, superseded_cubes(options, before, summary.entries))
     except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         stale = ()
-    if stale and options.prune:
-        remove_cubes(stale)
     return dataclasses.replace(summary, stale=stale, pruned=options.prune)
 
 

@@ -320,6 +320,12 @@ class ConvertOptions:
         return os.path.join(self.out, "manifest.jsonl")
 
     @property
+    def superseded_path(self) -> str:
+        """Where a run lists the earlier cubes its own supersede and that it kept (without ``--prune``):
+        ``OUT/superseded.jsonl``, so that a later ``--prune`` finds them (:mod:`pipelines.stale`)."""
+        return os.path.join(self.out, "superseded.jsonl")
+
+    @property
     def catalog_dir(self) -> str:
         """Where the STAC catalogue is written: ``--catalog``, by default ``OUT/stac``."""
         return os.fspath(self.catalog) if self.catalog else os.path.join(self.out, "stac")

@@ -13,7 +13,9 @@ lost with it. A cube of another area, one whose scene failed tonight, a file
 the manifest never listed and the data of any item of the run's catalogue or
 of ``OUT/stac`` are never superseded. ``rumi convert --prune`` removes the
 superseded cubes, with their header blobs, once the run has published its
-own outputs; without it the summary names them.
+own outputs; without it the summary names them, and ``OUT/superseded.jsonl``
+lists them, so that a later ``--prune`` still finds them when the manifest
+no longer does (:func:`earlier_cubes`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from pipelines.bucket import is_gs, output_store, read_output
+from pipelines.bucket import is_gs, output_store, read_output, write_jsonl
+from pipelines.summary import load_jsonl
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["remove_cubes", "superseded_cubes"]
+__all__ = ["earlier_cubes", "remove_cubes", "settle", "superseded_cubes"]
 
 
 def _location(path: str) -> str:
@@ -57,34 +60,66 @@ def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
     return found
 
 
-def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> list[str]:
-    """The files of the cubes of ``before`` (the manifest before the run) that ``entries`` (this run's) supersede.
+def earlier_cubes(options: ConvertOptions) -> list[dict[str, Any]]:
+    """The cubes a run may supersede: the lines of the manifest before it, and the superseded cubes earlier runs kept.
+
+    A file that is not whole JSON lines (not one this tool wrote whole) gives none.
+    """
+    lines: list[dict[str, Any]] = []
+    for path in (options.manifest_path, options.superseded_path):
+        with contextlib.suppress(ValueError):
+            lines += load_jsonl(path)
+    return lines
+
+
+def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> list[dict[str, Any]]:
+    """The cubes of ``before`` (:func:`earlier_cubes`) that ``entries`` (this run's) supersede, as ``{"file", "inputs"}``.
 
     Raises:
         catalog.errors.CatalogError: a document of a catalogue is malformed.
     """
     kept = {entry.file for entry in entries}
     covers = [frozenset(entry.inputs) for entry in entries]
-    candidates = []
+    candidates: dict[str, list[str]] = {}
     for line in before:
-        name, inputs = line.get("file"), frozenset(line.get("inputs") or ())
-        if not isinstance(name, str) or name in kept or not inputs or not any(inputs <= c for c in covers):
+        name, inputs = line.get("file"), sorted(line.get("inputs") or ())
+        if not isinstance(name, str) or name in kept or not inputs or not any(set(inputs) <= c for c in covers):
             continue
         path = _in_out(options, name)
         if (output_store().stat(path) is not None) if is_gs(path) else os.path.isfile(path):
-            candidates.append(path)
+            candidates[name] = inputs
     if not candidates:
         return []
     catalogued = _catalogued(dict.fromkeys((options.catalog_dir, _in_out(options, "stac"))))
-    return sorted(path for path in candidates if _location(path) not in catalogued)
+    return [{"file": n, "inputs": i} for n, i in sorted(candidates.items()) if _location(_in_out(options, n)) not in catalogued]
+
+
+def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    """Remove the ``superseded`` cubes with ``--prune``, else list them in ``OUT/superseded.jsonl``; return their files.
+
+    The list is what lets a later ``--prune`` find them once the manifest no
+    longer names them; it is removed when there is nothing to list.
+    """
+    paths = tuple(_in_out(options, line["file"]) for line in superseded)
+    if options.prune:
+        remove_cubes(paths)
+    if options.prune or not superseded:
+        _remove(options.superseded_path)
+    else:
+        write_jsonl(options.superseded_path, list(superseded))
+    return paths
+
+
+def _remove(path: str) -> None:
+    if is_gs(path):
+        output_store().delete(path)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def remove_cubes(paths: Iterable[str]) -> None:
     """Remove each cube and its header blob (``<file>h``); one already gone is no error."""
     for path in paths:
-        for target in (path, path + "h"):
-            if is_gs(target):
-                output_store().delete(target)
-            else:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(target)
+        _remove(path)
+        _remove(path + "h")

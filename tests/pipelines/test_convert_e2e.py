@@ -644,6 +644,10 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     assert f"listed ({two_dates.name})" in second.output
     assert second.exit_code == 0 and named in second.output, second.output
     (three_dates,) = set(out.glob("*.rumi")) - {two_dates, out / "mine.rumi"}
+    # The next night, with nothing new: the manifest no longer names the superseded cube, superseded.jsonl does.
+    again = CliRunner().invoke(cli, command)
+    assert again.exit_code == 0 and f"listed ({two_dates.name})" in again.output, again.output
+    assert [line["file"] for line in load_jsonl(str(out / "superseded.jsonl"))] == [two_dates.name]
     # A scene that fails tonight: tonight's cube lacks it, so it supersedes nothing, and the cube holding it stays.
     saved = Path(later[0]).read_bytes()
     Path(later[0]).write_bytes(b"not a raster")
@@ -652,7 +656,7 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     Path(later[0]).write_bytes(saved)
     pruned = CliRunner().invoke(cli, [*command, "--prune"])
     assert pruned.exit_code == 0 and f"pruned 1 cubes of the previous run that this run's supersede: {two_dates.name}" in pruned.output
-    assert sorted(out.glob("*.rumi")) == sorted([three_dates, out / "mine.rumi"])
+    assert sorted(out.glob("*.rumi")) == sorted([three_dates, out / "mine.rumi"]) and not (out / "superseded.jsonl").exists()
     # Another area into the same folder, then a run whose every input fails: neither supersedes what is there.
     write_series(str(tmp_path / "other"), dates=["2023-01-05"], size=(40, 56), seed=7, origin=(700000.0, 5300040.0))
     area = CliRunner().invoke(cli, ["convert", str(tmp_path / "other"), "--out", str(out), "--tile-size", "32", "--no-progress", "--prune"])
