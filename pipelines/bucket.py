@@ -64,8 +64,10 @@ __all__ = [
     "emulated",
     "glob_pattern",
     "is_gs",
+    "output_exists",
     "output_store",
     "read_output",
+    "remove_output",
     "write_jsonl",
 ]
 
@@ -447,6 +449,20 @@ def read_output(path: str) -> bytes | None:
             return f.read()
     except FileNotFoundError:
         return None
+
+
+def output_exists(path: str) -> bool:
+    """Whether an output, a local file or a ``gs://`` object, is there."""
+    return output_store().stat(path) is not None if is_gs(path) else os.path.isfile(path)
+
+
+def remove_output(path: str) -> None:
+    """Remove an output, a local file or a ``gs://`` object; one already gone is no error."""
+    if is_gs(path):
+        output_store().delete(path)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def write_jsonl(path: str, records: Sequence[dict[str, Any]], *, temp_dir: str | None = None) -> int:

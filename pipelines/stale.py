@@ -24,7 +24,7 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
-from pipelines.bucket import is_gs, output_store, read_output, write_jsonl
+from pipelines.bucket import is_gs, output_exists, read_output, remove_output, write_jsonl
 from pipelines.summary import load_jsonl
 
 if TYPE_CHECKING:
@@ -41,10 +41,6 @@ def _location(path: str) -> str:
     return path if is_gs(path) else os.path.realpath(path)
 
 
-def _in_out(options: ConvertOptions, name: str) -> str:
-    return f"{options.out}/{name}" if is_gs(options.out) else os.path.join(options.out, name)
-
-
 def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
     """The locations of the data files the items of the catalogues at ``catalog_dirs`` point to (none where there is none)."""
     from catalog.storage import join_href
@@ -52,8 +48,7 @@ def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
 
     found = set()
     for catalog_dir in catalog_dirs:
-        root = f"{catalog_dir}/catalog.json" if is_gs(catalog_dir) else os.path.join(catalog_dir, "catalog.json")
-        for url, item in walk_items(root, read_output):
+        for url, item in walk_items(os.path.join(catalog_dir, "catalog.json"), read_output):
             data = (item.get("assets") or {}).get("data") or {}
             if isinstance(data.get("href"), str):
                 found.add(_location(join_href(url, data["href"])))
@@ -85,13 +80,13 @@ def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], 
         name, inputs = line.get("file"), sorted(line.get("inputs") or ())
         if not isinstance(name, str) or name in kept or not inputs or not any(set(inputs) <= c for c in covers):
             continue
-        path = _in_out(options, name)
-        if (output_store().stat(path) is not None) if is_gs(path) else os.path.isfile(path):
+        path = os.path.join(options.out, name)
+        if output_exists(path):
             candidates[name] = inputs
     if not candidates:
         return []
-    catalogued = _catalogued(dict.fromkeys((options.catalog_dir, _in_out(options, "stac"))))
-    return [{"file": n, "inputs": i} for n, i in sorted(candidates.items()) if _location(_in_out(options, n)) not in catalogued]
+    catalogued = _catalogued(dict.fromkeys((options.catalog_dir, os.path.join(options.out, "stac"))))
+    return [{"file": n, "inputs": i} for n, i in sorted(candidates.items()) if _location(os.path.join(options.out, n)) not in catalogued]
 
 
 def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]]) -> tuple[str, ...]:
@@ -100,26 +95,18 @@ def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]]) -> tup
     The list is what lets a later ``--prune`` find them once the manifest no
     longer names them; it is removed when there is nothing to list.
     """
-    paths = tuple(_in_out(options, line["file"]) for line in superseded)
+    paths = tuple(os.path.join(options.out, line["file"]) for line in superseded)
     if options.prune:
         remove_cubes(paths)
     if options.prune or not superseded:
-        _remove(options.superseded_path)
+        remove_output(options.superseded_path)
     else:
         write_jsonl(options.superseded_path, list(superseded))
     return paths
 
 
-def _remove(path: str) -> None:
-    if is_gs(path):
-        output_store().delete(path)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-
-
 def remove_cubes(paths: Iterable[str]) -> None:
     """Remove each cube and its header blob (``<file>h``); one already gone is no error."""
     for path in paths:
-        _remove(path)
-        _remove(path + "h")
+        remove_output(path)
+        remove_output(path + "h")

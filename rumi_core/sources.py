@@ -109,7 +109,8 @@ class LocalFileSource(_SourceBase):
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = os.fspath(path)
-        self._absolute = os.path.abspath(self._path)
+        # Kept for pickling; a string test, not getcwd, for the absolute paths a read is mostly given.
+        self._absolute = self._path if os.path.isabs(self._path) else os.path.abspath(self._path)
         try:
             self._fd: int | None = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         except OSError as err:

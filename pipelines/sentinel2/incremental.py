@@ -83,9 +83,8 @@ def held_acquisitions(catalog_dir: str) -> Held:
     """
     from catalog.walk import walk_items
 
-    root = f"{catalog_dir}/catalog.json" if is_gs(catalog_dir) else os.path.join(catalog_dir, "catalog.json")
     times: dict[tuple[str, str], set[int]] = defaultdict(set)
-    for _, item in walk_items(root, read_output):
+    for _, item in walk_items(os.path.join(catalog_dir, "catalog.json"), read_output):
         props = item.get("properties") or {}
         tile, group = props.get("s2:mgrs_tile"), props.get("s2:resolution_group")
         if not tile or not group:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_store, read_output
+from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_exists, output_store, read_output
 from pipelines.errors import PipelineError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
@@ -107,7 +107,7 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
             os.path.join(root, "catalog.json"),
             {e.cube_id for e in entries},
             os.path.join(staging, "thumbnails"),
-            Earlier(read_output, os.path.isfile, lambda url: url),
+            Earlier(read_output, output_exists, lambda url: url),
             out=out,
             carry_over=carry_over,
         )
@@ -172,12 +172,11 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
         staging = local(root + "/catalog.json")[: -len("/catalog.json")]
         os.makedirs(os.path.join(staging, "thumbnails"))
         items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
-        store = output_store()
         items += _carried_over(
             f"{root}/catalog.json",
             {e.cube_id for e in entries},
             os.path.join(staging, "thumbnails"),
-            Earlier(store.read, lambda url: store.stat(url) is not None, href),
+            Earlier(read_output, output_exists, href),
             out=out,
             carry_over=carry_over,
         )
