@@ -289,7 +289,7 @@ class ChipReader:
         http_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.items = list(items)
-        if isinstance(bands, (int, str)):
+        if isinstance(bands, (str, SupportsIndex)):
             bands = [bands]
         self.bands = list(bands) if bands is not None else None
         self.times = TimeRange.parse(times) if isinstance(times, str) else times

@@ -167,7 +167,7 @@ def test_a_chip_transform_locates_pixel_corners_also_for_point_items(tmp_path: P
 
 def test_one_band_name_or_position_is_one_band(tmp_path: Path) -> None:
     path, data = _write_item(tmp_path, "item", 20, 20)
-    for bands, expected in (("nir", [2]), (1, [1]), ([np.int64(2), "red"], [2, 0])):
+    for bands, expected in (("nir", [2]), (1, [1]), (np.int64(1), [1]), ([np.int64(2), "red"], [2, 0])):
         sample = RumiChipGridDataset([path], bands=bands, size=20)[0]  # type: ignore[arg-type]
         np.testing.assert_array_equal(sample["image"].numpy(), data[:, expected])
     with pytest.raises(SelectorError, match="a band is selected by a name or a position, not by True"):
