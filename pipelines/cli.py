@@ -29,7 +29,7 @@ from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
-from rumi_core.cli.options import probe_directory
+from rumi_core.cli.options import counted, probe_directory
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -515,5 +515,5 @@ def _run_and_report(
         click.echo("nothing was produced", err=True)
         sys.exit(1)
     if strict and summary.dead_letters:
-        click.echo(f"--strict: {len(summary.dead_letters)} inputs went to the dead-letter output", err=True)
+        click.echo(f"--strict: {counted(len(summary.dead_letters), 'input')} went to the dead-letter output", err=True)
         sys.exit(1)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.manifest import ManifestEntry
+from rumi_core.cli.options import counted
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -122,7 +123,7 @@ class Summary:
         ratio = pixels / output if output else 0.0
         rows.append(
             (
-                f"total: {len(self.entries)} cubes",
+                f"total: {counted(len(self.entries), 'cube')}",
                 f"{len(self.written)} written",
                 "",
                 str(frames),
@@ -146,10 +147,11 @@ class Summary:
         if self.stale:
             shown = ", ".join(os.path.basename(p) for p in self.stale[:3]) + (", ..." if len(self.stale) > 3 else "")
             if self.pruned:
-                lines.append(f"pruned {len(self.stale)} cubes of the previous run that this run's supersede: {shown}")
+                lines.append(f"pruned {counted(len(self.stale), 'cube')} of the previous run that this run's supersede: {shown}")
             else:
+                verb = "is" if len(self.stale) == 1 else "are"
                 lines.append(
-                    f"{len(self.stale)} cubes of the previous run are superseded by this run's, which hold all their inputs, "
+                    f"{counted(len(self.stale), 'cube')} of the previous run {verb} superseded by this run's, which hold all their inputs, "
                     f"and no longer listed ({shown}): --prune removes them"
                 )
         if self.dead_letters:

@@ -20,6 +20,7 @@ from catalog.geotiff import write_geotiff
 from catalog.grid import transform_bbox
 from catalog.load import load
 from catalog.search import search
+from rumi_core.cli.options import counted
 from rumi_core.errors import RumiError
 from rumi_core.files import write_atomic
 
@@ -78,4 +79,4 @@ def read_catalog(
             nodata=ds.data.attrs.get("nodata"),
             band_tags=[{"TIME": when} for when in whens for _ in texts],
         )
-    click.echo(f"{output}: {data.dtype} {tuple(data.shape)} from {len(hits)} items")
+    click.echo(f"{output}: {data.dtype} {tuple(data.shape)} from {counted(len(hits), 'item')}")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OptionError",
     "check_output_file",
+    "counted",
     "failure",
     "header_option",
     "one_line",
@@ -52,6 +53,15 @@ def progress_bar(length: int, *, label: str, enabled: bool | None = None) -> Ite
         return
     with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
         yield bar.update
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and the noun, plural unless ``n`` is 1 (nouns here add an s).
+
+    >>> counted(1, "cube"), counted(0, "cube"), counted(3, "input")
+    ('1 cube', '0 cubes', '3 inputs')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def one_line(err: BaseException) -> str:

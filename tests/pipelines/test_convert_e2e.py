@@ -164,9 +164,9 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     out = tmp_path / "cli"
     ok = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--tile-size", "64", "--no-progress"])
     assert ok.exit_code == 0, ok.output
-    assert "total: 1 cubes" in ok.output and "dead letters: none" in ok.output
+    assert "total: 1 cube" in ok.output and "dead letters: none" in ok.output
     strict = runner.invoke(cli, ["convert", str(root / "a"), str(root / "broken" / "nocrs.tif"), "--out", str(out), "--strict"])
-    assert strict.exit_code == 1 and "--strict: 1 inputs" in strict.output
+    assert strict.exit_code == 1 and "--strict: 1 input went" in strict.output
     nothing = runner.invoke(cli, ["convert", str(root / "broken" / "nocrs.tif"), "--out", str(tmp_path / "none")])
     assert nothing.exit_code == 1 and "nothing was produced" in nothing.output
     bad = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(out), "--cube-period", "P2W"])
@@ -640,7 +640,7 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     for path in later:
         os.rename(path + ".later", path)
     second = CliRunner().invoke(cli, command)
-    named = "1 cubes of the previous run are superseded by this run's, which hold all their inputs, and no longer listed"
+    named = "1 cube of the previous run is superseded by this run's, which hold all their inputs, and no longer listed"
     assert f"listed ({two_dates.name})" in second.output
     assert second.exit_code == 0 and named in second.output, second.output
     (three_dates,) = set(out.glob("*.rumi")) - {two_dates, out / "mine.rumi"}
@@ -655,7 +655,7 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     assert "pruned" not in failing.output and three_dates.exists(), failing.output
     Path(later[0]).write_bytes(saved)
     pruned = CliRunner().invoke(cli, [*command, "--prune"])
-    assert pruned.exit_code == 0 and f"pruned 1 cubes of the previous run that this run's supersede: {two_dates.name}" in pruned.output
+    assert pruned.exit_code == 0 and f"pruned 1 cube of the previous run that this run's supersede: {two_dates.name}" in pruned.output
     assert sorted(out.glob("*.rumi")) == sorted([three_dates, out / "mine.rumi"]) and not (out / "superseded.jsonl").exists()
     # Another area into the same folder, then a run whose every input fails: neither supersedes what is there.
     write_series(str(tmp_path / "other"), dates=["2023-01-05"], size=(40, 56), seed=7, origin=(700000.0, 5300040.0))
