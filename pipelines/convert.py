@@ -21,7 +21,8 @@
 
 Elements that fail carry a :class:`~pipelines.transforms.dead_letters.DeadLetter` down
 their branch instead of raising, so one bad scene never stops the other
-cubes, and every step is a plain ParDo, Flatten, GroupByKey, CombinePerKey or
+cubes (and :func:`run` converts the cube of a scene whose pixels fail to read
+again without it), and every step is a plain ParDo, Flatten, GroupByKey, CombinePerKey or
 side input (no multi-output ParDo), which every runner supports. The pipeline ends in
 one step that depends on every output, because the Dask runner computes only
 what its last step needs.
@@ -82,6 +83,7 @@ from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
 from pipelines.transforms.read_metadata import ReadSceneMetadata
 from pipelines.transforms.write_parts import PrepareParts, ProgressMonitor, WriteParts
+from rumi_core.cli.options import counted
 from rumi_core.heap import limit_arenas
 from rumi_core.threads import default_threads
 
@@ -213,7 +215,7 @@ class Convert(DataclassPTransform[PCollection[str], PCollection[int]]):
         planned = (
             inputs
             | "DiscoverScenes" >> DiscoverScenes(o.s2_request)
-            | "ReadSceneMetadata" >> ReadSceneMetadata(o.time_pattern, o.time)
+            | "ReadSceneMetadata" >> ReadSceneMetadata(o.time_pattern, o.time, o.unreadable)
             | "PlanCubes" >> PlanCubes(o)
         )
         rejected = planned | "Rejected" >> beam.FlatMap(keep, kind=DeadLetter)
@@ -338,17 +340,68 @@ def run(
         publish: Publishers of the manifest entries (see :class:`Convert`); None for
             :func:`default_publishers` (the manifest and, unless turned off, the catalogue).
 
+    A scene whose pixels cannot be read (a corrupt block past the one its
+    metadata read checks) fails its whole cube, because every other frame of
+    the cube depends on its time axis: the pipeline then runs again with that
+    scene left out (:attr:`ConvertOptions.unreadable`), as a ``read-failed``
+    dead letter, and the cubes it already wrote are kept. :func:`submit` makes
+    one pass, so there such a cube waits for its scene to be fixed or removed.
+
     The calling process's malloc arenas are capped at one per CPU
     (:func:`rumi_core.heap.limit_arenas`), as every worker's are.
 
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """
-    in_bucket = is_gs(options.out)
     before = earlier_cubes(options)  # what this run may supersede
     start = time.monotonic()
     # Before the local runner starts its worker threads (see RasterDoFn.setup).
     limit_arenas(default_threads())
+    summary = _run_pass(inputs, options, beam_args, runner, progress, publish)
+    written = {e.cube_id for e in summary.written}
+    counters = dict(summary.counters)
+    # A scene whose pixels fail to read takes its cube down, and the cube's other scenes with it:
+    # the cube is planned again without it. Which scenes fail depends on the files alone, so the
+    # passes, and the bytes they write, are the same on every run and runner. Each pass adds at
+    # least one scene to leave out, so they end; cubes an earlier pass wrote are kept as written.
+    while unread := _newly_unread(summary, options.unreadable):
+        logger.warning("%s could not be read; planning their cubes again without them", counted(len(unread), "scene"))
+        options = dataclasses.replace(options, unreadable=options.unreadable + unread, overwrite=False)
+        summary = _run_pass(inputs, options, beam_args, runner, progress, publish)
+        written |= {e.cube_id for e in summary.written}
+        for name, value in summary.counters.items():
+            counters[name] = counters.get(name, 0) + value
+    entries = tuple(dataclasses.replace(e, status="written") if e.cube_id in written else e for e in summary.entries)
+    summary = dataclasses.replace(summary, entries=entries, seconds=time.monotonic() - start, counters=counters)
+    try:
+        stale = settle(options, superseded_cubes(options, before, summary.entries))
+    except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
+        logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
+        stale = ()
+    return dataclasses.replace(summary, stale=stale, pruned=options.prune)
+
+
+def _newly_unread(summary: Summary, known: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """``(href, message)`` of the scenes whose pixels failed to read in this pass and not before it."""
+    seen = {href for href, _ in known}
+    found: dict[str, str] = {}
+    for letter in summary.dead_letters:
+        if letter.reason == "read-failed" and letter.href not in seen:
+            found.setdefault(letter.href, f"{letter.message.rstrip('.')}; its cube was planned again without this scene")
+    return tuple(sorted(found.items()))
+
+
+def _run_pass(
+    inputs: Sequence[str],
+    options: ConvertOptions,
+    beam_args: Sequence[str],
+    runner: str | None,
+    progress: TextIO | None,
+    publish: tuple[Publisher, ...] | None,
+) -> Summary:
+    """Run the pipeline once to completion, remove its work folders and load its manifest and dead letters."""
+    in_bucket = is_gs(options.out)
+    start = time.monotonic()
     pipeline, options = _build(inputs, options, beam_args, runner, publish)
     # The progress display counts part files on disk; a bucket output draws none.
     monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None
@@ -379,15 +432,9 @@ def run(
     else:
         _remove_work_folder(options.parts_dir)
         _remove_work_folder(options.staging_dir)
-    summary = Summary.from_files(
+    return Summary.from_files(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )
-    try:
-        stale = settle(options, superseded_cubes(options, before, summary.entries))
-    except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
-        logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
-        stale = ()
-    return dataclasses.replace(summary, stale=stale, pruned=options.prune)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -189,6 +189,9 @@ class ConvertOptions:
     """Sentinel-2 L2A MGRS tiles to keep (``--mgrs 33UUU,33UVU``); empty keeps all."""
     max_cloud: float | None = None
     """Sentinel-2 L2A: largest ``eo:cloud_cover`` kept, percent (``--max-cloud``)."""
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """``(href, message)`` of scenes whose pixels an earlier pass of this run could not read:
+    planned without, each a ``read-failed`` dead letter (:func:`pipelines.convert.run`)."""
 
     def __post_init__(self) -> None:
         self._check_outputs()

@@ -46,7 +46,7 @@ REASONS: Final = {
     "family-extent": "a product's cube of this period is already planned on another extent of the same grid",
     "invalid-cube": "the cube cannot be stored as a rumi file",
     "tile-size": "--tile-size would cut the cube into frames so small that their own bytes outweigh their pixels",
-    "read-failed": "reading pixels failed during conversion; the cube was not written",
+    "read-failed": "reading pixels failed during conversion; the cube was planned again without the scene (not with --detach)",
     "verification-failed": "the written file does not decode to the source pixels; it was not published",
 }
 """Every reason code, with what it means."""

@@ -18,7 +18,7 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import apache_beam as beam
 import numpy as np
@@ -44,6 +44,9 @@ from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.encodings import encoding_for_dtype
 from rumi_core.errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 __all__ = ["ReadSceneMetadata", "read_or_reject", "read_scene"]
 
@@ -343,17 +346,26 @@ class ReadSceneMetadata(DataclassPTransform[PCollection[SceneRef | DeadLetter], 
     """``--time-pattern``."""
     time: str | None = None
     """``--time``."""
+    unreadable: tuple[tuple[str, str], ...] = ()
+    """``(href, message)`` of scenes whose pixels could not be read: each becomes a ``read-failed`` dead letter unread."""
 
     def expand(self, refs: PCollection[SceneRef | DeadLetter]) -> PCollection[Scene | DeadLetter]:
         """One Map step."""
-        out: PCollection[Scene | DeadLetter] = refs | "Read" >> beam.Map(read_or_reject, time_pattern=self.time_pattern, time=self.time)
+        out: PCollection[Scene | DeadLetter] = refs | "Read" >> beam.Map(
+            read_or_reject, time_pattern=self.time_pattern, time=self.time, unreadable=dict(self.unreadable)
+        )
         return out
 
 
-def read_or_reject(ref: SceneRef | DeadLetter, *, time_pattern: str | None = None, time: str | None = None) -> Scene | DeadLetter:
-    """Read one scene, or return its dead letter; dead letters pass through."""
+def read_or_reject(
+    ref: SceneRef | DeadLetter, *, time_pattern: str | None = None, time: str | None = None, unreadable: Mapping[str, str] | None = None
+) -> Scene | DeadLetter:
+    """Read one scene, or return its dead letter; dead letters, and scenes named in ``unreadable``, go to the dead letters."""
     if isinstance(ref, DeadLetter):
         return ref
+    if unreadable and ref.href in unreadable:
+        inc(ReadSceneMetadata, "dead_letter.read-failed")
+        return DeadLetter(ref.href, "read-failed", unreadable[ref.href], "ReadFrames")
     try:
         scene = read_scene(ref, time_pattern=time_pattern, time=time)
     except SceneError as err:

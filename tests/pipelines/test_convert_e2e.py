@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 from pathlib import Path
 from typing import Any
@@ -351,16 +352,19 @@ def test_not_north_up_rasters_are_warped_upright_with_align_reproject(
     assert np.array_equal(_read(out, entry)[0], turn(data[0]))
 
 
-def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> None:
-    """A source whose header reads but one of whose blocks does not decode: a ``read-failed`` dead letter, no file, no parts.
+def test_a_block_that_fails_to_decode_leaves_its_scene_out_of_the_cube(tmp_path: Path) -> None:
+    """A source whose header reads but one of whose blocks does not decode: a ``read-failed`` dead letter, and the cube
+    is converted again without it, to the same bytes as a run never given that date; another cube of the run is kept.
 
     Runs on the default two worker threads, where each bundle's frame places and failures are combined before the
     shuffle (pipelines.transforms.cube_parts), so the failure has to survive that combine.
     """
     import rasterio
 
-    paths, _ = write_series(str(tmp_path / "scenes"), dates=["2024-04-02", "2024-04-07"], size=512, seed=4)
-    broken = sorted(paths)[1]
+    dates = ["2024-04-02", "2024-04-07", "2024-04-12"]
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=dates, size=512, seed=4)
+    write_series(str(tmp_path / "scenes"), dates=dates[:1], size=256, seed=5, prefix="S2_T32UQU", origin=(700000.0, 5300040.0))
+    broken = sorted(p for p in paths if "20240407" in p)[1]
     with rasterio.open(broken) as ds:  # the first block, not the last one, which reading the metadata checks
         offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
         size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
@@ -369,14 +373,24 @@ def test_a_block_that_fails_to_decode_stops_its_cube_only(tmp_path: Path) -> Non
         f.write(b"\xff" * size)
     out = tmp_path / "out"
     summary = run([str(tmp_path / "scenes")], ConvertOptions(out=str(out), tile_size=256), ["--direct_num_workers=2"])
-    assert not summary.entries
+    assert [(e.shape[0], e.status) for e in summary.entries] == [(2, "written"), (1, "written")]
     letters = load_jsonl(str(out / "dead-letter.jsonl"))
-    assert {(d["href"], d["reason"]) for d in letters} == {(broken, "read-failed")}
-    assert "was not written" in letters[0]["message"]
+    siblings = {p for p in paths if "20240407" in p} - {broken}
+    assert {(d["href"], d["reason"]) for d in letters} == {(broken, "read-failed")} | {(p, "band-count-mismatch") for p in siblings}
+    (failed,) = (d["message"] for d in letters if d["reason"] == "read-failed")
+    assert "was not written" in failed and failed.endswith("its cube was planned again without this scene")
     # GDAL's own words, not only rasterio's pointer to them.
-    assert "previous exception" not in letters[0]["message"] and "IReadBlock" in letters[0]["message"]
-    assert not list(out.glob("*.rumi*"))
+    assert "previous exception" not in failed and "IReadBlock" in failed
     assert not os.path.exists(out / ".parts") or not any((out / ".parts").iterdir())
+    # The same bytes as a conversion of the other two dates (whose cube id differs: it hashes the inputs' paths).
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for p in paths:
+        if "20240407" not in p:
+            shutil.copy(p, kept)
+    clean = run([str(kept)], ConvertOptions(out=str(tmp_path / "clean"), tile_size=256), ["--direct_num_workers=2"])
+    (entry,) = clean.entries
+    assert file_sha256(str(out / f"{summary.entries[0].cube_id}.rumi")) == file_sha256(str(tmp_path / "clean" / f"{entry.cube_id}.rumi"))
 
 
 def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: Path) -> None:

@@ -359,3 +359,28 @@ def test_frames_in_a_bucket_share_one_recorded_place_per_cube(emulator: GCSEmula
     assert gathered.paths == [f"{parts_dir}/c1"]
     assert gathered.in_frame_order(5).counts == [1, 2, 3, 4, 5]
     assert [output_store().read(part_path(parts_dir, "c1", i)) for i in range(5)] == [bytes([i]) * (i + 1) for i in range(5)]
+
+
+def test_a_scene_that_fails_to_read_in_a_bucket_is_left_out_of_its_cube(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """gs:// to gs://: the cube of a scene with a block that does not decode is converted again without that date, and
+    the bucket holds no temporaries of either pass."""
+    dates = ["2023-01-05", "2023-02-04", "2023-03-06"]
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=dates, size=512, bands=("B02", "B03"), seed=6)
+    broken = sorted(p for p in paths if "20230204" in p)[0]
+    with rasterio.open(broken) as ds:  # the first block: reading the metadata checks the last one
+        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
+        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
+    with open(broken, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\x00" * size)
+    _upload_tree(tmp_path / "scenes", "archive/broken")
+    options = ConvertOptions(out=f"gs://{BUCKET}/cubes/broken", tile_size=256, write_catalog=False)
+    summary = run([f"gs://{BUCKET}/archive/broken/"], options)
+    (entry,) = summary.entries
+    assert entry.status == "written" and entry.shape[0] == 2
+    hrefs = {d.href.rsplit("/", 1)[-1]: d.reason for d in summary.dead_letters}
+    assert hrefs == {broken.rsplit("/", 1)[-1]: "read-failed", broken.rsplit("/", 1)[-1].replace("B02", "B03"): "band-count-mismatch"}
+    objects = _objects("cubes/broken")
+    assert not [n for n in objects if n.startswith(".rumi-tmp")]
+    (line,) = [json.loads(text) for text in objects["manifest.jsonl"].decode().splitlines()]
+    assert np.array_equal(_decoded(objects, line, tmp_path), cube[[0, 2]])
