@@ -155,11 +155,14 @@ def test_the_dataflow_dag_launches_the_template_with_its_declared_parameters(des
     assert launch["containerSpecGcsPath"] == "gs://BUCKET/templates/rumi-convert.json"
     assert parameters["out"].startswith("gs://BUCKET/")  # workers share no disk; a placeholder to set
     assert found["dataflow_waits"] is True  # list_new_cubes starts once the job has finished
-    context = convert_command.make_context("rumi convert", flex_launcher.convert_args([f"--{k}={v}" for k, v in parameters.items()]))
+    image = {flex_launcher.WORKER_IMAGE: "REGION-docker.pkg.dev/PROJECT/rumi/rumi-convert:latest"}
+    args = flex_launcher.convert_args([f"--{k}={v}" for k, v in parameters.items()], image)
+    context = convert_command.make_context("rumi convert", args)
     assert context.params["stac_api"].startswith("https://") and context.params["cube_period"] == "P1M"
     assert context.params["datetime_"].endswith("/..") and context.params["mgrs"] == "32UQD"  # a setting from the environment
     assert context.params["max_cloud"] == 60.0 and context.params["out"] == parameters["out"]
-    assert split_beam_args(context.params["inputs"]) == ([], [])  # every parameter became a rumi convert option
+    # Every parameter became a rumi convert option; the workers run the template's own image.
+    assert split_beam_args(context.params["inputs"]) == ([], [f"--sdk_container_image={image[flex_launcher.WORKER_IMAGE]}"])
 
 
 def _run_sh_beam_args() -> list[str]:
@@ -180,7 +183,7 @@ def test_the_flink_dag_runs_rumi_convert_on_the_flink_cluster_and_waits(describe
         args = command[2:]
     else:  # python3 ENTRY_POINT ...: the one entry point deploy/ ships is the Flex Template launcher's
         assert Path(command[1]).name == "main.py", command
-        args = flex_launcher.convert_args(command[2:])
+        args = flex_launcher.convert_args(command[2:], {flex_launcher.WORKER_IMAGE: "image"})
     context = convert_command.make_context("rumi convert", list(args))
     assert (context.params["runner"], context.params["detach"]) == ("FlinkRunner", False), args
     assert context.params["stac_api"].startswith("https://") and context.params["cube_period"] == "P1M"

@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 gcloud builds submit "$root" --project "$PROJECT" --config /dev/stdin <<YAML
 steps:
 - name: gcr.io/cloud-builders/docker
-  args: [build, -t, "$image", -f, deploy/dataflow/Dockerfile, .]
+  args: [build, -t, "$image", --build-arg, "WORKER_IMAGE=$image", -f, deploy/dataflow/Dockerfile, .]
 images: ["$image"]
 YAML
 gcloud dataflow flex-template build "$BUCKET/templates/rumi-convert.json" \
@@ -20,5 +20,4 @@ gcloud dataflow flex-template run "rumi-convert-$(date +%Y%m%d-%H%M%S)" \
     --template-file-gcs-location "$BUCKET/templates/rumi-convert.json" \
     --temp-location "$BUCKET/tmp" \
     --additional-experiments use_runner_v2 \
-    --parameters sdk_container_image="$image" \
     --parameters ^~^inputs="$1"~out="$2"~no_catalog=true

@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 from apache_beam.options.pipeline_options import FlinkRunnerOptions, PipelineOptions, PortableOptions, StandardOptions
 
 from pipelines.cli import convert_command, split_beam_args
@@ -52,14 +53,31 @@ def test_launcher_submits_a_command_the_cli_parses(flex_launcher: Any) -> None:
             "--overwrite=false",
             "--project=p",
             "--region=europe-west4",
-        ]
+        ],
+        {flex_launcher.WORKER_IMAGE: "europe-west4-docker.pkg.dev/p/rumi/rumi-convert:latest"},
     )
     assert args[:2] == ["gs://a/x/*.tif", "gs://a/y.tif"]
     assert "--no-catalog" in args and "--detach" in args and "--runner=DataflowRunner" in args and "--overwrite" not in args
     context = convert_command.make_context("rumi convert", list(args))
     assert context.params["out"] == "gs://c/run" and context.params["tile_size"] == 256 and context.params["detach"]
     inputs, beam_args = split_beam_args(context.params["inputs"])
-    assert inputs == ["gs://a/x/*.tif", "gs://a/y.tif"] and beam_args == ["--project=p", "--region=europe-west4"]
+    assert inputs == ["gs://a/x/*.tif", "gs://a/y.tif"]
+    image = "--sdk_container_image=europe-west4-docker.pkg.dev/p/rumi/rumi-convert:latest"
+    assert beam_args == ["--project=p", "--region=europe-west4", image]
+
+
+def test_the_workers_run_the_templates_own_image(flex_launcher: Any) -> None:
+    """Dataflow's default worker image is Beam's, without rumi: the launcher names the image the Dockerfile recorded,
+    keeps a launch's own choice, and refuses a launch with neither."""
+    named = {flex_launcher.WORKER_IMAGE: "r/rumi:1"}
+    assert "--sdk_container_image=r/rumi:1" in flex_launcher.convert_args(["--out=gs://c/run"], named)
+    given = flex_launcher.convert_args(["--out=gs://c/run", "--sdk_container_image=r/other:2"], named)
+    assert [a for a in given if "container_image" in a] == ["--sdk_container_image=r/other:2"]
+    with pytest.raises(SystemExit, match="WORKER_IMAGE"):
+        flex_launcher.convert_args(["--out=gs://c/run"], {})
+    dockerfile = (DEPLOY / "dataflow" / "Dockerfile").read_text()
+    assert re.search(rf"^ENV {flex_launcher.WORKER_IMAGE}=\$\{{WORKER_IMAGE\}}$", dockerfile, re.MULTILINE)
+    assert '--build-arg, "WORKER_IMAGE=$image"' in (DEPLOY / "dataflow" / "run.sh").read_text()
 
 
 def _template_parameters() -> dict[str, dict[str, Any]]:
@@ -80,11 +98,12 @@ def test_cloud_scheduler_launches_the_template_with_its_declared_parameters(flex
     # Dataflow workers share no disk: the output is a bucket, a placeholder like run.sh's.
     assert parameters["out"].startswith("gs://BUCKET/")
     assert launch["containerSpecGcsPath"] == "gs://BUCKET/templates/rumi-convert.json"
-    args = flex_launcher.convert_args([f"--{name}={value}" for name, value in parameters.items()])
+    args = flex_launcher.convert_args([f"--{name}={value}" for name, value in parameters.items()], {flex_launcher.WORKER_IMAGE: "image"})
     context = convert_command.make_context("rumi convert", list(args))
     assert context.params["stac_api"] == parameters["stac_api"] and context.params["max_cloud"] == 60.0
     assert context.params["cube_period"] == "P1M" and context.params["out"] == parameters["out"]
-    assert split_beam_args(context.params["inputs"]) == ([], [])  # every parameter became a rumi convert option
+    # Every parameter became a rumi convert option; the workers run the template's own image.
+    assert split_beam_args(context.params["inputs"]) == ([], ["--sdk_container_image=image"])
 
 
 def _flink_command(env: dict[str, str]) -> list[str]:
