@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -160,12 +160,14 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
 
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
-    """Refuse a runner Beam does not know, a negative worker count, a Dataflow run into a local folder,
-    and a job service or Flink master the options name that is not there (:func:`_check_reachable`).
+    """Refuse a runner Beam does not know, a negative worker count, a Dataflow run into a local folder, workers
+    without rumi, and a job service or Flink master the options name that is not there (:func:`_check_reachable`).
 
     Beam finds out the first two only once the run has started (``--out``
     created), and answers "list index out of range" to the second; Dataflow
     workers would write the third to their own disks, which are discarded.
+    Also a portable runner whose workers would start from Beam's stock image
+    (:func:`_stock_worker_image`), where Beam fails once the job runs.
 
     Raises:
         click.UsageError: names the option.
@@ -188,6 +190,36 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     # TaskManager's localhost), which this machine need not reach.
     for option in ("job_endpoint", "flink_master"):
         _check_reachable(f"--{option}", given.get(option))
+    if _stock_worker_image(resolve_runner(runner), given):
+        raise click.UsageError(
+            f"--runner {runner} starts its workers in Docker from Beam's stock SDK image, which lacks rumi: "
+            "give --environment_type=LOOPBACK to run them in this process, --environment_config=IMAGE for an image "
+            "with rumi installed (deploy/dataflow/Dockerfile builds one), or --environment_type=EXTERNAL with a worker pool"
+        )
+
+
+def _stock_worker_image(runner: str | None, given: dict[str, Any]) -> bool:
+    """Whether a portable runner would start its workers from Beam's own SDK image, which has none of rumi's packages.
+
+    Beam's PortableRunner starts Docker workers unless ``--environment_type``
+    says otherwise, and its FlinkRunner does too unless ``--flink_master`` is
+    ``[auto]`` or ``[local]`` (then LOOPBACK); the image is ``--environment_config``,
+    ``--environment_options=docker_container_image=...``, a prebuilt one, or
+    else ``apache/beam_python3.x_sdk``. Every worker would fail its first import.
+    """
+    from apache_beam.runners.portability.flink_runner import MAGIC_HOST_NAMES
+
+    environment = given.get("environment_type")
+    if environment is None:
+        docker_by_default = runner == "PortableRunner" or (
+            runner == "FlinkRunner" and given.get("flink_master", "[auto]") not in MAGIC_HOST_NAMES
+        )
+        if not docker_by_default:
+            return False
+    elif environment.upper() not in ("DOCKER", "BEAM:ENV:DOCKER:V1"):
+        return False
+    named = any(o.startswith("docker_container_image=") for o in given.get("environment_options") or ())
+    return not (named or given.get("environment_config") or given.get("prebuild_sdk_container_engine"))
 
 
 def _check_reachable(option: str, address: str | None) -> None:

@@ -184,6 +184,8 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         ("--runner=Foo", "--runner Foo: Beam knows no such runner; give one of"),
         ("--direct_num_workers=-1", "--direct_num_workers=-1: give a worker count of at least 1, or 0 for one per core"),
         ("--runner=DataflowRunner", "Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX"),
+        # Docker workers from apache/beam_python3.11_sdk, which has no rumi: Beam failed once the job ran.
+        ("--runner=PortableRunner", "--runner PortableRunner starts its workers in Docker from Beam's stock SDK image, which lacks rumi"),
     ]:
         refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), typo])
         assert refused.exit_code == 2 and message in refused.output, refused.output
