@@ -51,6 +51,7 @@ import rasterio
 import rasterio.shutil
 
 from pipelines.testing import write_series
+from rumi_core.cli.options import counted
 
 DATES = [f"2023-{m:02d}-{d:02d}" for m in range(3, 13) for d in (5, 20)]
 """The default series: 20 dates, twice a month from March to December."""
@@ -416,6 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     scenes = work / "scenes"
     imports = WorkerImports()
+    print(
+        f"conversion: rumi convert ({', '.join(MODES)}) against {COG_LABEL}, {counted(args.rounds, 'round')}, on "
+        f"{counted(args.dates, 'date')} x 4 bands"
+        f" of {args.size}² uint16 in {scenes} (generated first where absent)",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         t0 = time.perf_counter()
         if not scenes.exists():

@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from convert import PeakRSS  # the RSS sampler of benchmarks/convert.py
+from convert import ChildMonitor  # the RSS sampler of benchmarks/convert.py: peak RSS of every child process
 
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
@@ -80,7 +80,7 @@ class Row:
 
 def _measure(label: str, inputs: list[str], out: str, pixel_bytes: int, exclude: set[int]) -> Row:
     options = ConvertOptions(out=out, frame_unit=0, compression="raster", write_catalog=False)
-    sampler = PeakRSS()
+    sampler = ChildMonitor()
     sampler.start()
     start = time.perf_counter()
     summary = run(inputs, options, WORKERS)
@@ -111,6 +111,12 @@ def main() -> None:
     dates = [f"2023-{1 + i // 2:02d}-{5 + 15 * (i % 2):02d}" for i in range(args.dates)]
     bands = ("B02", "B03", "B04", "B08", "B05", "B06", "B07", "B8A")[: args.bands]
     pixel_bytes = args.dates * args.bands * args.size * args.size * 2
+    print(
+        f"bucket conversion: gs:// → gs:// on the emulator against local → local, {args.dates} dates x {args.bands} bands of "
+        f"{args.size}² uint16 ({pixel_bytes / 1e9:.2f} GB of pixels), 2 worker processes; generating the scenes ...",
+        file=sys.stderr,
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="rumi-bench-gcs-") as tmp:
         paths, _ = write_series(os.path.join(tmp, "scenes"), dates=dates, size=args.size, bands=bands, seed=0)
         port = _free_port()

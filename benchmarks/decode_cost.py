@@ -28,6 +28,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,7 +243,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--write", action="store_true", help="rewrite rumi_core/compression/decode_cost.json with the fit")
     args = parser.parse_args()
-    measured = [timed(c) for c in cases()]
+    todo = cases()
+    source = "Landsat-8 B2-B4" if (L8 / "l8_B2.tif").exists() else f"a generated surface (no Landsat-8 scene under {DATA})"
+    print(
+        f"decode cost: timing decode_frame on {len(todo)} cases (best of {REPS}, this thread's CPU clock), planes from {source}, "
+        "then fitting and checking the table",
+        file=sys.stderr,
+        flush=True,
+    )
+    measured = [timed(c) for c in todo]
     model = fit(measured)
     report(model, measured)
     print(json.dumps(model.to_dict(), indent=1))
