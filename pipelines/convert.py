@@ -432,6 +432,7 @@ def _run_pass(
     else:
         _remove_work_folder(options.parts_dir)
         _remove_work_folder(options.staging_dir)
+        _remove_work_folder(options.published_dir)  # the manifest lists every cube now
     return Summary.from_files(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )

@@ -361,6 +361,13 @@ class ConvertOptions:
         return os.path.join(self.staging_dir, "statuses.jsonl")
 
     @property
+    def published_dir(self) -> str:
+        """Where each cube published into a local ``--out`` is recorded (its manifest line) until the run's manifest
+        lists it: ``OUT/.published``. A run killed before its manifest leaves them, so the next one skips those cubes;
+        a bucket keeps that record in each file's object metadata instead."""
+        return os.path.join(self.out, ".published")
+
+    @property
     def staging_dir(self) -> str:
         """Where files are assembled and verified before publishing: ``OUT/.staging``."""
         return os.path.join(self.out, ".staging")

@@ -64,13 +64,33 @@ __all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry"]
 
 
 def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
-    """The entry an earlier run's manifest recorded for this exact file, if any."""
+    """The entry an earlier run's manifest, or its record of a published cube (:func:`_record_published`), holds for this exact file."""
     with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
         for line in f:
             entry = json.loads(line)
             if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
                 return dict(entry)
+    with contextlib.suppress(OSError, ValueError, KeyError), open(_record_path(options, cube_id), encoding="utf-8") as f:
+        entry = json.load(f)
+        if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
+            return dict(entry)
     return None
+
+
+def _record_path(options: ConvertOptions, cube_id: str) -> str:
+    return os.path.join(options.published_dir, f"{cube_id}.json")
+
+
+def _record_published(options: ConvertOptions, entry: ManifestEntry) -> None:
+    """Record a cube just published into a local ``--out`` as its manifest line, for a run killed before its manifest.
+
+    The run's manifest is written once every cube is done; without this record
+    the next run could not tell a finished lossless file from a lossy one and
+    would convert it again.
+    """
+    os.makedirs(options.published_dir, exist_ok=True)
+    text = json.dumps(entry.to_dict(), sort_keys=True)
+    write_atomic(_record_path(options, entry.cube_id), text.encode("utf-8"), temp_dir=options.staging_dir)
 
 
 def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
@@ -141,7 +161,7 @@ def assemble_cube(
     with contextlib.suppress(_PublishedMeanwhile):
         sha256 = _assemble_and_publish(plan, ordered, counts, options, rasters, path, blob_path)
     shutil.rmtree(os.path.join(options.parts_dir, plan.cube_id), ignore_errors=True)
-    return manifest_entry(
+    entry = manifest_entry(
         plan,
         status="written",
         codec=codec,
@@ -149,6 +169,8 @@ def assemble_cube(
         blob_bytes=os.path.getsize(blob_path),
         sha256=sha256 or file_sha256(path),
     )
+    _record_published(options, entry)
+    return entry
 
 
 class _PublishedMeanwhile(Exception):

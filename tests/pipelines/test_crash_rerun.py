@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-WORK_FOLDERS = (".parts", ".staging")
+WORK_FOLDERS = (".parts", ".staging", ".published")
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +135,24 @@ def test_killed_then_rerun_is_byte_identical(scenes: str, clean: dict[str, str],
     assert not any(p.name.startswith(".stac-") or p.name in WORK_FOLDERS for p in out.iterdir())
     assert after == clean
     assert killed, f"the run finished before {reached.__name__} was seen; the kill point was not exercised"
+
+
+def test_cubes_published_before_a_kill_are_skipped_by_the_rerun(scenes: str, clean: dict[str, str], tmp_path: Path) -> None:
+    """The manifest is written once every cube is done, so a run killed after publishing a cube leaves only that cube's
+    record in ``.published``; the rerun skips the cube (it converted it again before the record) and ends identical."""
+    out = tmp_path / "out"
+    command = _command(scenes, out)
+
+    def recorded(out: Path) -> bool:
+        return (out / ".published").is_dir() and any(p.suffix == ".json" for p in (out / ".published").iterdir())
+
+    assert _run_killed(command, out, recorded), "the run finished before a cube was recorded; the kill point was not exercised"
+    kept = {p.stem for p in (out / ".published").iterdir() if p.suffix == ".json"}
+    rerun = subprocess.run(command, check=True, capture_output=True, text=True)
+    skipped = {line.split()[0] for line in rerun.stdout.splitlines() if line.split()[1:2] == ["skipped"]}
+    assert kept <= skipped, rerun.stdout
+    assert not (out / ".published").exists()
+    assert _snapshot(out) == clean
 
 
 def test_temporaries_of_files_written_into_the_output_folder_are_made_in_its_work_folder(
