@@ -20,4 +20,4 @@ gcloud dataflow flex-template run "rumi-convert-$(date +%Y%m%d-%H%M%S)" \
     --template-file-gcs-location "$BUCKET/templates/rumi-convert.json" \
     --temp-location "$BUCKET/tmp" \
     --additional-experiments use_runner_v2 \
-    --parameters ^~^inputs="$1"~out="$2"~no_catalog=true
+    --parameters ^~^inputs="$1"~out="$2"

@@ -16,7 +16,7 @@ set -euo pipefail
 inputs=$1
 out=$2
 shift 2
-exec rumi convert "$inputs" --out "$out" --no-catalog \
+exec rumi convert "$inputs" --out "$out" \
     --runner FlinkRunner \
     --flink_master="${FLINK_MASTER:-localhost:8081}" \
     --flink_version=1.19 \

@@ -106,6 +106,18 @@ def test_cloud_scheduler_launches_the_template_with_its_declared_parameters(flex
     assert split_beam_args(context.params["inputs"]) == ([], ["--sdk_container_image=image"])
 
 
+def _dataflow_run_parameters() -> dict[str, str]:
+    """The template parameters ``deploy/dataflow/run.sh`` launches with (gcloud's ``^DELIMITER^`` syntax), for inputs and out."""
+    script = (DEPLOY / "dataflow" / "run.sh").read_text()
+    found = re.search(r"--parameters \^(.)\^(\S+)$", script, re.MULTILINE)
+    assert found is not None, "run.sh passes no --parameters ^DELIMITER^..."
+    delimiter, value = found.groups()
+    value = value.replace('"$1"', "gs://a/x/*.tif,gs://a/y.tif").replace('"$2"', "gs://c/run")
+    pairs = [p.split("=", 1) for p in value.split(delimiter)]
+    assert all(len(p) == 2 for p in pairs), value
+    return dict(pairs)
+
+
 def _flink_command(env: dict[str, str]) -> list[str]:
     """The arguments ``deploy/flink/run.sh`` gives ``rumi convert``, for ``env`` (every variable it reads)."""
     script = (DEPLOY / "flink" / "run.sh").read_text()
@@ -158,6 +170,20 @@ def test_the_flink_command_names_the_clusters_flink_version() -> None:
     version = PipelineOptions(beam_args).view_as(FlinkRunnerOptions).flink_version
     assert version in FlinkRunnerOptions.PUBLISHED_FLINK_VERSIONS
     assert _cluster_flink_versions() == {"docker-compose.yml": {version}, "kubernetes.yaml": {version}}
+
+
+def test_the_run_scripts_write_the_catalogue(flex_launcher: Any) -> None:
+    """A bucket ``--out`` takes its STAC catalogue (``OUT/stac``), as the scheduler's runs do: neither run script turns it off."""
+    parameters = _dataflow_run_parameters()
+    assert not set(parameters) - set(_template_parameters()), "not declared in deploy/dataflow/metadata.json"
+    args = flex_launcher.convert_args([f"--{name}={value}" for name, value in parameters.items()], {flex_launcher.WORKER_IMAGE: "image"})
+    dataflow = convert_command.make_context("rumi convert", list(args))
+    assert dataflow.params["out"] == "gs://c/run" and not dataflow.params["no_catalog"]
+    assert split_beam_args(dataflow.params["inputs"])[0] == ["gs://a/x/*.tif", "gs://a/y.tif"]
+    flink = convert_command.make_context(
+        "rumi convert", _flink_command({"FLINK_MASTER": "m:8081", "WORKER_POOL": "p:50000", "PARALLELISM": "2"})
+    )
+    assert flink.params["out"] == "gs://c/run" and not flink.params["no_catalog"]
 
 
 def _kubectl_applies() -> list[tuple[str, str]]:
