@@ -197,6 +197,8 @@ def load(
         bbox_crs: CRS of ``bbox``.
         datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`; time
             steps outside it are left out, and items with none are skipped.
+            The hits of :func:`catalog.search` are whole cubes, every date of
+            them loaded unless the search's ``datetime`` is given here too.
         crs: Output CRS; None keeps the items' common lattice.
         resolution: Output pixel size in ``crs`` units, one number or ``(x, y)``.
         chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``).
