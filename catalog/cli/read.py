@@ -49,6 +49,29 @@ def _locked(update: Callable[[int], None] | None) -> Callable[[int], None] | Non
     return locked
 
 
+def _check_grid_options(crs: str | None, resolution: float | None) -> None:
+    """Check ``--crs`` and ``--resolution`` of ``rumi read --catalog`` before any search.
+
+    Raises:
+        OptionError: a CRS that PROJ does not read, a resolution without a
+            CRS, or one that is not positive.
+    """
+    if crs is not None:
+        from pyproj import CRS
+        from pyproj.exceptions import CRSError
+
+        try:
+            CRS.from_user_input(crs)
+        except CRSError as err:
+            raise OptionError(f"--crs {crs}: not a CRS (give EPSG:n, a PROJ string or WKT)") from err
+    if resolution is None:
+        return
+    if crs is None:
+        raise OptionError(f"--resolution {resolution:g} needs --crs: without one the items' own lattice is used, at its own pixel size")
+    if not resolution > 0:
+        raise OptionError(f"--resolution {resolution:g}: a pixel size is positive")
+
+
 @click.command("read")
 @click.argument("target", metavar="ITEM_OR_FILE", required=False)
 @click.option(
@@ -117,6 +140,7 @@ def read_command(
     if catalog is not None:
         if bbox is None or window is not None or times is not None or header_path is not None:
             raise OptionError("--catalog reads by --bbox and --datetime: give --bbox, and no --window, --times or --header")
+        _check_grid_options(crs, resolution)
         check_output_file(output)
         read_catalog(catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output)
         return

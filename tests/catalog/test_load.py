@@ -203,6 +203,34 @@ def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> No
     assert none.exit_code == 1 and "no cube matches" in none.output and "Traceback" not in none.output
 
 
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        (["--resolution", "20"], "Error: --resolution 20 needs --crs: without one the items' own lattice is used"),
+        (["--crs", "EPSG:32632", "--resolution", "0"], "Error: --resolution 0: a pixel size is positive"),
+        (["--crs", "bogus", "--resolution", "20"], "Error: --crs bogus: not a CRS"),
+    ],
+)
+def test_rumi_read_catalog_refuses_a_bad_grid_before_any_search(
+    scene: Scene, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, grid: list[str], message: str
+) -> None:
+    """Bad option values are one ``Error:`` line with exit status 2 (catalog/README.md), found before the catalogue is read."""
+    from click.testing import CliRunner
+
+    import catalog.cli.read_catalog
+    from rumi_core.cli.main import cli
+
+    def searched(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the catalogue was searched")
+
+    monkeypatch.setattr(catalog.cli.read_catalog, "search", searched)
+    out = tmp_path / "x.npy"
+    result = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "--bbox", "11.9,45.0,12.2,45.2", *grid, "-o", str(out)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(message) and result.output.count("\n") == 1
+    assert not out.exists()
+
+
 def test_integer_nodata_overlap_takes_the_first_valid(tmp_path: Path) -> None:
     from catalog import create_item
 
