@@ -530,6 +530,10 @@ def _run_and_report(
             stream = sys.stderr if log is None else stack.enter_context(worker_output_to(log))
             stack.enter_context(_interrupt_ends_the_process(stream, log))
             summary = run(paths, options, beam_args, runner=runner, progress=stream if show else None, publish=publish)
+    except OptionError as err:  # another run holds --out: found before this one started, so nothing to keep
+        if log is not None:
+            os.unlink(log)
+        raise click.ClickException(str(err)) from err
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
         logger.debug("the conversion failed", exc_info=True)

@@ -70,7 +70,8 @@ from catalog.errors import CatalogError
 from pipelines.bucket import TMP_DIR, is_gs, output_store
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
-from pipelines.stale import earlier_cubes, settle, superseded_cubes
+from pipelines.run_lock import exclusive
+from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
@@ -347,12 +348,37 @@ def run(
     dead letter, and the cubes it already wrote are kept. :func:`submit` makes
     one pass, so there such a cube waits for its scene to be fixed or removed.
 
+    A local ``--out`` (and ``--catalog``) takes one run at a time
+    (:func:`pipelines.run_lock.exclusive`): a second run raises
+    :class:`~pipelines.errors.OptionError` before it starts.
+
     The calling process's malloc arenas are capped at one per CPU
     (:func:`rumi_core.heap.limit_arenas`), as every worker's are.
 
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """
+    with exclusive(_local_folders(options)):
+        return _run_locked(inputs, options, beam_args, runner, progress, publish)
+
+
+def _local_folders(options: ConvertOptions) -> list[tuple[str, str]]:
+    """The local folders a run writes into, with their options: ``--out``, and a ``--catalog`` outside it."""
+    folders = [] if is_gs(options.out) else [(options.out, "--out")]
+    if options.write_catalog and options.catalog is not None and not is_gs(options.catalog):
+        folders.append((os.fspath(options.catalog), "--catalog"))
+    return folders
+
+
+def _run_locked(
+    inputs: Sequence[str],
+    options: ConvertOptions,
+    beam_args: Sequence[str],
+    runner: str | None,
+    progress: TextIO | None,
+    publish: tuple[Publisher, ...] | None,
+) -> Summary:
+    """:func:`run`, once its output folders are its own."""
     before = earlier_cubes(options)  # what this run may supersede
     start = time.monotonic()
     # Before the local runner starts its worker threads (see RasterDoFn.setup).
@@ -377,8 +403,9 @@ def run(
         stale = settle(options, superseded_cubes(options, before, summary.entries))
     except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
-        stale = ()
-    return dataclasses.replace(summary, stale=stale, pruned=options.prune)
+        return dataclasses.replace(summary, pruned=options.prune)
+    unlisted = unlisted_cubes(options, before, summary.entries, stale)
+    return dataclasses.replace(summary, stale=stale, pruned=options.prune, unlisted=unlisted)
 
 
 def _newly_unread(summary: Summary, known: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["earlier_cubes", "remove_cubes", "settle", "superseded_cubes"]
+__all__ = ["earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
 
 
 def _location(path: str) -> str:
@@ -103,6 +103,21 @@ def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]]) -> tup
     else:
         write_jsonl(options.superseded_path, list(superseded))
     return paths
+
+
+def unlisted_cubes(
+    options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], stale: Sequence[str]
+) -> tuple[str, ...]:
+    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded (``stale``).
+
+    The run's manifest and catalogue describe its own cubes, so these are no
+    longer listed: a run given other inputs than the last (another area, or a
+    scene that failed tonight) leaves the earlier cubes in ``OUT`` unfindable
+    by ``rumi search``. They are never removed; the summary names them.
+    """
+    done = {entry.file for entry in entries} | {os.path.basename(path) for path in stale}
+    names = sorted({line["file"] for line in before if isinstance(line.get("file"), str)} - done)
+    return tuple(os.path.join(options.out, name) for name in names if output_exists(os.path.join(options.out, name)))
 
 
 def remove_cubes(paths: Iterable[str]) -> None:

@@ -67,6 +67,8 @@ class Summary:
     """Cubes of the previous run that this run's supersede (:mod:`pipelines.stale`)."""
     pruned: bool = False
     """Whether :attr:`stale` were removed (``--prune``)."""
+    unlisted: tuple[str, ...] = ()
+    """Cubes of the previous run left in ``OUT`` that this run neither wrote, kept nor superseded, so no longer listed."""
 
     @classmethod
     def from_files(
@@ -154,6 +156,14 @@ class Summary:
                     f"{counted(len(self.stale), 'cube')} of the previous run {verb} superseded by this run's, which hold all their inputs, "
                     f"and no longer listed ({shown}): --prune removes them"
                 )
+        if self.unlisted:
+            shown = ", ".join(os.path.basename(p) for p in self.unlisted[:3]) + (", ..." if len(self.unlisted) > 3 else "")
+            verb = "is" if len(self.unlisted) == 1 else "are"
+            lines.append(
+                f"{counted(len(self.unlisted), 'cube')} of the previous run {verb} still in the output folder but no longer in its "
+                f"manifest or catalogue, since this run wrote no cube holding all their inputs ({shown}); convert all inputs "
+                "in one run to keep them listed, or give each set of inputs its own --out (they may share a --catalog)"
+            )
         if self.dead_letters:
             reasons = Counter(d.reason for d in self.dead_letters)
             detail = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))

@@ -1,0 +1,55 @@
+"""One conversion at a time per local output folder.
+
+Two runs into one ``--out`` share its work folders (``.parts``, ``.staging``,
+``.published``), and each removes them when it ends; a run's catalogue
+publisher also removes the staging folders it finds beside the catalogue,
+taking them for a killed run's. Run side by side, one of them fails midway
+on a file the other removed. :func:`exclusive` makes the second run stop
+before it starts instead, naming the folder.
+
+The lock is ``flock`` on the folder itself: no lock file is left behind, and
+the kernel releases it when the process ends, however it ends (a killed
+run never leaves a stale lock). A bucket has no such lock; its runs keep
+their temporaries apart by run id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from typing import TYPE_CHECKING
+
+from pipelines.errors import OptionError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+
+__all__ = ["exclusive"]
+
+
+@contextlib.contextmanager
+def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
+    """Hold an exclusive lock on each ``(folder, option)``, creating the folder; release them on exit.
+
+    Raises:
+        OptionError: another process holds a folder's lock (names the option and the folder).
+    """
+    held: list[int] = []
+    try:
+        for folder, option in folders:
+            os.makedirs(folder, exist_ok=True)
+            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+            held.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise OptionError(
+                    f"another rumi convert is writing into {folder}; wait for it to end, or give another folder", option=option
+                ) from None
+            except OSError:  # a filesystem without flock (some network mounts): the run goes unguarded, as before
+                continue
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)

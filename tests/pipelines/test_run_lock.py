@@ -1,0 +1,67 @@
+"""One conversion at a time per local output folder (:mod:`pipelines.run_lock`).
+
+Two runs into one ``--out`` removed each other's work folders and catalogue
+staging, and one failed midway on a file the other had removed. A second run
+now stops before it starts, naming the folder; the lock goes with the process
+that holds it, however that process ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner
+
+from pipelines.errors import OptionError
+from pipelines.run_lock import exclusive
+from pipelines.testing import write_series
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_a_second_run_into_a_busy_out_or_catalog_stops_before_it_starts(tmp_path: Path) -> None:
+    write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=64, seed=2)
+    out, shared = tmp_path / "out", tmp_path / "stac"
+    command = ["convert", str(tmp_path / "scenes"), "--out", str(out), "--no-progress"]
+    with exclusive([(str(out), "--out")]):
+        busy = CliRunner().invoke(cli, command)
+    assert busy.exit_code == 1, busy.output
+    assert f"Error: --out: another rumi convert is writing into {out}; wait for it to end" in busy.output
+    assert os.listdir(out) == []  # nothing of the refused run
+    with exclusive([(str(shared), "--catalog")]):
+        busy = CliRunner().invoke(cli, [*command, "--catalog", str(shared)])
+    assert busy.exit_code == 1 and "--catalog: another rumi convert is writing into" in busy.output, busy.output
+    done = CliRunner().invoke(cli, [*command, "--catalog", str(shared)])  # both free again
+    assert done.exit_code == 0 and "1 written" in done.output, done.output
+
+
+def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    holder = (
+        "import sys, time\nfrom pipelines.run_lock import exclusive\n"
+        "with exclusive([(sys.argv[1], '--out')]):\n    print('held', flush=True)\n    time.sleep(600)"
+    )
+    with subprocess.Popen([sys.executable, "-c", holder, str(folder)], stdout=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stdout is not None and process.stdout.readline() == "held\n"
+            with pytest.raises(OptionError, match="another rumi convert is writing into"), exclusive([(str(folder), "--out")]):
+                pass
+        finally:
+            process.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with exclusive([(str(folder), "--out")]):
+                break
+        except OptionError:
+            assert time.monotonic() < deadline, "the lock outlived the killed process"
+            time.sleep(0.05)
+    assert os.listdir(folder) == []  # no lock file left behind

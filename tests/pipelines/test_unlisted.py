@@ -1,0 +1,40 @@
+"""Cubes of the previous run that a run given other inputs leaves unlisted (:func:`pipelines.stale.unlisted_cubes`).
+
+A run's manifest and catalogue describe its own cubes. Converting another
+area into the same ``--out`` left the first area's cube in the folder, valid
+but in neither the manifest nor ``rumi search``, and said nothing; the
+summary now names it, and the advice it gives works.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from click.testing import CliRunner
+
+from catalog.search import search
+from pipelines.testing import write_series
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_a_run_given_other_inputs_names_the_earlier_cubes_it_leaves_unlisted(tmp_path: Path) -> None:
+    write_series(str(tmp_path / "a"), dates=["2023-01-05"], size=(40, 56), seed=3)
+    write_series(str(tmp_path / "b"), dates=["2023-01-05"], size=(40, 56), seed=4, origin=(700000.0, 5300040.0))
+    out = tmp_path / "out"
+
+    def convert(*inputs: str) -> str:
+        result = CliRunner().invoke(cli, ["convert", *inputs, "--out", str(out), "--tile-size", "32", "--no-progress"])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert "no longer in its manifest" not in convert(str(tmp_path / "a"))
+    (first,) = out.glob("*.rumi")
+    second = convert(str(tmp_path / "b"))
+    named = f"1 cube of the previous run is still in the output folder but no longer in its manifest or catalogue, since this run wrote no cube holding all their inputs ({first.name})"  # noqa: E501
+    assert named in second, second
+    assert first.exists() and len(list(search(str(out / "stac")))) == 1
+    both = convert(str(tmp_path / "a"), str(tmp_path / "b"))
+    assert "no longer in its manifest" not in both and len(list(search(str(out / "stac")))) == 2, both
