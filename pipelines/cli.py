@@ -32,7 +32,7 @@ from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import counted, probe_directory
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 __all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
 
@@ -101,12 +101,22 @@ def _looks_like_input(token: str) -> bool:
     return is_url(token) or os.path.exists(token) or bool(glob.glob(token))
 
 
-def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], list[str]]:
+def split_beam_args(
+    tokens: tuple[str, ...] | list[str], *, check: Callable[[list[str]], None] | None = None
+) -> tuple[list[str], list[str]]:
     """Separate inputs from Beam pipeline options (``--name=value`` or flags).
+
+    Args:
+        tokens: The command's arguments that are not its own options.
+        check: Refuses options neither the command nor Beam knows (:func:`_check_beam_args`).
+            A bare ``--name`` followed by its value goes to it first, as typed: a
+            misspelt option of the command (``--tile_size 512``) is then named as
+            such, rather than answered with Beam's spelling, which would not help.
 
     Raises:
         click.UsageError: a bare ``--name`` is followed by something that is no input,
-            most likely its value; the fix is ``--name=value``.
+            most likely its value; the fix is ``--name=value``, or the option ``check``
+            names when ``--name`` is no Beam option.
 
     >>> split_beam_args(["a.tif", "--direct_num_workers=2"])
     (['a.tif'], ['--direct_num_workers=2'])
@@ -117,6 +127,8 @@ def split_beam_args(tokens: tuple[str, ...] | list[str]) -> tuple[list[str], lis
         if token.startswith("-"):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
             if "=" not in token and nxt is not None and not nxt.startswith("-") and not _looks_like_input(nxt):
+                if check is not None:
+                    check([token, nxt])
                 raise click.UsageError(f"{nxt!r} is no input; write Beam pipeline options as {token}={nxt}")
             beam_args.append(token)
         else:
@@ -130,9 +142,12 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
     ``--tile_size=16`` would otherwise convert at the default tile size.
 
     Raises:
-        click.UsageError: an option is unknown; names the closest known one.
+        click.UsageError: an option is unknown; names the command's option it spells
+            with ``_`` for ``-`` (``--tile_size``), else the closest known one. Or Beam
+            refuses an option's value (``--direct_num_workers=abc``): its reason, on one line.
     """
     import difflib
+    import io
 
     from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -142,9 +157,14 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
     quiet = logging.getLogger("apache_beam.options.pipeline_options")
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # get_all_options warns of what it discards: that is the question asked here
+    refused = io.StringIO()  # argparse prints every Beam option's usage before its reason, and exits
     try:
-        known = options.get_all_options(retain_unknown_options=False)
-        every = options.get_all_options(retain_unknown_options=True)
+        with contextlib.redirect_stderr(refused):
+            known = options.get_all_options(retain_unknown_options=False)
+            every = options.get_all_options(retain_unknown_options=True)
+    except SystemExit:
+        reason = refused.getvalue().strip().splitlines()[-1:] or ["Beam refuses its options"]
+        raise click.UsageError(reason[0].split("error: ", 1)[-1]) from None
     finally:
         quiet.setLevel(level)
     unknown = set(every) - set(known)
@@ -154,7 +174,8 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
     if typed is not None:
         ours = [name for param in command.params for name in param.opts if name.startswith("--")]
         names = ours + [f"--{name}" for name in known]
-        close = difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
+        spelled = typed.replace("_", "-")
+        close = [spelled] if spelled in ours else difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it")
 
@@ -368,8 +389,9 @@ def convert_command(
     or --direct_running_mode=multi_processing; locally the default is one
     worker thread per core).
     """
-    paths, beam_args = split_beam_args(inputs)
-    _check_beam_args(beam_args, click.get_current_context().command)
+    command = click.get_current_context().command
+    paths, beam_args = split_beam_args(inputs, check=lambda args: _check_beam_args(args, command))
+    _check_beam_args(beam_args, command)
     _check_runner(runner, beam_args, out)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
     box = _parse_bbox(bbox)

@@ -176,8 +176,16 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
     assert beam_value.exit_code == 2 and "--direct_num_workers=2" in beam_value.output
     assert main([str(root / "a"), "--out", str(out), "--frame-unit", "12"]) == 2
     # Options neither rumi nor Beam knows would be dropped by Beam with a log line, and the run go on without them.
+    # A typo given its value after a space was told to write it as a Beam option (--tile_size=512), which Beam does not know.
     for typo, message in [
         ("--tile_size=16", "no such option: --tile_size (did you mean --tile-size?)"),
+        ("--tile_size 512", "no such option: --tile_size (did you mean --tile-size?)"),
+        ("--tile-szie 256", "no such option: --tile-szie (did you mean --tile-size?)"),
+        ("--cube_period P1M", "no such option: --cube_period (did you mean --cube-period?)"),
+        ("--direct_runing_mode in_memory", "no such option: --direct_runing_mode (did you mean --direct_running_mode?)"),
+        ("--bogus-option 3", "no such option: --bogus-option; neither rumi convert nor Beam knows it"),
+        # Beam's own reason on one line, where argparse printed the usage of every Beam option before it.
+        ("--direct_num_workers=abc", "Error: argument --direct_num_workers: invalid int value: 'abc'"),
         ("--direct_runing_mode=in_memory", "no such option: --direct_runing_mode (did you mean --direct_running_mode?)"),
         ("--bogus-option", "no such option: --bogus-option; neither rumi convert nor Beam knows it"),
         # Beam finds these out once the run has started, and answered the worker count with "list index out of range".
@@ -187,8 +195,9 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         # Docker workers from apache/beam_python3.11_sdk, which has no rumi: Beam failed once the job ran.
         ("--runner=PortableRunner", "--runner PortableRunner starts its workers in Docker from Beam's stock SDK image, which lacks rumi"),
     ]:
-        refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), typo])
+        refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), *typo.split()])
         assert refused.exit_code == 2 and message in refused.output, refused.output
+        assert "is no input" not in refused.output and "--dask_client_address" not in refused.output, refused.output
     # A job service or worker pool that is not there: Beam waited five minutes, then said FutureTimeoutError.
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
