@@ -26,12 +26,13 @@ import os
 import re
 from dataclasses import dataclass, field
 from importlib.resources import files
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from catalog.errors import CatalogError
 from catalog.extension import SCHEMA_URI, schema_path
 
-__all__ = ["STACValidationError", "ValidationReport", "core_schema_map", "validate_stac"]
+__all__ = ["STACValidationError", "SupportsToDict", "ValidationReport", "core_schema_map", "validate_stac"]
 
 _STAC_VERSION = "1.1.0"
 _EXTENSION_URL = re.compile(r"^https://stac-extensions\.github\.io/([^/]+)/(v[^/]+)/schema\.json$")
@@ -56,6 +57,29 @@ class ValidationReport:
     """Schemas the object was validated against."""
     unchecked: tuple[str, ...] = field(default=())
     """Declared extension schemas that could not be loaded."""
+
+
+class SupportsToDict(Protocol):
+    """A STAC object as pystac models it (``Item``, ``Collection``, ``Catalog``): its JSON is ``to_dict()``."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def _document(obj: Mapping[str, Any] | SupportsToDict) -> dict[str, Any]:
+    """The STAC JSON of ``obj``: a copy of a mapping, or what its ``to_dict()`` returns.
+
+    Raises:
+        TypeError: ``obj`` is neither, or its ``to_dict()`` returns no mapping.
+    """
+    if isinstance(obj, Mapping):
+        return dict(obj)
+    to_dict = getattr(obj, "to_dict", None)
+    if not callable(to_dict):
+        raise TypeError(f"validate_stac takes a STAC object as a dict or with to_dict() (a pystac Item), not {type(obj).__name__}")
+    document = to_dict()
+    if not isinstance(document, dict):
+        raise TypeError(f"{type(obj).__name__}.to_dict() returned {type(document).__name__}, not a dict")
+    return document
 
 
 def core_schema_map() -> dict[str, str]:
@@ -99,15 +123,17 @@ def _local_extension(url: str, schema_dir: str | None) -> str | None:
 
 
 def validate_stac(
-    obj: dict[str, Any],
+    obj: Mapping[str, Any] | SupportsToDict,
     *,
     schema_dir: str | None = None,
     require_all: bool = False,
 ) -> ValidationReport:
-    """Validate an item, collection or catalog dict with stac-validator, offline where possible.
+    """Validate an item, collection or catalog with stac-validator, offline where possible.
 
     Args:
-        obj: The STAC object as JSON (``to_dict()``).
+        obj: The STAC object: its JSON as a dict, or a pystac ``Item``,
+            ``Collection`` or ``Catalog`` (any object with ``to_dict()``), as
+            :func:`catalog.create_item` returns it.
         schema_dir: Directory of local extension schemas; ``$RUMI_STAC_SCHEMAS`` when None.
         require_all: Fail when a declared extension schema cannot be loaded.
 
@@ -117,18 +143,21 @@ def validate_stac(
     Raises:
         STACValidationError: the object breaks a schema, or (with
             ``require_all``) an extension schema cannot be loaded.
+        TypeError: ``obj`` is neither a dict nor has ``to_dict()``.
     """
     from stac_validator.validate import StacValidate
 
+    document = _document(obj)
+
     schema_dir = schema_dir if schema_dir is not None else os.environ.get("RUMI_STAC_SCHEMAS")
     schema_map = core_schema_map()
-    object_id = obj.get("id")
+    object_id = document.get("id")
     core = StacValidate(core=True, schema_map=dict(schema_map))
-    if not core.validate_dict(dict(obj)):
+    if not core.validate_dict(dict(document)):
         raise STACValidationError(_message(core.message), schema=f"STAC {_STAC_VERSION} core", object_id=object_id)
     checked = [f"STAC {_STAC_VERSION} core"]
     unchecked = []
-    for url in obj.get("stac_extensions", []):
+    for url in document.get("stac_extensions", []):
         local = schema_map.get(url) or _local_extension(url, schema_dir)
         if local is None:
             if require_all:
@@ -139,7 +168,7 @@ def validate_stac(
         else:
             target = local
         ext = StacValidate(custom=target, schema_map=dict(schema_map))
-        if not ext.validate_dict(dict(obj)):
+        if not ext.validate_dict(dict(document)):
             message = _message(ext.message)
             if local is None and "JSONSchemaValidationError" not in message:
                 raise STACValidationError(f"cannot load the schema: {message}", schema=url, object_id=object_id)

@@ -67,6 +67,17 @@ def test_items_validate_offline(cube: Any) -> None:
     assert SCHEMA_URI in report.checked
 
 
+def test_validate_takes_the_pystac_item_create_item_returns(cube: Any) -> None:
+    """``validate_stac(create_item(...))`` raised AttributeError ('Item' object has no attribute 'get')."""
+    item = create_item(cube.path, cube.blob_path, thumbnail=False)
+    assert validate_stac(item) == validate_stac(item.to_dict())
+    item.properties["rumi:frame_unit"] = 12
+    with pytest.raises(STACValidationError, match="rumi-forge"):
+        validate_stac(item)
+    with pytest.raises(TypeError, match="a dict or with to_dict"):
+        validate_stac(["not", "stac"])  # type: ignore[arg-type]
+
+
 def test_broken_rumi_field_fails_validation(cube: Any) -> None:
     d = create_item(cube.path, cube.blob_path, thumbnail=False).to_dict()
     d["properties"]["rumi:frame_unit"] = 12
