@@ -24,6 +24,7 @@ Random positions are uniform over every valid top-left pixel of every item
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import threading
@@ -38,8 +39,8 @@ from catalog.errors import SelectorError
 from catalog.load import open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
-from rumi_core.codecs import decode_frame
-from rumi_core.reader import plan_requests
+from rumi_core.errors import FrameDecodeError
+from rumi_core.reader import decode_checked, describe_frame, plan_requests
 from rumi_core.selection import output_positions, place_frame, resolve_selection
 from rumi_core.times import INTERVAL
 
@@ -245,6 +246,11 @@ class FrameCache:
                 self.nbytes -= dropped.nbytes
 
 
+def _frame_name(cube: Cube, index: int) -> str:
+    """The item and frame a chip's failed frame is named by."""
+    return f"{cube.name}: {describe_frame(cube.layout, index)}"
+
+
 def _new_storage(headers: Mapping[str, str] | None) -> Storage:
     import urllib3
     from urllib3.util.retry import Retry
@@ -352,7 +358,19 @@ class _ProcessState:
         for f in frames:
             start = int(offsets[f]) - offset
             n = int(blob.byte_counts[f])
-            raw = decode_frame(view[start : start + n], decoded_bytes=lay.decoded_frame_bytes(f))
+            try:
+                raw = decode_checked(
+                    view[start : start + n],
+                    lay,
+                    f,
+                    decoded_bytes=lay.decoded_frame_bytes(f),
+                    where=functools.partial(_frame_name, cube, f),
+                    offset=int(offsets[f]),
+                    by_blob=True,
+                )
+            except FrameDecodeError:
+                cube.check_unchanged()  # a file rewritten since its item was read: say so, naming the item
+                raise
             frame = raw.view(lay.encoding.dtype).reshape(lay.frame_shape(f))
             self.cache.put((k, f), frame)
             out.append((f, frame))

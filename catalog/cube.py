@@ -436,7 +436,7 @@ class Cube:
             try:
                 data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
             except RumiError as err:
-                self._check_unchanged()  # a frame at a stale offset: say why, when that is why
+                self.check_unchanged()  # a frame at a stale offset: say why, when that is why
                 if isinstance(err, FrameDecodeError) and self._sidecar is not None:
                     # A blob beside the file that belongs to another file places frames where there are none.
                     raise FrameDecodeError(
@@ -445,7 +445,7 @@ class Cube:
                         field=err.field,
                     ) from err
                 raise
-            self._check_unchanged()
+            self.check_unchanged()
             if labels:
                 all_bands = self.bands
                 all_times = time_values(self.times)
@@ -466,7 +466,7 @@ class Cube:
             nodata=common_nodata(all_bands[b].nodata for b in sel.bands) if labels else None,
         )
 
-    def _check_unchanged(self) -> None:
+    def check_unchanged(self) -> None:
         """Fail when the file is not the one the item (and so the blob) describes.
 
         A file rewritten in place (an open period that gained acquisitions)

@@ -294,6 +294,7 @@ def decode_checked(
     offset: int,
     verify: bool = True,
     place: Callable[[], NDArray[np.uint8] | None] | None = None,
+    by_blob: bool = False,
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
@@ -311,6 +312,8 @@ def decode_checked(
             frame that contradicts it (*Resource limits*); it returns a flat,
             writable, 8-byte aligned ``uint8`` array of exactly that size, or
             None for a new one (:func:`~rumi_core.codecs.decode_into_place`).
+        by_blob: The frame was located by a header blob (a read), not by the
+            file's own ``TileOffsets``: a failure then names the blob as a cause.
 
     Raises:
         FrameDecodeError: the frame is corrupt or decodes to the wrong size; the
@@ -322,7 +325,16 @@ def decode_checked(
         raw = decode_into_place(data, decoded_bytes, place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
-        raise FrameDecodeError(f"{text}: {' '.join(err.message.split())}", field=f"frame {index}", rule=err.rule, offset=offset) from err
+        # A blob placed this frame: a blob of another file, or of this file before it was rewritten
+        # (same name, other frame sizes), fails here as a corrupt file does. Name both causes.
+        hint = (
+            "; the file is corrupt, or the header blob describes another file or an earlier version of this one"
+            " (rumi header FILE builds its blob)"
+            if by_blob
+            else ""
+        )
+        message = f"{text}: {' '.join(err.message.split())}{hint}"
+        raise FrameDecodeError(message, field=f"frame {index}", rule=err.rule, offset=offset) from err
     if layout.encoding.name == "bool" and raw.max(initial=0) > 1:
         raise InvalidFileError(
             f"{where if isinstance(where, str) else where()} holds a boolean byte other than 0 or 1",
@@ -454,6 +466,7 @@ def read_selection(
             offset=offset,
             verify=verify,
             place=None if at < 0 else lambda: output()[1][at:end],
+            by_blob=True,
         )
         if at < 0:
             place_frame(output()[0], raw.view(dtype), extent, layout, sel, plan.band_pos, plan.time_pos, plan.subset)
