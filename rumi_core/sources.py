@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from rumi_core.errors import SourceError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from types import TracebackType
 
 __all__ = [
@@ -177,6 +177,18 @@ class LocalFileSource(_SourceBase):
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # A source dropped unclosed (an object that holds it, such as an xarray dataset or a Cube, that
+        # is never closed) gives its descriptor back when collected, as Python's file objects do: a
+        # service opening one per request ran out of descriptors otherwise. ``os.close`` is bound
+        # here because module globals may be gone at interpreter exit. A method, not
+        # weakref.finalize, which would cost an object on every open of the read path.
+        fd = getattr(self, "_fd", None)
+        if fd is not None:
+            self._fd = None
+            with contextlib.suppress(OSError):
+                _close(fd)
 
 
 class BytesSource(_SourceBase):

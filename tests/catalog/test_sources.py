@@ -242,3 +242,25 @@ def test_a_local_range_read_in_several_short_reads_is_whole(tmp_path: Path, monk
     with LocalFileSource(path) as source:
         whole, tail, past = source.read_ranges([(5, 9000), (10000, 500), (20000, 10)])
     assert whole == path.read_bytes()[5:9005] and tail == path.read_bytes()[10000:] and past == b""
+
+
+def test_readers_dropped_unclosed_give_their_file_descriptors_back(cube: Any) -> None:
+    """A Cube, an xarray dataset or a ``rumi_core.open`` dataset that is never closed held its file's descriptor until the
+    process ended: a service opening one per request ran out of descriptors. Collected, they close it, as file objects do."""
+    import gc
+
+    import xarray as xr
+
+    from catalog.cube import Cube
+
+    def open_files() -> int:
+        return sum(os.path.realpath(f"/proc/self/fd/{fd}") == str(cube.path.resolve()) for fd in os.listdir("/proc/self/fd"))
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc/self/fd to count descriptors")
+    for _ in range(50):
+        Cube.open(cube.path)
+        rumi_core.open(cube.path)
+        xr.open_dataset(cube.path, engine="rumi")
+    gc.collect()
+    assert open_files() == 0
