@@ -353,7 +353,7 @@ def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file"
     if file_size < end:
         raise HeaderMismatchError(
             f"the header blob does not fit {where}: the end of the last frame is at byte {end}, but the file has {file_size} bytes "
-            "(a truncated file, or the blob of another file; rumi header FILE builds the right one)",
+            "(a truncated file, the blob of another file, or of this one before it was rewritten; rumi header FILE builds the right one)",
             field="frame_byte_counts",
             rule="The blob's frame byte counts MUST equal the file's TileByteCounts",
         )
