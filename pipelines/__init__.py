@@ -4,8 +4,9 @@ Turns archives of GeoTIFF scenes into grid-aligned rumi cubes: discover
 scenes, read their metadata, group them into cubes, split the cubes into
 frames read through windows, compress the frames in parallel, assemble and
 verify each file, build its header blob, and write the run manifest.
-Runs unchanged on the FnApiRunner (in memory or multi-processing), the
-portable runner and the Dask runner.
+Runs unchanged on the FnApiRunner (by default one worker thread per core,
+through :mod:`pipelines.threaded_runner`; in memory or multi-processing on
+request), the portable runner and the Dask runner.
 
 Imports flow one way: this package uses :mod:`rumi_core`, never the reverse.
 """

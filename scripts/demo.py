@@ -3,7 +3,7 @@
 1. Writes 6 dates x 4 bands of 1024 x 1024 uint16 GeoTIFFs on one UTM grid
    (spatial structure, noise, moving clouds; one file per date and band, dated
    by TIFFTAG_DATETIME) into OUT/scenes.
-2. Runs ``rumi convert`` on them with two worker processes.
+2. Runs ``rumi convert`` on them as it runs by default: one worker thread per core.
 3. Validates every output file against its header blob, decodes it and
    compares it with the generated pixels, and reads one window statelessly.
 4. Searches the STAC catalogue the conversion wrote (OUT/cubes/stac) for the

@@ -39,6 +39,7 @@ class RasterCodec(FrameCodec):
     On 8-bit and floating point rasters OpenZL's ``compress`` graph did as well
     as or better than every geozl recipe tried. Specification section *Frames*.
 
+    >>> from rumi_core.codecs import RasterCodec
     >>> RasterCodec().to_dict()["configuration"]["integer"]
     {'name': 'geozl', 'configuration': {'recipe': 'planar>zigzag>transpose>entropy'}}
     """
