@@ -21,7 +21,9 @@ from rumi_core.testing import rumi_eo_environment
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and run a subcommand."""
     parser = argparse.ArgumentParser(prog="python -m fuzz", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+    # worker and replay are the runner's own entry points (its child processes), unlisted: a subcommand
+    # without help= stays out of the list below the usage line, and the metavar names only the public ones.
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{run,check}")
     p_run = sub.add_parser("run", help="fuzz a fixed number of inputs and print executions, findings and time per execution")
     p_run.add_argument("--executions", type=int, default=10_000)
     p_run.add_argument("--seed", type=int, default=1)
@@ -34,9 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     p_run.add_argument("--report-every", type=float, default=60.0, help="seconds between progress lines")
     p_check = sub.add_parser("check", help="replay saved findings; exit 1 if any still misbehaves")
     p_check.add_argument("directories", nargs="+")
-    p_worker = sub.add_parser("worker", help=argparse.SUPPRESS)
+    p_worker = sub.add_parser("worker")
     p_worker.add_argument("args")
-    p_replay = sub.add_parser("replay", help=argparse.SUPPRESS)
+    p_replay = sub.add_parser("replay")
     p_replay.add_argument("directory")
     p_replay.add_argument("call_timeout", type=float)
     ns = parser.parse_args(argv)

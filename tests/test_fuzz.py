@@ -69,3 +69,17 @@ def test_each_kind_of_finding_is_caught_and_kept(corpus: Path, tmp_path: Path, t
 @pytest.mark.parametrize("finding", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
 def test_a_kept_finding_stays_fixed(finding: Path) -> None:
     assert check(finding) in ("ok", "rejected")
+
+
+def test_help_lists_only_the_public_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
+    """worker and replay are the runner's child-process entry points: --help listed them as ==SUPPRESS==."""
+    from fuzz.__main__ import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"])
+    assert exited.value.code == 0
+    shown = capsys.readouterr().out
+    subcommands = shown.split("positional arguments:", 1)[1].split("options:", 1)[0]
+    listed = [line.split()[0] for line in subcommands.splitlines() if line.startswith("    ") and not line.startswith("     ")]
+    assert "{run,check}" in shown and listed[:2] == ["run", "check"]
+    assert "SUPPRESS" not in shown and "worker" not in listed and "replay" not in listed
