@@ -21,8 +21,8 @@ reading the machine here keeps output deterministic.
 >>> try:
 ...     small.check("max_output_bytes", 2 << 20, "the read's output")
 ... except ResourceLimitError as err:
-...     print(err.field)
-max_output_bytes
+...     print(err.field, "|", str(err).split(";")[0])
+max_output_bytes | the read's output is 2097152 bytes, above Limits.max_output_bytes = 1048576
 """
 
 from __future__ import annotations
@@ -93,12 +93,14 @@ class Limits:
         """Raise unless ``value`` is within the limit called ``name``.
 
         Raises:
-            ResourceLimitError: ``value`` exceeds the limit; the message names it.
+            ResourceLimitError: ``value`` exceeds the limit; the message names it,
+                and gives the value in bytes for a limit on bytes (``max_*_bytes``).
         """
         limit = getattr(self, name)
         if value > limit:
+            unit = " bytes" if name.endswith("_bytes") else ""
             raise ResourceLimitError(
-                f"{what} is {value}, above Limits.{name} = {limit}; "
+                f"{what} is {value}{unit}, above Limits.{name} = {limit}; "
                 f"raise it with rumi_core.Limits({name}=...) if this machine can afford it",
                 field=name,
                 offset=offset,

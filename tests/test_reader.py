@@ -43,7 +43,7 @@ def frame_ranges(source: CountingSource, blob: bytes) -> list[tuple[int, int]]:
 def test_output_limit_is_checked_before_reading_frames(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
     path, blob, data = cube_file
     with CountingSource(LocalFileSource(path)) as source:
-        with pytest.raises(ResourceLimitError, match=r"the read's output array is 312000, above Limits.max_output_bytes = 1000"):
+        with pytest.raises(ResourceLimitError, match=r"the read's output array is 312000 bytes, above Limits.max_output_bytes = 1000"):
             rumi_core.read(source, blob, limits=Limits(max_output_bytes=1000))
         assert source.ranges == []  # with a blob, nothing at all was read
     with CountingSource(LocalFileSource(path)) as source:
@@ -64,7 +64,7 @@ def test_frame_limit_is_checked_before_reading_frames(tmp_path: Path) -> None:
     blob = rumi_core.write(path, data, bands=list("abcd"), times=["2020-01-01", "2020-01-02", "2020-01-03"], tile_size=10, frame_unit=3)
     frame_bytes = 3 * 4 * 10 * 10 * 2  # a whole cell is decoded even for one pixel
     with CountingSource(LocalFileSource(path)) as source:
-        with pytest.raises(ResourceLimitError, match=f"a decoded frame is {frame_bytes}, above Limits.max_frame_bytes = 1000"):
+        with pytest.raises(ResourceLimitError, match=f"a decoded frame is {frame_bytes} bytes, above Limits.max_frame_bytes = 1000"):
             rumi_core.read(source, blob, bands=[0], times=[0], window=((0, 1), (0, 1)), limits=Limits(max_frame_bytes=1000))
         assert source.ranges == []
     one_pixel = rumi_core.read(path, blob, bands=[0], times=[0], window=((0, 1), (0, 1)), limits=Limits(max_frame_bytes=frame_bytes))
