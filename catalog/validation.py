@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib.resources import files
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from catalog.errors import CatalogError
