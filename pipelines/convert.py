@@ -358,8 +358,12 @@ def run(
     Returns:
         The summary of the run, read from its manifest and dead-letter files.
     """
+
+    def one_pass(options: ConvertOptions) -> Summary:
+        return _run_pass(inputs, options, beam_args, runner, progress, publish)
+
     with exclusive(_local_folders(options)):
-        return _run_locked(inputs, options, beam_args, runner, progress, publish)
+        return _run_locked(options, one_pass)
 
 
 def _local_folders(options: ConvertOptions) -> list[tuple[str, str]]:
@@ -370,20 +374,13 @@ def _local_folders(options: ConvertOptions) -> list[tuple[str, str]]:
     return folders
 
 
-def _run_locked(
-    inputs: Sequence[str],
-    options: ConvertOptions,
-    beam_args: Sequence[str],
-    runner: str | None,
-    progress: TextIO | None,
-    publish: tuple[Publisher, ...] | None,
-) -> Summary:
-    """:func:`run`, once its output folders are its own."""
+def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Summary]) -> Summary:
+    """:func:`run`, once its output folders are its own: ``one_pass`` runs the pipeline with the options it is given."""
     before = earlier_cubes(options)  # what this run may supersede
     start = time.monotonic()
     # Before the local runner starts its worker threads (see RasterDoFn.setup).
     limit_arenas(default_threads())
-    summary = _run_pass(inputs, options, beam_args, runner, progress, publish)
+    summary = one_pass(options)
     written = {e.cube_id for e in summary.written}
     counters = dict(summary.counters)
     # A scene whose pixels fail to read takes its cube down, and the cube's other scenes with it:
@@ -393,7 +390,7 @@ def _run_locked(
     while unread := _newly_unread(summary, options.unreadable):
         logger.warning("%s could not be read; planning their cubes again without them", counted(len(unread), "scene"))
         options = dataclasses.replace(options, unreadable=options.unreadable + unread, overwrite=False)
-        summary = _run_pass(inputs, options, beam_args, runner, progress, publish)
+        summary = one_pass(options)
         written |= {e.cube_id for e in summary.written}
         for name, value in summary.counters.items():
             counters[name] = counters.get(name, 0) + value
