@@ -388,7 +388,8 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
     # passes, and the bytes they write, are the same on every run and runner. Each pass adds at
     # least one scene to leave out, so they end; cubes an earlier pass wrote are kept as written.
     while unread := _newly_unread(summary, options.unreadable):
-        logger.warning("%s could not be read; planning their cubes again without them", counted(len(unread), "scene"))
+        which = "its cube again without it" if len(unread) == 1 else "their cubes again without them"
+        logger.warning("%s could not be read; planning %s", counted(len(unread), "scene"), which)
         options = dataclasses.replace(options, unreadable=options.unreadable + unread, overwrite=False)
         summary = one_pass(options)
         written |= {e.cube_id for e in summary.written}
