@@ -13,6 +13,7 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -223,17 +224,23 @@ def _stock_worker_image(runner: str | None, given: dict[str, Any]) -> bool:
     """Whether a portable runner would start its workers from Beam's own SDK image, which has none of rumi's packages.
 
     Beam's PortableRunner starts Docker workers unless ``--environment_type``
-    says otherwise, and its FlinkRunner does too unless ``--flink_master`` is
-    ``[auto]`` or ``[local]`` (then LOOPBACK); the image is ``--environment_config``,
-    ``--environment_options=docker_container_image=...``, a prebuilt one, or
-    else ``apache/beam_python3.x_sdk``. Every worker would fail its first import.
+    says otherwise, and its FlinkRunner and SparkRunner do too unless the
+    master is local (``[auto]``/``[local]``, ``local[...]``: then LOOPBACK); the
+    image is ``--environment_config``, ``--environment_options=docker_container_image=...``,
+    a prebuilt one, or else ``apache/beam_python3.x_sdk``. Every worker would
+    fail its first import. A runner given by its qualified class name is
+    judged by its class's name.
     """
     from apache_beam.runners.portability.flink_runner import MAGIC_HOST_NAMES
+    from apache_beam.runners.portability.spark_runner import LOCAL_MASTER_PATTERN
 
     environment = given.get("environment_type")
     if environment is None:
-        docker_by_default = runner == "PortableRunner" or (
-            runner == "FlinkRunner" and given.get("flink_master", "[auto]") not in MAGIC_HOST_NAMES
+        name = (runner or "").rsplit(".", 1)[-1]
+        docker_by_default = (
+            name == "PortableRunner"
+            or (name == "FlinkRunner" and given.get("flink_master", "[auto]") not in MAGIC_HOST_NAMES)
+            or (name == "SparkRunner" and not re.match(LOCAL_MASTER_PATTERN, given.get("spark_master_url") or "local[4]"))
         )
         if not docker_by_default:
             return False

@@ -329,7 +329,7 @@ def decode_checked(
         # (same name, other frame sizes), fails here as a corrupt file does. Name both causes.
         hint = (
             "; the file is corrupt, or the header blob describes another file or an earlier version of this one"
-            " (rumi header FILE builds its blob)"
+            " (rumi header FILE builds its blob), for the frame it places"  # the error appends " at byte N"
             if by_blob
             else ""
         )

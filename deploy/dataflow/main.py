@@ -56,7 +56,8 @@ def convert_args(argv: Sequence[str], environ: Mapping[str, str] = os.environ) -
                 out += [f"{option}={value}"]
         else:
             out.append(arg)  # a Dataflow / Beam pipeline option
-    if not any(arg.startswith(_IMAGE_OPTIONS) for arg in out):
+    if not any(arg.startswith(_IMAGE_OPTIONS) and arg.partition("=")[2] for arg in out):
+        out = [arg for arg in out if not arg.startswith(_IMAGE_OPTIONS)]  # an empty one names no image
         image = environ.get(WORKER_IMAGE, "")
         if not image:
             raise SystemExit(

@@ -194,6 +194,7 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         ("--runner=DataflowRunner", "Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX"),
         # Docker workers from apache/beam_python3.11_sdk, which has no rumi: Beam failed once the job ran.
         ("--runner=PortableRunner", "--runner PortableRunner starts its workers in Docker from Beam's stock SDK image, which lacks rumi"),
+        ("--runner=apache_beam.runners.portability.portable_runner.PortableRunner", "from Beam's stock SDK image, which lacks rumi"),
     ]:
         refused = runner.invoke(cli, ["convert", str(root / "a"), "--out", str(tmp_path / "typo"), *typo.split()])
         assert refused.exit_code == 2 and message in refused.output, refused.output
@@ -207,6 +208,35 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         refused = runner.invoke(cli, args)
         assert refused.exit_code == 2 and f"{service}: cannot connect (Connection refused)" in refused.output, refused.output
     assert not (tmp_path / "typo").exists()
+
+
+@pytest.mark.parametrize(
+    ("runner", "args", "stock"),
+    [
+        ("PortableRunner", [], True),
+        ("apache_beam.runners.portability.portable_runner.PortableRunner", [], True),
+        ("PortableRunner", ["--environment_type=LOOPBACK"], False),
+        ("PortableRunner", ["--environment_type=PROCESS", "--environment_config={}"], False),
+        ("PortableRunner", ["--environment_type=DOCKER"], True),
+        ("PortableRunner", ["--environment_config=registry/rumi:1"], False),
+        ("PortableRunner", ["--environment_options=docker_container_image=registry/rumi:1"], False),
+        ("FlinkRunner", [], False),  # [auto]: Beam runs LOOPBACK
+        ("FlinkRunner", ["--flink_master=[local]"], False),
+        ("FlinkRunner", ["--flink_master=flink:8081"], True),
+        ("FlinkRunner", ["--flink_master=flink:8081", "--environment_type=EXTERNAL", "--environment_config=localhost:50000"], False),
+        ("SparkRunner", [], False),  # local[4]
+        ("SparkRunner", ["--spark_master_url=spark://spark:7077"], True),
+        ("PrismRunner", [], False),
+        ("FnApiRunner", [], False),
+    ],
+)
+def test_which_runners_would_start_beams_stock_worker_image(runner: str, args: list[str], stock: bool) -> None:
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines.cli import _stock_worker_image
+    from pipelines.convert import resolve_runner
+
+    assert _stock_worker_image(resolve_runner(runner), PipelineOptions(args).get_all_options()) is stock
 
 
 def test_an_undated_name_with_a_date_gets_the_time_pattern_that_reads_it(tmp_path: Path) -> None:

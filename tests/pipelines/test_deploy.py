@@ -73,6 +73,8 @@ def test_the_workers_run_the_templates_own_image(flex_launcher: Any) -> None:
     assert "--sdk_container_image=r/rumi:1" in flex_launcher.convert_args(["--out=gs://c/run"], named)
     given = flex_launcher.convert_args(["--out=gs://c/run", "--sdk_container_image=r/other:2"], named)
     assert [a for a in given if "container_image" in a] == ["--sdk_container_image=r/other:2"]
+    empty = flex_launcher.convert_args(["--out=gs://c/run", "--sdk_container_image="], named)
+    assert [a for a in empty if "container_image" in a] == ["--sdk_container_image=r/rumi:1"]
     with pytest.raises(SystemExit, match="WORKER_IMAGE"):
         flex_launcher.convert_args(["--out=gs://c/run"], {})
     dockerfile = (DEPLOY / "dataflow" / "Dockerfile").read_text()
