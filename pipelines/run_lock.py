@@ -36,9 +36,14 @@ def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
         OptionError: another process holds a folder's lock (names the option and the folder).
     """
     held: list[int] = []
+    seen: set[str] = set()
     try:
         for folder, option in folders:
             os.makedirs(folder, exist_ok=True)
+            real = os.path.realpath(folder)
+            if real in seen:  # --catalog in --out itself, or a link to it: one folder, one lock
+                continue
+            seen.add(real)
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
             held.append(fd)
             try:

@@ -41,6 +41,10 @@ def test_a_second_run_into_a_busy_out_or_catalog_stops_before_it_starts(tmp_path
     assert busy.exit_code == 1 and "--catalog: another rumi convert is writing into" in busy.output, busy.output
     done = CliRunner().invoke(cli, [*command, "--catalog", str(shared)])  # both free again
     assert done.exit_code == 0 and "1 written" in done.output, done.output
+    (tmp_path / "link").symlink_to(out)
+    for same in (out, tmp_path / "link", f"{out}/"):  # one folder named twice is locked once
+        again = CliRunner().invoke(cli, [*command, "--catalog", str(same)])
+        assert again.exit_code == 0 and (out / "catalog.json").is_file(), again.output
 
 
 def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
