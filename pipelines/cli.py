@@ -435,6 +435,12 @@ def convert_command(
     check_out_dir(options.out)
     if options.write_catalog and options.catalog is not None:
         check_out_dir(os.fspath(options.catalog), option="--catalog")
+        from pipelines.transforms.publish import check_catalog_root
+
+        try:
+            check_catalog_root(os.fspath(options.catalog), options.out)
+        except OptionError as err:
+            raise LineError(str(err)) from err
     if paths:
         check_inputs(paths)
     if tile_size < SMALL_TILE:

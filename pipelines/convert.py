@@ -74,7 +74,7 @@ from pipelines.run_lock import exclusive
 from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
-from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting
+from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting, record_published
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.compress import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
@@ -82,6 +82,7 @@ from pipelines.transforms.discover import DiscoverScenes
 from pipelines.transforms.frames import SplitFrames
 from pipelines.transforms.manifest import ManifestEntry, WriteManifest
 from pipelines.transforms.plan_cubes import PlanCubes
+from pipelines.transforms.publish import check_catalog_root
 from pipelines.transforms.read_metadata import ReadSceneMetadata
 from pipelines.transforms.write_parts import PrepareParts, ProgressMonitor, WriteParts
 from rumi_core.cli.options import counted
@@ -362,6 +363,8 @@ def run(
     def one_pass(options: ConvertOptions) -> Summary:
         return _run_pass(inputs, options, beam_args, runner, progress, publish)
 
+    if options.write_catalog and options.catalog is not None:
+        check_catalog_root(os.fspath(options.catalog), options.out)
     with exclusive(_local_folders(options)):
         return _run_locked(options, one_pass)
 
@@ -382,23 +385,26 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
     limit_arenas(default_threads())
     summary = one_pass(options)
     written = {e.cube_id for e in summary.written}
-    counters = dict(summary.counters)
     # A scene whose pixels fail to read takes its cube down, and the cube's other scenes with it:
     # the cube is planned again without it. Which scenes fail depends on the files alone, so the
     # passes, and the bytes they write, are the same on every run and runner. Each pass adds at
-    # least one scene to leave out, so they end; cubes an earlier pass wrote are kept as written.
+    # least one scene to leave out, so they end. Cubes an earlier pass wrote are kept as written,
+    # also with --overwrite; what the manifest before the run recorded still counts, though the
+    # first pass replaced it (a cube skipped before the failure is skipped again, not rewritten).
     while unread := _newly_unread(summary, options.unreadable):
         which = "its cube again without it" if len(unread) == 1 else "their cubes again without them"
         logger.warning("%s could not be read; planning %s", counted(len(unread), "scene"), which)
-        options = dataclasses.replace(options, unreadable=options.unreadable + unread, overwrite=False)
+        options = dataclasses.replace(options, unreadable=options.unreadable + unread, converted=tuple(sorted(written)))
+        if not is_gs(options.out):  # a bucket records each file's mode in its object metadata
+            for line in before:
+                if isinstance(line.get("cube_id"), str) and isinstance(line.get("sha256"), str):
+                    record_published(options, line)
         summary = one_pass(options)
         written |= {e.cube_id for e in summary.written}
-        for name, value in summary.counters.items():
-            counters[name] = counters.get(name, 0) + value
     entries = tuple(dataclasses.replace(e, status="written") if e.cube_id in written else e for e in summary.entries)
-    summary = dataclasses.replace(summary, entries=entries, seconds=time.monotonic() - start, counters=counters)
+    summary = dataclasses.replace(summary, entries=entries, seconds=time.monotonic() - start)
     try:
-        stale = settle(options, superseded_cubes(options, before, summary.entries))
+        stale = settle(options, superseded_cubes(options, before, summary.entries), summary.entries)
     except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         return dataclasses.replace(summary, pruned=options.prune)

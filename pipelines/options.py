@@ -192,6 +192,8 @@ class ConvertOptions:
     unreadable: tuple[tuple[str, str], ...] = ()
     """``(href, message)`` of scenes whose pixels an earlier pass of this run could not read:
     planned without, each a ``read-failed`` dead letter (:func:`pipelines.convert.run`)."""
+    converted: tuple[str, ...] = ()
+    """Ids of the cubes an earlier pass of this run wrote: kept as they are, also with ``--overwrite``."""
 
     def __post_init__(self) -> None:
         self._check_outputs()

@@ -89,33 +89,50 @@ def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], 
     return [{"file": n, "inputs": i} for n, i in sorted(candidates.items()) if _location(os.path.join(options.out, n)) not in catalogued]
 
 
-def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> tuple[str, ...]:
     """Remove the ``superseded`` cubes with ``--prune``, else list them in ``OUT/superseded.jsonl``; return their files.
 
     The list is what lets a later ``--prune`` find them once the manifest no
-    longer names them; it is removed when there is nothing to list.
+    longer names them. What earlier runs listed stays listed while its file
+    exists, unless this run's ``entries`` hold it again: a run of another
+    area supersedes none of them, and must not forget them. The list is
+    removed when there is nothing to list.
     """
     paths = tuple(os.path.join(options.out, line["file"]) for line in superseded)
     if options.prune:
         remove_cubes(paths)
-    if options.prune or not superseded:
-        remove_output(options.superseded_path)
+    earlier: list[dict[str, Any]] = []
+    with contextlib.suppress(ValueError):  # not whole JSON lines: not a list this tool wrote
+        earlier = load_jsonl(options.superseded_path)
+    mine = {entry.file for entry in entries} | {line["file"] for line in superseded}
+    listed = [] if options.prune else list(superseded)
+    listed += [
+        line
+        for line in earlier
+        if isinstance(line.get("file"), str) and line["file"] not in mine and output_exists(os.path.join(options.out, line["file"]))
+    ]
+    if listed:
+        write_jsonl(options.superseded_path, sorted(listed, key=lambda line: str(line["file"])))
     else:
-        write_jsonl(options.superseded_path, list(superseded))
+        remove_output(options.superseded_path)
     return paths
 
 
 def unlisted_cubes(
     options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], stale: Sequence[str]
 ) -> tuple[str, ...]:
-    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded (``stale``).
+    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded (``stale``), and that
+    ``OUT/superseded.jsonl`` does not list (as :func:`settle` left it).
 
     The run's manifest and catalogue describe its own cubes, so these are no
     longer listed: a run given other inputs than the last (another area, or a
     scene that failed tonight) leaves the earlier cubes in ``OUT`` unfindable
     by ``rumi search``. They are never removed; the summary names them.
     """
-    done = {entry.file for entry in entries} | {os.path.basename(path) for path in stale}
+    listed: set[Any] = set()
+    with contextlib.suppress(ValueError):  # superseded, by this run or an earlier one
+        listed = {line.get("file") for line in load_jsonl(options.superseded_path)}
+    done = {entry.file for entry in entries} | {os.path.basename(path) for path in stale} | listed
     names = sorted({line["file"] for line in before if isinstance(line.get("file"), str)} - done)
     return tuple(os.path.join(options.out, name) for name in names if output_exists(os.path.join(options.out, name)))
 

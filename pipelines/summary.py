@@ -58,7 +58,7 @@ class Summary:
     seconds: float
     """Wall time of the pipeline."""
     counters: Mapping[str, int] = field(default_factory=dict)
-    """Beam counters ``"Namespace/name"`` the runner reported (empty where it reports none)."""
+    """Beam counters ``"Namespace/name"`` the runner reported for the run's last pass (empty where it reports none)."""
     manifest_path: str = "manifest.jsonl"
     """Where the manifest is."""
     dead_letter_path: str = "dead-letter.jsonl"

@@ -60,11 +60,11 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry"]
+__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_published"]
 
 
 def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
-    """The entry an earlier run's manifest, or its record of a published cube (:func:`_record_published`), holds for this exact file."""
+    """The entry an earlier run's manifest, or its record of a published cube (:func:`record_published`), holds for this exact file."""
     with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
         for line in f:
             entry = json.loads(line)
@@ -81,16 +81,18 @@ def _record_path(options: ConvertOptions, cube_id: str) -> str:
     return os.path.join(options.published_dir, f"{cube_id}.json")
 
 
-def _record_published(options: ConvertOptions, entry: ManifestEntry) -> None:
-    """Record a cube just published into a local ``--out`` as its manifest line, for a run killed before its manifest.
+def record_published(options: ConvertOptions, line: dict[str, Any]) -> None:
+    """Record a cube published into a local ``--out`` by its manifest line, until a manifest lists it.
 
     The run's manifest is written once every cube is done; without this record
-    the next run could not tell a finished lossless file from a lossy one and
-    would convert it again.
+    a run killed before it, or a second pass of a run (whose first pass
+    replaced the manifest it had), could not tell a finished lossless file
+    from a lossy one and would convert it again.
     """
-    os.makedirs(options.published_dir, exist_ok=True)
-    text = json.dumps(entry.to_dict(), sort_keys=True)
-    write_atomic(_record_path(options, entry.cube_id), text.encode("utf-8"), temp_dir=options.staging_dir)
+    for folder in (options.published_dir, options.staging_dir):
+        os.makedirs(folder, exist_ok=True)
+    text = json.dumps(line, sort_keys=True)
+    write_atomic(_record_path(options, line["cube_id"]), text.encode("utf-8"), temp_dir=options.staging_dir)
 
 
 def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
@@ -169,7 +171,7 @@ def assemble_cube(
         blob_bytes=os.path.getsize(blob_path),
         sha256=sha256 or file_sha256(path),
     )
-    _record_published(options, entry)
+    record_published(options, entry.to_dict())
     return entry
 
 
@@ -269,7 +271,7 @@ class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollectio
 
 
 def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> CubePlan | ManifestEntry:
-    if options.overwrite:
+    if options.overwrite and plan.cube_id not in options.converted:
         return plan
     entry = existing_entry(plan, options)
     if entry is None:

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["CATALOG_ID", "WriteCatalog", "catalog_publisher", "incremental_catalog_publisher", "write_catalog"]
+__all__ = ["CATALOG_ID", "WriteCatalog", "catalog_publisher", "check_catalog_root", "incremental_catalog_publisher", "write_catalog"]
 
 CATALOG_ID = "rumi"
 """Id of the catalogue root, and the dataset of items that name none."""
@@ -295,6 +295,39 @@ def _upload_tree(staging: str, root: str) -> None:
             list(pool.map(upload, sorted(n for n in files if _upload_rank(n) == rank)))
         stale = sorted(f"{root}/{n}" for n in present if n not in files and _CATALOG_OBJECT.fullmatch(n))
         list(pool.map(store.delete, stale))
+
+
+def check_catalog_root(root: str, out: str) -> None:
+    """Refuse a local ``--catalog`` folder that is not the catalogue's alone: each run replaces it whole.
+
+    The catalogue is built beside its folder and swapped in (:func:`write_catalog`),
+    so whatever else the folder held is gone: ``--catalog`` naming ``--out``
+    itself, or a folder above it, removed the run's own cubes, and a folder of
+    other files (no ``catalog.json``) lost them all. The default ``OUT/stac``,
+    a new or empty folder and an earlier catalogue are the catalogue's own.
+
+    Raises:
+        OptionError: names ``--catalog`` and why.
+    """
+    from pipelines.errors import OptionError
+
+    if is_gs(root):
+        return  # a bucket catalogue replaces only the objects a catalogue is made of (_write_bucket_catalog)
+    real = os.path.realpath(root)
+    if not is_gs(out):
+        holds = os.path.realpath(out)
+        if holds == real or holds.startswith(real.rstrip(os.sep) + os.sep):
+            raise OptionError(
+                f"{root} holds --out {out}, and each run replaces the catalogue folder whole, which would remove the cubes; "
+                "give the catalogue a folder of its own (by default OUT/stac)",
+                option="--catalog",
+            )
+    if os.path.isdir(real) and os.listdir(real) and not os.path.isfile(os.path.join(real, "catalog.json")):
+        raise OptionError(
+            f"{root} holds other files and no catalog.json, and each run replaces the catalogue folder whole; "
+            "give a new or empty folder, or an earlier catalogue",
+            option="--catalog",
+        )
 
 
 def _remove_stale(parent: str, name: str) -> None:

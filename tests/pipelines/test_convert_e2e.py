@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -432,6 +433,31 @@ def test_a_block_that_fails_to_decode_leaves_its_scene_out_of_the_cube(tmp_path:
     clean = run([str(kept)], ConvertOptions(out=str(tmp_path / "clean"), tile_size=256), ["--direct_num_workers=2"])
     (entry,) = clean.entries
     assert file_sha256(str(out / f"{summary.entries[0].cube_id}.rumi")) == file_sha256(str(tmp_path / "clean" / f"{entry.cube_id}.rumi"))
+
+
+def test_the_second_pass_keeps_overwrite_and_what_the_manifest_recorded(tmp_path: Path) -> None:
+    """A cube that only the second pass plans may already exist from an earlier run: ``--overwrite`` still rewrites it
+    (the second pass skipped it), and a re-run that fails on the same scene skips it, where it was rewritten every run
+    because the first pass had replaced the manifest that recorded it."""
+    import rasterio
+
+    write_series(str(tmp_path / "scenes"), dates=["2024-04-02", "2024-04-07"], size=512, bands=("B02", "B03"), seed=9)
+    out = tmp_path / "out"
+    options = ConvertOptions(out=str(out), tile_size=256, frame_unit=0)
+    (first,) = run([str(tmp_path / "scenes")], options).entries
+    later, _ = write_series(str(tmp_path / "scenes"), dates=["2024-04-12"], size=512, bands=("B02", "B03"), seed=10)
+    with rasterio.open(later[0]) as ds:  # a block other than the last, which reading the metadata checks
+        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
+    with open(later[0], "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * 64)
+    rewritten = run([str(tmp_path / "scenes")], dataclasses.replace(options, overwrite=True, compression="raster"))
+    (entry,) = rewritten.entries
+    assert (entry.cube_id, entry.status) == (first.cube_id, "written")
+    assert entry.codec != first.codec and entry.codec["name"] == "raster"
+    again = run([str(tmp_path / "scenes")], dataclasses.replace(options, compression="raster"))
+    assert [(e.cube_id, e.status) for e in again.entries] == [(first.cube_id, "skipped")]
+    assert [d.reason for d in again.dead_letters].count("read-failed") == 1
 
 
 def test_a_landsat_collection_2_level_2_archive_converts_every_layer(tmp_path: Path) -> None:

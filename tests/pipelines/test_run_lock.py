@@ -43,8 +43,8 @@ def test_a_second_run_into_a_busy_out_or_catalog_stops_before_it_starts(tmp_path
     assert done.exit_code == 0 and "1 written" in done.output, done.output
     (tmp_path / "link").symlink_to(out)
     for same in (out, tmp_path / "link", f"{out}/"):  # one folder named twice is locked once
-        again = CliRunner().invoke(cli, [*command, "--catalog", str(same)])
-        assert again.exit_code == 0 and (out / "catalog.json").is_file(), again.output
+        with exclusive([(str(out), "--out"), (str(same), "--catalog")]):
+            pass
 
 
 def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
@@ -69,3 +69,28 @@ def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the lock outlived the killed process"
             time.sleep(0.05)
     assert os.listdir(folder) == []  # no lock file left behind
+
+
+def test_a_catalog_folder_that_holds_other_files_is_refused(tmp_path: Path) -> None:
+    """Each run replaces the catalogue folder whole: ``--catalog`` naming ``--out`` (or a folder above it) removed the
+    run's cubes, manifest and blobs, and a folder of other files lost them. Both are refused before anything is written."""
+    write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=64, seed=2)
+    out = tmp_path / "out"
+    command = ["convert", str(tmp_path / "scenes"), "--out", str(out), "--no-progress"]
+    assert CliRunner().invoke(cli, command).exit_code == 0
+    kept = sorted(p.name for p in out.iterdir())
+    (tmp_path / "link").symlink_to(out)
+    for folder in (out, tmp_path / "link", f"{out}/", tmp_path):
+        refused = CliRunner().invoke(cli, [*command, "--catalog", str(folder)])
+        assert refused.exit_code == 2 and "each run replaces the catalogue folder whole" in refused.output, refused.output
+        assert sorted(p.name for p in out.iterdir()) == kept
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "todo.txt").write_text("mine")
+    refused = CliRunner().invoke(cli, [*command, "--catalog", str(notes)])
+    assert refused.exit_code == 2 and "holds other files and no catalog.json" in refused.output, refused.output
+    assert (notes / "todo.txt").read_text() == "mine"
+    shared = tmp_path / "shared"
+    for _ in range(2):  # a new folder, then the catalogue it became
+        assert CliRunner().invoke(cli, [*command, "--catalog", str(shared)]).exit_code == 0
+    assert (shared / "catalog.json").is_file()

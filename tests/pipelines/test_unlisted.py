@@ -38,3 +38,36 @@ def test_a_run_given_other_inputs_names_the_earlier_cubes_it_leaves_unlisted(tmp
     assert first.exists() and len(list(search(str(out / "stac")))) == 1
     both = convert(str(tmp_path / "a"), str(tmp_path / "b"))
     assert "no longer in its manifest" not in both and len(list(search(str(out / "stac")))) == 2, both
+
+
+def test_a_run_of_another_area_keeps_the_earlier_superseded_list(tmp_path: Path) -> None:
+    """A superseded cube kept without --prune stays in OUT/superseded.jsonl through a run of another area, which
+    supersedes nothing (the list was deleted, the cube named as merely unlisted, and never pruned)."""
+    import os
+
+    from pipelines.summary import load_jsonl
+
+    scenes = tmp_path / "a"
+    paths, _ = write_series(str(scenes), dates=["2023-01-05", "2023-02-04", "2023-03-06"], size=(40, 56), seed=6)
+    for path in paths:
+        if "20230306" in path:
+            os.rename(path, tmp_path / os.path.basename(path))
+    write_series(str(tmp_path / "b"), dates=["2023-01-05"], size=(40, 56), seed=4, origin=(700000.0, 5300040.0))
+    out = tmp_path / "out"
+
+    def convert(source: Path, *more: str) -> str:
+        result = CliRunner().invoke(cli, ["convert", str(source), "--out", str(out), "--tile-size", "32", "--no-progress", *more])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    convert(scenes)
+    (two_dates,) = out.glob("*.rumi")
+    for path in tmp_path.glob("*.tif"):
+        os.rename(path, scenes / path.name)
+    assert "superseded by this run's" in convert(scenes)
+    other = convert(tmp_path / "b")
+    assert [line["file"] for line in load_jsonl(str(out / "superseded.jsonl"))] == [two_dates.name]
+    assert two_dates.name not in other.split("no longer in its manifest")[-1], other  # named as superseded, not unlisted
+    pruned = convert(scenes, "--prune")
+    assert f"pruned 1 cube of the previous run that this run's supersede: {two_dates.name}" in pruned and not two_dates.exists()
+    assert not (out / "superseded.jsonl").exists()
