@@ -348,8 +348,9 @@ class Mosaic:
         coarser than the source, so the margin grows with it. A function of
         the tile alone.
         """
-        minx, maxy = self._tile_affine(tile) @ (0, 0)
-        maxx, miny = self._tile_affine(tile) @ (WARP_TILE, WARP_TILE)
+        affine = self._tile_affine(tile)
+        minx, maxy = affine @ (0, 0)
+        maxx, miny = affine @ (WARP_TILE, WARP_TILE)
         box = (minx, miny, maxx, maxy)
         if g.crs is not None and self.out.crs is not None and g.crs != self.out.crs:
             try:

@@ -199,7 +199,8 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
 
     from pipelines.convert import RUNNER_NAMES, resolve_runner
 
-    if resolve_runner(runner) is None:
+    resolved = resolve_runner(runner)
+    if resolved is None:
         names = ", ".join(sorted((*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)))
         raise click.UsageError(f"--runner {runner}: Beam knows no such runner; give one of {names}, or a runner's qualified class name")
     given = PipelineOptions(beam_args).get_all_options()
@@ -212,7 +213,7 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     # TaskManager's localhost), which this machine need not reach.
     for option in ("job_endpoint", "flink_master"):
         _check_reachable(f"--{option}", given.get(option))
-    if _stock_worker_image(resolve_runner(runner), given):
+    if _stock_worker_image(resolved, given):
         raise click.UsageError(
             f"--runner {runner} starts its workers in Docker from Beam's stock SDK image, which lacks rumi: "
             "give --environment_type=LOOPBACK to run them in this process, --environment_config=IMAGE for an image "

@@ -74,7 +74,7 @@ from pipelines.run_lock import exclusive
 from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary, load_jsonl
 from pipelines.threaded_runner import ThreadedRunner
-from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting, record_published
+from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting, record_earlier_manifest
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.compress import ChooseCodecs, ChooseFrameUnits, CompressFrames
 from pipelines.transforms.dead_letters import DeadLetter, WriteDeadLetters
@@ -396,20 +396,18 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
         logger.warning("%s could not be read; planning %s", counted(len(unread), "scene"), which)
         options = dataclasses.replace(options, unreadable=options.unreadable + unread, converted=tuple(sorted(written)))
         if not is_gs(options.out):  # a bucket records each file's mode in its object metadata
-            for line in before:
-                if isinstance(line.get("cube_id"), str) and isinstance(line.get("sha256"), str):
-                    record_published(options, line)
+            record_earlier_manifest(options, before)
         summary = one_pass(options)
         written |= {e.cube_id for e in summary.written}
     entries = tuple(dataclasses.replace(e, status="written") if e.cube_id in written else e for e in summary.entries)
     summary = dataclasses.replace(summary, entries=entries, seconds=time.monotonic() - start)
     try:
-        stale = settle(options, superseded_cubes(options, before, summary.entries), summary.entries)
+        settled = settle(options, superseded_cubes(options, before, summary.entries), summary.entries)
     except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         return dataclasses.replace(summary, pruned=options.prune)
-    unlisted = unlisted_cubes(options, before, summary.entries, stale)
-    return dataclasses.replace(summary, stale=stale, pruned=options.prune, unlisted=unlisted)
+    unlisted = unlisted_cubes(options, before, summary.entries, settled)
+    return dataclasses.replace(summary, stale=settled.stale, pruned=options.prune, unlisted=unlisted)
 
 
 def _newly_unread(summary: Summary, known: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

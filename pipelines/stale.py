@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pipelines.bucket import is_gs, output_exists, read_output, remove_output, write_jsonl
 from pipelines.summary import load_jsonl
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
+__all__ = ["Settled", "earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
 
 
 def _location(path: str) -> str:
@@ -89,8 +89,17 @@ def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], 
     return [{"file": n, "inputs": i} for n, i in sorted(candidates.items()) if _location(os.path.join(options.out, n)) not in catalogued]
 
 
-def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> tuple[str, ...]:
-    """Remove the ``superseded`` cubes with ``--prune``, else list them in ``OUT/superseded.jsonl``; return their files.
+class Settled(NamedTuple):
+    """What :func:`settle` did."""
+
+    stale: tuple[str, ...]
+    """The files of this run's superseded cubes (removed with ``--prune``)."""
+    listed: frozenset[str]
+    """The names ``OUT/superseded.jsonl`` now lists: this run's superseded cubes and earlier runs' still there."""
+
+
+def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> Settled:
+    """Remove the ``superseded`` cubes with ``--prune``, else list them in ``OUT/superseded.jsonl``.
 
     The list is what lets a later ``--prune`` find them once the manifest no
     longer names them. What earlier runs listed stays listed while its file
@@ -115,13 +124,13 @@ def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]], entrie
         write_jsonl(options.superseded_path, sorted(listed, key=lambda line: str(line["file"])))
     else:
         remove_output(options.superseded_path)
-    return paths
+    return Settled(paths, frozenset(line["file"] for line in listed))
 
 
 def unlisted_cubes(
-    options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], stale: Sequence[str]
+    options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], settled: Settled
 ) -> tuple[str, ...]:
-    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded (``stale``), and that
+    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded, and that
     ``OUT/superseded.jsonl`` does not list (as :func:`settle` left it).
 
     The run's manifest and catalogue describe its own cubes, so these are no
@@ -129,10 +138,7 @@ def unlisted_cubes(
     scene that failed tonight) leaves the earlier cubes in ``OUT`` unfindable
     by ``rumi search``. They are never removed; the summary names them.
     """
-    listed: set[Any] = set()
-    with contextlib.suppress(ValueError):  # superseded, by this run or an earlier one
-        listed = {line.get("file") for line in load_jsonl(options.superseded_path)}
-    done = {entry.file for entry in entries} | {os.path.basename(path) for path in stale} | listed
+    done = {entry.file for entry in entries} | {os.path.basename(path) for path in settled.stale} | settled.listed
     names = sorted({line["file"] for line in before if isinstance(line.get("file"), str)} - done)
     return tuple(os.path.join(options.out, name) for name in names if output_exists(os.path.join(options.out, name)))
 

@@ -147,20 +147,18 @@ class Summary:
             f"{format_bytes(written_input / self.seconds if self.seconds > 0 else 0)}/s of input files"
         )
         if self.stale:
-            shown = ", ".join(os.path.basename(p) for p in self.stale[:3]) + (", ..." if len(self.stale) > 3 else "")
+            cubes, verb, shown = _earlier_cubes(self.stale)
             if self.pruned:
-                lines.append(f"pruned {counted(len(self.stale), 'cube')} of the previous run that this run's supersede: {shown}")
+                lines.append(f"pruned {cubes} of the previous run that this run's supersede: {shown}")
             else:
-                verb = "is" if len(self.stale) == 1 else "are"
                 lines.append(
-                    f"{counted(len(self.stale), 'cube')} of the previous run {verb} superseded by this run's, which hold all their inputs, "
+                    f"{cubes} of the previous run {verb} superseded by this run's, which hold all their inputs, "
                     f"and no longer listed ({shown}): --prune removes them"
                 )
         if self.unlisted:
-            shown = ", ".join(os.path.basename(p) for p in self.unlisted[:3]) + (", ..." if len(self.unlisted) > 3 else "")
-            verb = "is" if len(self.unlisted) == 1 else "are"
+            cubes, verb, shown = _earlier_cubes(self.unlisted)
             lines.append(
-                f"{counted(len(self.unlisted), 'cube')} of the previous run {verb} still in the output folder but no longer in its "
+                f"{cubes} of the previous run {verb} still in the output folder but no longer in its "
                 f"manifest or catalogue, since this run wrote no cube holding all their inputs ({shown}); convert all inputs "
                 "in one run to keep them listed, or give each set of inputs its own --out (they may share a --catalog)"
             )
@@ -171,3 +169,9 @@ class Summary:
         else:
             lines.append("dead letters: none")
         return "\n".join(lines)
+
+
+def _earlier_cubes(paths: Sequence[str]) -> tuple[str, str, str]:
+    """``("2 cubes", "are", "a.rumi, b.rumi")`` for a summary line about earlier cubes (the first three named)."""
+    shown = ", ".join(os.path.basename(p) for p in paths[:3]) + (", ..." if len(paths) > 3 else "")
+    return counted(len(paths), "cube"), "is" if len(paths) == 1 else "are", shown

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
-from pipelines.bucket import is_gs
+from pipelines.bucket import is_gs, write_jsonl
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.base import DataclassPTransform
@@ -60,39 +60,50 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_published"]
+__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_earlier_manifest", "record_published"]
 
 
 def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
-    """The entry an earlier run's manifest, or its record of a published cube (:func:`record_published`), holds for this exact file."""
-    with contextlib.suppress(OSError, ValueError, KeyError), open(options.manifest_path, encoding="utf-8") as f:
-        for line in f:
-            entry = json.loads(line)
-            if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
-                return dict(entry)
-    with contextlib.suppress(OSError, ValueError, KeyError), open(_record_path(options, cube_id), encoding="utf-8") as f:
-        entry = json.load(f)
-        if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
-            return dict(entry)
+    """The line that records this exact file: in the manifest, in the one this run's first pass replaced
+    (:func:`record_earlier_manifest`), or in the record of a cube published since (:func:`record_published`)."""
+    paths = (options.manifest_path, os.path.join(options.published_dir, _EARLIER), _record_path(options, cube_id))
+    for path in paths:
+        with contextlib.suppress(OSError, ValueError, KeyError), open(path, encoding="utf-8") as f:
+            for line in f:
+                entry = json.loads(line)
+                if entry["cube_id"] == cube_id and entry["sha256"] == sha256:
+                    return dict(entry)
     return None
 
 
+_EARLIER = "earlier-manifest.jsonl"
+"""The manifest before the run, in ``OUT/.published``, once a first pass has replaced it."""
+
+
 def _record_path(options: ConvertOptions, cube_id: str) -> str:
-    return os.path.join(options.published_dir, f"{cube_id}.json")
+    return os.path.join(options.published_dir, f"{cube_id}.jsonl")
+
+
+def _record(options: ConvertOptions, name: str, lines: list[dict[str, Any]]) -> None:
+    for folder in (options.published_dir, options.staging_dir):
+        os.makedirs(folder, exist_ok=True)
+    write_jsonl(os.path.join(options.published_dir, name), lines, temp_dir=options.staging_dir)
 
 
 def record_published(options: ConvertOptions, line: dict[str, Any]) -> None:
     """Record a cube published into a local ``--out`` by its manifest line, until a manifest lists it.
 
     The run's manifest is written once every cube is done; without this record
-    a run killed before it, or a second pass of a run (whose first pass
-    replaced the manifest it had), could not tell a finished lossless file
-    from a lossy one and would convert it again.
+    a run killed before it could not tell a finished lossless file from a
+    lossy one and would convert it again.
     """
-    for folder in (options.published_dir, options.staging_dir):
-        os.makedirs(folder, exist_ok=True)
-    text = json.dumps(line, sort_keys=True)
-    write_atomic(_record_path(options, line["cube_id"]), text.encode("utf-8"), temp_dir=options.staging_dir)
+    _record(options, os.path.basename(_record_path(options, line["cube_id"])), [line])
+
+
+def record_earlier_manifest(options: ConvertOptions, lines: list[dict[str, Any]]) -> None:
+    """Keep the lines of the manifest before the run, for a second pass of it: the first pass replaced that manifest,
+    and a cube it recorded that only the second pass plans (the one whose scene failed) would be converted again."""
+    _record(options, _EARLIER, [line for line in lines if isinstance(line.get("cube_id"), str) and isinstance(line.get("sha256"), str)])
 
 
 def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:

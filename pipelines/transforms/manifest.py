@@ -43,8 +43,8 @@ class ManifestEntry:
     """``"written"`` by this run, or ``"skipped"`` because valid outputs already existed.
 
     Not a line of the manifest, which describes the outputs, so that a re-run,
-    a resumed run and a clean run write the same manifest; the summary tells
-    the two apart by the manifest that was there before (:class:`~pipelines.summary.Summary`)."""
+    a resumed run and a clean run write the same manifest; :class:`WriteManifest`
+    records it for the run's summary (:attr:`~pipelines.options.ConvertOptions.statuses_path`)."""
     file: str
     """The ``.rumi`` file, relative to the output directory."""
     blob: str

@@ -144,10 +144,10 @@ def test_cubes_published_before_a_kill_are_skipped_by_the_rerun(scenes: str, cle
     command = _command(scenes, out)
 
     def recorded(out: Path) -> bool:
-        return (out / ".published").is_dir() and any(p.suffix == ".json" for p in (out / ".published").iterdir())
+        return (out / ".published").is_dir() and any(p.suffix == ".jsonl" for p in (out / ".published").iterdir())
 
     assert _run_killed(command, out, recorded), "the run finished before a cube was recorded; the kill point was not exercised"
-    kept = {p.stem for p in (out / ".published").iterdir() if p.suffix == ".json"}
+    kept = {p.stem for p in (out / ".published").iterdir() if p.suffix == ".jsonl"}
     rerun = subprocess.run(command, check=True, capture_output=True, text=True)
     skipped = {line.split()[0] for line in rerun.stdout.splitlines() if line.split()[1:2] == ["skipped"]}
     assert kept <= skipped, rerun.stdout
