@@ -1,0 +1,40 @@
+"""How SkipExisting finds what an earlier run recorded of a file (``assemble_files._previous_entry``).
+
+Each cube it checks looks its file up in the manifest: scanning the file for each
+cube read N lines N times, so a re-run over thousands of cubes spent minutes
+there. The manifest is now read once per version of it, and a rewritten one is
+read again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING
+
+from pipelines.options import ConvertOptions
+from pipelines.transforms import assemble_files
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _write(path: str, lines: list[dict[str, str]]) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(line) + "\n" for line in lines)
+    os.replace(tmp, path)  # a new file, as the manifest writer makes one
+
+
+def test_the_manifest_is_read_once_per_version(tmp_path: Path) -> None:
+    options = ConvertOptions(out=str(tmp_path))
+    lines = [{"cube_id": f"c{i}", "sha256": f"{i:064x}", "codec": "x"} for i in range(50)]
+    _write(options.manifest_path, lines)
+    assemble_files._lines_by_file.cache_clear()
+    for i in range(50):
+        assert assemble_files._previous_entry(options, f"c{i}", f"{i:064x}") == lines[i]
+    assert assemble_files._previous_entry(options, "c1", "0" * 64) is None  # another file of that cube
+    assert assemble_files._lines_by_file.cache_info().misses == 1
+    _write(options.manifest_path, [{**lines[0], "codec": "y"}])
+    assert assemble_files._previous_entry(options, "c0", f"{0:064x}") == {**lines[0], "codec": "y"}
+    assert assemble_files._previous_entry(options, "c1", f"{1:064x}") is None
