@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["EPSG_CODE", "Grid", "file_grid", "transform_bbox"]
+__all__ = ["EPSG_CODE", "Grid", "epsg_code", "file_grid", "transform_bbox"]
 
 _WGS84 = "EPSG:4326"
 
@@ -237,6 +237,24 @@ def file_grid(georef: Georeferencing, layout: Layout) -> Grid | None:
     if not georef.is_georeferenced:
         return None
     return Grid.from_georef(georef, height=layout.image_length, width=layout.image_width)
+
+
+def epsg_code(text: str) -> str | None:
+    """``text`` as ``"EPSG:n"``, if it is a CRS PROJ reads ("EPSG:32633", "32633", a URN, WKT) that is exactly EPSG:n; else None.
+
+    A grid's CRS is an EPSG code (``proj:code``). A PROJ string that merely
+    resembles one is not taken for it (pyproj's identification at confidence
+    100, not its default 70): "+proj=longlat +datum=WGS84" is longitude
+    first, EPSG:4326 latitude first, and a towgs84 term may shift by metres.
+    """
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        code = CRS.from_user_input(text).to_epsg(min_confidence=100)
+    except CRSError:
+        return None
+    return None if code is None else f"EPSG:{code}"
 
 
 def transform_bbox(bbox: tuple[float, float, float, float], bbox_crs: str, crs: str) -> tuple[float, float, float, float]:

@@ -199,7 +199,8 @@ def load(
             steps outside it are left out, and items with none are skipped.
             The hits of :func:`catalog.search` are whole cubes, every date of
             them loaded unless the search's ``datetime`` is given here too.
-        crs: Output CRS; None keeps the items' common lattice.
+        crs: Output CRS, an EPSG code ("EPSG:32633", or any text PROJ reads as exactly that CRS);
+            None keeps the items' common lattice.
         resolution: Output pixel size in ``crs`` units, one number or ``(x, y)``.
         chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``).
             By default a chunk holds every time step and band of one tile

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.errors import LoadError, SelectorError
-from catalog.grid import Grid, transform_bbox
+from catalog.grid import Grid, epsg_code, transform_bbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -123,6 +123,10 @@ def _lattice(
                     "give a CRS and a resolution (crs= and resolution=, --crs and --resolution) to reproject them onto one"
                 )
         return first.crs, t.c, t.f, t.a, -t.e
+    code = epsg_code(crs)
+    if code is None:
+        raise LoadError(f"crs {crs!r} is not an EPSG CRS: give EPSG:n (or WKT or a URN that is one)")
+    crs = code
     if resolution is None:
         same = {(g.crs, g.transform[0], g.transform[4]) for g in grids}
         if len(same) != 1 or next(iter(same))[0] != crs:

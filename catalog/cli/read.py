@@ -24,6 +24,7 @@ from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
+from catalog.grid import epsg_code
 from catalog.selectors import parse_band_selector, parse_time_selector
 from catalog.storage import Storage
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
@@ -53,17 +54,11 @@ def _check_grid_options(crs: str | None, resolution: float | None) -> None:
     """Check ``--crs`` and ``--resolution`` of ``rumi read --catalog`` before any search.
 
     Raises:
-        OptionError: a CRS that PROJ does not read, a resolution without a
+        OptionError: a CRS that is not an EPSG code, a resolution without a
             CRS, or one that is not positive.
     """
-    if crs is not None:
-        from pyproj import CRS
-        from pyproj.exceptions import CRSError
-
-        try:
-            CRS.from_user_input(crs)
-        except CRSError as err:
-            raise OptionError(f"--crs {crs}: not a CRS (give EPSG:n, a PROJ string or WKT)") from err
+    if crs is not None and epsg_code(crs) is None:
+        raise OptionError(f"--crs {crs}: not an EPSG CRS (give EPSG:n, or WKT or a URN that is one)")
     if resolution is None:
         return
     if crs is None:
@@ -80,7 +75,7 @@ def _check_grid_options(crs: str | None, resolution: float | None) -> None:
     "--datetime, and read every hit as one mosaic.",
 )
 @click.option("--datetime", "when", help="With --catalog: ISO 8601 range A/B (open ends '..'), or one date.")
-@click.option("--crs", help="With --catalog: output CRS, to warp items from several grids onto one.")
+@click.option("--crs", help="With --catalog: output CRS (EPSG:n), to warp items from several grids onto one.")
 @click.option("--resolution", type=float, help="With --catalog and --crs: output pixel size in CRS units.")
 @click.option(
     "--header",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -208,7 +209,8 @@ def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> No
     [
         (["--resolution", "20"], "Error: --resolution 20 needs --crs: without one the items' own lattice is used"),
         (["--crs", "EPSG:32632", "--resolution", "0"], "Error: --resolution 0: a pixel size is positive"),
-        (["--crs", "bogus", "--resolution", "20"], "Error: --crs bogus: not a CRS"),
+        (["--crs", "bogus", "--resolution", "20"], "Error: --crs bogus: not an EPSG CRS"),
+        (["--crs", "+proj=longlat +datum=WGS84", "--resolution", "0.001"], "Error: --crs +proj=longlat +datum=WGS84: not an EPSG CRS"),
     ],
 )
 def test_rumi_read_catalog_refuses_a_bad_grid_before_any_search(
@@ -291,6 +293,22 @@ def _lonlat_item(tmp_path: Path, name: str, data: np.ndarray, nodata: float | No
     rumi_core.write(path, data, bands=["v"], times=["2021-01-01"], crs="EPSG:4326", transform=(0.0001, 0.0, 14.0, 0.0, -0.0001, 52.0),
                     tile_size=64, nodata=nodata)  # fmt: skip
     return str(path)
+
+
+def test_the_output_crs_is_an_epsg_code_in_any_form_proj_reads(tmp_path: Path) -> None:
+    """``crs=`` names an EPSG CRS however PROJ reads it; anything else is a :class:`LoadError` naming it, not PROJ's or GDAL's error."""
+    from pyproj import CRS
+
+    item = _lonlat_item(tmp_path, "v", np.arange(64 * 64, dtype=np.uint16).reshape(1, 64, 64))
+    expected = load([item], bands=None, bbox=None, crs="EPSG:32633", resolution=10).data.values
+    for spelling in ("32633", "urn:ogc:def:crs:EPSG::32633", CRS.from_epsg(32633).to_wkt()):
+        ds = load([item], bands=None, bbox=None, crs=spelling, resolution=10)
+        assert ds.attrs["crs"] == "EPSG:32633"
+        np.testing.assert_array_equal(ds.data.values, expected)
+    # Not taken for EPSG:32633 / EPSG:4326: a PROJ string is only alike (its axis order, datum terms may differ).
+    for other in ("bogus", "+proj=utm +zone=33 +datum=WGS84 +units=m +no_defs", "+proj=longlat +datum=WGS84", "ESRI:54009"):
+        with pytest.raises(LoadError, match=f"crs '{re.escape(other)}' is not an EPSG CRS"):
+            load([item], bands=None, bbox=None, crs=other, resolution=10)
 
 
 @pytest.mark.parametrize("resampling", ["nearest", "bilinear", "cubic", "average"])
