@@ -224,7 +224,7 @@ def load(
     import xarray as xr
     from dask.base import tokenize
 
-    from catalog.xarray_backend import spatial_ref
+    from catalog.xarray_backend import band_coords, spatial_ref, time_coords
 
     storage = storage or Storage()
     targets = _items(items)
@@ -297,30 +297,20 @@ def load(
             sorted(chunks.items()),
         ),
     )
-    band_meta = [first.cube.bands[b] for b in first.bands]
     out_t = out.affine
-    starts = np.array([k[0] for k in keys], dtype="datetime64[s]").astype("datetime64[ns]")
     coords: dict[str, Any] = {
-        "time": ("time", starts),
-        "band": ("band", np.array([b.name for b in band_meta], dtype=str)),
-        "common_name": ("band", np.array([b.common_name or "" for b in band_meta], dtype=str)),
-        "description": ("band", np.array([b.description or b.name for b in band_meta], dtype=str)),
+        **time_coords(keys, intervals=any(k[0] != k[1] for k in keys)),
+        **band_coords([first.cube.bands[b] for b in first.bands]),
         "y": ("y", out_t.f + out_t.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
         "x": ("x", out_t.c + out_t.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
         "spatial_ref": spatial_ref(out.crs, out.transform),
     }
-    if any(k[0] != k[1] for k in keys):
-        bounds = np.array(keys, dtype="datetime64[s]").astype("datetime64[ns]")
-        coords["time_bounds"] = (("time", "nv"), bounds)
     attrs: dict[str, Any] = {"grid_mapping": "spatial_ref"}
     if first_nodata is not None or dtype.kind == "f":
         # As gdalwarp without a nodata: a gap of items that have none is 0, and 0 is no nodata of theirs.
         attrs["nodata"] = fill
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     ds = xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
-    if "time_bounds" in coords:
-        ds["time"].attrs["bounds"] = "time_bounds"
-
     ds.set_close(functools.partial(_close_all, cubes))
     return ds
 

@@ -10,9 +10,11 @@ and time step when it holds a cell.
 
 Coordinates:
 
-* ``time``: the instants, or the starts of the intervals (their ends are in
-  ``time_end``), as ``datetime64``;
-* ``band``: band names, with ``description`` (the band texts) beside them;
+* ``time``: the instants, or the starts of the intervals, as ``datetime64``;
+  intervals have CF bounds, ``time_bounds`` ``(time, nv)``, named by the
+  ``bounds`` attribute of ``time`` (as :func:`catalog.load` has them);
+* ``band``: band names, with ``common_name`` and ``description`` (the band
+  texts) beside them;
 * ``y``, ``x``: pixel centres from the transform (pixel indices without a CRS);
 * ``spatial_ref``: a scalar with ``crs_wkt``, ``spatial_ref`` and
   ``GeoTransform`` (of pixel corners, as GDAL has it, also for PixelIsPoint),
@@ -45,13 +47,14 @@ from catalog.storage import is_rumi_href
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from numpy.typing import NDArray
 
+    from catalog.bands import Band
     from catalog.storage import Storage
 
-__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "open_cube_dataset", "spatial_ref"]
+__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "band_coords", "open_cube_dataset", "spatial_ref", "time_coords"]
 
 
 class RumiBackendArray(BackendArray):
@@ -117,6 +120,28 @@ def spatial_ref(crs: str | None, transform: tuple[float, ...] | None) -> xr.Vari
     return xr.Variable((), np.int64(0), attrs)
 
 
+def time_coords(bounds: Sequence[tuple[int, int]], *, intervals: bool) -> dict[str, Any]:
+    """The ``time`` coordinate of steps given as ``(start, end)`` epoch seconds; with ``intervals``, also CF's ``time_bounds``.
+
+    ``time`` holds the starts (the instants); ``time_bounds`` is ``(time, nv)``
+    of start and end, named by the ``bounds`` attribute of ``time`` (CF 1.11,
+    section 7.1), which xarray's CF decoding and cf_xarray follow.
+    """
+    seconds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2).astype("datetime64[s]").astype("datetime64[ns]")
+    if not intervals:
+        return {"time": ("time", seconds[:, 0])}
+    return {"time": ("time", seconds[:, 0], {"bounds": "time_bounds"}), "time_bounds": (("time", "nv"), seconds)}
+
+
+def band_coords(bands: Sequence[Band]) -> dict[str, Any]:
+    """``band`` (the names) with ``common_name`` ("" for none) and ``description`` (the name for none) beside it."""
+    return {
+        "band": ("band", np.array([b.name for b in bands], dtype=str)),
+        "common_name": ("band", np.array([b.common_name or "" for b in bands], dtype=str)),
+        "description": ("band", np.array([b.description or b.name for b in bands], dtype=str)),
+    }
+
+
 def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     """Build the lazy dataset of an opened cube (the dataset closes the cube)."""
     lay = cube.layout
@@ -124,14 +149,9 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     bands = cube.bands
     times = cube.times
     secs = np.asarray(times.seconds, dtype=np.int64)
-    coords: dict[str, Any] = {}
-    if times.time_type == INTERVAL:
-        coords["time"] = ("time", secs[0::2].astype("datetime64[s]").astype("datetime64[ns]"))
-        coords["time_end"] = ("time", secs[1::2].astype("datetime64[s]").astype("datetime64[ns]"))
-    else:
-        coords["time"] = ("time", secs.astype("datetime64[s]").astype("datetime64[ns]"))
-    coords["band"] = ("band", np.array([b.name for b in bands], dtype=str))
-    coords["description"] = ("band", np.array([b.description or b.name for b in bands], dtype=str))
+    intervals = times.time_type == INTERVAL
+    steps = secs.reshape(-1, 2) if intervals else np.repeat(secs, 2).reshape(-1, 2)
+    coords: dict[str, Any] = {**time_coords(steps.tolist(), intervals=intervals), **band_coords(bands)}
     if grid is not None and grid.transform[1] == 0.0 and grid.transform[3] == 0.0:
         coords["y"] = ("y", np.asarray(grid.y_coords()), {"axis": "Y"})
         coords["x"] = ("x", np.asarray(grid.x_coords()), {"axis": "X"})

@@ -84,14 +84,31 @@ def test_open_an_item_dict(cube: Any) -> None:
         np.testing.assert_array_equal(ds["data"].isel(time=0).values, cube.data[0])
 
 
-def test_interval_axis_has_time_end(tmp_path: Path) -> None:
+def test_intervals_have_cf_time_bounds_as_a_load_has(tmp_path: Path) -> None:
+    """Intervals: ``time`` holds the starts, ``time_bounds`` ``(time, nv)`` starts and ends, named by ``time.attrs["bounds"]``.
+
+    The same coordinates as :func:`catalog.load` gives.
+    """
     import rumi_core
+    from catalog import load
 
     path = tmp_path / "iv.rumi"
-    rumi_core.write(path, np.ones((2, 1, 8, 8), "uint8"), bands=["x"], times=[("2020-01-01", "2020-02-01"), ("2020-02-01", "2020-03-01")])
+    rumi_core.write(path, np.ones((2, 1, 8, 8), "uint8"), bands=["x"], times=[("2020-01-01", "2020-02-01"), ("2020-02-01", "2020-03-01")],
+                    crs="EPSG:32633", transform=(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0))  # fmt: skip
+    expected = np.array([["2020-01-01", "2020-02-01"], ["2020-02-01", "2020-03-01"]], dtype="datetime64[ns]")
     with xr.open_dataset(path, engine="rumi") as ds:
-        assert str(ds.time_end.values[0])[:10] == "2020-02-01"
-        assert ds.x.values.tolist() == list(range(8))
+        assert ds.time.attrs["bounds"] == "time_bounds" and ds.time_bounds.dims == ("time", "nv")
+        np.testing.assert_array_equal(ds.time_bounds.values, expected)
+        np.testing.assert_array_equal(ds.time.values, expected[:, 0])
+        item = create_item(path, thumbnail=False).to_dict()
+        with load([item], bands=None, bbox=None) as loaded:
+            xr.testing.assert_identical(loaded.time_bounds, ds.time_bounds)
+            xr.testing.assert_identical(loaded.common_name, ds.common_name)
+    instants = tmp_path / "at.rumi"
+    rumi_core.write(instants, np.ones((1, 1, 8, 8), "uint8"), bands=["x"], times=["2020-01-01"])
+    with xr.open_dataset(instants, engine="rumi") as ds:
+        assert "time_bounds" not in ds.coords and "bounds" not in ds.time.attrs
+        assert ds.x.values.tolist() == list(range(8))  # not georeferenced: pixel indices
 
 
 _UNPICKLE_AND_READ = """
