@@ -49,7 +49,7 @@ from rumi_core.times import INTERVAL
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from numpy.typing import NDArray
+    from numpy.typing import ArrayLike, NDArray
 
     from catalog.bands import Band
     from catalog.storage import Storage
@@ -120,8 +120,8 @@ def spatial_ref(crs: str | None, transform: tuple[float, ...] | None) -> xr.Vari
     return xr.Variable((), np.int64(0), attrs)
 
 
-def time_coords(bounds: Sequence[tuple[int, int]], *, intervals: bool) -> dict[str, Any]:
-    """The ``time`` coordinate of steps given as ``(start, end)`` epoch seconds; with ``intervals``, also CF's ``time_bounds``.
+def time_coords(bounds: ArrayLike, *, intervals: bool) -> dict[str, Any]:
+    """The ``time`` coordinate of steps given as ``(start, end)`` epoch seconds (``(T, 2)``); with ``intervals``, also CF's ``time_bounds``.
 
     ``time`` holds the starts (the instants); ``time_bounds`` is ``(time, nv)``
     of start and end, named by the ``bounds`` attribute of ``time`` (CF 1.11,
@@ -151,7 +151,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     secs = np.asarray(times.seconds, dtype=np.int64)
     intervals = times.time_type == INTERVAL
     steps = secs.reshape(-1, 2) if intervals else np.repeat(secs, 2).reshape(-1, 2)
-    coords: dict[str, Any] = {**time_coords(steps.tolist(), intervals=intervals), **band_coords(bands)}
+    coords: dict[str, Any] = {**time_coords(steps, intervals=intervals), **band_coords(bands)}
     if grid is not None and grid.transform[1] == 0.0 and grid.transform[3] == 0.0:
         coords["y"] = ("y", np.asarray(grid.y_coords()), {"axis": "Y"})
         coords["x"] = ("x", np.asarray(grid.x_coords()), {"axis": "X"})
