@@ -61,19 +61,23 @@ def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False) -> tuple[fl
 
     Args:
         bbox: The four numbers.
-        antimeridian: A longitude/latitude box, which may cross the
-            antimeridian with ``minx > maxx`` (STAC API, *bbox*; RFC 7946 §5.2).
+        antimeridian: A longitude/latitude box: longitudes within -180..180
+            and latitudes within -90..90, and it may cross the antimeridian
+            with ``minx > maxx`` (STAC API, *bbox*; RFC 7946 §5.2).
 
     Raises:
         SelectorError: not four finite numbers, or ``minx >= maxx`` (but
-            across the antimeridian) or ``miny >= maxy``.
+            across the antimeridian) or ``miny >= maxy``, or a longitude or
+            latitude out of its range.
     """
     if len(bbox) != 4:
         raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy, got {list(bbox)}")
     minx, miny, maxx, maxy = (float(v) for v in bbox)
     if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
         raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
-    crosses = antimeridian and -180 <= maxx < minx <= 180
+    if antimeridian and not (-180 <= minx <= 180 and -180 <= maxx <= 180 and -90 <= miny <= 90 and -90 <= maxy <= 90):
+        raise SelectorError(f"bbox {list(bbox)} is not in degrees: longitudes are within -180..180, latitudes within -90..90")
+    crosses = antimeridian and maxx < minx
     if not ((minx < maxx or crosses) and miny < maxy):
         across = " (or, across the antimeridian, minx > maxx within -180..180)" if antimeridian else ""
         raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx{across} and miny < maxy")

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
+from catalog.cli.options import parse_lonlat_bbox
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
@@ -275,18 +276,6 @@ _CONNECT_SECONDS = 10.0
 """How long :func:`_check_reachable` waits for a service to accept a connection."""
 
 
-def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
-    if text is None:
-        return None
-    try:
-        w, s, e, n = (float(v) for v in text.split(","))
-    except ValueError:
-        raise LineError(f"--bbox: expected W,S,E,N in degrees, got {text!r}") from None
-    if not (-180 <= w <= 180 and -180 <= e <= 180 and -90 <= s <= n <= 90):
-        raise LineError(f"--bbox: expected -180 <= W, E <= 180 and -90 <= S <= N <= 90, got {text!r}")
-    return w, s, e, n
-
-
 @click.command("convert", context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
 @click.argument("inputs", nargs=-1, type=click.UNPROCESSED)
 @click.option("--out", "out", required=True, help="Output directory (a local path, or a URL such as gs://bucket/prefix).")
@@ -348,7 +337,9 @@ def _parse_bbox(text: str | None) -> tuple[float, float, float, float] | None:
 @click.option("--progress/--no-progress", default=None, help="Draw a progress bar (default: when stderr is a terminal).")
 @click.option("--stac-api", default=None, help="Sentinel-2 L2A: search this STAC API (pystac-client) instead of reading INPUTS.")
 @click.option("--collection", default="sentinel-2-l2a", show_default=True, help="--stac-api: the collection searched.")
-@click.option("--bbox", default=None, help="--stac-api: W,S,E,N in degrees.")
+@click.option(
+    "--bbox", callback=parse_lonlat_bbox, help="--stac-api: W,S,E,N in degrees (W > E crosses the antimeridian), as rumi search takes it."
+)
 @click.option("--datetime", "datetime_", default=None, help="--stac-api: an instant or a range A/B (.. for open).")
 @click.option("--mgrs", default=None, help="Sentinel-2 L2A: MGRS tiles to keep, e.g. 33UUU,33UVU.")
 @click.option("--max-cloud", type=float, default=None, help="Sentinel-2 L2A: largest eo:cloud_cover kept, percent.")
@@ -384,7 +375,7 @@ def convert_command(
     progress: bool | None,
     stac_api: str | None,
     collection: str,
-    bbox: str | None,
+    bbox: tuple[float, float, float, float] | None,
     datetime_: str | None,
     mgrs: str | None,
     max_cloud: float | None,
@@ -402,7 +393,6 @@ def convert_command(
     _check_beam_args(beam_args, command)
     _check_runner(runner, beam_args, out)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
-    box = _parse_bbox(bbox)
     try:
         options = ConvertOptions(
             out=out,
@@ -451,7 +441,7 @@ def convert_command(
             err=True,
         )
     if stac_api:
-        found = _search_stac_api(options, stac_api, collection=collection, bbox=box, datetime_=datetime_)
+        found = _search_stac_api(options, stac_api, collection=collection, bbox=bbox, datetime_=datetime_)
         if found is None:
             return
         paths = [found]
@@ -465,13 +455,15 @@ def convert_command(
     _run_and_report(paths, options, beam_args, runner=runner, progress=progress, incremental=bool(stac_api), strict=strict)
 
 
-def _check_sources(paths: list[str], *, stac_api: str | None, bbox: str | None, datetime_: str | None) -> None:
+def _check_sources(
+    paths: list[str], *, stac_api: str | None, bbox: tuple[float, float, float, float] | None, datetime_: str | None
+) -> None:
     """Inputs come from INPUTS or from a ``--stac-api`` search, which alone takes ``--bbox`` and ``--datetime``."""
     if not paths and not stac_api:
         raise LineError("give at least one input path, glob, URL or STAC file, or --stac-api")
     if paths and stac_api:
         raise LineError("give either INPUTS or --stac-api, not both")
-    if stac_api is None and (bbox or datetime_):
+    if stac_api is None and (bbox is not None or datetime_):
         raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
 
 

@@ -292,6 +292,9 @@ def test_a_box_across_the_antimeridian(tmp_path: Path) -> None:
     assert sorted(hit["id"] for hit in json.loads(result.output)) == ["east", "west"]
     with pytest.raises(SearchError, match="empty or inverted"):
         search(tmp_path / "stac", bbox=(179.0, 1.0, -179.0, -1.0))
+    for beyond in ((179.0, -1.0, 181.0, 1.0), (-181.0, -1.0, -179.0, 1.0), (179.0, -91.0, -179.0, 1.0)):
+        with pytest.raises(SearchError, match="is not in degrees"):
+            search(tmp_path / "stac", bbox=beyond)
 
 
 def test_a_stac_api_that_never_answers_is_given_up(monkeypatch: pytest.MonkeyPatch) -> None:

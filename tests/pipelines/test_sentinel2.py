@@ -378,6 +378,9 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
         (["--stac-api", "http://127.0.0.1:1/", "--mgrs", "33UU"], "--mgrs"),
         (["--stac-api", "http://127.0.0.1:1/", "--max-cloud", "120"], "--max-cloud"),
         (["--stac-api", "http://127.0.0.1:1/", "--bbox", "1,2,3"], "--bbox"),
+        # The rule rumi search applies: an empty box, or one out of degrees, is refused.
+        (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,13.5,52"], "--bbox: bbox [13.0, 52.0, 13.5, 52.0] is empty"),
+        (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,193,53"], "is not in degrees"),
         (["--datetime", "2023-06-01/2023-06-30", str(tmp_path)], "--stac-api"),
     ):
         result = runner.invoke(cli, ["convert", *args, "--out", str(tmp_path / "out")])
