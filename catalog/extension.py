@@ -45,12 +45,11 @@ from typing import Any
 
 from catalog.errors import ItemError
 
-__all__ = ["INLINE_HEADER_LIMIT", "PREFIX", "SCHEMA_URI", "TIME_TYPES", "VERTICAL_CRS", "RumiFields", "schema_path"]
+__all__ = ["INLINE_HEADER_LIMIT", "SCHEMA_URI", "TIME_TYPES", "VERTICAL_CRS", "RumiFields", "schema_path"]
 
 SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
 """Identifier of the ``rumi:`` extension schema (a copy ships in this package)."""
 
-PREFIX = "rumi:"
 INLINE_HEADER_LIMIT = 4096
 """Largest header blob, in bytes, that an item carries inline."""
 

@@ -39,7 +39,6 @@ from typing import Final
 
 __all__ = [
     "BANDS",
-    "GROUPS",
     "PLATFORMS",
     "S2Band",
     "asset_resolution",
@@ -97,9 +96,6 @@ BANDS: Final[dict[str, S2Band]] = {
     )
 }
 """Every L2A band by id, in band order within each group (B10, cirrus, is not in L2A products)."""
-
-GROUPS: Final = ("10m", "20m", "60m", "scl")
-"""Resolution groups, each its own cube by default."""
 
 _BY_ASSET: Final = {**{b.id.lower(): b for b in BANDS.values()}, **{b.earth_search: b for b in BANDS.values()}, "b8a": BANDS["B8A"]}
 

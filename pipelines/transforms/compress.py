@@ -45,7 +45,7 @@ CODEC_SAMPLE_FRAMES: Final = 4
 """How many frames of a cube the codec choice sees."""
 
 
-def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_FRAMES, budget: int = SAMPLE_BUDGET) -> FrameCodec:
+def select_codec(plan: CubePlan, rasters: RasterCache, *, budget: int = SAMPLE_BUDGET) -> FrameCodec:
     """Read a deterministic sample of a cube's frames and choose its codec.
 
     Only the part of each frame the choice measures is read: the crops
@@ -56,7 +56,7 @@ def select_codec(plan: CubePlan, rasters: RasterCache, *, k: int = CODEC_SAMPLE_
     sample frame that cannot be read is left out; the frame stage reports it.
     """
     layout = plan.layout
-    indices = sample_indices(layout.frame_count, k)
+    indices = sample_indices(layout.frame_count, CODEC_SAMPLE_FRAMES)
     kept, crops = crop_windows([layout.frame_shape(i) for i in indices], layout.frame_axes, budget)
     samples: list[NDArray[Any]] = []
     for position, crop in zip(kept, crops, strict=True):
