@@ -65,7 +65,7 @@ def _needed_bytes(blob: rumi_core.HeaderBlob, sampler: ChipSampler, count: int) 
         frames = lay.frames_for(
             bands=range(lay.samples_per_pixel), times=range(lay.time_count), rows=(p.row, p.row + CHIP), cols=(p.col, p.col + CHIP)
         )
-        total += int(sum(int(blob.byte_counts[f]) for f in frames))
+        total += int(sum(int(blob.frame_byte_counts[f]) for f in frames))
     return total
 
 

@@ -357,7 +357,7 @@ class _ProcessState:
         out = []
         for f in frames:
             start = int(offsets[f]) - offset
-            n = int(blob.byte_counts[f])
+            n = int(blob.frame_byte_counts[f])
             try:
                 raw = decode_checked(
                     view[start : start + n],

@@ -238,7 +238,7 @@ class Cube:
         head = structure.head
         bands = bands_from_texts(structure.trailer.band_texts, data_type=stac_data_type(head.layout.encoding.name))
         grid = file_grid(head.georef, head.layout)
-        return cls(source, HeaderBlob(head.layout, head.byte_counts), bands=bands, times=structure.trailer.times, grid=grid)
+        return cls(source, HeaderBlob(head.layout, head.tile_byte_counts), bands=bands, times=structure.trailer.times, grid=grid)
 
     @classmethod
     def _from_item(cls, doc: dict[str, Any], where: str | None, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:

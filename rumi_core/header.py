@@ -64,8 +64,8 @@ class HeaderBlob:
     read needs are then pure arithmetic.
     """
 
-    def __init__(self, layout: Layout, byte_counts: NDArray[np.uint64] | Sequence[int]) -> None:
-        counts = np.asarray(byte_counts, dtype=np.uint64).reshape(-1)
+    def __init__(self, layout: Layout, frame_byte_counts: NDArray[np.uint64] | Sequence[int]) -> None:
+        counts = np.asarray(frame_byte_counts, dtype=np.uint64).reshape(-1)
         if counts.size != layout.frame_count:
             raise InvalidInputError(f"expected {layout.frame_count} byte counts, got {counts.size}", field="frame_byte_counts")
         if counts.size and (int(counts.min()) == 0 or int(counts.max()) > 0xFFFF_FFFF):
@@ -100,7 +100,7 @@ class HeaderBlob:
         return self._layout
 
     @property
-    def byte_counts(self) -> NDArray[np.uint64]:
+    def frame_byte_counts(self) -> NDArray[np.uint64]:
         """``frame_byte_counts``, in frame-index order (``N`` entries, built on demand)."""
         if self._counts is None:
             counts = np.full(self._layout.frame_count, self._count_min, dtype=np.uint64)
@@ -115,7 +115,7 @@ class HeaderBlob:
             return False
         if self._counts is None and other._counts is None:
             return self._count_min == other._count_min
-        return np.array_equal(self.byte_counts, other.byte_counts)
+        return np.array_equal(self.frame_byte_counts, other.frame_byte_counts)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -145,7 +145,7 @@ class HeaderBlob:
     def offsets(self) -> NDArray[np.uint64]:
         """``N + 1`` offsets: every frame's start, then the trailer's (built on demand)."""
         if self._offsets is None:
-            self._offsets = frame_offsets(self.base_frame_offset, self.byte_counts)
+            self._offsets = frame_offsets(self.base_frame_offset, self.frame_byte_counts)
         return self._offsets
 
     @property
@@ -296,7 +296,7 @@ def _packed_counts(data: bytes, n: int, cmin: int, bits: int) -> NDArray[np.uint
 
 def header_from_head(head: ParsedHead) -> HeaderBlob:
     """Build the blob of a parsed, checked head."""
-    return HeaderBlob(head.layout, head.byte_counts)
+    return HeaderBlob(head.layout, head.tile_byte_counts)
 
 
 def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
@@ -321,18 +321,18 @@ def check_against_head(blob: HeaderBlob, head: ParsedHead) -> None:
     for blob_name, tag, x, y in pairs:
         if x != y:
             raise HeaderMismatchError(f"header blob {blob_name} is {x}, the file's {tag} is {y}", field=blob_name, rule=rule)
-    if blob.byte_counts.size != head.byte_counts.size:
+    if blob.frame_byte_counts.size != head.tile_byte_counts.size:
         raise HeaderMismatchError(
-            f"header blob has {blob.byte_counts.size} frame byte counts, the file's TileByteCounts has {head.byte_counts.size}",
+            f"header blob has {blob.frame_byte_counts.size} frame byte counts, the file's TileByteCounts has {head.tile_byte_counts.size}",
             field="frame_byte_counts",
             rule="frame_byte_counts and TileByteCounts MUST each contain N entries",
         )
-    bad = np.nonzero(blob.byte_counts != head.byte_counts)[0]
+    bad = np.nonzero(blob.frame_byte_counts != head.tile_byte_counts)[0]
     if bad.size:
         i = int(bad[0])
         raise HeaderMismatchError(
-            f"header blob frame_byte_counts[{i}] is {int(blob.byte_counts[i])}, "
-            f"the file's TileByteCounts[{i}] is {int(head.byte_counts[i])}",
+            f"header blob frame_byte_counts[{i}] is {int(blob.frame_byte_counts[i])}, "
+            f"the file's TileByteCounts[{i}] is {int(head.tile_byte_counts[i])}",
             field="frame_byte_counts",
             rule=rule,
         )

@@ -107,13 +107,13 @@ def _exact_sum(counts: NDArray[np.uint64]) -> int:
     return int(counts.sum(dtype=object))
 
 
-def frame_offsets(base: int, byte_counts: NDArray[np.uint64] | Sequence[int]) -> NDArray[np.uint64]:
+def frame_offsets(base: int, frame_byte_counts: NDArray[np.uint64] | Sequence[int]) -> NDArray[np.uint64]:
     """Return ``N + 1`` offsets: every frame's start, then the trailer's.
 
     Raises:
         InvalidInputError: an offset does not fit in uint64.
     """
-    counts = np.asarray(byte_counts, dtype=np.uint64)
+    counts = np.asarray(frame_byte_counts, dtype=np.uint64)
     total = base + _exact_sum(counts)
     if total > 0xFFFF_FFFF_FFFF_FFFF:
         raise InvalidInputError("a reconstructed offset does not fit in uint64", field="TileOffsets")
@@ -148,14 +148,14 @@ def _values(layout: Layout, georef: Georeferencing, counts: NDArray[np.uint64]) 
     return {tag: np.asarray(raw[tag], dtype=_TYPE_CODE[typ]) for tag, _, typ in TAGS}
 
 
-def encode_head(layout: Layout, georef: Georeferencing, byte_counts: Sequence[int] | NDArray[np.integer]) -> bytes:
+def encode_head(layout: Layout, georef: Georeferencing, tile_byte_counts: Sequence[int] | NDArray[np.integer]) -> bytes:
     """Return the canonical bytes from offset 0 to ``base_frame_offset``.
 
     Raises:
         InvalidInputError: the number of byte counts is not ``N``, or a count
             is zero or above uint32.
     """
-    counts = np.asarray(byte_counts, dtype=np.int64)
+    counts = np.asarray(tile_byte_counts, dtype=np.int64)
     n = layout.frame_count
     if counts.shape != (n,):
         raise InvalidInputError(f"expected {n} frame byte counts, got {counts.size}", field="TileByteCounts")
@@ -193,14 +193,14 @@ class ParsedHead:
 
     layout: Layout
     georef: Georeferencing
-    byte_counts: NDArray[np.uint64]
+    tile_byte_counts: NDArray[np.uint64]
     """``TileByteCounts``, in frame-index order."""
     base_frame_offset: int
 
     @property
     def offsets(self) -> NDArray[np.uint64]:
         """Every frame's offset followed by the trailer offset."""
-        return frame_offsets(self.base_frame_offset, self.byte_counts)
+        return frame_offsets(self.base_frame_offset, self.tile_byte_counts)
 
     @property
     def trailer_offset(self) -> int:
@@ -410,7 +410,7 @@ def _sample_encoding(values: dict[int, NDArray[np.generic]], at: int) -> SampleE
         ) from err
 
 
-def _byte_counts(values: dict[int, NDArray[np.generic]], base: int) -> NDArray[np.uint64]:
+def _tile_byte_counts(values: dict[int, NDArray[np.generic]], base: int) -> NDArray[np.uint64]:
     """``TileByteCounts``, each non-zero, with ``TileOffsets`` equal to the offsets they reconstruct (*Offset reconstruction*)."""
     counts = values[325].astype(np.uint64)
     if counts.size and int(counts.min()) == 0:
@@ -493,4 +493,4 @@ def decode_head(
     georef = Georeferencing.from_tags(
         tuple(float(v) for v in values[34264]), tuple(int(v) for v in values[34735]), check_registry=check_registry
     )
-    return ParsedHead(layout, georef, _byte_counts(values, base), base)
+    return ParsedHead(layout, georef, _tile_byte_counts(values, base), base)

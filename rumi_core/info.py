@@ -135,6 +135,6 @@ def info(
         band_texts=structure.trailer.band_texts,
         times=structure.trailer.times,
         file_size=structure.size,
-        frame_bytes=tuple(int(c) for c in head.byte_counts),
+        frame_bytes=tuple(int(c) for c in head.tile_byte_counts),
         base_frame_offset=head.base_frame_offset,
     )

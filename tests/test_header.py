@@ -146,7 +146,7 @@ def test_single_frame_file_has_count_bits_0(written: dict[str, tuple[Path, bytes
     assert parsed.count_bits == 0
     assert blob[31] == 0
     assert len(blob) == 32
-    assert struct.unpack_from("<I", blob, 27)[0] == parsed.byte_counts[0]
+    assert struct.unpack_from("<I", blob, 27)[0] == parsed.frame_byte_counts[0]
 
 
 @pytest.mark.parametrize("name", list(FILES))
@@ -467,7 +467,7 @@ MISMATCHES: list[tuple[str, str, dict[str, Any]]] = [
 
 def _mismatched(blob: HeaderBlob, change: dict[str, Any]) -> HeaderBlob:
     layout = dataclasses.replace(blob.layout, **change)
-    counts = np.resize(blob.byte_counts, layout.frame_count)
+    counts = np.resize(blob.frame_byte_counts, layout.frame_count)
     return HeaderBlob(layout, counts)
 
 
@@ -508,12 +508,12 @@ def test_check_against_head_names_every_duplicated_field(
 def test_check_against_head_compares_every_byte_count(written: dict[str, tuple[Path, bytes]], index: int, delta: int) -> None:
     path, raw = written["cube"]
     blob = HeaderBlob.from_bytes(raw)
-    counts = blob.byte_counts.copy()
+    counts = blob.frame_byte_counts.copy()
     counts[index] = int(counts[index]) + delta
     wrong = HeaderBlob(blob.layout, counts)
     match = (
         rf"header blob frame_byte_counts\[{index}\] is {int(counts[index])}, "
-        rf"the file's TileByteCounts\[{index}\] is {int(blob.byte_counts[index])}"
+        rf"the file's TileByteCounts\[{index}\] is {int(blob.frame_byte_counts[index])}"
     )
     with pytest.raises(HeaderMismatchError, match=match) as info:
         validate(path, wrong.to_bytes(), quick=True)
@@ -523,7 +523,7 @@ def test_check_against_head_compares_every_byte_count(written: dict[str, tuple[P
 def test_check_against_head_compares_the_number_of_counts(written: dict[str, tuple[Path, bytes]]) -> None:
     path, raw = written["cube"]
     head = _head(path)
-    short = ParsedHead(head.layout, head.georef, head.byte_counts[:-1], head.base_frame_offset)
+    short = ParsedHead(head.layout, head.georef, head.tile_byte_counts[:-1], head.base_frame_offset)
     with pytest.raises(HeaderMismatchError, match=r"header blob has 24 frame byte counts, the file's TileByteCounts has 23"):
         check_against_head(HeaderBlob.from_bytes(raw), short)
 

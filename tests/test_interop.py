@@ -630,7 +630,7 @@ def interop(peer_python: Path, tmp_path_factory: pytest.TempPathFactory) -> Inte
                     "pattern": pattern,
                     "tile_size": case.tile,
                     "frames": str(frames),
-                    "sizes": [int(c) for c in parsed.byte_counts],
+                    "sizes": [int(c) for c in parsed.frame_byte_counts],
                     "path": str(w.path.with_suffix(".rumi-eo.rumi")),
                     **_labels(case),
                 }

@@ -95,7 +95,7 @@ def test_worked_example_through_a_file(tmp_path: Path) -> None:
         assert source.size_calls == 0
     assert np.array_equal(out, data[2:3, [1, 3], 512:768, 256:512])
     # The offsets come from the blob alone: base_frame_offset + prefix sum of the counts.
-    counts = [int(c) for c in header.byte_counts]
+    counts = [int(c) for c in header.frame_byte_counts]
     assert header.frame_range(113)[0] == header.base_frame_offset + sum(counts[:113])
     assert header.base_frame_offset == 292 + 8 * 192 + 4 * 192 + 128 + 32
 
@@ -244,7 +244,7 @@ def test_adjacent_frames_merge_up_to_the_request_limit(tmp_path: Path) -> None:
         rumi_core.read(source, blob, limits=rumi_core.Limits(max_merged_request=1))
         assert source.ranges == [header.frame_range(i) for i in range(n)]
 
-    biggest = int(header.byte_counts.max())
+    biggest = int(header.frame_byte_counts.max())
     with CountingSource(LocalFileSource(path)) as source:
         out = rumi_core.read(source, blob, limits=rumi_core.Limits(max_merged_request=2 * biggest))
         assert all(length <= 2 * biggest for _, length in source.ranges)

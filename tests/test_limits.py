@@ -64,7 +64,7 @@ def small_image(tmp_path: Path) -> tuple[Path, bytes]:
 
 def test_a_32_byte_blob_of_2_32_time_steps_is_refused_without_building_them(small_image: tuple[Path, bytes]) -> None:
     path, real = small_image
-    frame = HeaderBlob.from_bytes(real).byte_counts[0]
+    frame = HeaderBlob.from_bytes(real).frame_byte_counts[0]
     # frame_unit 1 holds (t h w) of one band: N = g = 1 whatever T is.
     blob = blob_bytes(width=8, length=8, times=0xFFFF_FFFF, tile=8, bands=1, bits=16, fmt=1, unit=1, count_min=int(frame))
     used, err = peak(lambda: rumi_core.read(path, blob, threads=1))
@@ -78,7 +78,7 @@ def test_a_32_byte_blob_of_2_32_time_steps_is_refused_without_building_them(smal
 
 def test_a_blob_claiming_gigabytes_of_a_tiny_file_allocates_no_output(small_image: tuple[Path, bytes]) -> None:
     path, real = small_image
-    frame = int(HeaderBlob.from_bytes(real).byte_counts[0])
+    frame = int(HeaderBlob.from_bytes(real).frame_byte_counts[0])
     blob = blob_bytes(width=65535, length=65535, times=1, tile=65535, bands=1, bits=8, fmt=1, unit=0, count_min=frame)
     # 4 GiB of output, within the limits: the first frame is decoded before the output exists.
     used, err = peak(lambda: rumi_core.read(path, blob, threads=1, limits=Limits(max_output_bytes=8 << 30, max_frame_bytes=8 << 30)))
@@ -90,7 +90,7 @@ def test_no_thread_allocates_the_output_before_a_frame_decodes(tmp_path: Path) -
     path = tmp_path / "twins.rumi"
     # Two equal tiles make two equal frames, which a blob of one count (count_bits 0) can describe.
     real = rumi_core.write(path, np.zeros((1, 8, 16), np.uint8), bands=["a"], times=["2020-01-01"], tile_size=8, compression=None)
-    frame = int(HeaderBlob.from_bytes(real).byte_counts[0])
+    frame = int(HeaderBlob.from_bytes(real).frame_byte_counts[0])
     assert HeaderBlob.from_bytes(real).count_bits == 0
     # 2 frames, 8 GiB of output: both threads decode before anything is allocated, and both frames refuse.
     blob = blob_bytes(width=2 * 65535, length=65535, times=1, tile=65535, bands=1, bits=8, fmt=1, unit=0, count_min=frame)

@@ -87,10 +87,10 @@ def _finished_in_bucket(plan: CubePlan, path: str, blob_path: str, counts: list[
     except RumiError:
         return None
     write = plan.write_plan
-    if header.layout != write.layout or (counts is not None and [int(c) for c in header.byte_counts] != counts):
+    if header.layout != write.layout or (counts is not None and [int(c) for c in header.frame_byte_counts] != counts):
         return None
     base = base_frame_offset(samples_per_pixel=write.layout.samples_per_pixel, frame_count=write.layout.frame_count)
-    if stat.size != base + int(header.byte_counts.sum()) + len(write.trailer.to_bytes()):
+    if stat.size != base + int(header.frame_byte_counts.sum()) + len(write.trailer.to_bytes()):
         return None
     wanted = _object_metadata(plan, {})
     if any(stat.metadata.get(k) != wanted[k] for k in (OBJECT_MODE, OBJECT_BOUND)):

@@ -163,7 +163,7 @@ def _already_published(path: str, blob_path: str, counts: list[int]) -> bool:
         blob = HeaderBlob.from_file(blob_path)
     except (OSError, RumiError):
         return False
-    return os.path.isfile(path) and [int(c) for c in blob.byte_counts] == counts
+    return os.path.isfile(path) and [int(c) for c in blob.frame_byte_counts] == counts
 
 
 def assemble_cube(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 def swapped_counts(blob: bytes) -> bytes:
     """The blob with the first two different neighbouring byte counts swapped."""
-    counts = [int(c) for c in HeaderBlob.from_bytes(blob).byte_counts]
+    counts = [int(c) for c in HeaderBlob.from_bytes(blob).frame_byte_counts]
     i = next(i for i in range(len(counts) - 1) if counts[i] != counts[i + 1])
     counts[i], counts[i + 1] = counts[i + 1], counts[i]
     return BlobParts.from_bytes(blob, counts).to_bytes()
