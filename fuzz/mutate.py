@@ -134,7 +134,7 @@ def tag_value(rng: random.Random, a: Anatomy, file: bytearray, blob: bytearray) 
     return None
 
 
-def byte_counts(rng: random.Random, a: Anatomy, file: bytearray, blob: bytearray) -> None:
+def tile_byte_counts(rng: random.Random, a: Anatomy, file: bytearray, blob: bytearray) -> None:
     """Change TileByteCounts[i], and sometimes every later TileOffsets entry to stay consistent."""
     at, count, _ = a.entries[7]
     i = rng.randrange(count)
@@ -244,7 +244,7 @@ def havoc(rng: random.Random, a: Anatomy, file: bytearray, blob: bytearray) -> N
 MUTATORS: dict[str, Mutator] = {
     f.__name__: f
     for f in (
-        ifd_entry, tag_value, byte_counts, tile_offsets, trailer_field, time_residuals, frame_bytes,
+        ifd_entry, tag_value, tile_byte_counts, tile_offsets, trailer_field, time_residuals, frame_bytes,
         blob_field, blob_counts, truncate, shared_field, havoc,
     )
 }  # fmt: skip
