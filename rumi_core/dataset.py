@@ -49,7 +49,7 @@ class Dataset:
             self.info: Info | None = info(self._source, header, limits=limits) if metadata else None
             """Head and trailer summary, or None when opened with ``metadata=False``."""
             if header is None and self.info is not None:
-                header = HeaderBlob(self.info.layout, np.asarray(self.info.frame_bytes, dtype=np.uint64))
+                header = HeaderBlob(self.info.layout, np.asarray(self.info.frame_byte_counts, dtype=np.uint64))
             self.header: HeaderBlob = resolve_header(self._source, header, limits=limits)
             """The header blob used to locate frames."""
         except BaseException:

@@ -38,8 +38,8 @@ class Info:
     band_texts: tuple[str, ...]
     times: TimeCoordinates
     file_size: int
-    frame_bytes: tuple[int, ...]
-    """Compressed size of every frame, in frame-index order."""
+    frame_byte_counts: tuple[int, ...]
+    """Compressed size of every frame, in frame-index order (the IFD's ``TileByteCounts``)."""
     base_frame_offset: int
 
     @property
@@ -71,10 +71,15 @@ class Info:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-serialisable summary."""
+        """Return a JSON-serialisable summary.
+
+        ``frame_byte_counts`` gives the total, smallest and largest compressed
+        frame; ``raw_bytes`` is the raster decoded: ``T * B * Y * X`` samples
+        times the sample's bytes.
+        """
         lay = self.layout
-        raw = lay.time_count * lay.samples_per_pixel * lay.image_length * lay.image_width * lay.encoding.decoded_bytes
-        frames = self.frame_bytes
+        raw_bytes = lay.time_count * lay.samples_per_pixel * lay.image_length * lay.image_width * lay.encoding.decoded_bytes
+        counts = self.frame_byte_counts
         return {
             "shape": list(self.shape),
             "kind": "Cube" if lay.is_cube else "Image",
@@ -94,8 +99,8 @@ class Info:
             "frame_count": lay.frame_count,
             "file_size": self.file_size,
             "base_frame_offset": self.base_frame_offset,
-            "frame_bytes": {"total": sum(frames), "min": min(frames), "max": max(frames)},
-            "decoded_bytes": raw,
+            "frame_byte_counts": {"total": sum(counts), "min": min(counts), "max": max(counts)},
+            "raw_bytes": raw_bytes,
         }
 
 
@@ -135,6 +140,6 @@ def info(
         band_texts=structure.trailer.band_texts,
         times=structure.trailer.times,
         file_size=structure.size,
-        frame_bytes=tuple(int(c) for c in head.tile_byte_counts),
+        frame_byte_counts=tuple(int(c) for c in head.tile_byte_counts),
         base_frame_offset=head.base_frame_offset,
     )

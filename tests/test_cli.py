@@ -9,6 +9,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from rumi_core.cli.main import cli
+from rumi_core.header import HeaderBlob
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -22,7 +23,7 @@ def test_commands_are_registered() -> None:
 
 
 def test_info_json(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
-    path, _, data = cube_file
+    path, blob, data = cube_file
     result = CliRunner().invoke(cli, ["info", str(path), "--json"])
     assert result.exit_code == 0, result.output
     got = json.loads(result.output)
@@ -34,6 +35,9 @@ def test_info_json(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
     assert got["tile_size"] == [64, 48]
     assert got["frame_count"] == 2 * 3 * 4 * 3
     assert got["file_size"] == path.stat().st_size
+    counts = [int(c) for c in HeaderBlob.from_bytes(blob).frame_byte_counts]
+    assert got["frame_byte_counts"] == {"total": sum(counts), "min": min(counts), "max": max(counts)}
+    assert got["raw_bytes"] == data.nbytes
 
 
 def test_info_text_lists_bands(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
