@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from rumi_core.georef import PIXEL_IS_POINT
 from rumi_core.header import HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.sources import ByteSource, deadline, open_source
 from rumi_core.structure import read_structure
-from rumi_core.times import format_seconds
+from rumi_core.times import INTERVAL, format_seconds
 
 if TYPE_CHECKING:
     import os
@@ -87,11 +88,11 @@ class Info:
             "sample_format": lay.encoding.sample_format,
             "bits_per_sample": lay.encoding.bits_per_sample,
             "bands": list(self.band_texts),
-            "time_type": "interval" if self.times.time_type == 1 else "instant",
+            "time_type": "interval" if self.times.time_type == INTERVAL else "instant",
             "times": self._times_json(),
             "crs": self.georef.crs,
             "transform": list(self.georef.transform) if self.georef.is_georeferenced else None,
-            "pixel_is_point": self.georef.raster_type == 2,
+            "pixel_is_point": self.georef.raster_type == PIXEL_IS_POINT,
             "frame_unit": lay.frame_unit,
             "frame_axes": "".join(lay.frame_axes),
             "tile_size": [lay.tile_length, lay.tile_width],
