@@ -1,7 +1,7 @@
 """Type stub of :mod:`pipelines`: its public API, loaded lazily by ``lazy_loader.attach_stub``."""
 
+from .cli import main as main
 from .convert import Convert as Convert
-from .convert import main as main
 from .convert import run as run
 from .errors import (
     AssemblyError as AssemblyError,

@@ -34,9 +34,9 @@ from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import counted, probe_directory
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
-__all__ = ["check_inputs", "check_out_dir", "convert_command", "split_beam_args"]
+__all__ = ["check_inputs", "check_out_dir", "convert_command", "main", "split_beam_args"]
 
 logger = logging.getLogger(__name__)
 
@@ -581,3 +581,20 @@ def _run_and_report(
     if strict and summary.dead_letters:
         click.echo(f"--strict: {counted(len(summary.dead_letters), 'input')} went to the dead-letter output", err=True)
         sys.exit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``rumi convert`` with ``argv`` (without the program name); return the exit status.
+
+    0: every input converted (or skipped as already valid); 1: nothing was
+    produced, or ``--strict`` and some input went to the dead-letter output;
+    2: bad usage.
+    """
+    try:
+        convert_command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="rumi convert", standalone_mode=False)
+    except click.exceptions.Exit as stop:
+        return int(stop.exit_code)
+    except click.ClickException as err:
+        err.show()
+        return int(err.exit_code)
+    return 0

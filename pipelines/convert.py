@@ -103,7 +103,6 @@ __all__ = [
     "default_publishers",
     "keep",
     "local_workers",
-    "main",
     "manifest_publisher",
     "resolve_runner",
     "run",
@@ -465,24 +464,3 @@ def _run_pass(
     return Summary.from_files(
         options.manifest_path, options.dead_letter_path, seconds=seconds, counters=_counters(result), statuses=statuses
     )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``rumi convert`` with ``argv`` (without the program name); return the exit status.
-
-    0: every input converted (or skipped as already valid); 1: nothing was
-    produced, or ``--strict`` and some input went to the dead-letter output;
-    2: bad usage.
-    """
-    import click
-
-    from pipelines.cli import convert_command
-
-    try:
-        convert_command.main(args=list(sys.argv[1:] if argv is None else argv), prog_name="rumi convert", standalone_mode=False)
-    except click.exceptions.Exit as stop:
-        return int(stop.exit_code)
-    except click.ClickException as err:
-        err.show()
-        return int(err.exit_code)
-    return 0

@@ -22,8 +22,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Final
 
+from pipelines import main
 from pipelines.cli import convert_command
-from pipelines.convert import main
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence

@@ -18,7 +18,8 @@ import xarray as xr
 from click.testing import CliRunner
 
 import rumi_core
-from pipelines.convert import main, run
+from pipelines import main
+from pipelines.convert import run
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
 from pipelines.summary import load_jsonl

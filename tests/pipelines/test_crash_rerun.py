@@ -45,7 +45,7 @@ def scenes(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def _command(scenes: str, out: Path) -> list[str]:
-    code = "import sys; from pipelines.convert import main; sys.exit(main())"
+    code = "import sys; from pipelines import main; sys.exit(main())"
     return [
         sys.executable,
         "-c",

@@ -93,7 +93,7 @@ def test_killed_then_rerun_leaves_the_bucket_as_a_clean_run(
     emulator: GCSEmulator, scenes: str, clean: dict[str, str], reached: Callable[[str], bool]
 ) -> None:
     prefix = f"killed-{reached.__name__.strip('_')}"
-    code = "import sys; from pipelines.convert import main; sys.exit(main())"
+    code = "import sys; from pipelines import main; sys.exit(main())"
     command = [sys.executable, "-c", code, scenes, "--out", f"gs://{BUCKET}/{prefix}", "--tile-size", "32", "--cube-period", "P1M"]
     command += ["--frame-unit", "0", "--compression", "raster", "--no-catalog", "--no-progress"]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
