@@ -91,13 +91,13 @@ class Case:
 def timed(case: Case) -> Case:
     encoded = case.codec.encode(case.frame, axes=case.axes)
     n = case.frame.nbytes
-    decode_frame(encoded, decoded_bytes=n)
+    decode_frame(encoded, decoded_frame_bytes=n)
     loops = max(1, int(2e6 // n))
     best = float("inf")
     for _ in range(REPS):
         start = time.thread_time()
         for _ in range(loops):
-            decode_frame(encoded, decoded_bytes=n)
+            decode_frame(encoded, decoded_frame_bytes=n)
         best = min(best, (time.thread_time() - start) / loops)
     case.seconds = best
     return case
@@ -165,7 +165,7 @@ def design(model: DecodeCostModel, case: Case, columns: list[tuple[str, int]], b
     h = case.axes.index("h")
     planes = int(np.prod(case.frame.shape[:h]))
     per_plane = model.plane_stages(case.codec, width, planes)
-    components = case.frame.size * (encoding.decoded_bytes // width) // len(per_plane)
+    components = case.frame.size * (encoding.bytes_per_sample // width) // len(per_plane)
     row = np.zeros(2 + len(columns) + len(backs))
     row[0] = 1
     row[1] = len(per_plane) if isinstance(case.codec, StackCodec) else 0

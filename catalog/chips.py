@@ -363,7 +363,7 @@ class _ProcessState:
                     view[start : start + n],
                     lay,
                     f,
-                    decoded_bytes=lay.decoded_frame_bytes(f),
+                    decoded_frame_bytes=lay.decoded_frame_bytes(f),
                     where=functools.partial(_frame_name, cube, f),
                     offset=int(offsets[f]),
                     by_blob=True,

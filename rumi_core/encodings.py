@@ -81,14 +81,14 @@ class SampleEncoding:
         return self.numpy_type
 
     @property
-    def decoded_bytes(self) -> int:
-        """Bytes one decoded sample occupies (the storage stride)."""
+    def bytes_per_sample(self) -> int:
+        """``bytes_per_sample`` (*Sample encodings*): the bytes one decoded sample occupies, its storage stride."""
         return int(self.dtype.itemsize)
 
     @property
     def component_bytes(self) -> int:
         """Width of one numeric component: half the sample for complex types."""
-        return self.decoded_bytes // 2 if self.sample_format == 6 else self.decoded_bytes
+        return self.bytes_per_sample // 2 if self.sample_format == 6 else self.bytes_per_sample
 
     def to_dict(self) -> dict[str, int | str]:
         """Return the JSON form of this encoding."""

@@ -79,7 +79,7 @@ class Info:
         times the sample's bytes.
         """
         lay = self.layout
-        raw_bytes = lay.time_count * lay.samples_per_pixel * lay.image_length * lay.image_width * lay.encoding.decoded_bytes
+        raw_bytes = lay.time_count * lay.samples_per_pixel * lay.image_length * lay.image_width * lay.encoding.bytes_per_sample
         counts = self.frame_byte_counts
         return {
             "shape": list(self.shape),

@@ -67,7 +67,7 @@ class FrameExtent(NamedTuple):
     """First column of the tile."""
     x1: int
     """Column after the tile's last, clipped to the image."""
-    decoded_bytes: int
+    decoded_frame_bytes: int
     """``decoded_frame_bytes`` (*Sample encodings*): the product of the frame's shape, times the sample's bytes."""
 
 
@@ -237,12 +237,12 @@ class Layout:
         return (
             self.frames_per_location, self.tiles_across, self.unit.holds == "cell", self.frame_unit == 9,
             self.samples_per_pixel, self.time_count, self.tile_length, self.tile_width,
-            self.image_length, self.image_width, self.encoding.decoded_bytes,
+            self.image_length, self.image_width, self.encoding.bytes_per_sample,
         )  # fmt: skip
 
     def decoded_frame_bytes(self, index: int) -> int:
         """``decoded_frame_bytes`` of frame ``index``: the product of :meth:`frame_shape`, times the sample's bytes."""
-        return self.frame_extent(index).decoded_bytes
+        return self.frame_extent(index).decoded_frame_bytes
 
     @cached_property
     def max_decoded_frame_bytes(self) -> int:
@@ -250,7 +250,7 @@ class Layout:
         h = min(self.tile_length, self.image_length)
         w = min(self.tile_width, self.image_width)
         per_location = self.samples_per_pixel * self.time_count if self.unit.holds == "cell" else 1
-        return h * w * per_location * self.encoding.decoded_bytes
+        return h * w * per_location * self.encoding.bytes_per_sample
 
     # -- selective reads -------------------------------------------------------------
 

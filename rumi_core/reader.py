@@ -289,7 +289,7 @@ def decode_checked(
     layout: Layout,
     index: int,
     *,
-    decoded_bytes: int,
+    decoded_frame_bytes: int,
     where: str | Callable[[], str],
     offset: int,
     verify: bool = True,
@@ -303,7 +303,7 @@ def decode_checked(
     encodings*: a NumPy bool holding any other byte is not a valid bool).
 
     Args:
-        decoded_bytes: The frame's ``decoded_frame_bytes`` (:meth:`~rumi_core.layout.Layout.frame_extent`).
+        decoded_frame_bytes: The frame's ``decoded_frame_bytes`` (:meth:`~rumi_core.layout.Layout.frame_extent`).
         where: What the message names first (the source and frame), ending
             without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
@@ -322,7 +322,7 @@ def decode_checked(
     """
     try:
         data = frame if isinstance(frame, bytes) else bytes(frame)
-        raw = decode_into_place(data, decoded_bytes, place, verify=verify)
+        raw = decode_into_place(data, decoded_frame_bytes, place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
         # A blob placed this frame: a blob of another file, or of this file before it was rewritten
@@ -456,12 +456,12 @@ def read_selection(
         # A frame that fills its place in the output is decoded there; any
         # other is decoded to a new array and its selected samples copied.
         extent, at = plan.frame_place(f)
-        end = at + extent.decoded_bytes
+        end = at + extent.decoded_frame_bytes
         raw = decode_checked(
             data,
             layout,
             f,
-            decoded_bytes=extent.decoded_bytes,
+            decoded_frame_bytes=extent.decoded_frame_bytes,
             where=lambda: f"{source.name}: {describe_frame(layout, f)}",
             offset=offset,
             verify=verify,

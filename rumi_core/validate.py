@@ -44,7 +44,7 @@ def _check_frames(source: ByteSource, structure: FileStructure, *, threads: int,
 
     def check(index: int, frame: bytes) -> None:
         expected = layout.decoded_frame_bytes(index)
-        decode_checked(frame, layout, index, decoded_bytes=expected, where=f"frame {index}", offset=int(offsets[index]))
+        decode_checked(frame, layout, index, decoded_frame_bytes=expected, where=f"frame {index}", offset=int(offsets[index]))
 
     index = 0
     n = layout.frame_count

@@ -117,7 +117,7 @@ def frames(draw: st.DrawFn, enc: SampleEncoding) -> tuple[np.ndarray, tuple[str,
     axes = (*extra, "h", "w") if before else ("h", "w", *extra)
     shape = (*extra_sizes, h, w) if before else (h, w, *extra_sizes)
     n = int(np.prod(shape))
-    raw = np.frombuffer(draw(st.binary(min_size=n * enc.decoded_bytes, max_size=n * enc.decoded_bytes)), np.uint8)
+    raw = np.frombuffer(draw(st.binary(min_size=n * enc.bytes_per_sample, max_size=n * enc.bytes_per_sample)), np.uint8)
     raw = raw.copy()
     if enc.name == "bool":
         raw &= 1
@@ -135,7 +135,7 @@ def frames(draw: st.DrawFn, enc: SampleEncoding) -> tuple[np.ndarray, tuple[str,
 def test_round_trip_is_bit_exact(codec: FrameCodec, enc: SampleEncoding, data: st.DataObject) -> None:
     samples, axes = data.draw(frames(enc))
     frame = codec.encode(samples, axes=axes)
-    out = decode_frame(frame, decoded_bytes=samples.nbytes)
+    out = decode_frame(frame, decoded_frame_bytes=samples.nbytes)
     assert out.dtype == np.uint8 and out.ndim == 1 and out.flags.writeable
     assert out.tobytes() == samples.tobytes()
     assert out.view(enc.dtype).shape == (samples.size,)
@@ -152,7 +152,7 @@ def test_every_encoding_has_a_portable_and_a_default_codec() -> None:
 def test_small_and_odd_frames(codec: FrameCodec, shape: tuple[int, int]) -> None:
     samples = (np.arange(np.prod(shape), dtype=np.uint16) * 7919 % 4093).reshape(shape)
     frame = codec.encode(samples, axes=("h", "w"))
-    assert decode_frame(frame, decoded_bytes=samples.nbytes).view("<u2").reshape(shape).tolist() == samples.tolist()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).view("<u2").reshape(shape).tolist() == samples.tolist()
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=repr)
@@ -349,7 +349,7 @@ def test_refuses_dtypes_without_an_encoding() -> None:
 def test_big_endian_samples_are_stored_little_endian() -> None:
     samples = np.arange(20, dtype=">u2").reshape(4, 5)
     frame = GeoZLGraph().encode(samples, axes=("h", "w"))
-    assert decode_frame(frame, decoded_bytes=40).view("<u2").tolist() == list(range(20))
+    assert decode_frame(frame, decoded_frame_bytes=40).view("<u2").tolist() == list(range(20))
 
 
 # --------------------------------------------------------------------------- decode_frame
@@ -366,7 +366,7 @@ def _frame(codec: FrameCodec = STORE) -> tuple[bytes, np.ndarray]:
 @pytest.mark.parametrize("kind", [bytes, bytearray, memoryview])
 def test_decode_accepts_bytes_like(kind: type) -> None:
     frame, samples = _frame(DEFAULT_CODEC)
-    assert decode_frame(kind(frame), decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+    assert decode_frame(kind(frame), decoded_frame_bytes=samples.nbytes).tobytes() == samples.tobytes()
 
 
 @pytest.mark.parametrize("delta", [-2, 2, 512])
@@ -376,9 +376,9 @@ def test_wrong_size_frame_is_refused_before_decoding(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(_decoding, "_decode_into", lambda *a, **k: calls.append(a))
     expected = samples.nbytes + delta
     with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}") as info:
-        decode_frame(frame, decoded_bytes=expected)
+        decode_frame(frame, decoded_frame_bytes=expected)
     with pytest.raises(FrameDecodeError, match=rf"frame declares 512 decoded bytes, expected {expected}"):
-        decode_frame(frame, decoded_bytes=expected, out=np.empty(expected, np.uint8))
+        decode_frame(frame, decoded_frame_bytes=expected, out=np.empty(expected, np.uint8))
     assert calls == []
     assert "(rule: decoded_frame_bytes = decoded_samples * bytes_per_sample)" in str(info.value)
 
@@ -386,7 +386,7 @@ def test_wrong_size_frame_is_refused_before_decoding(monkeypatch: pytest.MonkeyP
 def test_decode_into_a_given_array() -> None:
     frame, samples = _frame(DEFAULT_CODEC)
     out = np.full((2, 16, 16), 7, np.uint16)
-    got = decode_frame(memoryview(frame), decoded_bytes=samples.nbytes, out=out[1])
+    got = decode_frame(memoryview(frame), decoded_frame_bytes=samples.nbytes, out=out[1])
     assert got.dtype == np.uint8 and np.shares_memory(got, out[1])
     assert np.array_equal(out[1], samples) and (out[0] == 7).all()
 
@@ -407,23 +407,23 @@ def test_decode_refuses_an_out_it_cannot_write(monkeypatch: pytest.MonkeyPatch, 
     calls: list[object] = []
     monkeypatch.setattr(_decoding, "_decode_into", lambda *a, **k: calls.append(a))
     with pytest.raises(InvalidInputError, match=match):
-        decode_frame(frame, decoded_bytes=samples.nbytes, out=make())
+        decode_frame(frame, decoded_frame_bytes=samples.nbytes, out=make())
     assert calls == []
 
 
 def test_decode_without_geozls_c_entry_copies_geozl_decompress(monkeypatch: pytest.MonkeyPatch) -> None:
     """Another geozl than the pinned one may lack the C function: the public decompress gives the same bytes."""
     frame, samples = _frame(DEFAULT_CODEC)
-    direct = decode_frame(frame, decoded_bytes=samples.nbytes)
+    direct = decode_frame(frame, decoded_frame_bytes=samples.nbytes)
     monkeypatch.setattr(_decoding, "_DECODE_INTO", None)
-    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == direct.tobytes() == samples.tobytes()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).tobytes() == direct.tobytes() == samples.tobytes()
     out = np.empty(256, np.uint16)
-    decode_frame(frame, decoded_bytes=samples.nbytes, out=out)
+    decode_frame(frame, decoded_frame_bytes=samples.nbytes, out=out)
     assert np.array_equal(out, samples.reshape(-1))
     bad = bytearray(frame)
     bad[len(bad) // 2] ^= 0x01
     with pytest.raises(FrameDecodeError, match=r"frame failed to decode: .*checksum"):
-        decode_frame(bytes(bad), decoded_bytes=samples.nbytes, out=out)
+        decode_frame(bytes(bad), decoded_frame_bytes=samples.nbytes, out=out)
 
 
 def test_corrupted_payload_fails_checksum() -> None:
@@ -431,15 +431,15 @@ def test_corrupted_payload_fails_checksum() -> None:
     bad = bytearray(frame)
     bad[len(bad) // 2] ^= 0x01
     with pytest.raises(FrameDecodeError, match=r"frame failed to decode: .*checksum") as info:
-        decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
+        decode_frame(bytes(bad), decoded_frame_bytes=samples.nbytes)
     assert isinstance(info.value.__cause__, RuntimeError)
     # OpenZL's cause alone, on one line, with the rule the frame breaks: not the library's check, source paths and stack.
     assert "Stack" not in str(info.value) and ".c" not in str(info.value) and "\n" not in str(info.value)
     assert str(info.value).endswith("(rule: Each frame is a self-contained OpenZL frame)")
     # verify=False is the explicit opt-out: the stored payload comes back as written.
-    out = decode_frame(bytes(bad), decoded_bytes=samples.nbytes, verify=False)
+    out = decode_frame(bytes(bad), decoded_frame_bytes=samples.nbytes, verify=False)
     assert out.size == samples.nbytes and out.tobytes() != samples.tobytes()
-    assert decode_frame(frame, decoded_bytes=samples.nbytes, verify=False).tobytes() == samples.tobytes()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes, verify=False).tobytes() == samples.tobytes()
 
 
 @pytest.mark.parametrize("codec", CODECS, ids=repr)
@@ -448,7 +448,7 @@ def test_every_codec_writes_checksums(codec: FrameCodec) -> None:
     bad = bytearray(frame)
     bad[-3] ^= 0x40
     with pytest.raises(FrameDecodeError, match=r"frame failed to decode|not a readable OpenZL frame"):
-        decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
+        decode_frame(bytes(bad), decoded_frame_bytes=samples.nbytes)
 
 
 @pytest.mark.parametrize("at", [10, 20, 40])
@@ -458,7 +458,7 @@ def test_a_damaged_frame_names_openzls_cause_and_the_rule(at: int) -> None:
     bad = bytearray(frame)
     bad[at : at + 4] = b"\xde\xad\xbe\xef"
     with pytest.raises(FrameDecodeError) as info:
-        decode_frame(bytes(bad), decoded_bytes=samples.nbytes)
+        decode_frame(bytes(bad), decoded_frame_bytes=samples.nbytes)
     text = str(info.value)
     assert re.fullmatch(
         r"frame failed to decode: [A-Z][^:]+ \(OpenZL error code \d+\) \(rule: Each frame is a self-contained OpenZL frame\)", text
@@ -467,9 +467,9 @@ def test_a_damaged_frame_names_openzls_cause_and_the_rule(at: int) -> None:
 
 def test_garbage_is_not_a_frame() -> None:
     with pytest.raises(FrameDecodeError, match=r"not a readable OpenZL frame header"):
-        decode_frame(b"II*\x00 not an OpenZL frame", decoded_bytes=8)
-    with pytest.raises(InvalidInputError, match=r"decoded_bytes must be a non-negative integer"):
-        decode_frame(b"", decoded_bytes=-1)
+        decode_frame(b"II*\x00 not an OpenZL frame", decoded_frame_bytes=8)
+    with pytest.raises(InvalidInputError, match=r"decoded_frame_bytes must be a non-negative integer"):
+        decode_frame(b"", decoded_frame_bytes=-1)
 
 
 @settings(max_examples=150, deadline=None)
@@ -482,7 +482,7 @@ def test_damaged_frames_raise_only_frame_decode_error(cut: int, flips: list[tupl
             damaged[pos % len(damaged)] ^= mask
     for verify in (True, False):
         try:
-            out = decode_frame(bytes(damaged), decoded_bytes=samples.nbytes, verify=verify)
+            out = decode_frame(bytes(damaged), decoded_frame_bytes=samples.nbytes, verify=verify)
         except FrameDecodeError:
             continue
         assert out.size == samples.nbytes
@@ -492,7 +492,7 @@ def test_damaged_frames_raise_only_frame_decode_error(cut: int, flips: list[tupl
 def test_decodes_frames_written_by_rumi_eo(recipe: str) -> None:
     y, x = np.mgrid[0:24, 0:24]
     expected = (1000 + 3 * y + 5 * x + (x * y) % 7).astype("<u2")
-    out = decode_frame(bytes.fromhex(RUMI_EO_FRAMES[recipe]), decoded_bytes=expected.nbytes)
+    out = decode_frame(bytes.fromhex(RUMI_EO_FRAMES[recipe]), decoded_frame_bytes=expected.nbytes)
     assert out.view("<u2").reshape(24, 24).tolist() == expected.tolist()
 
 
@@ -513,7 +513,7 @@ def test_non_contiguous_inputs_stay_alive_during_compression(codec: FrameCodec) 
         # Reference counting frees them and the copies an encode makes; a full
         # gc.collect() here took 0.4 s a frame in the whole suite's process.
         _ = [np.full(view.size, 0xFF, np.uint16) for _ in range(4)]
-        out = decode_frame(frame, decoded_bytes=view.nbytes, verify=True)
+        out = decode_frame(frame, decoded_frame_bytes=view.nbytes, verify=True)
         assert out.tobytes() == np.ascontiguousarray(view).tobytes(), i
 
 
@@ -523,7 +523,7 @@ def test_two_threads_encode_and_decode_concurrently(codec: FrameCodec) -> None:
     tiles = [np.cumsum(rng.integers(-9, 10, (48 + i % 5, 40 + i % 3)), axis=1).astype(np.int32) for i in range(120)]
     with ThreadPoolExecutor(2) as pool:
         frames = list(pool.map(lambda t: codec.encode(t, axes=("h", "w")), tiles))
-        outs = list(pool.map(lambda ft: decode_frame(ft[0], decoded_bytes=ft[1].nbytes), zip(frames, tiles, strict=True)))
+        outs = list(pool.map(lambda ft: decode_frame(ft[0], decoded_frame_bytes=ft[1].nbytes), zip(frames, tiles, strict=True)))
     for tile, out in zip(tiles, outs, strict=True):
         assert out.tobytes() == tile.tobytes()
 
@@ -546,7 +546,7 @@ def test_geozl_geometry_for_every_layout(axes: tuple[str, ...], shape: tuple[int
     samples = (np.cumsum(rng.integers(-4, 5, shape), axis=-1) + 3000).astype(np.uint16)
     for recipe in ("planar>zigzag>transpose>entropy", "med>zigzag>pfor", "wp_static>zigzag>transpose>entropy"):
         frame = GeoZLGraph(recipe).encode(samples, axes=axes)
-        assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+        assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).tobytes() == samples.tobytes()
 
 
 @pytest.mark.skipif(not S2_TILE.exists(), reason="shared real-raster data not present")
@@ -609,7 +609,7 @@ def test_stack_inter_plane_difference_is_exact(axes: tuple[str, ...], shape: tup
     ]
     codec = StackCodec(tuple(codings))
     frame = codec.encode(samples, axes=axes)
-    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).tobytes() == samples.tobytes()
 
 
 def test_inter_band_difference_pays_on_correlated_bands() -> None:
@@ -633,7 +633,7 @@ def test_stack_nodata_stage_is_lossless(nodata: float) -> None:
     samples[0, 30, 4] = -0.0
     codec = StackCodec((PlaneCoding(("planar>zigzag>transpose>entropy",), reference=True),), nodata=nodata)
     frame = codec.encode(samples, axes=("b", "h", "w"))
-    assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == samples.tobytes()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).tobytes() == samples.tobytes()
     assert not StackCodec(nodata=0).accepts(encoding_for_dtype("bfloat16"))
     assert parse_nodata(np.float32("nan")) is parse_nodata("NaN")
 
@@ -642,7 +642,7 @@ def test_geozl_nodata_round_trip() -> None:
     samples = (np.arange(900, dtype=np.int32).reshape(30, 30) * 7) % 1000
     samples[3:9, 4:12] = -9999
     frame = GeoZLGraph("med>zigzag>transpose>entropy", nodata=-9999).encode(samples, axes=("h", "w"))
-    assert decode_frame(frame, decoded_bytes=samples.nbytes).view("<i4").reshape(30, 30).tolist() == samples.tolist()
+    assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).view("<i4").reshape(30, 30).tolist() == samples.tolist()
     with pytest.raises(InvalidInputError, match=r"failed on uint16 samples"):
         GeoZLGraph(nodata=-9999).encode(np.zeros((4, 4), np.uint16), axes=("h", "w"))
 
@@ -686,7 +686,7 @@ def test_a_stack_writes_a_frame_of_one_plane_through_geozl_byte_for_byte(dtype: 
             for samples, axes in ((tile[0], ("h", "w")), (tile.transpose(1, 2, 0), ("h", "w", "b"))):
                 frame = codec.encode(samples, axes=axes)
                 assert frame == by_cctx.encode(samples, axes=axes), (head, terminal, axes)
-                assert decode_frame(frame, decoded_bytes=samples.nbytes).tobytes() == np.ascontiguousarray(samples).tobytes()
+                assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).tobytes() == np.ascontiguousarray(samples).tobytes()
             delegated += through is not None
     assert delegated >= 6
     # Several planes, nodata, references or several chains: the CCtx, as before.

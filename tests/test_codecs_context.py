@@ -75,4 +75,4 @@ def test_compression_context_writes_the_format_version_on_every_frame() -> None:
         frame = context.compress(samples)
         (magic,) = struct.unpack_from("<I", frame)
         assert magic - 0xD7B1A5C0 == FORMAT_VERSION
-        assert decode_frame(frame, decoded_bytes=samples.nbytes).view("<u2").tolist() == samples.tolist()
+        assert decode_frame(frame, decoded_frame_bytes=samples.nbytes).view("<u2").tolist() == samples.tolist()

@@ -46,7 +46,7 @@ def correlated_bands(bands: int = 4, size: int = 96, seed: int = 1) -> np.ndarra
 
 
 def decodes(codec: FrameCodec, frame: np.ndarray, axes: tuple[str, ...]) -> bool:
-    return decode_frame(codec.encode(frame, axes=axes), decoded_bytes=frame.nbytes).tobytes() == frame.tobytes()
+    return decode_frame(codec.encode(frame, axes=axes), decoded_frame_bytes=frame.nbytes).tobytes() == frame.tobytes()
 
 
 # --------------------------------------------------------------------------- the pipeline hook

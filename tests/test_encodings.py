@@ -60,7 +60,7 @@ NUMPY_TYPES = {
 
 def test_the_registry_is_exactly_the_specified_table() -> None:
     assert len(ENCODINGS) == 21
-    assert [(e.sample_format, e.bits_per_sample, e.decoded_bytes, e.name) for e in ENCODINGS] == SPEC_PAIRS
+    assert [(e.sample_format, e.bits_per_sample, e.bytes_per_sample, e.name) for e in ENCODINGS] == SPEC_PAIRS
     assert len({e.name for e in ENCODINGS}) == 21
 
 
@@ -70,7 +70,7 @@ def test_each_encoding(fmt: int, bits: int, size: int, name: str, spec_dlpack: d
     assert enc.name == name
     assert enc.dlpack == spec_dlpack[name]
     assert enc.dtype == np.dtype(NUMPY_TYPES[name])
-    assert enc.dtype.itemsize == size == enc.decoded_bytes
+    assert enc.dtype.itemsize == size == enc.bytes_per_sample
     assert enc.dtype.byteorder in "<|="  # little-endian (or byte-order free)
     assert enc.component_bytes == (size // 2 if fmt == 6 else size)
     assert encoding_for_dtype(name) is enc
@@ -89,7 +89,7 @@ def test_to_dict_from_dict_round_trip(enc: SampleEncoding) -> None:
 
 def test_boolean_is_one_byte_with_a_logical_width_of_one_bit() -> None:
     enc = encoding_for_dtype(np.bool_)
-    assert (enc.sample_format, enc.bits_per_sample, enc.decoded_bytes) == (1, 1, 1)
+    assert (enc.sample_format, enc.bits_per_sample, enc.bytes_per_sample) == (1, 1, 1)
     assert enc.dlpack == (6, 8, 1)  # DLPack's width is the decoded storage width
 
 

@@ -717,7 +717,7 @@ def test_rumi_eo_reads_our_file(interop: InteropRun, case: Case) -> None:
             problems.append(f"{what} exported DLPack {got['dlpack']}, the specification says {list(enc.dlpack)}")
         expected = expected_subset(w.data, spec)
         raw = np.fromfile(w.path.with_suffix(f".read{i}.bin"), dtype=np.uint8)
-        nbytes = expected.size * enc.decoded_bytes
+        nbytes = expected.size * enc.bytes_per_sample
         if raw.size != nbytes:
             problems.append(f"{what} returned {raw.size} bytes for shape {got['shape']}, expected {nbytes} for {expected.shape}")
             continue

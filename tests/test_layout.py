@@ -171,7 +171,7 @@ def test_tile_bounds_partition_the_image(lay: Layout) -> None:
 
 @SETTINGS
 @given(lay=layouts())
-def test_frame_shape_and_decoded_bytes(lay: Layout) -> None:
+def test_frame_shape_and_decoded_frame_bytes(lay: Layout) -> None:
     sizes = {"b": lay.samples_per_pixel, "t": lay.time_count}
     largest = 0
     for idx in range(lay.frame_count):
@@ -188,7 +188,7 @@ def test_frame_shape_and_decoded_bytes(lay: Layout) -> None:
         if FRAME_UNITS[lay.frame_unit].holds == "cell":
             samples *= lay.samples_per_pixel * lay.time_count  # absent axes contribute a factor of one
             assert all(shape[axes.index(a)] == sizes[a] for a in axes if a in sizes)
-        assert lay.decoded_frame_bytes(idx) == samples * lay.encoding.decoded_bytes == math.prod(shape) * lay.encoding.decoded_bytes
+        assert lay.decoded_frame_bytes(idx) == samples * lay.encoding.bytes_per_sample == math.prod(shape) * lay.encoding.bytes_per_sample
         largest = max(largest, lay.decoded_frame_bytes(idx))
     assert lay.max_decoded_frame_bytes == largest
 

@@ -260,7 +260,7 @@ def test_frames_that_break_the_bound_are_stored_losslessly() -> None:
     tile = (np.arange(64, dtype=np.float32).reshape(8, 8) + 1) * 3
     tile[2, 2] = np.finfo(np.float32).smallest_subnormal  # LOG guarantees nothing for subnormals
     encoded = codec.encode_frame(tile, axes=("h", "w"))
-    back = decode_frame(encoded.data, decoded_bytes=tile.nbytes).view(np.float32).reshape(8, 8)
+    back = decode_frame(encoded.data, decoded_frame_bytes=tile.nbytes).view(np.float32).reshape(8, 8)
     assert within_bound(tile, back, codec.bound).all()
     plain = tile.copy()
     plain[2, 2] = 5.0
@@ -270,7 +270,7 @@ def test_frames_that_break_the_bound_are_stored_losslessly() -> None:
     infinite[4, 4] = np.inf
     kept = linear.encode_frame(infinite, axes=("h", "w"))
     assert not kept.lossy  # LINEAR turns +inf into a large finite value: stored losslessly
-    assert decode_frame(kept.data, decoded_bytes=infinite.nbytes).tobytes() == infinite.tobytes()
+    assert decode_frame(kept.data, decoded_frame_bytes=infinite.nbytes).tobytes() == infinite.tobytes()
 
 
 # --------------------------------------------------------------------------- refusals

@@ -169,12 +169,12 @@ def test_a_tile_frame_that_fills_its_place_in_the_output_is_decoded_there(tmp_pa
         for f in layout.frames_for(bands=sel.bands, times=sel.times, rows=sel.rows, cols=sel.cols):
             extent, at = plan.frame_place(f)
             assert extent == layout.frame_extent(f)
-            decoded_bytes = extent.decoded_bytes
+            decoded_frame_bytes = extent.decoded_frame_bytes
             found.append(at >= 0)
             if at >= 0:
                 # The frame's bytes, written there, are its tile at its band, time and rows.
                 row, _, band, time = layout.frame_location(f)
-                out.reshape(-1).view(np.uint8)[at : at + decoded_bytes] = 0xFF
+                out.reshape(-1).view(np.uint8)[at : at + decoded_frame_bytes] = 0xFF
                 placed = out[plan.time_pos.get(time, ())[0], plan.band_pos.get(band, ())[0], row * 8 - rows[0] : row * 8 - rows[0] + 8]
                 assert (placed == 0xFFFF).all() and np.count_nonzero(out) == placed.size
                 out[:] = 0

@@ -40,7 +40,7 @@ Five codecs are registered:
 >>> codec
 OpenZLGraph(graph='zstd')
 >>> frame = codec.encode(np.arange(12, dtype="<u2").reshape(3, 4), axes=("h", "w"))
->>> decode_frame(frame, decoded_bytes=24).view("<u2").tolist()
+>>> decode_frame(frame, decoded_frame_bytes=24).view("<u2").tolist()
 [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
 """
 

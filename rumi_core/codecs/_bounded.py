@@ -17,7 +17,7 @@ for) is refused with :class:`~rumi_core.errors.InvalidInputError`.
 >>> import numpy as np
 >>> codec = BoundedCodec("planar>zigzag>transpose>entropy", max_abs_error=2)
 >>> tile = np.arange(64, dtype="<u2").reshape(8, 8) * 3
->>> back = decode_frame(codec.encode(tile, axes=("h", "w")), decoded_bytes=128).view("<u2").reshape(8, 8)
+>>> back = decode_frame(codec.encode(tile, axes=("h", "w")), decoded_frame_bytes=128).view("<u2").reshape(8, 8)
 >>> bool(within_bound(tile, back, codec.bound).all())
 True
 """
@@ -159,7 +159,7 @@ class BoundedCodec(FrameCodec):
             )
         data = self._lossy(frame.samples, frame.width, frame.planes)
         if data is not None:
-            decoded = decode_frame(data, decoded_bytes=frame.samples.nbytes).view(frame.samples.dtype)
+            decoded = decode_frame(data, decoded_frame_bytes=frame.samples.nbytes).view(frame.samples.dtype)
             if within_bound(frame.samples.reshape(-1), decoded, self.bound, nodata=self.nodata).all():
                 return EncodedFrame(data, True)
         return EncodedFrame(self.fallback.encode(samples, axes=axes), False)

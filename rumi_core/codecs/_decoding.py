@@ -150,60 +150,60 @@ def _decode_into(data: bytes, out: npt.NDArray[np.uint8], verify: bool) -> int:
 def decode_frame(
     frame: bytes | bytearray | memoryview,
     *,
-    decoded_bytes: int,
+    decoded_frame_bytes: int,
     verify: bool = True,
     out: npt.NDArray[Any] | Callable[[], npt.NDArray[Any] | None] | None = None,
 ) -> npt.NDArray[np.uint8]:
     """Decode one frame to its samples' bytes.
 
     The frame's declared output size is read first and must equal
-    ``decoded_bytes`` (the *Sample encodings* ``decoded_frame_bytes``), so a
-    frame is refused before any allocation or decoding (*Resource limits*).
+    ``decoded_frame_bytes`` (*Sample encodings*), so a frame is refused
+    before any allocation or decoding (*Resource limits*).
 
     Args:
         frame: One OpenZL frame, as stored in the file.
-        decoded_bytes: The size the frame must decode to.
+        decoded_frame_bytes: The size the frame must decode to.
         verify: Check the frame's compressed and content checksums. ``False``
             skips the checks, for callers that verify the file another way.
         out: Where to decode: a writable C-contiguous array of exactly
-            ``decoded_bytes`` bytes whose first byte is 8-byte aligned (what
+            ``decoded_frame_bytes`` bytes whose first byte is 8-byte aligned (what
             OpenZL's numeric streams need), such as one band of a read's
             output; or a callable returning such an array or None, called
-            only once the frame has declared ``decoded_bytes``, so that a
+            only once the frame has declared ``decoded_frame_bytes``, so that a
             caller allocates nothing for a frame that contradicts the size it
             expects. None allocates a new array.
 
     Returns:
         A flat, writable, 8-byte aligned ``uint8`` array of exactly
-        ``decoded_bytes`` bytes (a view of ``out`` when given); view it as
+        ``decoded_frame_bytes`` bytes (a view of ``out`` when given); view it as
         the sample dtype. If decoding into ``out`` fails, ``out`` holds
         unspecified bytes.
 
     Raises:
         FrameDecodeError: The frame is corrupt, fails a checksum, or declares
-            or produces another size than ``decoded_bytes``.
-        InvalidInputError: ``decoded_bytes`` is not a non-negative integer,
+            or produces another size than ``decoded_frame_bytes``.
+        InvalidInputError: ``decoded_frame_bytes`` is not a non-negative integer,
             or ``out`` is not such an array.
     """
-    if isinstance(decoded_bytes, bool) or not isinstance(decoded_bytes, (int, np.integer)) or decoded_bytes < 0:
+    if isinstance(decoded_frame_bytes, bool) or not isinstance(decoded_frame_bytes, (int, np.integer)) or decoded_frame_bytes < 0:
         raise InvalidInputError(
-            f"decoded_bytes must be a non-negative integer, got {decoded_bytes!r}",
-            field="decoded_bytes",
+            f"decoded_frame_bytes must be a non-negative integer, got {decoded_frame_bytes!r}",
+            field="decoded_frame_bytes",
         )
-    expected = int(decoded_bytes)
+    expected = int(decoded_frame_bytes)
     data = frame if isinstance(frame, bytes) else bytes(frame)
     return decode_into_place(data, expected, lambda: _target(out() if callable(out) else out, expected), verify=bool(verify))
 
 
 def decode_into_place(
-    frame: bytes, decoded_bytes: int, place: Callable[[], npt.NDArray[np.uint8] | None] | None, *, verify: bool
+    frame: bytes, decoded_frame_bytes: int, place: Callable[[], npt.NDArray[np.uint8] | None] | None, *, verify: bool
 ) -> npt.NDArray[np.uint8]:
     """:func:`decode_frame` for a caller that has checked its own arguments: a reader's inner loop.
 
-    ``decoded_bytes`` is a non-negative ``int``, and ``place()`` returns a
+    ``decoded_frame_bytes`` is a non-negative ``int``, and ``place()`` returns a
     flat, writable, 8-byte aligned ``uint8`` array of exactly that many bytes,
     or None for a new one; it is called only once the frame has declared
-    ``decoded_bytes``. A ``place`` of None decodes to a new array. Nothing
+    ``decoded_frame_bytes``. A ``place`` of None decodes to a new array. Nothing
     else is checked of them. A read calls this once per frame, right after a
     decode has evicted the CPU's caches: there, :func:`decode_frame`'s checks
     of its arguments took 12-15 us a frame, and a one-tile window read (four
@@ -213,24 +213,24 @@ def decode_into_place(
         FrameDecodeError: as :func:`decode_frame`.
     """
     declared = _declared_size(frame)
-    if declared != decoded_bytes:
+    if declared != decoded_frame_bytes:
         raise FrameDecodeError(
-            f"frame declares {declared} decoded bytes, expected {decoded_bytes}",
+            f"frame declares {declared} decoded bytes, expected {decoded_frame_bytes}",
             field="frame",
             rule=_SIZE_RULE,
         )
     target = None if place is None else place()
-    if decoded_bytes == 0:
+    if decoded_frame_bytes == 0:
         return np.zeros(0, np.uint8) if target is None else target
     if target is None:
-        target = np.empty((decoded_bytes + 7) // 8, np.uint64).view(np.uint8)[:decoded_bytes]
+        target = np.empty((decoded_frame_bytes + 7) // 8, np.uint64).view(np.uint8)[:decoded_frame_bytes]
     try:
         written = _decode_into(frame, target, verify)
     except Exception as err:
         raise FrameDecodeError(f"frame failed to decode: {openzl_reason(str(err))}", field="frame", rule=_FRAME_RULE) from err
-    if written != decoded_bytes:
+    if written != decoded_frame_bytes:
         raise FrameDecodeError(
-            f"frame decoded to {written} bytes, expected {decoded_bytes}",
+            f"frame decoded to {written} bytes, expected {decoded_frame_bytes}",
             field="frame",
             rule=_SIZE_RULE,
         )

@@ -136,7 +136,7 @@ class StackCodec(FrameCodec):
     >>> from rumi_core.codecs import decode_frame
     >>> codec = StackCodec((PlaneCoding(("med>zigzag>transpose>entropy",)), PlaneCoding(("med>zigzag>entropy",), True)))
     >>> frame = codec.encode(np.arange(24, dtype="<u2").reshape(2, 3, 4), axes=("b", "h", "w"))
-    >>> decode_frame(frame, decoded_bytes=48).view("<u2").tolist() == list(range(24))
+    >>> decode_frame(frame, decoded_frame_bytes=48).view("<u2").tolist() == list(range(24))
     True
     """
 
@@ -222,7 +222,7 @@ class StackCodec(FrameCodec):
         if frame.planes == 1 and self._one_plane_geozl is not None and frame.encoding.name in GEOZL_ENCODINGS:
             return self._one_plane_geozl.encode_prepared(frame)
         rows = frame.samples.shape[axes.index("h")]
-        row = frame.width * (frame.encoding.decoded_bytes // frame.encoding.component_bytes)
+        row = frame.width * (frame.encoding.bytes_per_sample // frame.encoding.component_bytes)
         key = (self._key, frame.planes, rows, row, frame.encoding.component_bytes, frame.encoding.dtype.str)
         try:
             context = _CONTEXTS.get(key, lambda: self._build(frame.planes, rows, row, frame.encoding))

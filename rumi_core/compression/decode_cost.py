@@ -165,7 +165,7 @@ class DecodeCostModel:
         width = encoding.component_bytes
         h = list(axes).index("h")
         planes = math.prod(shape[:h])
-        components = math.prod(shape) * (encoding.decoded_bytes // width)
+        components = math.prod(shape) * (encoding.bytes_per_sample // width)
         segments = self.plane_stages(codec, width, planes)
         planes_ns = self.plane_ns * len(segments) if isinstance(codec, StackCodec) else 0.0
         share = components // len(segments)

@@ -291,7 +291,7 @@ class SampleFrames:
         if encoding.name == "bool" and any(np.asarray(f).view(np.uint8).max(initial=0) > 1 for f in frames):
             raise InvalidInputError("a sample holds a boolean byte other than 0 or 1", field="data", rule="every byte MUST be 0 or 1")
         h = axes.index("h")
-        per_sample = encoding.decoded_bytes // encoding.component_bytes
+        per_sample = encoding.bytes_per_sample // encoding.component_bytes
         planes: list[npt.NDArray[Any]] = []
         names: list[list[Hashable]] = []
         for position, frame in enumerate(frames):
@@ -316,7 +316,7 @@ class SampleFrames:
             holes = nodata_mask(np.ascontiguousarray(frame, dtype=self.encoding.dtype), nodata)
             if isinstance(nodata, float) and math.isnan(nodata) and holes.any():
                 # Lossless NaN mode marks the first NaN's payload only.
-                bits = np.ascontiguousarray(frame, dtype=self.encoding.dtype).view(UINT_BY_WIDTH[self.encoding.decoded_bytes])
+                bits = np.ascontiguousarray(frame, dtype=self.encoding.dtype).view(UINT_BY_WIDTH[self.encoding.bytes_per_sample])
                 holes = bits == bits[holes].flat[0]
             seen = seen or bool(holes.any())
             count, rows, row = planes.shape

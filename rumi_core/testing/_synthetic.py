@@ -80,6 +80,6 @@ def random_samples(shape: tuple[int, ...], dtype: Any, *, seed: int = 0) -> np.n
     rng = np.random.default_rng(seed)
     if enc.name == "bool":
         return rng.integers(0, 2, shape, dtype=np.uint8).view(np.bool_)
-    raw = rng.integers(0, 256, (*shape, enc.decoded_bytes), dtype=np.uint8)
+    raw = rng.integers(0, 256, (*shape, enc.bytes_per_sample), dtype=np.uint8)
     dt = COMPLEX32 if enc.name == "complex32" else enc.dtype
     return raw.view(dt).reshape(shape)

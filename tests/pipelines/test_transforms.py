@@ -122,7 +122,7 @@ def test_choose_and_compress(pipeline: Callable[[], TestPipeline], series: Serie
         frames = p | "Frames" >> beam.Create([(FrameKey(plan.cube_id, i), frame_samples(cube, layout, i)) for i in (0, 5)])
         compressed = frames | CompressFrames(codecs, plans)
         decoded = compressed | beam.Map(
-            lambda kv: (kv[0].index, decode_frame(kv[1], decoded_bytes=layout.decoded_frame_bytes(kv[0].index)).tobytes())
+            lambda kv: (kv[0].index, decode_frame(kv[1], decoded_frame_bytes=layout.decoded_frame_bytes(kv[0].index)).tobytes())
         )
         assert_that(decoded, equal_to([(i, frame_samples(cube, layout, i).tobytes()) for i in (0, 5)]), label="RoundTrip")
 
