@@ -292,14 +292,17 @@ def _read_entries(fixed: bytes) -> list[_Entry]:
 
 
 class _Scalars(NamedTuple):
-    """The count-1 entries, read in tag order (``FrameUnit`` before ``TimeCount``)."""
+    """The count-1 entries, read in tag order (``FrameUnit`` before ``TimeCount``).
 
-    width: int
-    length: int
-    spp: int
-    tile_w: int
-    tile_l: int
-    unit: int
+    Named as the spec and :class:`~rumi_core.layout.Layout` name them: they are the layout's fields but its encoding.
+    """
+
+    image_width: int
+    image_length: int
+    samples_per_pixel: int
+    tile_width: int
+    tile_length: int
+    frame_unit: int
     time_count: int
 
 
@@ -332,9 +335,9 @@ def _scalar(entry: _Entry) -> int:
 
 def _frame_count(entries: Sequence[_Entry], scalars: _Scalars) -> int:
     """``N``, once the per-band and per-frame counts agree with ``B`` and the frame unit (*Fixed IFD*, *Validating frame_unit*)."""
-    width, length, spp, tile_w, tile_l, unit_value, time_count = scalars
+    b = scalars.samples_per_pixel
     # Expected counts and the external layout follow from B and the frame unit.
-    expected_counts = {258: spp, 339: spp, 34264: 16, 34735: 16}
+    expected_counts = {258: b, 339: b, 34264: 16, 34735: 16}
     for idx in (2, 8, 9, 10):
         tag, name, _, n, _, at = entries[idx]
         if n != expected_counts[tag]:
@@ -345,17 +348,17 @@ def _frame_count(entries: Sequence[_Entry], scalars: _Scalars) -> int:
     try:
         from rumi_core.frame_units import parse_frame_unit
 
-        unit = parse_frame_unit(unit_value, bands=spp, times=time_count)
+        unit = parse_frame_unit(scalars.frame_unit, bands=b, times=scalars.time_count)
     except InvalidInputError as err:
         raise _fail(err.message, field="FrameUnit", rule=err.rule or "Validating frame_unit", offset=entries[11].at + 12) from err
-    tiles = -(-width // tile_w) * -(-length // tile_l)
-    n_frames = tiles * spp * time_count if unit.holds == "tile" else tiles
+    tiles = -(-scalars.image_width // scalars.tile_width) * -(-scalars.image_length // scalars.tile_length)
+    n_frames = tiles * b * scalars.time_count if unit.holds == "tile" else tiles
     for idx in (6, 7):
         _, name, _, n, _, at = entries[idx]
         if n != n_frames:
             holds = "g * B * T" if unit.holds == "tile" else "g"
             raise _fail(
-                f"{name} has {n} entries, frame_unit {unit_value} needs {holds} = {n_frames}",
+                f"{name} has {n} entries, frame_unit {scalars.frame_unit} needs {holds} = {n_frames}",
                 field=name,
                 rule="A reader MUST reject a file when either count is wrong",
                 offset=at + 4,
@@ -463,7 +466,7 @@ def decode_head(
     scalars = _Scalars(*(_scalar(entries[i]) for i in (0, 1, 3, 4, 5, 11, 12)))
     n_frames = _frame_count(entries, scalars)
 
-    base = base_frame_offset(samples_per_pixel=scalars.spp, frame_count=n_frames)
+    base = base_frame_offset(samples_per_pixel=scalars.samples_per_pixel, frame_count=n_frames)
     # Resource limits: base derives from counts the file declares (N can reach
     # 2**64), so check it against the file before asking for that many bytes.
     if size is not None and base > size:
@@ -485,8 +488,7 @@ def decode_head(
     values = _read_values(entries, external)
     encoding = _sample_encoding(values, entries[8].at)
     try:
-        width, length, spp, tile_w, tile_l, unit, time_count = scalars
-        layout = Layout(width, length, time_count, spp, tile_w, tile_l, encoding, unit)
+        layout = Layout(**scalars._asdict(), encoding=encoding)
     except InvalidInputError as err:
         raise _fail(err.message, field=err.field or "IFD", rule=err.rule or "Fixed IFD") from err
 
