@@ -223,7 +223,7 @@ class Georeferencing:
         return self.matrix(), self.geokeys()
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, check_registry: bool = True) -> Georeferencing:
+    def from_bytes(cls, data: bytes) -> Georeferencing:
         """Parse the :data:`GEOREF_BYTES` that precede the frames (16 doubles, then 16 shorts, little-endian).
 
         Raises:
@@ -237,10 +237,10 @@ class Georeferencing:
             )
         matrix = struct.unpack("<16d", data[:128])
         keys = struct.unpack("<16H", data[128:])
-        return cls.from_tags(matrix, keys, check_registry=check_registry)
+        return cls.from_tags(matrix, keys)
 
     @classmethod
-    def from_tags(cls, matrix: tuple[float, ...], keys: tuple[int, ...], *, check_registry: bool = True) -> Georeferencing:
+    def from_tags(cls, matrix: tuple[float, ...], keys: tuple[int, ...]) -> Georeferencing:
         """Parse and check the two georeferencing tags.
 
         Raises:
@@ -299,17 +299,16 @@ class Georeferencing:
                 "GeoKeyDirectoryTag",
                 "The key MUST agree with GTModelTypeGeoKey",
             )
-        if check_registry:
-            try:
-                kind = epsg_kind(code)
-            except CRSError as err:
-                raise fail(err.message, "GeoKeyDirectoryTag", err.rule or "EPSG registry") from err
-            if kind != model:
-                raise fail(
-                    f"EPSG:{code} is {'projected' if kind == 1 else 'geographic'} in the EPSG registry, the file says otherwise",
-                    "GeoKeyDirectoryTag",
-                    "A writer MUST obtain the CRS type from the EPSG registry",
-                )
+        try:
+            kind = epsg_kind(code)
+        except CRSError as err:
+            raise fail(err.message, "GeoKeyDirectoryTag", err.rule or "EPSG registry") from err
+        if kind != model:
+            raise fail(
+                f"EPSG:{code} is {'projected' if kind == 1 else 'geographic'} in the EPSG registry, the file says otherwise",
+                "GeoKeyDirectoryTag",
+                "A writer MUST obtain the CRS type from the EPSG registry",
+            )
         m = tuple(matrix)
         if m[2] != 0.0 or m[6] != 0.0 or m[8:12] != (0.0,) * 4 or m[12:16] != (0.0, 0.0, 0.0, 1.0):
             raise fail(f"ModelTransformationTag is not an affine matrix: {m}", "ModelTransformationTag", "The third row MUST be zero")

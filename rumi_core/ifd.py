@@ -436,7 +436,6 @@ def decode_head(
     read_at: Callable[[int, int], bytes],
     *,
     size: int | None = None,
-    check_registry: bool = True,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ParsedHead:
     """Parse and check the head of a file.
@@ -492,7 +491,5 @@ def decode_head(
     except InvalidInputError as err:
         raise _fail(err.message, field=err.field or "IFD", rule=err.rule or "Fixed IFD") from err
 
-    georef = Georeferencing.from_tags(
-        tuple(float(v) for v in values[34264]), tuple(int(v) for v in values[34735]), check_registry=check_registry
-    )
+    georef = Georeferencing.from_tags(tuple(float(v) for v in values[34264]), tuple(int(v) for v in values[34735]))
     return ParsedHead(layout, georef, _tile_byte_counts(values, base), base)
