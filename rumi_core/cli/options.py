@@ -30,7 +30,6 @@ __all__ = [
     "failure",
     "header_option",
     "one_line",
-    "parse_int_list",
     "parse_window",
     "probe_directory",
     "progress_bar",
@@ -129,16 +128,6 @@ def probe_directory(directory: Path, *, what: str) -> None:
 def _name(param: click.Parameter | None) -> str:
     opts = getattr(param, "opts", None)
     return str(opts[0]) if opts else "value"
-
-
-def parse_int_list(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> list[int] | None:
-    """Parse ``"0,2,5"`` into ``[0, 2, 5]``."""
-    if value is None:
-        return None
-    try:
-        return [int(v) for v in value.split(",") if v.strip()]
-    except ValueError as err:
-        raise OptionError(f"{_name(param)}: expected comma-separated integers such as 0,2, got {value!r}") from err
 
 
 def parse_window(
