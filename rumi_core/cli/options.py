@@ -86,8 +86,8 @@ class OptionError(click.UsageError):
         click.echo(f"Error: {self.format_message()}", file=file, err=True)
 
 
-def check_output_file(path: Path, *, option: str = "-o") -> None:
-    """Check that a file can be written at ``path`` before any work starts.
+def check_output_file(path: Path) -> None:
+    """Check that a file can be written at ``path`` (the ``-o`` option) before any work starts.
 
     The path must not be a directory or a special file (``/dev/null``), and
     its directory must exist and accept a new file: a hidden probe file is
@@ -98,15 +98,15 @@ def check_output_file(path: Path, *, option: str = "-o") -> None:
         OptionError: the location cannot take the output; the message says why.
     """
     if path.is_dir():
-        raise OptionError(f"{option} {path}: is a directory; give a file name")
+        raise OptionError(f"-o {path}: is a directory; give a file name")
     if path.exists() and not path.is_file():
-        raise OptionError(f"{option} {path}: is not a regular file")
+        raise OptionError(f"-o {path}: is not a regular file")
     parent = path.parent
     if not parent.exists():
-        raise OptionError(f"{option} {path}: directory {parent} does not exist")
+        raise OptionError(f"-o {path}: directory {parent} does not exist")
     if not parent.is_dir():
-        raise OptionError(f"{option} {path}: {parent} is not a directory")
-    probe_directory(parent, what=f"{option} {path}")
+        raise OptionError(f"-o {path}: {parent} is not a directory")
+    probe_directory(parent, what=f"-o {path}")
 
 
 def probe_directory(directory: Path, *, what: str) -> None:
