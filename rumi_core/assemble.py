@@ -114,11 +114,6 @@ class FileAssembler:
         else:
             _write_all(self._fd, data)
 
-    @property
-    def frames_written(self) -> int:
-        """How many frames have been written so far."""
-        return len(self._counts)
-
     def _check_next(self, size: int) -> None:
         index = len(self._counts)
         if index >= self.layout.frame_count:
