@@ -88,9 +88,7 @@ def _kept_spread(sizes: Sequence[int], keep: int) -> list[int]:
     return sorted({pool[(2 * k + 1) * len(pool) // (2 * keep)] for k in range(keep)})
 
 
-def crop_windows(
-    shapes: Sequence[tuple[int, ...]], axes: tuple[str, ...], budget: int, min_side: int = MIN_SIDE
-) -> tuple[list[int], list[tuple[slice, slice]]]:
+def crop_windows(shapes: Sequence[tuple[int, ...]], axes: tuple[str, ...], budget: int) -> tuple[list[int], list[tuple[slice, slice]]]:
     """Decide, from the frames' shapes alone, how :func:`crop_frames` fits them into ``budget`` samples.
 
     Returns the positions of the frames kept and, for each, the rows and
@@ -105,7 +103,7 @@ def crop_windows(
 
         def smallest(shape: tuple[int, ...]) -> int:
             rows, cols = shape[h], shape[w]
-            return math.prod(shape) // (rows * cols) * min(rows, min_side) * min(cols, min_side)
+            return math.prod(shape) // (rows * cols) * min(rows, MIN_SIDE) * min(cols, MIN_SIDE)
 
         floor_total = sum(smallest(shape) for shape in shapes)
         if floor_total > budget and len(shapes) > 1:
@@ -115,19 +113,17 @@ def crop_windows(
     windows = []
     for i in kept:
         height, width = shapes[i][h], shapes[i][w]
-        rows = min(height, max(min(height, min_side), math.ceil(height * scale)))
-        cols = min(width, max(min(width, min_side), math.ceil(width * scale)))
+        rows = min(height, max(min(height, MIN_SIDE), math.ceil(height * scale)))
+        cols = min(width, max(min(width, MIN_SIDE), math.ceil(width * scale)))
         r0, c0 = (height - rows) // 2, (width - cols) // 2
         windows.append((slice(r0, r0 + rows), slice(c0, c0 + cols)))
     return kept, windows
 
 
-def crop_frames(
-    frames: Sequence[npt.NDArray[Any]], axes: tuple[str, ...], budget: int, min_side: int = MIN_SIDE
-) -> tuple[list[npt.NDArray[Any]], list[int]]:
+def crop_frames(frames: Sequence[npt.NDArray[Any]], axes: tuple[str, ...], budget: int) -> tuple[list[npt.NDArray[Any]], list[int]]:
     """Fit the sample into ``budget`` samples: drop frames, then crop the rest around their centre.
 
-    Crops stay at least ``min_side`` pixels on a side (or the whole frame when
+    Crops stay at least :data:`MIN_SIDE` pixels on a side (or the whole frame when
     smaller), since frame headers weigh more in small crops and would skew the
     ranking; frames are dropped (keeping an even spread) before that happens.
     Returns the frames and the positions of those kept.
@@ -135,7 +131,7 @@ def crop_frames(
     arrays = [np.asarray(f) for f in frames]
     if sum(f.size for f in arrays) <= budget:
         return arrays, list(range(len(arrays)))
-    kept, windows = crop_windows([f.shape for f in arrays], axes, budget, min_side)
+    kept, windows = crop_windows([f.shape for f in arrays], axes, budget)
     h, w = axes.index("h"), axes.index("w")
     out = []
     for i, (rows, cols) in zip(kept, windows, strict=True):
