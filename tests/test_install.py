@@ -1,7 +1,8 @@
 """Installing into a virtual environment (``rumi_core/testing/_install.py``): uv given pip's configuration, or pip.
 
 The Makefile installs the project this way, and the peer environments
-(rumi-eo, Airflow) are built this way.
+(rumi-eo, Airflow) are built this way. The project's wheel is checked for
+what an installed copy needs beyond its modules: the PEP 561 markers.
 """
 
 from __future__ import annotations
@@ -99,3 +100,16 @@ def test_without_uv_the_script_installs_with_pip(pip_env: pytest.MonkeyPatch, tm
     assert "installing with pip" in capfd.readouterr().err
     assert not (venv / "bin" / "uv").exists()
     assert _probe(python) == "42"
+
+
+def test_the_wheel_ships_py_typed_in_every_package(tmp_path: Path) -> None:
+    """Each package of the wheel carries its PEP 561 marker, so type checkers read its types once installed.
+
+    The wheel is built as ``make install`` builds the project (pip, with the build backend from the configured index).
+    """
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)], check=True)
+    (wheel,) = tmp_path.glob("*.whl")
+    with zipfile.ZipFile(wheel) as built:
+        names = set(built.namelist())
+    assert [p for p in ("rumi_core", "catalog", "pipelines") if f"{p}/py.typed" not in names] == []
