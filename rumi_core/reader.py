@@ -6,10 +6,9 @@ Specification sections *Selective read model*, *Offset reconstruction* and
 1. resolves the selection (band and time positions, a pixel window);
 2. computes the frames that intersect it (:meth:`Layout.frames_for`);
 3. reconstructs their offsets from the packed byte counts;
-4. fetches exactly those ranges, and never reads the IFD or the trailer:
-   runs of adjacent frames are merged into one request, up to
-   ``limits.max_merged_request`` from a remote source (each request pays a
-   round trip) and up to :data:`LOCAL_RUN_BYTES` from a local one
+4. fetches exactly those ranges: runs of adjacent frames are merged into
+   one request, up to ``limits.max_merged_request`` from a remote source
+   (each request pays a round trip) and up to :data:`LOCAL_RUN_BYTES` from a local one
    (:func:`~rumi_core.sources.is_local`) that one thread decodes; when
    several threads decode a local read, each frame is a request of its own,
    fetched by the thread that decodes it;
@@ -31,6 +30,12 @@ before the output exists, so a blob whose sizes its frames contradict is
 refused without the allocation it asks for. A frame that decodes to any
 other size, or a boolean byte other than 0 or 1, is an error, as in
 :func:`rumi_core.validate`.
+
+Given a blob and band positions, a read fetches no bytes but frames: it never
+reads the IFD or the trailer. :func:`read` reads more in two cases: without a blob
+it builds one from the file (:func:`resolve_header`), reading and checking
+the head and the trailer first; and bands given by name cost one request for
+the trailer's band texts, at the blob's ``trailer_offset``.
 """
 
 from __future__ import annotations
@@ -303,10 +308,16 @@ def decode_checked(
     encodings*: a NumPy bool holding any other byte is not a valid bool).
 
     Args:
+        frame: The frame's bytes, as stored in the file.
+        layout: The file's layout; a frame of boolean samples is checked to
+            hold no byte other than 0 or 1.
+        index: The frame's index, which an error names as its field.
         decoded_frame_bytes: The frame's ``decoded_frame_bytes`` (:meth:`~rumi_core.layout.Layout.frame_extent`).
         where: What the message names first (the source and frame), ending
             without a colon; a callable is called only when a message is made.
         offset: The frame's byte offset in the file.
+        verify: Check the frame's OpenZL checksums
+            (:func:`~rumi_core.codecs.decode_frame`).
         place: Where to decode: called once the frame's header has declared
             the size the blob gives it, so a caller allocates nothing for a
             frame that contradicts it (*Resource limits*); it returns a flat,
@@ -524,7 +535,12 @@ def read(
         times: Time positions; None for all.
         window: ``((row_start, row_stop), (col_start, col_stop))`` or a
             :class:`rasterio.windows.Window`; None for the whole image.
-        threads: Decoding threads; None uses every CPU available.
+        threads: Decoding threads, at most one per frame read; None (or 0)
+            uses every CPU this process may use
+            (:func:`~rumi_core.threads.default_threads`). A file whose frames
+            decode to less than :data:`PARALLEL_FRAME_BYTES` (its largest,
+            :attr:`~rumi_core.layout.Layout.max_decoded_frame_bytes`) is
+            decoded on the calling thread alone, whatever ``threads`` is.
         verify: Check OpenZL checksums of every frame (the default).
         limits: Resource limits checked before allocating.
         timeout: Total seconds a remote source may take for the whole read,
@@ -536,8 +552,15 @@ def read(
         file's sample dtype.
 
     Raises:
-        SelectionError: the selection lies outside the raster.
+        SelectionError: the selection lies outside the raster, or a band name
+            matches no band or several.
         InvalidHeaderError: the blob is malformed.
+        InvalidFileError: with no blob, the file's head or trailer breaks a
+            MUST (a file too short to hold them, say); the file ends inside a
+            frame the read needs; a boolean byte is neither 0 nor 1; or, for
+            bands given by name, the trailer is malformed.
+        HeaderMismatchError: the file is shorter than the blob's frames
+            (checked whenever the source knows its size).
         FrameDecodeError: a frame is corrupt or decodes to the wrong size.
         ResourceLimitError: the read exceeds ``limits``.
         SourceError: the storage failed.
