@@ -80,7 +80,34 @@ class Dataset:
         threads: int | None = None,
         verify: bool = True,
     ) -> NDArray[Any]:
-        """Read a selection; see :func:`rumi_core.read`."""
+        """Read band positions, time positions and a window through the dataset's blob.
+
+        As :func:`rumi_core.read` with a blob given, except that bands are
+        positions only (no names), there is no ``timeout`` (the source's own
+        applies), and the limits are those the dataset was opened with.
+
+        Args:
+            bands: Band positions, in the order wanted; None for all.
+            times: Time positions; None for all.
+            window: ``((row_start, row_stop), (col_start, col_stop))`` or a
+                :class:`rasterio.windows.Window`; None for the whole image.
+            threads: Decoding threads, as :func:`rumi_core.read` uses them.
+            verify: Check OpenZL checksums of every frame (the default).
+
+        Returns:
+            ``(T', B', h, w)`` for a Cube and ``(B', h, w)`` for an Image, in
+            the file's sample dtype.
+
+        Raises:
+            SelectionError: a position or the window lies outside the raster,
+                or a band is given by name.
+            HeaderMismatchError: the file is shorter than the blob's frames.
+            InvalidFileError: the file ends inside a frame the read needs, or
+                a boolean byte is neither 0 nor 1.
+            FrameDecodeError: a frame is corrupt or decodes to the wrong size.
+            ResourceLimitError: the read exceeds the dataset's limits.
+            SourceError: the storage failed.
+        """
         sel = resolve_selection(self.layout, bands=bands, times=times, window=window, limits=self._limits)
         return read_selection(self._source, self.header, sel, threads=threads, verify=verify, limits=self._limits)
 
@@ -109,6 +136,29 @@ def open(  # noqa: A001 - mirrors the built-in, as rasterio.open does
     limits: Limits = DEFAULT_LIMITS,
 ) -> Dataset:
     """Open a rumi file for reading.
+
+    Args:
+        source: A local path, the file's bytes, or any :class:`ByteSource`.
+        header: The file's header blob. When None, it is built from the
+            file's head (*Creating the header blob*).
+        metadata: Read the head and trailer now, for :attr:`Dataset.info`
+            (and check ``header`` against the file). With ``False`` and a
+            ``header``, opening reads nothing and every read fetches frames
+            only; without a ``header`` the head and trailer are still read, to
+            build the blob.
+        limits: Resource limits checked when opening and by every read.
+
+    Returns:
+        A :class:`Dataset`; close it, or use it as a context manager.
+
+    Raises:
+        InvalidHeaderError: ``header`` is malformed.
+        HeaderMismatchError: ``header`` disagrees with the file (checked
+            when ``metadata`` is True).
+        InvalidFileError: the head or trailer the open reads breaks a MUST.
+        ResourceLimitError: a size the blob or the file declares exceeds
+            ``limits``.
+        SourceError: the source cannot be opened or read.
 
     Example:
         >>> import numpy as np, tempfile, os, rumi_core
