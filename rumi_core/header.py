@@ -368,6 +368,8 @@ def build_header(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMIT
 
     Raises:
         InvalidFileError: the file is not a compliant rumi file.
+        ResourceLimitError: a size the file declares (``N``, the trailer's
+            band texts or time coordinates) exceeds ``limits``.
         SourceError: the file cannot be read.
     """
     from rumi_core.sources import open_source
