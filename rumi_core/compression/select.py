@@ -170,7 +170,20 @@ def select_layout(
         tile_size: ``(tile_length, tile_width)``.
         frame_unit: ``"auto"`` or a frame unit to keep.
         access: ``"tile"``, ``"cell"`` or None (no preference).
-        mode, nodata, bound, decode_floor: As for :func:`profile_codecs`.
+        mode: ``"auto"`` (the smallest codec that decodes at
+            ``decode_floor``), ``"max"`` (also lets each frame pick among each
+            plane's best three chains) or ``"portable"`` (OpenZL's built-in
+            codecs only), as for :func:`profile_codecs`. A given ``codec`` is
+            measured as it is; the mode is recorded either way.
+        nodata: The dataset's nodata value, or NaN, if any (a form
+            :func:`~rumi_core.codecs.parse_nodata` takes), given to the
+            candidate codecs measured.
+        bound: An error bound for lossy compression: the bounded candidates
+            are measured instead of the lossless ones (not with
+            ``mode="portable"``); None for lossless.
+        decode_floor: Slowest decode accepted, bytes of decoded samples per
+            second; 0 for none. Across every unit, the smallest candidate
+            predicted to decode at it wins, or else the fastest.
         locations: Tile locations to sample.
         budget: Most samples to screen.
         codec: A codec to keep; then only the frame unit is chosen.
@@ -179,8 +192,9 @@ def select_layout(
         The :class:`~rumi_core.compression.candidates.CodecMeasurements` with ``frame_unit`` set.
 
     Raises:
-        InvalidInputError: a bad mode, access or unit, or a bound the
-            quantizers cannot honour.
+        InvalidInputError: a bad mode, access, unit, nodata or decode_floor;
+            a bound with ``mode="portable"`` or one the quantizers cannot
+            honour; or a ``codec`` that takes none of the units.
     """
     chosen_mode = parse_mode(mode)
     floor = parse_decode_floor(decode_floor)
