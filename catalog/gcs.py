@@ -20,6 +20,7 @@ reads creates its own, so the reader's fetch threads may call
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 _CONNECT_TIMEOUT = 10.0
 
-__all__ = ["GCSSource", "default_client", "split_gs_url"]
+__all__ = ["GCSSource", "decode_crc32c", "default_client", "split_gs_url"]
 
 
 def split_gs_url(url: str) -> tuple[str, str]:
@@ -52,6 +53,11 @@ def split_gs_url(url: str) -> tuple[str, str]:
     if not bucket or not path:
         raise StorageError("a gs:// URL names a bucket and an object: gs://BUCKET/OBJECT", href=url)
     return bucket, path
+
+
+def decode_crc32c(text: str | None) -> int | None:
+    """The CRC-32C GCS reports for an object (base64 of its 4 big-endian bytes) as an integer; None for none."""
+    return None if text is None else int.from_bytes(base64.b64decode(text), "big")
 
 
 def default_client() -> Any:
@@ -156,8 +162,6 @@ class GCSSource(RemoteRangeSource):
 
     def _read_metadata(self) -> None:
         """One object metadata request: size and CRC32C."""
-        import base64
-
         from google.api_core import exceptions as api_exceptions
         from google.auth.exceptions import GoogleAuthError
 
@@ -169,8 +173,7 @@ class GCSSource(RemoteRangeSource):
         if blob.size is None:
             raise StorageError("the object has no size", href=self._url)
         self._size = int(blob.size)
-        # GCS reports CRC32C as base64 of its 4 big-endian bytes.
-        self._crc32c = None if blob.crc32c is None else int.from_bytes(base64.b64decode(blob.crc32c), "big")
+        self._crc32c = decode_crc32c(blob.crc32c)
         self._stat_read = True
 
     def size(self) -> int:

@@ -10,7 +10,8 @@ google-cloud-storage, and no process ever holds a whole cube:
   ``compose`` (:meth:`GCSOutput.compose_tree`): at most 32 sources per call,
   so a cube of more than 32 frames is composed hierarchically;
 * it checks the composed object's size and the CRC32C that GCS reports
-  against a CRC32C combined from the parts' own (:func:`crc32c_combine`), so
+  against a CRC32C combined from the parts' own
+  (:func:`~pipelines.crc32c.crc32c_combine`), so
   no byte has to be downloaded to know the object is the concatenation.
 
 Writes that publish (the header blob, the file) carry the generation
@@ -35,7 +36,6 @@ lookup), as in :func:`catalog.gcs.default_client`.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import json
@@ -45,7 +45,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.gcs import default_client, split_gs_url
+from catalog.gcs import decode_crc32c, default_client, split_gs_url
+from pipelines.crc32c import crc32c_combine
 from pipelines.errors import AssemblyError
 from rumi_core.files import write_atomic
 
@@ -59,8 +60,6 @@ __all__ = [
     "TMP_DIR",
     "GCSOutput",
     "ObjectStat",
-    "crc32c_combine",
-    "crc32c_of",
     "emulated",
     "glob_pattern",
     "is_gs",
@@ -86,9 +85,6 @@ DELETE_THREADS: Final = 8
 
 TMP_DIR: Final = ".rumi-tmp"
 """Folder of a bucket output where a run keeps its temporary objects."""
-
-_CRC32C_POLY: Final = 0x82F63B78
-"""CRC-32C (Castagnoli) polynomial, reflected."""
 
 
 def is_gs(path: str | os.PathLike[str]) -> bool:
@@ -139,66 +135,6 @@ def glob_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile("".join(out) + r"\Z")
 
 
-def crc32c_of(data: bytes) -> int:
-    """CRC-32C of ``data`` (google-crc32c, the C implementation GCS's clients use)."""
-    import google_crc32c
-
-    return int(google_crc32c.value(data))
-
-
-def _times(matrix: Sequence[int], vector: int) -> int:
-    out = 0
-    i = 0
-    while vector:
-        if vector & 1:
-            out ^= matrix[i]
-        vector >>= 1
-        i += 1
-    return out
-
-
-def _square(matrix: Sequence[int]) -> list[int]:
-    return [_times(matrix, matrix[n]) for n in range(32)]
-
-
-@functools.cache
-def _zero_operators() -> tuple[tuple[int, ...], ...]:
-    """GF(2) operators that append 2**k zero bytes to a CRC-32C, k = 0..63 (zlib's crc32_combine method)."""
-    one_bit = [_CRC32C_POLY] + [1 << n for n in range(31)]
-    op = _square(_square(_square(one_bit)))  # 8 zero bits: one byte
-    ops = [tuple(op)]
-    for _ in range(63):
-        op = _square(op)
-        ops.append(tuple(op))
-    return tuple(ops)
-
-
-def crc32c_combine(crc1: int, crc2: int, length2: int) -> int:
-    """CRC-32C of ``a ‖ b`` from ``crc(a)``, ``crc(b)`` and ``len(b)``, without the bytes.
-
-    google-crc32c offers no combine, so this is zlib's ``crc32_combine``
-    with the Castagnoli polynomial and precomputed operators: one
-    matrix-vector product per set bit of ``length2``.
-
-    >>> a, b = b"head", b"frames"
-    >>> crc32c_combine(crc32c_of(a), crc32c_of(b), len(b)) == crc32c_of(a + b)
-    True
-    """
-    ops = _zero_operators()
-    k = 0
-    while length2:
-        if length2 & 1:
-            crc1 = _times(ops[k], crc1)
-        length2 >>= 1
-        k += 1
-    return crc1 ^ crc2
-
-
-def _decode_crc(text: str | None) -> int | None:
-    """GCS reports CRC32C as base64 of the big-endian 4 bytes."""
-    return None if text is None else int.from_bytes(base64.b64decode(text), "big")
-
-
 @dataclass(frozen=True)
 class ObjectStat:
     """What GCS reports about an object, without its bytes."""
@@ -216,7 +152,7 @@ class ObjectStat:
 
 
 def _stat(blob: Any, url: str) -> ObjectStat:
-    return ObjectStat(url, int(blob.size or 0), _decode_crc(blob.crc32c), blob.generation, dict(blob.metadata or {}))
+    return ObjectStat(url, int(blob.size or 0), decode_crc32c(blob.crc32c), blob.generation, dict(blob.metadata or {}))
 
 
 class GCSOutput:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from catalog.errors import StorageError
 from catalog.gcs import GCSSource
-from pipelines.bucket import ObjectStat, crc32c_of, output_store
+from pipelines.bucket import ObjectStat, output_store
+from pipelines.crc32c import crc32c_of
 from pipelines.errors import AssemblyError, VerificationError
 from pipelines.transforms.collect import inc
 from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry

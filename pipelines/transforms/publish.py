@@ -48,7 +48,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
-from pipelines.bucket import DELETE_THREADS, crc32c_of, is_gs, output_exists, output_store, read_output
+from pipelines.bucket import DELETE_THREADS, is_gs, output_exists, output_store, read_output
+from pipelines.crc32c import crc32c_of
 from pipelines.errors import PipelineError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc

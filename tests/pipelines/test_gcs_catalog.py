@@ -23,8 +23,9 @@ from catalog.items import create_item
 from catalog.search import search
 from catalog.storage import join_href
 from catalog.validation import validate_stac
-from pipelines.bucket import GCSOutput, crc32c_of, output_store
+from pipelines.bucket import GCSOutput, output_store
 from pipelines.convert import run
+from pipelines.crc32c import crc32c_of
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 from pipelines.transforms.publish import write_catalog

@@ -22,8 +22,9 @@ import rasterio
 
 import pipelines.bucket
 import rumi_core
-from pipelines.bucket import GCSOutput, ObjectStat, crc32c_combine, crc32c_of, glob_pattern, output_store
+from pipelines.bucket import GCSOutput, ObjectStat, glob_pattern, output_store
 from pipelines.convert import run
+from pipelines.crc32c import crc32c_combine, crc32c_of
 from pipelines.errors import OptionError
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
