@@ -68,6 +68,7 @@ __all__ = [
     "EXTENSIONS",
     "HEADER_MEDIA_TYPE",
     "create_item",
+    "file_sha256",
     "multihash_sha256",
     "time_values",
     "verify_header",
@@ -85,8 +86,6 @@ EO_URI = "https://stac-extensions.github.io/eo/v2.0.0/schema.json"
 
 EXTENSIONS = (PROJECTION_URI, DATACUBE_URI, FILE_URI, EO_URI, SCHEMA_URI)
 """Extension schemas an item declares (EO only when a band has EO fields)."""
-
-_CHUNK = 8 << 20
 
 
 def multihash_sha256(digest_hex: str) -> str:
@@ -131,12 +130,10 @@ def verify_header(doc: dict[str, Any], blob: bytes) -> None:
             )
 
 
-def _sha256_file(path: str) -> str:
-    h = hashlib.sha256()
+def file_sha256(path: str) -> str:
+    """SHA-256 of a file, hex (``hashlib.file_digest``, which reads it in chunks without the GIL)."""
     with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def time_values(times: TimeCoordinates) -> list[str]:
@@ -336,7 +333,7 @@ def create_item(
 
     file_fields: dict[str, Any] = {"file:size": info.file_size}
     if meta.sha256 or not remote:
-        file_fields["file:checksum"] = multihash_sha256(meta.sha256 or _sha256_file(path))
+        file_fields["file:checksum"] = multihash_sha256(meta.sha256 or file_sha256(path))
     if crc32c is not None:
         file_fields["rumi:crc32c"] = crc32c
     data_asset = pystac.Asset(

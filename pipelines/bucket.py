@@ -27,9 +27,6 @@ same name always receives the same bytes), which the library cannot know.
 Objects larger than :data:`RESUMABLE_CHUNK` are uploaded with resumable
 uploads in chunks of that size, which resume from the last acknowledged chunk.
 
-:func:`write_jsonl` writes a small output (the manifest, the dead letters)
-whole, to a local path (:func:`rumi_core.files.write_atomic`) or an object.
-
 ``STORAGE_EMULATOR_HOST`` is honoured (anonymous client, no credential
 lookup), as in :func:`catalog.gcs.default_client`.
 """
@@ -38,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
 import re
 import threading
@@ -48,7 +44,6 @@ from typing import TYPE_CHECKING, Any, Final
 from catalog.gcs import decode_crc32c, default_client, split_gs_url
 from pipelines.crc32c import crc32c_combine
 from pipelines.errors import AssemblyError
-from rumi_core.files import write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -67,7 +62,6 @@ __all__ = [
     "output_store",
     "read_output",
     "remove_output",
-    "write_jsonl",
 ]
 
 COMPOSE_LIMIT: Final = 32
@@ -399,19 +393,3 @@ def remove_output(path: str) -> None:
     else:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-
-
-def write_jsonl(path: str, records: Sequence[dict[str, Any]], *, temp_dir: str | None = None) -> int:
-    """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines.
-
-    A local file's temporary goes to ``temp_dir`` when given (see :func:`rumi_core.files.write_atomic`).
-    """
-    text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
-    if is_gs(path):
-        output_store().write(path, text.encode("utf-8"))
-        return len(records)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    if temp_dir is not None:
-        os.makedirs(temp_dir, exist_ok=True)
-    write_atomic(path, text.encode("utf-8"), temp_dir=temp_dir)
-    return len(records)

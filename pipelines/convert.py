@@ -68,11 +68,12 @@ from apache_beam.pvalue import PCollection
 
 from catalog.errors import CatalogError
 from pipelines.bucket import TMP_DIR, is_gs, output_store
+from pipelines.jsonl import load_jsonl
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
 from pipelines.run_lock import exclusive
 from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
-from pipelines.summary import Summary, load_jsonl
+from pipelines.summary import Summary
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting, record_earlier_manifest
 from pipelines.transforms.base import DataclassPTransform

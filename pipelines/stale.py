@@ -24,8 +24,8 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from pipelines.bucket import is_gs, output_exists, read_output, remove_output, write_jsonl
-from pipelines.summary import load_jsonl
+from pipelines.bucket import is_gs, output_exists, read_output, remove_output
+from pipelines.jsonl import load_jsonl, write_jsonl
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

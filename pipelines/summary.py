@@ -9,12 +9,12 @@ Beam counters the runner returned. Formatting is pure.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from pipelines.jsonl import load_jsonl
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.manifest import ManifestEntry
 from rumi_core.cli.options import counted
@@ -22,7 +22,7 @@ from rumi_core.cli.options import counted
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-__all__ = ["Summary", "format_bytes", "load_jsonl"]
+__all__ = ["Summary", "format_bytes"]
 
 
 def format_bytes(n: float) -> str:
@@ -32,19 +32,6 @@ def format_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n:.1f} TB"
-
-
-def load_jsonl(path: str) -> list[dict[str, Any]]:
-    """The JSON objects of a JSON-lines file or ``gs://`` object; an absent one has none."""
-    if path.startswith("gs://"):
-        from pipelines.bucket import output_store
-
-        data = output_store().read(path)
-        return [] if data is None else [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
 
 
 @dataclass(frozen=True)

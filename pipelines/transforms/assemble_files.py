@@ -38,8 +38,10 @@ from typing import TYPE_CHECKING, Any
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
-from pipelines.bucket import is_gs, write_jsonl
+from catalog.items import file_sha256
+from pipelines.bucket import is_gs
 from pipelines.errors import AssemblyError, SceneError, VerificationError
+from pipelines.jsonl import write_jsonl
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
@@ -47,7 +49,7 @@ from pipelines.transforms.cube_parts import CubeParts, GatherParts
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.frames import RasterDoFn
 from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
-from pipelines.transforms.verify import check_against_plan, file_sha256, published_paths, verify_file
+from pipelines.transforms.verify import check_against_plan, published_paths, verify_file
 from pipelines.transforms.write_parts import PartReader, remove_parts
 from rumi_core.assemble import FileAssembler
 from rumi_core.errors import InvalidInputError, RumiError

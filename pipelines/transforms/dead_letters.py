@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipelines.bucket import write_jsonl
 from pipelines.errors import PipelineError, SceneError
+from pipelines.jsonl import write_jsonl
 from pipelines.transforms.collect import WriteCollected, inc
 
 __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]

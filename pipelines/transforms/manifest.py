@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import stac_nodata
-from pipelines.bucket import write_jsonl
+from pipelines.jsonl import write_jsonl
 from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds

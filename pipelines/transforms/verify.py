@@ -11,7 +11,6 @@ the local and the bucket assembly (:mod:`pipelines.transforms.assemble_files`,
 
 from __future__ import annotations
 
-import hashlib
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -34,21 +33,12 @@ if TYPE_CHECKING:
     from pipelines.rasters import RasterCache
     from rumi_core.sources import ByteSource
 
-__all__ = ["check_against_plan", "file_sha256", "published_paths", "verify_file"]
+__all__ = ["check_against_plan", "published_paths", "verify_file"]
 
 
 def published_paths(options: ConvertOptions, plan: CubePlan) -> tuple[str, str]:
     """Where a cube's file and header blob are published: ``OUT/<cube_id>.rumi`` and ``OUT/<cube_id>.rumih``."""
     return os.path.join(options.out, f"{plan.cube_id}.rumi"), os.path.join(options.out, f"{plan.cube_id}.rumih")
-
-
-def file_sha256(path: str) -> str:
-    """SHA-256 of a file, hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def check_against_plan(path: str | ByteSource, blob: bytes, plan: CubePlan) -> None:

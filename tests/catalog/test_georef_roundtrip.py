@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from catalog.cube import Cube
 from catalog.geotiff import export_geotiffs
 from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
 from rumi_core.cli.main import cli
 

@@ -17,11 +17,11 @@ from pipelines.archives import ArchiveError, extracted_paths, member_size, raste
 from pipelines.cli import check_inputs
 from pipelines.convert import run
 from pipelines.errors import SceneError
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RASTER_SUFFIXES, file_size
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.discover import discover

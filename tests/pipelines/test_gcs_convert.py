@@ -26,9 +26,9 @@ from pipelines.bucket import GCSOutput, ObjectStat, glob_pattern, output_store
 from pipelines.convert import run
 from pipelines.crc32c import crc32c_combine, crc32c_of
 from pipelines.errors import OptionError
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_series
 
 if TYPE_CHECKING:

@@ -16,9 +16,9 @@ import rasterio
 
 import rumi_core
 from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.rasters import has_internal_mask
-from pipelines.summary import load_jsonl
 
 if TYPE_CHECKING:
     from pathlib import Path

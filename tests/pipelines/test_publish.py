@@ -14,8 +14,8 @@ import rumi_core
 from catalog import validate_stac
 from pipelines.convert import run
 from pipelines.errors import OptionError
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
-from pipelines.summary import load_jsonl
 from pipelines.testing import S2_BANDS, synthetic_cube, write_geotiff, write_series
 from rumi_core.cli.main import cli
 from rumi_core.codecs import codec_from_dict

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.planning.timestamps import resolve_time, time_from_scene_id
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_geotiff
 from rumi_core.times import format_seconds
 

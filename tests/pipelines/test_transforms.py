@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from apache_beam.testing.util import assert_that, equal_to, is_not_empty
 
+from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.planning.codec_choice import measure_frame_unit
 from pipelines.planning.grouping import plan_cubes
 from pipelines.planning.plan import sample_indices
 from pipelines.planning.scene import Scene, SceneRef
 from pipelines.rasters import RasterCache
-from pipelines.summary import load_jsonl
 from pipelines.testing import write_series
 from pipelines.transforms import compress as compress_module
 from pipelines.transforms import frames as frames_module

@@ -45,7 +45,7 @@ def test_a_run_of_another_area_keeps_the_earlier_superseded_list(tmp_path: Path)
     supersedes nothing (the list was deleted, the cube named as merely unlisted, and never pruned)."""
     import os
 
-    from pipelines.summary import load_jsonl
+    from pipelines.jsonl import load_jsonl
 
     scenes = tmp_path / "a"
     paths, _ = write_series(str(scenes), dates=["2023-01-05", "2023-02-04", "2023-03-06"], size=(40, 56), seed=6)
