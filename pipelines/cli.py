@@ -13,13 +13,12 @@ import contextlib
 import glob
 import logging
 import os
-import re
 import signal
 import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -29,6 +28,7 @@ from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
+from pipelines.runners import RUNNER_NAMES, resolve_runner, stock_worker_image
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import counted, probe_directory
@@ -190,15 +190,13 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     created), and answers "list index out of range" to the second; Dataflow
     workers would write the third to their own disks, which are discarded.
     Also a portable runner whose workers would start from Beam's stock image
-    (:func:`_stock_worker_image`), where Beam fails once the job runs.
+    (:func:`~pipelines.runners.stock_worker_image`), where Beam fails once the job runs.
 
     Raises:
         click.UsageError: names the option.
         rumi_core.cli.options.OptionError: a service does not accept a connection.
     """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
-
-    from pipelines.convert import RUNNER_NAMES, resolve_runner
 
     resolved = resolve_runner(runner)
     if resolved is None:
@@ -214,42 +212,12 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
     # TaskManager's localhost), which this machine need not reach.
     for option in ("job_endpoint", "flink_master"):
         _check_reachable(f"--{option}", given.get(option))
-    if _stock_worker_image(resolved, given):
+    if stock_worker_image(resolved, given):
         raise click.UsageError(
             f"--runner {runner} starts its workers in Docker from Beam's stock SDK image, which lacks rumi: "
             "give --environment_type=LOOPBACK to run them in this process, --environment_config=IMAGE for an image "
             "with rumi installed (deploy/dataflow/Dockerfile builds one), or --environment_type=EXTERNAL with a worker pool"
         )
-
-
-def _stock_worker_image(runner: str | None, given: dict[str, Any]) -> bool:
-    """Whether a portable runner would start its workers from Beam's own SDK image, which has none of rumi's packages.
-
-    Beam's PortableRunner starts Docker workers unless ``--environment_type``
-    says otherwise, and its FlinkRunner and SparkRunner do too unless the
-    master is local (``[auto]``/``[local]``, ``local[...]``: then LOOPBACK); the
-    image is ``--environment_config``, ``--environment_options=docker_container_image=...``,
-    a prebuilt one, or else ``apache/beam_python3.x_sdk``. Every worker would
-    fail its first import. A runner given by its qualified class name is
-    judged by its class's name.
-    """
-    from apache_beam.runners.portability.flink_runner import MAGIC_HOST_NAMES
-    from apache_beam.runners.portability.spark_runner import LOCAL_MASTER_PATTERN
-
-    environment = given.get("environment_type")
-    if environment is None:
-        name = (runner or "").rsplit(".", 1)[-1]
-        docker_by_default = (
-            name == "PortableRunner"
-            or (name == "FlinkRunner" and given.get("flink_master", "[auto]") not in MAGIC_HOST_NAMES)
-            or (name == "SparkRunner" and not re.match(LOCAL_MASTER_PATTERN, given.get("spark_master_url") or "local[4]"))
-        )
-        if not docker_by_default:
-            return False
-    elif environment.upper() not in ("DOCKER", "BEAM:ENV:DOCKER:V1"):
-        return False
-    named = any(o.startswith("docker_container_image=") for o in given.get("environment_options") or ())
-    return not (named or given.get("environment_config") or given.get("prebuild_sdk_container_engine"))
 
 
 def _check_reachable(option: str, address: str | None) -> None:

@@ -32,7 +32,7 @@ starts no Prism download), draws progress, and returns a
 :class:`~pipelines.summary.Summary`; :func:`main` is ``rumi convert``.
 
 On the local runner a conversion uses every core it may run on: unless the
-Beam options say otherwise, :func:`local_workers` asks for one worker thread
+Beam options say otherwise, :func:`~pipelines.runners.local_workers` asks for one worker thread
 per core (``--direct_running_mode=multi_threading``); Beam's own default is
 one worker on one core. Measured on this project's 2-core machine with the
 20-date input of ``benchmarks/convert.py`` (671 MB of pixels): one worker
@@ -60,7 +60,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
@@ -72,6 +72,7 @@ from pipelines.jsonl import load_jsonl
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
 from pipelines.run_lock import exclusive
+from pipelines.runners import DEFAULT_RUNNER, LOCAL_RUNNERS, local_workers, resolve_runner
 from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary
 from pipelines.threaded_runner import ThreadedRunner
@@ -96,81 +97,16 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
 
 __all__ = [
-    "DEFAULT_RUNNER",
-    "LOCAL_RUNNERS",
-    "RUNNER_NAMES",
     "Convert",
     "Publisher",
     "default_publishers",
     "keep",
-    "local_workers",
     "manifest_publisher",
-    "resolve_runner",
     "run",
     "submit",
-    "usable_cores",
 ]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_RUNNER = "FnApiRunner"
-"""Runner used when none is given: Beam's portable in-process runner, without the Prism download."""
-
-RUNNER_NAMES: Final = {"DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner"}
-"""Runners Beam knows only by their qualified class name, by their short one."""
-
-
-def resolve_runner(name: str) -> str | None:
-    """The runner ``name`` means, as Beam looks it up (any case, with or without "Runner"), or None for none.
-
-    A known short name comes back as Beam spells it (``fnapi`` is ``FnApiRunner``), one of
-    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given.
-
-    >>> resolve_runner("fnapi"), resolve_runner("dask"), resolve_runner("Foo")
-    ('FnApiRunner', 'apache_beam.runners.dask.dask_runner.DaskRunner', None)
-    """
-    if "." in name:
-        return name
-    names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}
-    return names.get(name.lower()) or names.get(f"{name.lower()}runner")
-
-
-LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
-"""Runners that take ``--direct_running_mode`` and ``--direct_num_workers`` (the DirectRunner runs batch jobs on the FnApiRunner)."""
-
-
-def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it, else every core)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
-
-
-def local_workers(beam_args: Sequence[str]) -> list[str]:
-    """The Beam options a local run adds to ``beam_args``: one worker thread per usable core unless they chose.
-
-    A running mode given alone keeps it (``in_memory`` is one worker by
-    definition; processes get one per core); a worker count given alone runs
-    on threads, since Beam's default ``in_memory`` mode ignores it.
-
-    >>> local_workers([])[0]
-    '--direct_running_mode=multi_threading'
-    >>> local_workers(["--direct_num_workers=3"])
-    ['--direct_running_mode=multi_threading']
-    >>> local_workers(["--direct_running_mode=in_memory"])
-    []
-    """
-    given = {arg.split("=", 1)[0]: arg.partition("=")[2] for arg in beam_args}
-    added = []
-    mode = given.get("--direct_running_mode")
-    if mode is None:
-        mode = "multi_threading"
-        added.append(f"--direct_running_mode={mode}")
-    if "--direct_num_workers" not in given and mode != "in_memory":
-        added.append(f"--direct_num_workers={usable_cores()}")
-    return added
-
 
 Publisher = Callable[["ConvertOptions"], "beam.PTransform[PCollection[ManifestEntry], PCollection[Any]]"]
 """Builds a transform that publishes the run's manifest entries (the manifest file, a STAC catalogue...)."""
@@ -337,7 +273,7 @@ def run(
         options: The conversion's options.
         beam_args: Any Beam pipeline options, ``--name=value``.
         runner: Beam runner name; overrides ``--runner`` in ``beam_args``;
-            None keeps that, or :data:`DEFAULT_RUNNER`.
+            None keeps that, or :data:`~pipelines.runners.DEFAULT_RUNNER`.
         progress: Where to draw a progress bar; None draws none.
         publish: Publishers of the manifest entries (see :class:`Convert`); None for
             :func:`default_publishers` (the manifest and, unless turned off, the catalogue).

@@ -235,10 +235,9 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
 def test_which_runners_would_start_beams_stock_worker_image(runner: str, args: list[str], stock: bool) -> None:
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    from pipelines.cli import _stock_worker_image
-    from pipelines.convert import resolve_runner
+    from pipelines.runners import resolve_runner, stock_worker_image
 
-    assert _stock_worker_image(resolve_runner(runner), PipelineOptions(args).get_all_options()) is stock
+    assert stock_worker_image(resolve_runner(runner), PipelineOptions(args).get_all_options()) is stock
 
 
 def test_an_undated_name_with_a_date_gets_the_time_pattern_that_reads_it(tmp_path: Path) -> None:

@@ -117,8 +117,9 @@ def test_default_runs_a_worker_thread_per_core(scenes: str, reference: dict[str,
     """Without Beam options, ``rumi convert`` runs the FnApiRunner on one worker thread per usable core: same bytes."""
     from apache_beam.options.pipeline_options import DirectOptions
 
-    from pipelines.convert import _build, usable_cores
+    from pipelines.convert import _build
     from pipelines.options import ConvertOptions
+    from pipelines.runners import usable_cores
     from pipelines.threaded_runner import ThreadedRunner
 
     pipeline, _ = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), [], None, None)
