@@ -143,10 +143,13 @@ class ObjectStat:
     """The object's generation."""
     metadata: Mapping[str, str]
     """Custom metadata."""
+    updated: float | None = None
+    """When GCS last changed the object (its data or metadata), POSIX seconds of the server's clock."""
 
 
 def _stat(blob: Any, url: str) -> ObjectStat:
-    return ObjectStat(url, int(blob.size or 0), decode_crc32c(blob.crc32c), blob.generation, dict(blob.metadata or {}))
+    updated = None if blob.updated is None else blob.updated.timestamp()
+    return ObjectStat(url, int(blob.size or 0), decode_crc32c(blob.crc32c), blob.generation, dict(blob.metadata or {}), updated)
 
 
 class GCSOutput:

@@ -51,13 +51,13 @@ Output bytes do not depend on the mode (``tests/pipelines/test_runners.py``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import os
 import shutil
 import sys
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -67,7 +67,8 @@ from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions,
 from apache_beam.pvalue import PCollection
 
 from catalog.errors import CatalogError
-from pipelines.bucket import TMP_DIR, is_gs, output_store
+from pipelines.bucket import is_gs, output_store
+from pipelines.bucket_claims import claim_detached, claimed
 from pipelines.jsonl import load_jsonl
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
@@ -214,12 +215,8 @@ def _remove_work_folder(path: str) -> None:
 def _build(
     inputs: Sequence[str], options: ConvertOptions, beam_args: Sequence[str], runner: str | None, publish: tuple[Publisher, ...] | None
 ) -> tuple[beam.Pipeline, ConvertOptions]:
-    """Prepare the output (remove a bucket's stale temporaries) and build the pipeline; return it with the run's options."""
-    if is_gs(options.out):
-        # Temporaries of earlier runs that were killed are stale: every frame is rewritten by this run.
-        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
-        options = dataclasses.replace(options, run_id=uuid.uuid4().hex[:16])
-    else:
+    """Prepare a local output folder and build the pipeline; return it with the run's options."""
+    if not is_gs(options.out):
         os.makedirs(options.out, exist_ok=True)
     args = list(beam_args)
     if not any(a.startswith("--default_sdk_harness_log_level") for a in args):
@@ -251,8 +248,12 @@ def submit(
 
     For launchers that return once the job is submitted (a Dataflow Flex
     Template): the job cleans up after itself except the bucket's folder of
-    temporaries, which every cube's assembler empties and the next run removes.
+    temporaries, which every cube's assembler empties. Its claim on the bucket
+    (:func:`pipelines.bucket_claims.claim_detached`) keeps later runs from
+    deleting that folder while the job may run, and stops none of them.
     """
+    if is_gs(options.out):
+        options = claim_detached(options)
     pipeline, _ = _build(inputs, options, beam_args, runner, publish)
     return pipeline.run()
 
@@ -286,7 +287,8 @@ def run(
     one pass, so there such a cube waits for its scene to be fixed or removed.
 
     A local ``--out`` (and ``--catalog``) takes one run at a time
-    (:func:`pipelines.run_lock.exclusive`): a second run raises
+    (:func:`pipelines.run_lock.exclusive`), and so does a ``gs://`` one
+    (:func:`pipelines.bucket_claims.claimed`): a second run raises
     :class:`~pipelines.errors.OptionError` before it starts.
 
     The calling process's malloc arenas are capped at one per CPU
@@ -301,7 +303,7 @@ def run(
 
     if options.write_catalog and options.catalog is not None:
         check_catalog_root(os.fspath(options.catalog), options.out)
-    with exclusive(_local_folders(options)):
+    with exclusive(_local_folders(options)), claimed(options) if is_gs(options.out) else contextlib.nullcontext(options) as options:
         return _run_locked(options, one_pass)
 
 
@@ -393,7 +395,7 @@ def _run_pass(
     seconds = time.monotonic() - start
     statuses = {d["cube_id"]: d["status"] for d in load_jsonl(options.statuses_path)}
     if in_bucket:
-        output_store().delete_tree(f"{options.out}/{TMP_DIR}")
+        output_store().delete_tree(options.parts_dir)  # this run's; a later pass writes its frames again
     else:
         _remove_work_folder(options.parts_dir)
         _remove_work_folder(options.staging_dir)

@@ -179,8 +179,8 @@ class ConvertOptions:
     write_catalog: bool = True
     """Write the STAC catalogue (``--no-catalog`` turns it off)."""
     run_id: str = "run"
-    """Name of this run's folder of temporary objects in a ``gs://`` output, ``OUT/.rumi-tmp/<run_id>``;
-    :func:`pipelines.convert.run` sets a fresh one. It shapes no output."""
+    """Name of this run's folder of temporary objects in a ``gs://`` output, ``OUT/.rumi-tmp/<run_id>``, and of its
+    claim on the bucket (:mod:`pipelines.bucket_claims`); each run has a fresh one. It shapes no output."""
     bands: str | None = None
     """Sentinel-2 L2A bands to convert (``--bands red,nir,scl``): ids, common names or asset keys; None for all."""
     resolution: int | None = None

@@ -9,8 +9,8 @@ before it starts instead, naming the folder.
 
 The lock is ``flock`` on the folder itself: no lock file is left behind, and
 the kernel releases it when the process ends, however it ends (a killed
-run never leaves a stale lock). A bucket has no such lock; its runs keep
-their temporaries apart by run id.
+run never leaves a stale lock). A bucket has no ``flock``: its runs hold
+leased claims instead (:mod:`pipelines.bucket_claims`).
 """
 
 from __future__ import annotations
