@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from pipelines.planning.hrefs import input_identity
 from pipelines.planning.lattice import OnGrid
 from pipelines.planning.timestamps import compact
 from rumi_core.codecs import BoundedCodec, ErrorBound, codec_from_dict, parse_error_bound
@@ -100,8 +101,12 @@ class CubeBand:
 
 
 def inputs_hash(hrefs: Sequence[str]) -> str:
-    """The first 10 hex digits of the SHA-256 of the sorted input list, one href per line."""
-    return hashlib.sha256("\n".join(sorted(hrefs)).encode("utf-8")).hexdigest()[:10]
+    """The first 10 hex digits of the SHA-256 of the inputs' sorted identities, one per line.
+
+    An identity is the file an href names (:func:`~pipelines.planning.hrefs.input_identity`):
+    the same files through a link, or URLs signed at another time, give the same hash.
+    """
+    return hashlib.sha256("\n".join(sorted(input_identity(h) for h in hrefs)).encode("utf-8")).hexdigest()[:10]
 
 
 def _coordinate(value: float) -> str:

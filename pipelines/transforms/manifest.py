@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.bands import stac_nodata
 from pipelines.jsonl import write_jsonl
+from pipelines.planning.hrefs import unsigned
 from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds
@@ -157,7 +158,7 @@ def manifest_entry(
         input_bytes=plan.input_bytes,
         sha256=sha256,
         pixel_is_point=plan.pixel_is_point,
-        inputs=plan.inputs,
+        inputs=tuple(unsigned(h) for h in plan.inputs),  # a signature is a credential, and changes with each signing
         dropped=plan.dropped,
         extra={**lossy_extra(plan), **tag_extra(plan)},
     )

@@ -1,0 +1,75 @@
+"""An input is the file its href names: a link to it, or a URL signed at another time, is the same input.
+
+The cube's name hashes its inputs (pipelines.planning.plan.inputs_hash), and
+planning counts each file once (pipelines.planning.grouping.plan_cubes), so
+the same files give the same outputs however they are reached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from typing import TYPE_CHECKING
+
+from catalog.testing import RangeRequestServer
+from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
+from pipelines.options import ConvertOptions
+from pipelines.planning.hrefs import input_identity, unsigned
+from pipelines.testing import write_series
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def _outputs(out: Path) -> dict[str, str]:
+    """SHA-256 of every cube, blob and the manifest, by name."""
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(out.iterdir())
+        if p.suffix in (".rumi", ".rumih") or p.name == "manifest.jsonl"
+    }
+
+
+def test_a_folder_and_a_link_to_it_are_one_input(tmp_path: Path) -> None:
+    """Through the link alone, the same cube; the folder and the link in one run, the same cube again, not duplicates."""
+    real = tmp_path / "archive"
+    write_series(str(real), dates=["2023-01-05", "2023-02-04"], size=(48, 64), seed=3)
+    (tmp_path / "latest").symlink_to(real)
+    options = {"tile_size": 32, "frame_unit": 0, "compression": "raster", "write_catalog": False}
+    outputs = {}
+    for name, inputs in (("real", [real]), ("link", [tmp_path / "latest"]), ("both", [real, tmp_path / "latest" / "*.tif"])):
+        summary = run([str(p) for p in inputs], ConvertOptions(out=str(tmp_path / name), **options))  # type: ignore[arg-type]
+        assert summary.dead_letters == () and [e.status for e in summary.entries] == ["written"], name
+        outputs[name] = {k: v for k, v in _outputs(tmp_path / name).items() if k != "manifest.jsonl"}
+    assert outputs["real"] == outputs["link"] == outputs["both"]
+    (entry,) = load_jsonl(str(tmp_path / "both" / "manifest.jsonl"))
+    assert all(os.path.dirname(h) == str(real) for h in entry["inputs"])  # the files' own paths, given in that run
+
+
+def test_a_signed_urls_signature_names_nothing(tmp_path: Path) -> None:
+    """URLs signed at two times give one cube name, and the manifest keeps no signature (a credential)."""
+    paths, _ = write_series(str(tmp_path / "served"), dates=["2023-01-05", "2023-02-04"], size=(48, 64), seed=5)
+    signatures = (
+        "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Date=20240101T000000Z&X-Goog-Expires=900&X-Goog-Signature=aa&generation=7",
+        "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Date=20240102T001500Z&X-Goog-Expires=900&X-Goog-Signature=bb&generation=7",
+    )
+    names = []
+    with RangeRequestServer(tmp_path / "served") as server:
+        for i, query in enumerate(signatures):
+            urls = [f"{server.url(os.path.basename(p))}?{query}" for p in paths]
+            out = tmp_path / f"signed{i}"
+            options = ConvertOptions(out=str(out), tile_size=32, frame_unit=0, compression="raster", write_catalog=False)
+            summary = run(urls, options)
+            assert summary.dead_letters == () and len(summary.entries) == 1
+            (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+            assert sorted(entry["inputs"]) == sorted(f"{server.url(os.path.basename(p))}?generation=7" for p in paths)
+            names.append(entry["cube_id"])
+    assert names[0] == names[1]
+
+
+def test_identity_and_unsigned() -> None:
+    assert unsigned("s3://b/a.tif?X-Amz-Credential=k&X-Amz-Signature=s&versionId=3") == "s3://b/a.tif?versionId=3"
+    assert unsigned("https://h/a.tif?Expires=1&Signature=s&Key-Pair-Id=k") == "https://h/a.tif"
+    assert unsigned("https://h/a.tif") == "https://h/a.tif"
+    assert input_identity("gs://b/a.tif") == "gs://b/a.tif"
