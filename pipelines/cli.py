@@ -476,9 +476,11 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
     reading gets closed under it (a segmentation fault), and part writers
     vanish mid-frame. Nothing needs unwinding: every output is written under
     a temporary name and renamed, so no partial file has a final name, and
-    the same command resumes (finished cubes are skipped).
+    the same command resumes (finished cubes are skipped). A process whose
+    SIGINT is ignored (started by ``nohup``, or with ``&`` by a script) keeps
+    ignoring it.
     """
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         yield
         return
 

@@ -10,6 +10,7 @@ so a package can set the loggers of the libraries it uses (this one uses none).
 from __future__ import annotations
 
 import logging
+import signal
 from importlib.metadata import entry_points
 
 import click
@@ -48,6 +49,17 @@ def cli(verbose: int) -> None:
         hook.load()(verbose)
 
 
+def _exit_on_interrupt(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point.
+
+    Ctrl-C ends a command with status 130 (128 + SIGINT), as a shell reports an
+    interrupted program, where click would print "Aborted!" and exit 1. A
+    process started with SIGINT ignored (``nohup``, ``&`` in a script) keeps ignoring it.
+    """
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _exit_on_interrupt)
     cli()

@@ -202,3 +202,49 @@ def test_ctrl_c_ends_the_run_at_once_then_rerun_is_byte_identical(scenes: str, c
     assert "Traceback" not in stderr and "Fatal Python error" not in stderr
     subprocess.run(command, check=True, capture_output=True)
     assert _snapshot(out) == clean
+
+
+def test_ctrl_c_before_the_run_starts_is_status_130(tmp_path: Path) -> None:
+    """Ctrl-C while ``rumi`` still prepares (here, a STAC API search that gets no answer): status 130, as a shell
+    reports an interrupted program, not click's "Aborted!" and 1; nothing is written."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    listener.settimeout(120)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/"
+    code = "from rumi_core.cli.main import main; main()"
+    out = tmp_path / "out"
+    command = [sys.executable, "-c", code, "convert", "--stac-api", url, "--bbox", "13,52,13.1,52.1", "--out", str(out)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
+    try:
+        connection, _ = listener.accept()  # the search has started and waits for its answer
+        os.killpg(process.pid, signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        connection.close()
+    finally:
+        listener.close()
+    assert process.returncode == 130, stderr
+    assert "Aborted!" not in stderr and "Traceback" not in stderr, stderr
+    assert not out.exists()
+
+
+def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(scenes: str, clean: dict[str, str], tmp_path: Path) -> None:
+    """A run started with SIGINT ignored (``nohup``, or ``&`` in a script) is not ended by one."""
+    out = tmp_path / "out"
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    command = _command(scenes, out)
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore_sigint, start_new_session=True, text=True
+    )
+    while process.poll() is None and not _has_part(out):
+        time.sleep(0.002)
+    assert process.poll() is None, "the run finished before a frame part was seen; the interrupt point was not exercised"
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert _snapshot(out) == clean
