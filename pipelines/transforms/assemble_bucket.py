@@ -24,7 +24,7 @@ from pipelines.bucket import ObjectStat, output_store
 from pipelines.crc32c import crc32c_of
 from pipelines.errors import AssemblyError, VerificationError
 from pipelines.transforms.collect import inc
-from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
+from pipelines.transforms.manifest import ManifestEntry, manifest_entry, mode_extra
 from pipelines.transforms.verify import check_against_plan, published_paths, verify_file
 from pipelines.transforms.write_parts import part_path, remove_parts
 from rumi_core.errors import RumiError
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["OBJECT_BOUND", "OBJECT_CODEC", "OBJECT_MODE", "assemble_in_bucket", "existing_in_bucket"]
+__all__ = ["OBJECT_BOUND", "OBJECT_CODEC", "OBJECT_COMPRESSION", "OBJECT_MODE", "assemble_in_bucket", "existing_in_bucket"]
 
 OBJECT_MODE: Final = "rumi-mode"
 """Custom metadata of a file in a bucket: ``lossless`` or ``lossy``."""
@@ -49,16 +49,25 @@ OBJECT_BOUND: Final = "rumi-lossy-bound"
 """Custom metadata: the lossy bound's JSON, empty for lossless."""
 
 
+OBJECT_COMPRESSION: Final = "rumi-compression"
+"""Custom metadata: the compression request's JSON (``"auto"``, or a codec's JSON; see :func:`mode_extra`)."""
+
+
 OBJECT_CODEC: Final = "rumi-codec"
 """Custom metadata: the codec's JSON, recorded again when the cube is found finished."""
 
 
+_REQUEST: Final = (OBJECT_MODE, OBJECT_BOUND, OBJECT_COMPRESSION)
+"""The metadata a finished file must match to be kept: what this run asks for."""
+
+
 def _object_metadata(plan: CubePlan, codec: dict[str, Any]) -> dict[str, str]:
-    extra = lossy_extra(plan)
+    extra = mode_extra(plan)
     bound = extra.get("lossy_bound")
     return {
         OBJECT_MODE: str(extra["mode"]),
         OBJECT_BOUND: "" if bound is None else json.dumps(bound, sort_keys=True),
+        OBJECT_COMPRESSION: json.dumps(extra["compression"], sort_keys=True),
         OBJECT_CODEC: json.dumps(codec, sort_keys=True),
     }
 
@@ -94,7 +103,7 @@ def _finished_in_bucket(plan: CubePlan, path: str, blob_path: str, counts: list[
     if stat.size != base + int(header.frame_byte_counts.sum()) + len(write.trailer.to_bytes()):
         return None
     wanted = _object_metadata(plan, {})
-    if any(stat.metadata.get(k) != wanted[k] for k in (OBJECT_MODE, OBJECT_BOUND)):
+    if any(stat.metadata.get(k) != wanted[k] for k in _REQUEST):
         return None
     try:
         check_against_plan(GCSSource(path, client=store.client, size=stat.size), blob, plan)
@@ -189,7 +198,7 @@ def _remove_stale(path: str, blob_path: str, assembled: ObjectStat, blob: bytes,
     store = output_store()
     old = store.stat(path)
     same_file = old is not None and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
-    if old is not None and not (same_file and all(old.metadata.get(k) == metadata[k] for k in (OBJECT_MODE, OBJECT_BOUND))):
+    if old is not None and not (same_file and all(old.metadata.get(k) == metadata[k] for k in _REQUEST)):
         store.delete(path, generation=old.generation)
         old = None
     if old is None:

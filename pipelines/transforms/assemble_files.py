@@ -48,7 +48,7 @@ from pipelines.transforms.collect import inc
 from pipelines.transforms.cube_parts import CubeParts, GatherParts
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.frames import RasterDoFn
-from pipelines.transforms.manifest import ManifestEntry, lossy_extra, manifest_entry
+from pipelines.transforms.manifest import ManifestEntry, manifest_entry, mode_extra
 from pipelines.transforms.verify import check_against_plan, published_paths, verify_file
 from pipelines.transforms.write_parts import PartReader, remove_parts
 from rumi_core.assemble import FileAssembler
@@ -130,9 +130,10 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
     """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None.
 
     The file's name does not say whether it was written losslessly or within an
-    error bound, so a file is only reused when an earlier manifest recorded this
-    exact file (same SHA-256) with the mode and bound asked for now; otherwise
-    the cube is converted again, which is idempotent.
+    error bound, nor with which codec request, so a file is only reused when an
+    earlier manifest recorded this exact file (same SHA-256) with the mode, bound
+    and compression asked for now (:func:`~pipelines.transforms.manifest.mode_extra`);
+    otherwise the cube is converted again, which is idempotent.
     """
     path, blob_path = published_paths(options, plan)
     if is_gs(path):
@@ -147,7 +148,7 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
         return None
     sha = file_sha256(path)
     previous = _previous_entry(options, plan.cube_id, sha)
-    wanted = lossy_extra(plan)
+    wanted = mode_extra(plan)
     if previous is None or any(previous.get("extra", {}).get(key) != value for key, value in wanted.items()):
         return None
     return manifest_entry(

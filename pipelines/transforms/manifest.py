@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from pipelines.planning.plan import CubePlan
 
-__all__ = ["ManifestEntry", "WriteManifest", "lossy_extra", "manifest_entry", "tag_extra"]
+__all__ = ["ManifestEntry", "WriteManifest", "mode_extra", "manifest_entry", "tag_extra"]
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,8 @@ class ManifestEntry:
     """Inputs left out by ``--duplicates first|last``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for later stages: ``mode`` (``lossless`` or ``lossy``) and, for a lossy cube,
-    ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads)."""
+    ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads);
+    ``compression``, the codec request (:func:`mode_extra`)."""
     libraries: dict[str, str] = field(default_factory=library_versions)
     """Versions of openzl and geozl that chose the codec and wrote the frames (the catalogue's
     ``rumi:libraries``): the bytes are a function of the data, the options and these."""
@@ -160,16 +161,27 @@ def manifest_entry(
         pixel_is_point=plan.pixel_is_point,
         inputs=tuple(unsigned(h) for h in plan.inputs),  # a signature is a credential, and changes with each signing
         dropped=plan.dropped,
-        extra={**lossy_extra(plan), **tag_extra(plan)},
+        extra={**mode_extra(plan), **tag_extra(plan)},
     )
 
 
-def lossy_extra(plan: CubePlan) -> dict[str, Any]:
-    """``{"mode": "lossless"}``, or ``{"mode": "lossy", "lossy_bound": {...}}`` for a cube with an error bound."""
+def mode_extra(plan: CubePlan) -> dict[str, Any]:
+    """How a cube's frames were to be encoded: ``mode`` (``lossless``, or ``lossy`` with its ``lossy_bound``)
+    and ``compression``, the request (``auto``, ``max``, ``portable``, or a codec's JSON).
+
+    A re-run keeps a finished file only when all three match its own, so the
+    same command gives the same bytes whatever an earlier run into ``--out`` asked.
+
+    >>> from types import SimpleNamespace
+    >>> mode_extra(SimpleNamespace(error_bound=None, compression="auto", compression_spec=lambda: None))
+    {'mode': 'lossless', 'compression': 'auto'}
+    """
     bound = plan.error_bound
+    spec = plan.compression_spec()
+    compression = plan.compression if spec is None else json.loads(json.dumps(spec, sort_keys=True))
     if bound is None:
-        return {"mode": "lossless"}
-    return {"mode": "lossy", "lossy_bound": bound.to_dict()}
+        return {"mode": "lossless", "compression": compression}
+    return {"mode": "lossy", "lossy_bound": bound.to_dict(), "compression": compression}
 
 
 def tag_extra(plan: CubePlan) -> dict[str, Any]:

@@ -101,7 +101,7 @@ def test_archive_by_quarter(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]
     assert entry["codec"]["name"] in {"stack", "geozl", "openzl"} and len(entry["sha256"]) == 64
     # --frame-unit auto (the default) measured the units valid for B=4, T=3 and recorded the winner.
     assert entry["frame_unit"] in {0, 3, 4, 5, 6, 7, 8}
-    assert entry["extra"] == {"mode": "lossless"}
+    assert entry["extra"] == {"mode": "lossless", "compression": "auto"}
     assert entry["file_bytes"] == os.path.getsize(out / entry["file"])
 
 

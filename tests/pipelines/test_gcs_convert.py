@@ -285,6 +285,20 @@ def test_a_cube_converted_again_lossy_replaces_the_lossless_pair(emulator: GCSEm
     assert np.abs(decoded.astype(np.int32) - cube.astype(np.int32)).max() <= 8
 
 
+def test_a_cube_written_with_another_compression_is_written_again(emulator: GCSEmulator, tmp_path: Path) -> None:
+    """The finished check reads the recorded compression request: a default run replaces a ``raster`` file, then keeps its own."""
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(64, 48), seed=6)
+    out = f"gs://{BUCKET}/cubes/compression"
+    (fresh,) = run(sorted(paths), ConvertOptions(out=f"{out}-fresh", tile_size=32, frame_unit=0, write_catalog=False)).entries
+    run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, compression="raster", write_catalog=False))
+    for status in ("written", "skipped"):
+        (entry,) = run(sorted(paths), ConvertOptions(out=out, tile_size=32, frame_unit=0, write_catalog=False)).entries
+        assert entry.status == status
+        stat = output_store().stat(f"{out}/{entry.file}")
+        assert stat is not None and stat.metadata["rumi-compression"] == '"auto"'
+        assert json.loads(stat.metadata["rumi-codec"]) == entry.codec == fresh.codec and entry.extra["crc32c"] == fresh.extra["crc32c"]
+
+
 def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
     _, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=8)
     _upload_tree(tmp_path / "scenes", "archive/mixed")

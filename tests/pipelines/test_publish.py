@@ -64,7 +64,7 @@ def test_selected_codec_is_recorded_and_written(scenes: tuple[Path, np.ndarray[A
     out = tmp_path / "out"
     run([str(directory)], ConvertOptions(out=str(out), tile_size=48, write_catalog=False))
     entry = _only_entry(out)
-    assert entry["codec"]["name"] != "raster" and entry["extra"] == {"mode": "lossless"}
+    assert entry["codec"]["name"] != "raster" and entry["extra"] == {"mode": "lossless", "compression": "auto"}
     data = (out / entry["file"]).read_bytes()
     blob = HeaderBlob.from_bytes((out / entry["blob"]).read_bytes())
     assert np.array_equal(rumi_core.read(out / entry["file"], blob.to_bytes()), cube)
@@ -98,7 +98,7 @@ def test_lossy_bound_holds_end_to_end(tmp_path: Path, bound: dict[str, Any]) -> 
     out = tmp_path / "out"
     run([str(src)], ConvertOptions(out=str(out), tile_size=32, **bound))
     entry = _only_entry(out)
-    assert entry["extra"] == {"mode": "lossy", "lossy_bound": bound}
+    assert entry["extra"] == {"mode": "lossy", "lossy_bound": bound, "compression": "auto"}
     assert entry["codec"]["name"] == "bounded"
     back = rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()).astype(np.float64)
     source = holed.astype(np.float64)
@@ -239,12 +239,12 @@ def test_rerun_with_another_mode_converts_again(scenes: tuple[Path, np.ndarray[A
     lossy = run([str(directory)], ConvertOptions(out=str(out), tile_size=48, write_catalog=False, max_abs_error=4.0))
     entry = _only_entry(out)
     assert [e.status for e in lossy.entries] == ["written"] and "status" not in entry
-    assert entry["extra"] == {"mode": "lossy", "lossy_bound": {"max_abs_error": 4.0}}
+    assert entry["extra"] == {"mode": "lossy", "lossy_bound": {"max_abs_error": 4.0}, "compression": "auto"}
     back = rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()).astype(np.float64)
     assert np.abs(back - cube.astype(np.float64)).max() <= 4.0
     back_to_lossless = run([str(directory)], ConvertOptions(out=str(out), tile_size=48, write_catalog=False))
     entry = _only_entry(out)
-    assert [e.status for e in back_to_lossless.entries] == ["written"] and entry["extra"] == {"mode": "lossless"}
+    assert [e.status for e in back_to_lossless.entries] == ["written"] and entry["extra"] == {"mode": "lossless", "compression": "auto"}
     assert np.array_equal(rumi_core.read(out / entry["file"], (out / entry["blob"]).read_bytes()), cube)
 
 

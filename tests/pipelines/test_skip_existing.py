@@ -38,3 +38,24 @@ def test_the_manifest_is_read_once_per_version(tmp_path: Path) -> None:
     _write(options.manifest_path, [{**lines[0], "codec": "y"}])
     assert assemble_files._previous_entry(options, "c0", f"{0:064x}") == {**lines[0], "codec": "y"}
     assert assemble_files._previous_entry(options, "c1", f"{1:064x}") is None
+
+
+def test_a_cube_written_with_another_compression_is_written_again(tmp_path: Path) -> None:
+    """The same command gives the same bytes whatever an earlier run asked: a file written with ``--compression raster``
+    is not kept by a default run (it was, being valid and lossless), and a second default run skips it."""
+    import hashlib
+
+    from pipelines.convert import run
+    from pipelines.testing import write_series
+
+    paths, _ = write_series(str(tmp_path / "scenes"), dates=["2023-01-05", "2023-02-04"], size=(48, 64), seed=2)
+    fresh, reused = tmp_path / "fresh", tmp_path / "reused"
+    common = {"tile_size": 32, "frame_unit": 0, "write_catalog": False}
+    (clean,) = run(sorted(paths), ConvertOptions(out=str(fresh), **common)).entries  # type: ignore[arg-type]
+    run(sorted(paths), ConvertOptions(out=str(reused), compression="raster", **common))  # type: ignore[arg-type]
+    for status in ("written", "skipped"):
+        (entry,) = run(sorted(paths), ConvertOptions(out=str(reused), **common)).entries  # type: ignore[arg-type]
+        assert entry.status == status and entry.extra["compression"] == "auto"
+        for name in (entry.file, entry.blob, "manifest.jsonl"):
+            assert hashlib.sha256((reused / name).read_bytes()).digest() == hashlib.sha256((fresh / name).read_bytes()).digest(), name
+    assert clean.codec == entry.codec
