@@ -16,7 +16,7 @@ At its start a run settles the claims it finds:
   two runs would otherwise replace each other's manifest and catalogue and
   leave cubes unlisted;
 * a later claim is that run's to withdraw: of two runs started together, the
-  one whose claim GCS created first goes on (ties by run id);
+  one whose claim was first written first (server time) goes on, ties by run id;
 * a lapsed claim is deleted, with its run's temporaries (``.rumi-tmp/<run_id>``).
 
 A detached job (``--detach``, a Dataflow Flex Template) outlives its

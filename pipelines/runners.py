@@ -4,6 +4,10 @@
 gives a local run (:data:`LOCAL_RUNNERS`) one worker thread per usable core;
 :func:`stock_worker_image` tells a portable runner that would start its
 workers from Beam's own SDK image, which has none of rumi's packages.
+
+Beam is imported only when called: the CLI imports this module, and
+importing Beam both takes seconds and logs through the root logger, which
+would configure logging before ``rumi -v`` does.
 """
 
 from __future__ import annotations
@@ -11,8 +15,6 @@ from __future__ import annotations
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
-
-from apache_beam.options.pipeline_options import StandardOptions
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,6 +37,8 @@ def resolve_runner(name: str) -> str | None:
     >>> resolve_runner("fnapi"), resolve_runner("dask"), resolve_runner("Foo")
     ('FnApiRunner', 'apache_beam.runners.dask.dask_runner.DaskRunner', None)
     """
+    from apache_beam.options.pipeline_options import StandardOptions
+
     if "." in name:
         return name
     names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}

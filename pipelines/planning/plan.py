@@ -117,8 +117,9 @@ def _coordinate(value: float) -> str:
 def cube_name(*, grid_slug: str, transform: Sequence[float], times: Sequence[int], hrefs: Sequence[str]) -> str:
     """The deterministic output name of a cube: grid, origin, time range and inputs hash.
 
-    >>> cube_name(grid_slug="EPSG32613_r30", transform=(30, 0, 336375, 0, -30, 4462425), times=[1209600000, 1369612800], hrefs=["b", "a"])
-    'EPSG32613_r30_x336375_y4462425_20080501_20130527_7e18f73731'
+    >>> hrefs = ["gs://archive/b.tif", "gs://archive/a.tif"]
+    >>> cube_name(grid_slug="EPSG32613_r30", transform=(30, 0, 336375, 0, -30, 4462425), times=[1209600000, 1369612800], hrefs=hrefs)
+    'EPSG32613_r30_x336375_y4462425_20080501_20130527_11aca66426'
     """
     start, end = compact(min(times)), compact(max(times))
     span = start if start == end else f"{start}_{end}"

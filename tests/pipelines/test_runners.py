@@ -210,3 +210,12 @@ def test_external_worker_pool_writes_to_a_bucket(
             "--sdk_worker_parallelism=2",  # two workers from the pool
         ]
         assert _convert_to_bucket(scenes, "portable", args, runner="PortableRunner") == bucket_reference
+
+
+def test_the_cli_imports_beam_only_to_run() -> None:
+    """Importing Beam takes seconds and logs through the root logger, which configured logging before ``rumi -vv`` could."""
+    import subprocess
+    import sys
+
+    code = "import sys, pipelines.cli; sys.exit('apache_beam' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
