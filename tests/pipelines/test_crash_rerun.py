@@ -186,18 +186,24 @@ def test_temporaries_of_files_written_into_the_output_folder_are_made_in_its_wor
         assert any(kind in name for name in staged), f"no {kind} temporary in .staging: {staged}"
 
 
+def _interrupted_while_reading(command: list[str], out: Path, **popen: Any) -> tuple[int, str]:
+    """Start ``command``, send SIGINT to its process group once a frame part is written; its status and standard error."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, **popen)
+    while process.poll() is None and not _has_part(out):
+        time.sleep(0.002)
+    assert process.poll() is None, "the run finished before a frame part was seen; the interrupt point was not exercised"
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+    return process.returncode, stderr
+
+
 def test_ctrl_c_ends_the_run_at_once_then_rerun_is_byte_identical(scenes: str, clean: dict[str, str], tmp_path: Path) -> None:
     """SIGINT to the process group (a terminal's Ctrl-C) while frames are read: status 130 and one line, no Beam teardown
     under running workers (which closed rasters GDAL was reading: a segmentation fault), and the same command resumes."""
     out = tmp_path / "out"
     command = _command(scenes, out)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
-    while process.poll() is None and not _has_part(out):
-        time.sleep(0.002)
-    assert process.poll() is None, "the run finished before a frame part was seen; the interrupt point was not exercised"
-    os.killpg(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
+    returncode, stderr = _interrupted_while_reading(command, out)
+    assert returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted: no partial output has a final name; run the same command to resume"
     assert "Traceback" not in stderr and "Fatal Python error" not in stderr
     subprocess.run(command, check=True, capture_output=True)
@@ -237,14 +243,6 @@ def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(scenes: str, clean:
     def ignore_sigint() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
-    command = _command(scenes, out)
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ignore_sigint, start_new_session=True, text=True
-    )
-    while process.poll() is None and not _has_part(out):
-        time.sleep(0.002)
-    assert process.poll() is None, "the run finished before a frame part was seen; the interrupt point was not exercised"
-    os.killpg(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
+    returncode, stderr = _interrupted_while_reading(_command(scenes, out), out, preexec_fn=ignore_sigint)
+    assert returncode == 0, stderr
     assert _snapshot(out) == clean
