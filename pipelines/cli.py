@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from catalog.cli.options import parse_lonlat_bbox
+from pipelines import scratch
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
@@ -454,7 +455,7 @@ def _search_stac_api(
 
 def _new_log() -> str:
     """A new, empty file for Beam's output of one run, in the system's temporary folder."""
-    fd, path = tempfile.mkstemp(prefix="rumi-convert-", suffix=".log")
+    fd, path = tempfile.mkstemp(prefix=scratch.prefix(scratch.LOG), suffix=".log")
     os.close(fd)
     return path
 
@@ -522,6 +523,7 @@ def _run_and_report(
     # Beam's own output (worker start and stop, a failed step's traceback per
     # attempt) goes to a file unless -vv asks for everything here. The file is
     # kept, and named, only when the run fails.
+    scratch.sweep()  # what runs killed before left in the temporary folder
     log = None if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else _new_log()
     try:
         with contextlib.ExitStack() as stack:

@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
+from pipelines import scratch
 from pipelines.bucket import DELETE_THREADS, is_gs, output_exists, output_store, read_output
 from pipelines.crc32c import crc32c_of
 from pipelines.errors import PipelineError
@@ -159,7 +160,7 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
 
     root = root.rstrip("/")
     root_bucket, _ = split_gs_url(root + "/catalog.json")
-    with tempfile.TemporaryDirectory(prefix="rumi-stac-") as mirror:
+    with tempfile.TemporaryDirectory(prefix=scratch.prefix(scratch.MIRROR)) as mirror:
 
         def local(url: str) -> str:
             bucket, name = split_gs_url(url)
