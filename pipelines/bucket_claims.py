@@ -178,7 +178,7 @@ def _settle(folders: Sequence[tuple[str, str]], run_id: str, *, detached: bool) 
                     option=option,
                 )
     out = folders[0][0]
-    live = set(_claims(out)) - ended
+    live = {url.rsplit("/", 1)[-1] for url in store.listing(f"{out}/{CLAIMS_DIR}")} - ended  # runs that claimed meanwhile too
     owners = {url[len(f"{out}/{TMP_DIR}/") :].split("/", 1)[0] for url in store.listing(f"{out}/{TMP_DIR}")}
     for owner in sorted(owners - live):
         store.delete_tree(f"{out}/{TMP_DIR}/{owner}")

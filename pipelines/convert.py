@@ -29,7 +29,8 @@ what its last step needs.
 
 :func:`run` launches it on any Beam runner (FnApiRunner by default, which
 starts no Prism download), draws progress, and returns a
-:class:`~pipelines.summary.Summary`; :func:`main` is ``rumi convert``.
+:class:`~pipelines.summary.Summary`; :func:`submit` starts it and returns at once;
+:func:`pipelines.cli.main` is ``rumi convert``.
 
 On the local runner a conversion uses every core it may run on: unless the
 Beam options say otherwise, :func:`~pipelines.runners.local_workers` asks for one worker thread
@@ -214,8 +215,8 @@ def _remove_work_folder(path: str) -> None:
 
 def _build(
     inputs: Sequence[str], options: ConvertOptions, beam_args: Sequence[str], runner: str | None, publish: tuple[Publisher, ...] | None
-) -> tuple[beam.Pipeline, ConvertOptions]:
-    """Prepare a local output folder and build the pipeline; return it with the run's options."""
+) -> beam.Pipeline:
+    """Prepare a local output folder and build the pipeline."""
     if not is_gs(options.out):
         os.makedirs(options.out, exist_ok=True)
     args = list(beam_args)
@@ -233,7 +234,7 @@ def _build(
     # Beam's own worker threads can split an element between two chunks of a GroupByKey's input (pipelines.threaded_runner).
     pipeline = beam.Pipeline(runner=ThreadedRunner() if threads else None, options=pipeline_options)
     _ = pipeline | "Inputs" >> beam.Create(sorted(set(inputs))) | "Convert" >> Convert(options, publish)
-    return pipeline, options
+    return pipeline
 
 
 def submit(
@@ -254,7 +255,7 @@ def submit(
     """
     if is_gs(options.out):
         options = claim_detached(options)
-    pipeline, _ = _build(inputs, options, beam_args, runner, publish)
+    pipeline = _build(inputs, options, beam_args, runner, publish)
     return pipeline.run()
 
 
@@ -369,7 +370,7 @@ def _run_pass(
     """Run the pipeline once to completion, remove its work folders and load its manifest and dead letters."""
     in_bucket = is_gs(options.out)
     start = time.monotonic()
-    pipeline, options = _build(inputs, options, beam_args, runner, publish)
+    pipeline = _build(inputs, options, beam_args, runner, publish)
     # The progress display counts part files on disk; a bucket output draws none.
     monitor = ProgressMonitor(options.parts_dir, progress) if progress is not None and not in_bucket else None
     if monitor is not None:

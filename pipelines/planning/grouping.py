@@ -48,7 +48,7 @@ from catalog.grid import Grid
 from pipelines.archives import archive_of, extracted_paths
 from pipelines.planning.bands import band_token, directory, natural_key, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
-from pipelines.planning.hrefs import input_identity
+from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import period_label
@@ -575,7 +575,7 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
 
     Args:
         scenes: Every readable scene of the run, in any order; hrefs of one
-            file (repeated, or through a link: :func:`~pipelines.planning.hrefs.input_identity`)
+            file (repeated, or through a link: :func:`~pipelines.planning.hrefs.one_href_per_file`)
             count once, and an archive extracted beside itself is read from
             its extracted files (:func:`_extracted_instead`).
         options: The run's options (period, alignment, extent, duplicates,
@@ -585,11 +585,8 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
         The cube plans sorted by id, and the dead letters sorted by href.
     """
     by_href = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
-    # One href per file, whichever input text found it: its own path if given, else the shallowest link (then by name).
-    by_file: dict[str, str] = {}
-    for href in sorted(by_href, key=lambda h: (h != input_identity(h), h.count("/"), h)):
-        by_file.setdefault(input_identity(href), href)
-    unique, rejects = _extracted_instead({h: by_href[h] for h in by_file.values()})
+    # One href per file, whichever input text found it.
+    unique, rejects = _extracted_instead({h: by_href[h] for h in one_href_per_file(by_href).values()})
     acquisitions, more = stack_scenes((unique[h] for h in sorted(unique)), align=options.align, resampling=options.resampling)
     rejects += more
     series: dict[CubeKey, list[Acquisition]] = defaultdict(list)

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-__all__ = ["href_path", "input_identity", "unsigned"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["href_path", "input_identity", "one_href_per_file", "unsigned"]
 
 _SIGNING: Final = re.compile(
     r"x-goog-.*|x-amz-.*|googleaccessid|awsaccesskeyid|expires|signature|key-pair-id|policy"  # GCS, S3 (v2, v4), CloudFront
@@ -64,3 +67,21 @@ def input_identity(href: str) -> str:
     if "://" in href:
         return unsigned(href)
     return os.path.realpath(href)
+
+
+def one_href_per_file(hrefs: Iterable[str]) -> dict[str, str]:
+    """One href of each file, by its :func:`input_identity`: the file's own path if given, else its shallowest link, then by name.
+
+    A ``latest -> 2023-06-12`` link, a link to a parent that ``**`` follows, or
+    a folder given beside a link to it would give one file several hrefs, which
+    planning would take for several acquisitions at one time (duplicates).
+
+    >>> one_href_per_file(["https://h/a.tif?X-Goog-Signature=1", "https://h/a.tif?X-Goog-Signature=2"])
+    {'https://h/a.tif': 'https://h/a.tif?X-Goog-Signature=1'}
+    """
+    chosen: dict[str, tuple[bool, int, str]] = {}
+    for href in hrefs:
+        identity = input_identity(href)
+        rank = (href != identity, href.count("/"), href)
+        chosen[identity] = min(chosen.get(identity, rank), rank)
+    return {identity: rank[2] for identity, rank in chosen.items()}

@@ -35,6 +35,7 @@ from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind
 from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
+from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.sentinel2.bands import select_bands
@@ -357,19 +358,12 @@ def _glob_scenes(pattern: str, matched: list[str]) -> list[SceneRef | DeadLetter
 
 
 def _one_path_per_file(paths: list[str]) -> list[str]:
-    """Keep one path of each file, in the order given: the file's own path if listed, else the shallowest link.
+    """Keep one path of each file (:func:`~pipelines.planning.hrefs.one_href_per_file`), in the order given.
 
     ``glob``'s ``**`` follows symbolic links to directories, and a directory
-    walk lists symbolic links to files: a ``latest -> 2023-06-12`` link, or a
-    link to a parent, would give one file several paths, which planning would
-    take for several acquisitions at one time (duplicates).
+    walk lists symbolic links to files: one file can be found at several paths.
     """
-    chosen: dict[str, tuple[bool, int, int]] = {}
-    for i, path in enumerate(paths):
-        real = os.path.realpath(path)
-        rank = (path != real, path.count(os.sep), i)
-        chosen[real] = min(chosen.get(real, rank), rank)
-    keep = {paths[i] for *_, i in chosen.values()}
+    keep = set(one_href_per_file(paths).values())
     return [p for p in paths if p in keep]
 
 

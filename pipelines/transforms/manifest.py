@@ -178,10 +178,8 @@ def mode_extra(plan: CubePlan) -> dict[str, Any]:
     """
     bound = plan.error_bound
     spec = plan.compression_spec()
-    compression = plan.compression if spec is None else json.loads(json.dumps(spec, sort_keys=True))
-    if bound is None:
-        return {"mode": "lossless", "compression": compression}
-    return {"mode": "lossy", "lossy_bound": bound.to_dict(), "compression": compression}
+    lossy = {} if bound is None else {"lossy_bound": bound.to_dict()}
+    return {"mode": "lossless" if bound is None else "lossy", **lossy, "compression": plan.compression if spec is None else spec}
 
 
 def tag_extra(plan: CubePlan) -> dict[str, Any]:

@@ -122,11 +122,11 @@ def test_default_runs_a_worker_thread_per_core(scenes: str, reference: dict[str,
     from pipelines.runners import usable_cores
     from pipelines.threaded_runner import ThreadedRunner
 
-    pipeline, _ = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), [], None, None)
+    pipeline = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), [], None, None)
     direct = pipeline.options.view_as(DirectOptions)
     assert (direct.direct_running_mode, direct.direct_num_workers) == ("multi_threading", usable_cores())
     assert isinstance(pipeline.runner, ThreadedRunner)
-    given, _ = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), ["--direct_running_mode=multi_processing"], None, None)
+    given = _build([scenes], ConvertOptions(out=str(tmp_path / "built")), ["--direct_running_mode=multi_processing"], None, None)
     assert given.options.view_as(DirectOptions).direct_running_mode == "multi_processing"
     assert _convert(scenes, tmp_path / "out", []) == reference
 

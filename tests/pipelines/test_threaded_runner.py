@@ -59,9 +59,9 @@ def test_rumi_convert_runs_local_threads_on_the_threaded_runner(tmp_path: Path) 
     from pipelines.options import ConvertOptions
 
     out = ConvertOptions(out=str(tmp_path / "out"))
-    threads, _ = _build(["x.tif"], out, [], None, None)
+    threads = _build(["x.tif"], out, [], None, None)
     assert isinstance(threads.runner, ThreadedRunner)
-    named, _ = _build(["x.tif"], out, ["--direct_num_workers=3"], "DirectRunner", None)
+    named = _build(["x.tif"], out, ["--direct_num_workers=3"], "DirectRunner", None)
     assert isinstance(named.runner, ThreadedRunner)
-    processes, _ = _build(["x.tif"], out, ["--direct_running_mode=multi_processing"], None, None)
+    processes = _build(["x.tif"], out, ["--direct_running_mode=multi_processing"], None, None)
     assert not isinstance(processes.runner, ThreadedRunner)
