@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+import click
 import numpy as np
 from click.testing import CliRunner
 
@@ -20,6 +21,16 @@ def test_commands_are_registered() -> None:
     assert result.exit_code == 0
     for name in ("info", "header", "validate", "read"):
         assert name in result.output
+
+
+def test_every_command_help_is_plain_text() -> None:
+    """A command's help is read in a terminal: no reStructuredText markup from its docstring shows."""
+    commands = cli.list_commands(click.Context(cli))
+    assert {"convert", "export", "header", "info", "read", "search", "validate"} <= set(commands)
+    for name in commands:
+        result = CliRunner().invoke(cli, [name, "--help"])
+        assert result.exit_code == 0, result.output
+        assert "``" not in result.output, f"rumi {name} --help: {result.output}"
 
 
 def test_info_json(cube_file: tuple[Path, bytes, np.ndarray]) -> None:

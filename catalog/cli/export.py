@@ -25,8 +25,8 @@ __all__ = ["export_command"]
 def export_command(target: str, output: Path, threads: int | None, progress: bool | None, timeout: float | None) -> None:
     """Write every time step of FILE_OR_ITEM as a GeoTIFF with band descriptions.
 
-    Each GeoTIFF keeps the source's CRS, transform, ``AREA_OR_POINT`` and
-    the no-data value of its STAC item (a bare ``.rumi`` file carries none,
+    Each GeoTIFF keeps the source's CRS, transform, AREA_OR_POINT and
+    the no-data value of its STAC item (a bare .rumi file carries none,
     which is reported). Nothing is published unless every file was written.
     """
     if output.suffix.lower() not in (".tif", ".tiff"):

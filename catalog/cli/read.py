@@ -1,6 +1,6 @@
 """``rumi read``: read bands, times and a window of a cube, local or remote, to ``.npy`` or ``.tif``.
 
-The first argument is a STAC item or a ``.rumi`` file, as a local path or an
+The first argument is a STAC item or a .rumi file, as a local path or an
 ``http(s)://`` or ``gs://`` URL. Bands are positions or names, times are
 positions or an ``A/B`` range, and the window is a pixel window or a
 ``--bbox`` in ``--bbox-crs`` (longitude/latitude by default). A ``.npy``
@@ -113,8 +113,8 @@ def read_command(
     """Read a selection of ITEM_OR_FILE statelessly and save it as OUTPUT (.npy or .tif).
 
     A window or bbox reaching past the image is clipped to it, and the
-    window read is reported. A ``.tif`` keeps the source's transform,
-    ``AREA_OR_POINT`` and no-data value (from the item; a bare file has none).
+    window read is reported. A .tif keeps the source's transform,
+    AREA_OR_POINT and no-data value (from the item; a bare file has none).
 
     With --catalog instead, search the catalogue for --bbox and --datetime and
     read the hits as one mosaic (see catalog.load).
