@@ -17,19 +17,35 @@ from __future__ import annotations
 import os
 import re
 from typing import TYPE_CHECKING, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from pipelines.archives import archive_of
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 __all__ = ["href_path", "input_identity", "one_href_per_file", "unsigned"]
 
-_SIGNING: Final = re.compile(
-    r"x-goog-.*|x-amz-.*|googleaccessid|awsaccesskeyid|expires|signature|key-pair-id|policy"  # GCS, S3 (v2, v4), CloudFront
-    r"|sig|se|st|sp|sv|sr|ss|srt|spr|si|ses|sdd|skoid|sktid|skt|ske|sks|skv",  # Azure shared access signatures
-    re.IGNORECASE,
+_PREFIXED: Final = re.compile(r"x-goog-.*|x-amz-.*", re.IGNORECASE)
+"""Query parameters of the GCS (V4) and S3 (V4) signing schemes, whose prefixes no other parameter uses."""
+
+_AZURE_SAS: Final = frozenset(
+    {"sig", "se", "st", "sp", "sv", "sr", "ss", "srt", "spr", "si", "ses", "sdd", "skoid", "sktid", "skt", "ske", "sks", "skv"}
 )
-"""Query parameters of URL signing schemes: they grant access for a time, and name no resource."""
+
+_SCHEMES: Final = (
+    ("googleaccessid", frozenset({"googleaccessid", "expires", "signature"})),  # GCS, V2
+    ("awsaccesskeyid", frozenset({"awsaccesskeyid", "expires", "signature"})),  # S3, V2
+    ("key-pair-id", frozenset({"key-pair-id", "expires", "signature", "policy"})),  # CloudFront
+    ("sig", _AZURE_SAS),  # Azure shared access signatures
+)
+"""Signing schemes whose parameter names are common words, each by the parameter that marks it.
+
+A name such as ``st``, ``se``, ``sig`` or ``expires`` is a signature's part
+only beside the parameter that marks its scheme: on another URL it may tell
+two files apart (``?st=v1``, ``?st=v2``), which :func:`input_identity` must
+not merge (one of them would be dropped as a duplicate of the other).
+"""
 
 
 def href_path(href: str) -> str:
@@ -54,18 +70,29 @@ def unsigned(href: str) -> str:
     parts = urlsplit(href)
     if not parts.query or not parts.scheme:
         return href
-    kept = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if not _SIGNING.fullmatch(k)]
-    return urlunsplit(parts._replace(query=urlencode(kept)))
+    # The query's own text, parameter by parameter: parsing and re-encoding it
+    # would record another URL than the one read (``a=1;b=2``, ``?token``).
+    params = parts.query.split("&")
+    names = [unquote(param.split("=", 1)[0]).lower() for param in params]
+    signing = {name for name in names if _PREFIXED.fullmatch(name)}
+    for marker, scheme in _SCHEMES:
+        if marker in names:
+            signing |= scheme
+    kept = "&".join(param for param, name in zip(params, names, strict=True) if name not in signing)
+    return urlunsplit(parts._replace(query=kept))
 
 
 def input_identity(href: str) -> str:
-    """The file an href names: a local path with its links resolved (:func:`os.path.realpath`), a URL :func:`unsigned`.
+    """The file an href names: a local path (or an archive's, for its member) with its links resolved, a URL :func:`unsigned`.
 
     >>> input_identity("https://host/a.tif?X-Amz-Signature=ab")
     'https://host/a.tif'
     """
     if "://" in href:
         return unsigned(href)
+    archive = archive_of(href)
+    if archive is not None:  # a member of an archive: the archive's links resolved
+        return href.replace(f"{{{archive}}}", f"{{{os.path.realpath(archive)}}}", 1)
     return os.path.realpath(href)
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zipfile
 from typing import TYPE_CHECKING
 
 from catalog.testing import RangeRequestServer
 from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
-from pipelines.planning.hrefs import input_identity, unsigned
+from pipelines.planning.hrefs import input_identity, one_href_per_file, unsigned
 from pipelines.testing import write_series
 
 if TYPE_CHECKING:
@@ -73,3 +74,41 @@ def test_identity_and_unsigned() -> None:
     assert unsigned("https://h/a.tif?Expires=1&Signature=s&Key-Pair-Id=k") == "https://h/a.tif"
     assert unsigned("https://h/a.tif") == "https://h/a.tif"
     assert input_identity("gs://b/a.tif") == "gs://b/a.tif"
+
+
+def test_a_signing_schemes_common_names_go_only_beside_the_parameter_that_marks_it() -> None:
+    """``st``, ``sig`` or ``Expires`` may name a file's version on another host: two such URLs stay two inputs."""
+    assert len(one_href_per_file(["https://h/a.tif?st=v1", "https://h/a.tif?st=v2"])) == 2
+    assert unsigned("https://h/a.tif?Expires=1&Signature=2") == "https://h/a.tif?Expires=1&Signature=2"
+    sas = "https://acct.blob.core.windows.net/c/a.tif?sv=2021-06-08&st=1&se=2&sp=r&sr=b&sig=x%2By&snapshot=4"
+    assert unsigned(sas) == "https://acct.blob.core.windows.net/c/a.tif?snapshot=4"
+    assert (
+        unsigned("https://storage.googleapis.com/b/a.tif?GoogleAccessId=k&Expires=1&Signature=s")
+        == "https://storage.googleapis.com/b/a.tif"
+    )
+    assert (
+        unsigned("https://b.s3.amazonaws.com/a.tif?AWSAccessKeyId=k&Expires=1&Signature=s&versionId=3")
+        == "https://b.s3.amazonaws.com/a.tif?versionId=3"
+    )
+
+
+def test_an_unsigned_query_is_kept_as_written() -> None:
+    """The manifest records the URL that was read: the query's text is not parsed and re-encoded."""
+    assert unsigned("https://h/a.tif?a=1;b=2&token&c=%ZZ") == "https://h/a.tif?a=1;b=2&token&c=%ZZ"
+    assert unsigned("https://h/a.tif?token&X-Goog-Signature=s&c=%2F") == "https://h/a.tif?token&c=%2F"
+
+
+def test_an_archive_in_a_folder_and_through_a_link_to_it_is_one_input(tmp_path: Path) -> None:
+    """A member's identity resolves its archive's links, as a file's does: the folder and the link give one cube."""
+    paths, _ = write_series(str(tmp_path / "gen"), dates=["2023-01-05", "2023-02-04"], bands=["B04"], size=(48, 64), seed=3)
+    (tmp_path / "real").mkdir()
+    with zipfile.ZipFile(tmp_path / "real" / "S2_T32UPU_series.zip", "w") as archive:
+        for p in paths:
+            archive.write(p, os.path.basename(p))
+    (tmp_path / "latest").symlink_to(tmp_path / "real")
+    member = os.path.basename(paths[0])
+    real, link = (f"/vsizip/{{{tmp_path / d / 'S2_T32UPU_series.zip'}}}/{member}" for d in ("real", "latest"))
+    assert input_identity(real) == input_identity(link) == real
+    options = ConvertOptions(out=str(tmp_path / "out"), tile_size=32, frame_unit=0, compression="raster", write_catalog=False)
+    summary = run([str(tmp_path / "real"), str(tmp_path / "latest")], options)
+    assert summary.dead_letters == () and [e.status for e in summary.entries] == ["written"]
