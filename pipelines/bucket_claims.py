@@ -19,6 +19,14 @@ At its start a run settles the claims it finds:
   one whose claim was first written first (server time) goes on, ties by run id;
 * a lapsed claim is deleted, with its run's temporaries (``.rumi-tmp/<run_id>``).
 
+A run whose renewals fail (the bucket answering 5xx, a request stuck in
+retries) for :data:`LEASE` seconds may have lost its claim to another run,
+which then deleted its temporaries: it stops renewing, so as not to take the
+folder back, and fails when it ends, naming the folder. Placeholder objects
+of the folders (``.rumi-runs/``, ``.rumi-tmp/``, which consoles and gcsfuse
+write) name no run, and a claim whose body is not a claim's is one of a run
+of unknown origin, which lapses as a killed run's does.
+
 A detached job (``--detach``, a Dataflow Flex Template) outlives its
 launcher, which cannot renew a claim. Its claim marks its temporaries as in
 use for :data:`DETACHED_LEASE` seconds, so no later run deletes them under
@@ -44,14 +52,14 @@ import uuid
 from typing import TYPE_CHECKING, Final
 
 from pipelines.bucket import TMP_DIR, output_store
-from pipelines.errors import OptionError
+from pipelines.errors import OptionError, PipelineError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
     from pipelines.options import ConvertOptions
 
-__all__ = ["CLAIMS_DIR", "DETACHED_LEASE", "HEARTBEAT", "LEASE", "claim_detached", "claimed"]
+__all__ = ["CLAIMS_DIR", "DETACHED_LEASE", "HEARTBEAT", "LEASE", "claim_detached", "claimed", "release_held"]
 
 logger = logging.getLogger(__name__)
 
@@ -88,12 +96,13 @@ def _claim_url(folder: str, run_id: str) -> str:
     return f"{folder}/{CLAIMS_DIR}/{run_id}"
 
 
-def _write_claim(folder: str, run_id: str, *, detached: bool, since: float | None = None) -> float:
-    """Write (or renew, by writing it again) this run's claim; return its ``updated``, the server's time now.
+def _write_claim(folder: str, run_id: str, *, detached: bool, since: float | None) -> float:
+    """Write (or renew, by writing it again) a run's claim; return its ``updated``, the server's time now.
 
     A renewal rewrites the object, since a metadata change is not seen as one by
     gcp-storage-emulator; so the object's creation time is that of its last
-    renewal, and the claim records when it was first written (``since``).
+    renewal, and the claim records when it was first written (``since``; None
+    on the first writing, whose ``updated`` it is).
     """
     store = output_store()
     url = _claim_url(folder, run_id)
@@ -106,28 +115,90 @@ def _write_claim(folder: str, run_id: str, *, detached: bool, since: float | Non
 
 
 def _claims(folder: str) -> dict[str, _Claim]:
-    """The claims on ``folder``, by run id."""
+    """The claims on ``folder``, by run id; a body that is not a claim's (hostile or cut short) reads as a claim of unknown origin."""
     store = output_store()
     found = {}
     for url, stat in store.listing(f"{folder}/{CLAIMS_DIR}").items():
+        run_id = url.rsplit("/", 1)[-1]
+        if not run_id:  # the folder's placeholder object (a console's "create folder"), no run's
+            continue
         try:
             record = json.loads(store.read(url) or b"{}")
         except ValueError:
             record = {}
-        run_id = url.rsplit("/", 1)[-1]
+        if not isinstance(record, dict):
+            record = {}
         updated = stat.updated or 0.0
         since = record.get("since")
+        since = float(since) if isinstance(since, (int, float)) and not isinstance(since, bool) else updated
         holder = f"run {run_id} on {record.get('host', '?')}, process {record.get('pid', '?')}"
-        found[run_id] = _Claim(run_id, url, updated, updated if since is None else float(since), bool(record.get("detached")), holder)
+        found[run_id] = _Claim(run_id, url, updated, since, record.get("detached") is True, holder)
     return found
 
 
-def _lapsed(folder: str, mine: _Claim, other: _Claim) -> bool:
-    """Whether an earlier, attached claim has lapsed: wait for its next renewal, at most until :data:`LEASE` has passed."""
+class _Holding:
+    """This run's claims: on which folders, first written when (server time), last renewed when (this process's clock).
+
+    A claim another run finds unrenewed for :data:`LEASE` seconds is deleted
+    with the run's temporaries. The other run judges by the server's times;
+    this one cannot know them when a renewal fails or hangs in retries, so it
+    counts from the start of its last renewal that succeeded, which the
+    server saw no earlier: once :data:`LEASE` has passed on this clock since
+    then, the claim may be gone, and this run's temporaries with it
+    (:attr:`lost`). Renewing it then would re-create a claim that another run
+    has already taken the folder over from, so renewals stop.
+    """
+
+    def __init__(self, folders: Sequence[tuple[str, str]], run_id: str, *, detached: bool) -> None:
+        self.folders = folders
+        self.run_id = run_id
+        self.detached = detached
+        self.since: dict[str, float] = {}
+        self.renewed: dict[str, float] = {}
+        self.lost: str | None = None
+        """The folder whose claim may have lapsed while this run held it, if any."""
+
+    def write(self, folder: str) -> float:
+        """Write or renew the claim on ``folder``; return the server's time now."""
+        started = time.monotonic()
+        updated = _write_claim(folder, self.run_id, detached=self.detached, since=self.since.get(folder))
+        previous = self.renewed.get(folder)
+        if previous is not None and time.monotonic() - previous >= LEASE:
+            self.lost = folder  # written after it may have lapsed: perhaps re-created after another run deleted it
+        self.since.setdefault(folder, updated)
+        self.renewed[folder] = started
+        return updated
+
+    def renew(self) -> None:
+        """Renew every claim, unless one may have lapsed; a failed renewal is logged, and made up by the next."""
+        for folder, _ in self.folders:
+            if self.lost is None and time.monotonic() - self.renewed[folder] >= LEASE:
+                self.lost = folder
+            if self.lost is not None:
+                return
+            try:
+                self.write(folder)
+            except Exception as err:
+                logger.warning("%s: renewing this run's claim failed (%s); it lapses %.0f s after its last renewal", folder, err, LEASE)
+
+    def release(self) -> None:
+        store = output_store()
+        for folder, _ in self.folders:
+            store.delete(_claim_url(folder, self.run_id))
+
+
+def _lapsed(holding: _Holding, folder: str, other: _Claim) -> bool:
+    """Whether an earlier, attached claim has lapsed: wait for its next renewal, at most until :data:`LEASE` has passed.
+
+    This run's own claims are renewed meanwhile, on every folder.
+    """
     store = output_store()
     told = False
     while True:
-        now = _write_claim(folder, mine.run_id, detached=mine.detached, since=mine.since)
+        for each, _ in holding.folders:
+            if each != folder:
+                holding.write(each)
+        now = holding.write(folder)
         current = store.stat(other.url)
         if current is None:
             return False  # it ended meanwhile: nothing of it to remove, and no run to wait for
@@ -144,51 +215,49 @@ def _lapsed(folder: str, mine: _Claim, other: _Claim) -> bool:
         time.sleep(min(HEARTBEAT, LEASE - (now - other.updated)))
 
 
-def _settle(folders: Sequence[tuple[str, str]], run_id: str, *, detached: bool) -> float:
+def _settle(holding: _Holding) -> None:
     """Write this run's claims, then stop for an earlier live run, or remove lapsed claims and their runs' temporaries.
 
-    Returns:
-        When the claims were first written (server time), for their renewals.
+    Each folder's claims are ordered by when each was first written on that
+    folder: two runs sharing one folder and not another, one of which wrote
+    its claim on it after the other had looked, both see the same order there.
+    However this fails, this run's claims are withdrawn.
 
     Raises:
         OptionError: an earlier attached run holds a live claim on a folder (names the option and that run).
     """
     store = output_store()
-    since = min(_write_claim(folder, run_id, detached=detached) for folder, _ in folders)
-    for folder, _ in folders:
-        _write_claim(folder, run_id, detached=detached, since=since)
-    ended: set[str] = set()
-    for folder, option in folders:
-        claims = _claims(folder)
-        mine = claims.pop(run_id)
-        for other in sorted(claims.values(), key=lambda c: c.order):
-            if other.detached:
-                if mine.updated - other.updated >= DETACHED_LEASE:
+    try:
+        for folder, _ in holding.folders:
+            holding.write(folder)
+        ended: set[str] = set()
+        for folder, option in holding.folders:
+            claims = _claims(folder)
+            mine = claims.pop(holding.run_id)
+            for other in sorted(claims.values(), key=lambda c: c.order):
+                if other.detached:
+                    if mine.updated - other.updated >= DETACHED_LEASE:
+                        store.delete(other.url)
+                        ended.add(other.run_id)
+                elif other.order > mine.order:
+                    continue  # a later run: it withdraws for this one
+                elif _lapsed(holding, folder, other):
                     store.delete(other.url)
                     ended.add(other.run_id)
-            elif other.order > mine.order:
-                continue  # a later run: it withdraws for this one
-            elif _lapsed(folder, mine, other):
-                store.delete(other.url)
-                ended.add(other.run_id)
-            elif store.stat(other.url) is not None:
-                _release(folders, run_id)
-                raise OptionError(
-                    f"another rumi convert ({other.holder}) is writing into {folder}; wait for it to end, or give another folder",
-                    option=option,
-                )
-    out = folders[0][0]
-    live = {url.rsplit("/", 1)[-1] for url in store.listing(f"{out}/{CLAIMS_DIR}")} - ended  # runs that claimed meanwhile too
-    owners = {url[len(f"{out}/{TMP_DIR}/") :].split("/", 1)[0] for url in store.listing(f"{out}/{TMP_DIR}")}
-    for owner in sorted(owners - live):
-        store.delete_tree(f"{out}/{TMP_DIR}/{owner}")
-    return since
-
-
-def _release(folders: Sequence[tuple[str, str]], run_id: str) -> None:
-    store = output_store()
-    for folder, _ in folders:
-        store.delete(_claim_url(folder, run_id))
+                elif store.stat(other.url) is not None:
+                    raise OptionError(
+                        f"another rumi convert ({other.holder}) is writing into {folder}; wait for it to end, or give another folder",
+                        option=option,
+                    )
+        out = holding.folders[0][0]
+        live = {url.rsplit("/", 1)[-1] for url in store.listing(f"{out}/{CLAIMS_DIR}")} - ended  # runs that claimed meanwhile too
+        owners = {url[len(f"{out}/{TMP_DIR}/") :].split("/", 1)[0] for url in store.listing(f"{out}/{TMP_DIR}")}
+        owners.discard("")  # the folder's placeholder object, no run's
+        for owner in sorted(owners - live):
+            store.delete_tree(f"{out}/{TMP_DIR}/{owner}")
+    except BaseException:
+        holding.release()
+        raise
 
 
 def _folders(options: ConvertOptions) -> list[tuple[str, str]]:
@@ -200,6 +269,10 @@ def _folders(options: ConvertOptions) -> list[tuple[str, str]]:
     return folders
 
 
+_HELD: Final[set[_Holding]] = set()
+"""The claims this process holds, for :func:`release_held`."""
+
+
 @contextlib.contextmanager
 def claimed(options: ConvertOptions) -> Iterator[ConvertOptions]:
     """Hold this run's claims on its bucket folders while it runs; yield its options with their new ``run_id``.
@@ -208,27 +281,54 @@ def claimed(options: ConvertOptions) -> Iterator[ConvertOptions]:
 
     Raises:
         OptionError: another attached run is writing into ``--out`` or the ``--catalog`` (see the module).
+        PipelineError: the run ended, but its claim may have lapsed while it ran (renewals failed for
+            :data:`LEASE` seconds): another run may have removed its temporaries or replaced its manifest.
     """
-    run_id = uuid.uuid4().hex[:16]
-    folders = _folders(options)
-    since = _settle(folders, run_id, detached=False)
+    holding = _Holding(_folders(options), uuid.uuid4().hex[:16], detached=False)
+    _HELD.add(holding)  # from the first writing: a run interrupted while it waits for another's lease withdraws too
+    try:
+        _settle(holding)
+    except BaseException:
+        _HELD.discard(holding)
+        raise
     stop = threading.Event()
 
     def renew() -> None:
-        while not stop.wait(HEARTBEAT):
-            for folder, _ in folders:
-                with contextlib.suppress(Exception):  # a missed renewal is made up by the next; four in a row lapse the claim
-                    _write_claim(folder, run_id, detached=False, since=since)
+        while not stop.wait(HEARTBEAT) and holding.lost is None:
+            holding.renew()
+        if holding.lost is not None:
+            logger.error("%s: this run's claim was not renewed for %.0f s; another run may take the folder over", holding.lost, LEASE)
 
     renewer = threading.Thread(target=renew, name="rumi-claim", daemon=True)
     renewer.start()
     try:
-        yield dataclasses.replace(options, run_id=run_id)
+        yield dataclasses.replace(options, run_id=holding.run_id)
     finally:
         stop.set()
         renewer.join()
-        output_store().delete_tree(f"{folders[0][0]}/{TMP_DIR}/{run_id}")
-        _release(folders, run_id)
+        output_store().delete_tree(f"{holding.folders[0][0]}/{TMP_DIR}/{holding.run_id}")
+        holding.release()
+        _HELD.discard(holding)
+    if holding.lost is not None:
+        raise PipelineError(
+            f"{holding.lost}: this run's claim was not renewed for {LEASE:.0f} s, so another run may have taken the folder over "
+            "and removed this run's temporaries or replaced its manifest; run the same command again once no other run writes there"
+        )
+
+
+def release_held(timeout: float) -> None:
+    """Withdraw the claims this process holds, for at most ``timeout`` seconds: for a process about to end at once (Ctrl-C).
+
+    Without it, the next run into the folder waits for the claims to lapse.
+    """
+
+    def release() -> None:
+        for holding in list(_HELD):
+            holding.release()
+
+    worker = threading.Thread(target=release, name="rumi-claim-release", daemon=True)
+    worker.start()
+    worker.join(timeout)
 
 
 def claim_detached(options: ConvertOptions) -> ConvertOptions:
@@ -237,6 +337,6 @@ def claim_detached(options: ConvertOptions) -> ConvertOptions:
     The claim keeps the job's temporaries from deletion by later runs for
     :data:`DETACHED_LEASE`; the job's assemblers delete each cube's temporaries.
     """
-    run_id = uuid.uuid4().hex[:16]
-    _settle(_folders(options), run_id, detached=True)
-    return dataclasses.replace(options, run_id=run_id)
+    holding = _Holding(_folders(options), uuid.uuid4().hex[:16], detached=True)
+    _settle(holding)
+    return dataclasses.replace(options, run_id=holding.run_id)

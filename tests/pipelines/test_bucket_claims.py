@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,7 +22,7 @@ import pipelines.bucket_claims
 from pipelines.bucket import output_store
 from pipelines.bucket_claims import CLAIMS_DIR, claim_detached, claimed
 from pipelines.convert import run
-from pipelines.errors import OptionError
+from pipelines.errors import OptionError, PipelineError
 from pipelines.options import ConvertOptions
 from pipelines.testing import write_series
 from rumi_core.cli.main import cli
@@ -139,6 +140,87 @@ def test_a_detached_jobs_temporaries_are_kept_and_stop_no_run(emulator: GCSEmula
     summary = run(scenes, options)
     assert [e.status for e in summary.entries] == ["written"]
     assert _bookkeeping("detached") == [f"{CLAIMS_DIR}/{job.run_id}", f".rumi-tmp/{job.run_id}/cube/0000000000"]
+
+
+@pytest.mark.parametrize("body", [b"null", b"[1]", b'{"since": "yesterday"}', b'{"since": true, "detached": "no"}'])
+def test_a_claim_that_is_no_claims_record_lapses_like_a_killed_runs(emulator: GCSEmulator, body: bytes, short_lease: None) -> None:
+    """A claim object whose body is not a claim's (hostile, or written by another tool) is waited out, then deleted."""
+    options = _options("odd", write_catalog=False)
+    output_store().write(f"{options.out}/{CLAIMS_DIR}/not-a-run", body)
+    with claimed(options) as holding:
+        assert _bookkeeping("odd") == [f"{CLAIMS_DIR}/{holding.run_id}"]
+    assert _bookkeeping("odd") == []
+
+
+def test_folder_placeholders_are_no_runs_and_a_detached_jobs_temporaries_stay(emulator: GCSEmulator, short_lease: None) -> None:
+    """The empty objects a console or gcsfuse writes for a folder name no run: they neither hold a claim nor own temporaries."""
+    options = _options("placeholders", write_catalog=False)
+    job = claim_detached(options)
+    output_store().write(f"{job.parts_dir}/cube/0000000000", b"frame of a running job")
+    for folder in (".rumi-tmp", CLAIMS_DIR):
+        output_store().write(f"{options.out}/{folder}/", b"")
+    with claimed(options):
+        pass
+    assert f".rumi-tmp/{job.run_id}/cube/0000000000" in _bookkeeping("placeholders")
+
+
+def test_a_run_whose_claim_lapsed_is_told_and_does_not_take_the_folder_back(
+    emulator: GCSEmulator, monkeypatch: pytest.MonkeyPatch, short_lease: None
+) -> None:
+    """Renewals failing for a lease (the bucket answering 503): another run takes over; the first never re-creates its claim, and fails."""
+    options = _options("lapsed", write_catalog=False)
+    write_claim = pipelines.bucket_claims._write_claim
+    failing: set[str] = set()
+
+    def flaky(folder: str, run_id: str, **kwargs: Any) -> float:
+        if run_id in failing:
+            raise OSError("503 Service Unavailable")
+        return write_claim(folder, run_id, **kwargs)
+
+    monkeypatch.setattr(pipelines.bucket_claims, "_write_claim", flaky)
+    with pytest.raises(PipelineError, match=r"^gs://rumi/lapsed: this run's claim was not renewed for 3 s"), claimed(options) as first:
+        failing.add(first.run_id)
+        with claimed(options) as second:  # waits out the lease of the first, then deletes its claim
+            failing.clear()
+            time.sleep(4 * pipelines.bucket_claims.HEARTBEAT)  # the first's renewals work again
+            assert _bookkeeping("lapsed") == [f"{CLAIMS_DIR}/{second.run_id}"]
+    assert _bookkeeping("lapsed") == []
+
+
+def test_two_runs_sharing_only_a_catalogue_are_ordered_by_their_claims_on_it(
+    emulator: GCSEmulator, monkeypatch: pytest.MonkeyPatch, short_lease: None
+) -> None:
+    """A run whose claim on the shared catalogue came after another's had looked waits its turn there, whatever its --out claim's age."""
+    first = _options("race/a", catalog=f"gs://{BUCKET}/race/stac")
+    second = _options("race/b", catalog=f"gs://{BUCKET}/race/stac")
+    write_claim = pipelines.bucket_claims._write_claim
+    catalogue_claimed, second_settled = threading.Event(), threading.Event()
+
+    def late_on_the_catalogue(folder: str, run_id: str, **kwargs: Any) -> float:
+        if folder == f"gs://{BUCKET}/race/stac" and threading.current_thread().name == "first" and not catalogue_claimed.is_set():
+            catalogue_claimed.set()
+            second_settled.wait(30)  # the first run's claim on the catalogue is written after the second has looked
+        return write_claim(folder, run_id, **kwargs)
+
+    monkeypatch.setattr(pipelines.bucket_claims, "_write_claim", late_on_the_catalogue)
+    outcome: list[BaseException | None] = []
+
+    def claim_first() -> None:
+        try:
+            with claimed(first):
+                outcome.append(None)
+        except OptionError as err:
+            outcome.append(err)
+
+    thread = threading.Thread(target=claim_first, name="first")
+    thread.start()
+    assert catalogue_claimed.wait(30)
+    with claimed(second):
+        second_settled.set()
+        thread.join(60)
+    assert len(outcome) == 1 and isinstance(outcome[0], OptionError), outcome
+    assert str(outcome[0]).startswith("--catalog: another rumi convert")
+    assert _bookkeeping("race/a") == _bookkeeping("race/b") == _bookkeeping("race/stac") == []
 
 
 @pytest.fixture(autouse=True)
