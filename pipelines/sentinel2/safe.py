@@ -98,9 +98,13 @@ def product_radiometry(text: str) -> dict[str, Radiometry]:
 
 
 _GRANULE_FILE: Final = re.compile(
-    r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/(?P<folder>IMG_DATA|QI_DATA)/(?:R\d+m/)?(?P<stem>[^/]+)\.jp2$", re.IGNORECASE
+    r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/(?P<folder>IMG_DATA|QI_DATA)/(?:R\d+m/)?(?P<stem>[^/]+)\.(?:jp2|tiff?)$", re.IGNORECASE
 )
-"""A JP2 of a SAFE product's granule (a path or ``gs://`` URL): its product folder, an image or a mask or preview of ``QI_DATA``."""
+"""A file of a SAFE product's granule (a path or ``gs://`` URL): its product folder, an image or a mask or preview of ``QI_DATA``.
+
+JP2 as ESA writes it, or GeoTIFF where the images were converted in place
+(to COGs, say): the product's metadata says what their values mean either way.
+"""
 
 _TILE_TIME: Final = re.compile(r"^(?:L[12][AC]_)?T\d{2}[A-Z]{3}_\d{8}T\d{6}_")
 """The ``T33UUU_20230612T102031_`` that starts the name of a granule's images and preview."""
@@ -133,7 +137,7 @@ class _GranuleFile(NamedTuple):
 
 
 def _granule_file(href: str) -> _GranuleFile | None:
-    """What the path of a JP2 in a SAFE product's granule says of it, or None for any other file."""
+    """What the path of an image in a SAFE product's granule says of it, or None for any other file."""
     found = _GRANULE_FILE.match(href_path(href))
     if found is None:
         return None
@@ -160,6 +164,8 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
       name is what names it (:func:`pipelines.planning.grouping.name_quantities`).
 
     >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.jp2", 1)
+    ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)',)
+    >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.tif", 1)  # converted in place
     ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)',)
     >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R60m/T33UUU_20230612T102031_TCI_60m.jp2", 3)
     ('TCI 1', 'TCI 2', 'TCI 3')

@@ -450,6 +450,9 @@ class TestSafeMetadata:
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B02.jp2")) == (0.0001, 0.0, None)
         assert file_radiometry(str(other / "GRANULE" / "g" / "QI_DATA" / "MSK_DETFOO_B02.jp2")) is None
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_TCI.jp2")) is None
+        # Images converted to GeoTIFF in place keep their product's metadata: a series across baseline 04.00 stays two cubes.
+        assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B12.tif")) == (0.0001, -0.2, None)
+        assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.TIFF")) == (0.0001, -0.1, None)
 
 
 def test_stac_api_runs_into_a_bucket_are_incremental(
