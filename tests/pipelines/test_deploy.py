@@ -221,13 +221,14 @@ def test_kubernetes_yaml_is_applied_with_its_image_placeholders_filled_in() -> N
 
 
 def test_the_systemd_unit_runs_a_command_the_cli_parses() -> None:
-    """The nightly unit's ExecStart parses as rumi convert, prunes the earlier nights' cubes and runs on worker processes."""
+    """The nightly unit's ExecStart parses as rumi convert, makes monthly cubes, prunes the earlier nights' and runs on worker processes."""
     unit = (DEPLOY / "schedule" / "rumi-convert.service").read_text()
     (exec_start,) = re.findall(r"^ExecStart=((?:.*\\\n)*.*)", unit, flags=re.MULTILINE)
     tokens = shlex.split(exec_start.replace("\\\n", " "))
     assert tokens[0].endswith("/rumi") and tokens[1] == "convert"
     context = convert_command.make_context("rumi convert", tokens[2:])
     assert context.params["prune"] and context.params["out"] == "/srv/cubes"
+    assert context.params["cube_period"] == "P1M"  # a night rewrites the months that gained scenes, not the whole series
     inputs, beam_args = split_beam_args(context.params["inputs"])
     assert inputs == ["/srv/scenes/**/*.tif"]
     assert PipelineOptions(beam_args).get_all_options()["direct_running_mode"] == "multi_processing"
