@@ -8,8 +8,9 @@ growing archive would leave one such cube a night.
 
 :func:`superseded_cubes` finds them, strictly: a cube of the manifest that was
 in ``OUT`` before the run is superseded when this run wrote or kept another
-cube whose inputs include every one of its inputs, so nothing it holds is
-lost with it. A cube of another area, one whose scene failed tonight, a file
+cube whose inputs, or the inputs it dropped in favour of others at their
+times, include every one of its inputs, so nothing it holds is lost with it
+but what this run chose to replace. A cube of another area, one whose scene failed tonight, a file
 the manifest never listed and the data of any item of the run's catalogue or
 of ``OUT/stac`` are never superseded. ``rumi convert --prune`` removes the
 superseded cubes, with their header blobs, once the run has published its
@@ -74,7 +75,8 @@ def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], 
         catalog.errors.CatalogError: a document of a catalogue is malformed.
     """
     kept = {entry.file for entry in entries}
-    covers = [frozenset(entry.inputs) for entry in entries]
+    # What a cube dropped (a scene at a time another one holds, an older processing) it chose to do without.
+    covers = [frozenset(entry.inputs) | frozenset(entry.dropped) for entry in entries]
     candidates: dict[str, list[str]] = {}
     for line in before:
         name, inputs = line.get("file"), sorted(line.get("inputs") or ())

@@ -71,3 +71,24 @@ def test_a_run_of_another_area_keeps_the_earlier_superseded_list(tmp_path: Path)
     pruned = convert(scenes, "--prune")
     assert f"pruned 1 cube of the previous run that this run's supersede: {two_dates.name}" in pruned and not two_dates.exists()
     assert not (out / "superseded.jsonl").exists()
+
+
+def test_a_cube_whose_scene_a_later_run_replaced_at_its_time_is_superseded(tmp_path: Path) -> None:
+    """A scene at a time another run's cube holds another of (``--duplicates last``) was dropped: the earlier cube, which held
+    it, was named as unlisted, never superseded, so --prune never removed it."""
+    write_series(str(tmp_path / "a"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=3)
+    write_series(str(tmp_path / "b"), dates=["2023-01-05"], size=(40, 56), seed=4)
+    out = tmp_path / "out"
+
+    def convert(*args: str) -> str:
+        result = CliRunner().invoke(
+            cli, ["convert", *args, "--out", str(out), "--tile-size", "32", "--no-progress", "--duplicates", "last"]
+        )
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    convert(str(tmp_path / "a"))
+    (first,) = out.glob("*.rumi")
+    second = convert(str(tmp_path / "a"), str(tmp_path / "b"), "--prune")
+    assert f"pruned 1 cube of the previous run that this run's supersede: {first.name}" in second, second
+    assert not first.exists() and len(list(out.glob("*.rumi"))) == 1
