@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -454,18 +453,25 @@ def _search_stac_api(
 
 
 def _new_log() -> str:
-    """A new, empty file for Beam's output of one run, in the system's temporary folder."""
-    fd, path = tempfile.mkstemp(prefix=scratch.prefix(scratch.LOG), suffix=".log")
-    os.close(fd)
-    return path
+    """A new, empty file for Beam's output of one run, in the system's temporary folder.
+
+    It is held (:func:`pipelines.scratch.new_log`), so no other run's sweep
+    removes it, until :func:`pipelines.scratch.remove` or :func:`_keep_if_written`.
+    """
+    return scratch.new_log()
 
 
 def _keep_if_written(log: str) -> bool:
-    """Whether Beam wrote anything to ``log``; removes it if not."""
-    if os.path.getsize(log):
-        return True
-    os.unlink(log)
-    return False
+    """Whether Beam wrote anything to ``log``; removes it if not. A log already gone counts as empty."""
+    try:
+        written = os.path.getsize(log) > 0
+    except OSError:
+        written = False
+    if written:
+        scratch.release(log)
+    else:
+        scratch.remove(log)
+    return written
 
 
 @contextlib.contextmanager
@@ -490,7 +496,7 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
         stream.flush()
         if log is not None:
             with contextlib.suppress(OSError):
-                os.unlink(log)
+                scratch.remove(log)
         os._exit(130)
 
     previous = signal.signal(signal.SIGINT, stop)
@@ -523,7 +529,7 @@ def _run_and_report(
     # Beam's own output (worker start and stop, a failed step's traceback per
     # attempt) goes to a file unless -vv asks for everything here. The file is
     # kept, and named, only when the run fails.
-    scratch.sweep()  # what runs killed before left in the temporary folder
+    scratch.sweep()  # what killed runs left in the temporary folder: only what no live process holds
     log = None if logging.getLogger().getEffectiveLevel() <= logging.DEBUG else _new_log()
     try:
         with contextlib.ExitStack() as stack:
@@ -532,7 +538,7 @@ def _run_and_report(
             summary = run(paths, options, beam_args, runner=runner, progress=stream if show else None, publish=publish)
     except OptionError as err:  # another run holds --out: found before this one started, so nothing to keep
         if log is not None:
-            os.unlink(log)
+            scratch.remove(log)
         raise click.ClickException(str(err)) from err
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
@@ -543,7 +549,7 @@ def _run_and_report(
         kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
         raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details{kept})") from err
     if log is not None:
-        os.unlink(log)
+        scratch.remove(log)  # a log already gone (removed by something else) is no error
     click.echo(summary.table())
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")

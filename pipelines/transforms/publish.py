@@ -39,7 +39,6 @@ import contextlib
 import os
 import re
 import shutil
-import tempfile
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -160,7 +159,7 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
 
     root = root.rstrip("/")
     root_bucket, _ = split_gs_url(root + "/catalog.json")
-    with tempfile.TemporaryDirectory(prefix=scratch.prefix(scratch.MIRROR)) as mirror:
+    with scratch.mirror() as mirror:  # held, so no other run's sweep removes it meanwhile
 
         def local(url: str) -> str:
             bucket, name = split_gs_url(url)
