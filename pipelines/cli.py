@@ -28,7 +28,7 @@ from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
-from pipelines.runners import RUNNER_NAMES, resolve_runner, stock_worker_image
+from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import counted, probe_directory
@@ -170,24 +170,29 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
     finally:
         quiet.setLevel(level)
     unknown = set(every) - set(known)
+    # Beam's options are all spelt with "_": it drops --direct-num-workers=2 as "unparseable", without keeping it as unknown.
+    unknown |= {name for t in beam_args if "-" in (name := t.lstrip("-").split("=", 1)[0])}
     # Beam spells --bogus-option as bogus_option: name the token as typed.
     typed = next((t.split("=", 1)[0] for t in beam_args if t.lstrip("-").split("=", 1)[0].replace("-", "_") in unknown), None)
     typed = typed or (f"--{min(unknown)}" if unknown else None)
     if typed is not None:
         ours = [name for param in command.params for name in param.opts if name.startswith("--")]
         names = ours + [f"--{name}" for name in known]
-        spelled = typed.replace("_", "-")
-        close = [spelled] if spelled in ours else difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
+        spelled, beams = typed.replace("_", "-"), "--" + typed.lstrip("-").replace("-", "_")
+        close = [spelled] if spelled in ours else [beams] if beams.removeprefix("--") in known else []
+        close = close or difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it")
 
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
-    """Refuse a runner Beam does not know, a negative worker count, a Dataflow run into a local folder, workers
+    """Refuse a runner Beam does not know, a worker count out of range, a Dataflow run into a local folder, workers
     without rumi, and a job service or Flink master the options name that is not there (:func:`_check_reachable`).
 
     Beam finds out the first two only once the run has started (``--out``
-    created), and answers "list index out of range" to the second; Dataflow
+    created), answers "list index out of range" to a negative count and never
+    finishes starting billions of workers (the most is
+    :data:`~pipelines.runners.MAX_WORKERS_PER_CORE` per usable core); Dataflow
     workers would write the third to their own disks, which are discarded.
     Also a portable runner whose workers would start from Beam's stock image
     (:func:`~pipelines.runners.stock_worker_image`), where Beam fails once the job runs.
@@ -203,9 +208,12 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
         names = ", ".join(sorted((*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)))
         raise click.UsageError(f"--runner {runner}: Beam knows no such runner; give one of {names}, or a runner's qualified class name")
     given = PipelineOptions(beam_args).get_all_options()
-    workers = given.get("direct_num_workers")
-    if workers is not None and workers < 0:
-        raise click.UsageError(f"--direct_num_workers={workers}: give a worker count of at least 1, or 0 for one per core")
+    workers, most = given.get("direct_num_workers"), MAX_WORKERS_PER_CORE * usable_cores()
+    if workers is not None and not 0 <= workers <= most:
+        raise click.UsageError(
+            f"--direct_num_workers={workers}: give a worker count from 1 to {most} ({MAX_WORKERS_PER_CORE} per usable core), "
+            "or 0 for one per core"
+        )
     if "dataflow" in runner.lower() and not is_url(out):
         raise click.UsageError(f"--out {out}: Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX")
     # Not an EXTERNAL worker pool's --environment_config: that address is the worker's own (a
@@ -483,7 +491,9 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
     reading gets closed under it (a segmentation fault), and part writers
     vanish mid-frame. Nothing needs unwinding: every output is written under
     a temporary name and renamed, so no partial file has a final name, and
-    the same command resumes (finished cubes are skipped). A process whose
+    the same command resumes (finished cubes are skipped). Claims on bucket
+    folders are withdrawn first (for at most 5 s), so that the next run need
+    not wait for them to lapse. A process whose
     SIGINT is ignored (started by ``nohup``, or with ``&`` by a script) keeps
     ignoring it.
     """
@@ -497,6 +507,9 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
         if log is not None:
             with contextlib.suppress(OSError):
                 scratch.remove(log)
+        claims = sys.modules.get("pipelines.bucket_claims")  # imported by a run into a bucket, which may hold claims
+        if claims is not None:
+            claims.release_held(timeout=5.0)  # else the next run into the folder waits for them to lapse
         os._exit(130)
 
     previous = signal.signal(signal.SIGINT, stop)

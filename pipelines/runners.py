@@ -12,6 +12,7 @@ would configure logging before ``rumi -v`` does.
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -19,7 +20,16 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["DEFAULT_RUNNER", "LOCAL_RUNNERS", "RUNNER_NAMES", "local_workers", "resolve_runner", "stock_worker_image", "usable_cores"]
+__all__ = [
+    "DEFAULT_RUNNER",
+    "LOCAL_RUNNERS",
+    "MAX_WORKERS_PER_CORE",
+    "RUNNER_NAMES",
+    "local_workers",
+    "resolve_runner",
+    "stock_worker_image",
+    "usable_cores",
+]
 
 DEFAULT_RUNNER = "FnApiRunner"
 """Runner used when none is given: Beam's portable in-process runner, without the Prism download."""
@@ -32,7 +42,8 @@ def resolve_runner(name: str) -> str | None:
     """The runner ``name`` means, as Beam looks it up (any case, with or without "Runner"), or None for none.
 
     A known short name comes back as Beam spells it (``fnapi`` is ``FnApiRunner``), one of
-    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given.
+    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given,
+    if it names a class that can be imported.
 
     >>> resolve_runner("fnapi"), resolve_runner("dask"), resolve_runner("Foo")
     ('FnApiRunner', 'apache_beam.runners.dask.dask_runner.DaskRunner', None)
@@ -40,10 +51,20 @@ def resolve_runner(name: str) -> str | None:
     from apache_beam.options.pipeline_options import StandardOptions
 
     if "." in name:
-        return name
+        module, _, attribute = name.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), attribute, None)
+        except (ImportError, ValueError):  # no such module, or an empty name ("."): Beam would fail once the run started
+            return None
+        return name if isinstance(found, type) else None
     names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}
     return names.get(name.lower()) or names.get(f"{name.lower()}runner")
 
+
+MAX_WORKERS_PER_CORE: Final = 16
+"""The most worker threads or processes per usable core a local run takes: each is a Beam worker with its own
+threads and connections, started one after another, and far more than the cores buys nothing (a count in the
+billions never finished starting)."""
 
 LOCAL_RUNNERS = ("FnApiRunner", "DirectRunner")
 """Runners that take ``--direct_running_mode`` and ``--direct_num_workers`` (the DirectRunner runs batch jobs on the FnApiRunner)."""
@@ -58,7 +79,9 @@ def usable_cores() -> int:
 
 
 def local_workers(beam_args: Sequence[str]) -> list[str]:
-    """The Beam options a local run adds to ``beam_args``: one worker thread per usable core unless they chose.
+    """The Beam options a local run adds to ``beam_args``, after them: one worker thread per usable core unless they chose.
+
+    A worker count of 0 means one per usable core, as it means one per CPU to Beam.
 
     A running mode given alone keeps it (``in_memory`` is one worker by
     definition; processes get one per core); a worker count given alone runs
@@ -70,6 +93,8 @@ def local_workers(beam_args: Sequence[str]) -> list[str]:
     ['--direct_running_mode=multi_threading']
     >>> local_workers(["--direct_running_mode=in_memory"])
     []
+    >>> local_workers(["--direct_num_workers=0"])[-1] == f"--direct_num_workers={usable_cores()}"
+    True
     """
     given = {arg.split("=", 1)[0]: arg.partition("=")[2] for arg in beam_args}
     added = []
@@ -77,7 +102,8 @@ def local_workers(beam_args: Sequence[str]) -> list[str]:
     if mode is None:
         mode = "multi_threading"
         added.append(f"--direct_running_mode={mode}")
-    if "--direct_num_workers" not in given and mode != "in_memory":
+    # Beam reads 0 as every CPU of the machine, whatever this process may use.
+    if given.get("--direct_num_workers", "0") == "0" and mode != "in_memory":
         added.append(f"--direct_num_workers={usable_cores()}")
     return added
 

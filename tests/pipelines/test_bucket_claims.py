@@ -223,6 +223,20 @@ def test_two_runs_sharing_only_a_catalogue_are_ordered_by_their_claims_on_it(
     assert _bookkeeping("race/a") == _bookkeeping("race/b") == _bookkeeping("race/stac") == []
 
 
+def test_ctrl_c_withdraws_the_runs_claim(emulator: GCSEmulator, scenes: list[str]) -> None:
+    """A run ended by Ctrl-C leaves no claim: the next run into the folder waited for it to lapse, told that a run was killed."""
+    out = f"gs://{BUCKET}/interrupted"
+    command = [sys.executable, "-c", "from rumi_core.cli.main import main; main()", "convert", *scenes, "--out", out, "--no-catalog"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=os.environ.copy(), start_new_session=True)
+    while process.poll() is None and not _bookkeeping("interrupted"):
+        time.sleep(0.01)
+    assert process.poll() is None, "the run ended before its claim was seen"
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert [n for n in _bookkeeping("interrupted") if n.startswith(CLAIMS_DIR)] == []
+
+
 @pytest.fixture(autouse=True)
 def _no_leftover_threads() -> Iterator[None]:
     before = {t.name for t in threading.enumerate()}

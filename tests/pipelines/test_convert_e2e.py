@@ -192,7 +192,13 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         ("--bogus-option", "no such option: --bogus-option; neither rumi convert nor Beam knows it"),
         # Beam finds these out once the run has started, and answered the worker count with "list index out of range".
         ("--runner=Foo", "--runner Foo: Beam knows no such runner; give one of"),
-        ("--direct_num_workers=-1", "--direct_num_workers=-1: give a worker count of at least 1, or 0 for one per core"),
+        ("--direct_num_workers=-1", "--direct_num_workers=-1: give a worker count from 1 to"),
+        # Beam started workers one after another, never finishing; and dropped a dashed option as "unparseable".
+        ("--direct_num_workers=99999999999999999999", "--direct_num_workers=99999999999999999999: give a worker count from 1 to"),
+        ("--direct-num-workers=2", "no such option: --direct-num-workers (did you mean --direct_num_workers?)"),
+        # Beam failed with "No module named 'foo'" and "Empty module name" once the run had started.
+        ("--runner=foo.Bar", "--runner foo.Bar: Beam knows no such runner"),
+        ("--runner=.", "--runner .: Beam knows no such runner"),
         ("--runner=DataflowRunner", "Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX"),
         # Docker workers from apache/beam_python3.11_sdk, which has no rumi: Beam failed once the job ran.
         ("--runner=PortableRunner", "--runner PortableRunner starts its workers in Docker from Beam's stock SDK image, which lacks rumi"),
