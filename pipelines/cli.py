@@ -186,7 +186,7 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
 
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
-    """Refuse a runner Beam does not know, a worker count out of range, a Dataflow run into a local folder, workers
+    """Refuse a runner Beam does not know or cannot load, a worker count out of range, a Dataflow run into a local folder, workers
     without rumi, and a job service or Flink master the options name that is not there (:func:`_check_reachable`).
 
     Beam finds out the first two only once the run has started (``--out``
@@ -202,11 +202,18 @@ def _check_runner(runner: str, beam_args: list[str], out: str) -> None:
         rumi_core.cli.options.OptionError: a service does not accept a connection.
     """
     from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+    from apache_beam.runners.runner import PipelineRunner, create_runner
 
     resolved = resolve_runner(runner)
     if resolved is None:
         names = ", ".join(sorted((*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)))
         raise click.UsageError(f"--runner {runner}: Beam knows no such runner; give one of {names}, or a runner's qualified class name")
+    try:  # a qualified name Beam imports only once the run has started; InteractiveRunner's module under pandas 3
+        loaded = create_runner(resolved)
+    except Exception as err:
+        raise click.UsageError(f"--runner {runner}: Beam cannot load it here ({type(err).__name__}: {err}); give another runner") from None
+    if not isinstance(loaded, PipelineRunner):
+        raise click.UsageError(f"--runner {runner}: {type(loaded).__name__} is no Beam runner; give another runner")
     given = PipelineOptions(beam_args).get_all_options()
     workers, most = given.get("direct_num_workers"), MAX_WORKERS_PER_CORE * usable_cores()
     if workers is not None and not 0 <= workers <= most:

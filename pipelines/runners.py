@@ -12,7 +12,6 @@ would configure logging before ``rumi -v`` does.
 
 from __future__ import annotations
 
-import importlib
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -42,8 +41,7 @@ def resolve_runner(name: str) -> str | None:
     """The runner ``name`` means, as Beam looks it up (any case, with or without "Runner"), or None for none.
 
     A known short name comes back as Beam spells it (``fnapi`` is ``FnApiRunner``), one of
-    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given,
-    if it names a class that can be imported.
+    :data:`RUNNER_NAMES` (``dask``) as its qualified class name; a qualified name as given.
 
     >>> resolve_runner("fnapi"), resolve_runner("dask"), resolve_runner("Foo")
     ('FnApiRunner', 'apache_beam.runners.dask.dask_runner.DaskRunner', None)
@@ -51,12 +49,7 @@ def resolve_runner(name: str) -> str | None:
     from apache_beam.options.pipeline_options import StandardOptions
 
     if "." in name:
-        module, _, attribute = name.rpartition(".")
-        try:
-            found = getattr(importlib.import_module(module), attribute, None)
-        except (ImportError, ValueError):  # no such module, or an empty name ("."): Beam would fail once the run started
-            return None
-        return name if isinstance(found, type) else None
+        return name
     names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}
     return names.get(name.lower()) or names.get(f"{name.lower()}runner")
 

@@ -197,8 +197,9 @@ def test_cli(archive: tuple[Path, dict[str, np.ndarray[Any, Any]]], tmp_path: Pa
         ("--direct_num_workers=99999999999999999999", "--direct_num_workers=99999999999999999999: give a worker count from 1 to"),
         ("--direct-num-workers=2", "no such option: --direct-num-workers (did you mean --direct_num_workers?)"),
         # Beam failed with "No module named 'foo'" and "Empty module name" once the run had started.
-        ("--runner=foo.Bar", "--runner foo.Bar: Beam knows no such runner"),
-        ("--runner=.", "--runner .: Beam knows no such runner"),
+        ("--runner=foo.Bar", "--runner foo.Bar: Beam cannot load it here (ModuleNotFoundError: No module named 'foo')"),
+        ("--runner=.", "--runner .: Beam cannot load it here (ValueError: Empty module name)"),
+        ("--runner=collections.OrderedDict", "--runner collections.OrderedDict: OrderedDict is no Beam runner"),
         ("--runner=DataflowRunner", "Dataflow workers cannot write into a local folder; give --out gs://BUCKET/PREFIX"),
         # Docker workers from apache/beam_python3.11_sdk, which has no rumi: Beam failed once the job ran.
         ("--runner=PortableRunner", "--runner PortableRunner starts its workers in Docker from Beam's stock SDK image, which lacks rumi"),
