@@ -10,11 +10,13 @@ Beam counters the runner returned. Formatting is pure.
 from __future__ import annotations
 
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from pipelines.jsonl import load_jsonl
+from pipelines.sentinel2.products import product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.manifest import ManifestEntry
 from rumi_core.cli.options import counted
@@ -23,6 +25,16 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
 __all__ = ["Summary", "format_bytes"]
+
+_DUPLICATE_TIME: Final = re.compile(r"^(?P<step>\S+ on \S+) is also the time of ")
+"""The time and grid that begin a ``duplicate-time`` dead letter's message
+(:func:`pipelines.planning.grouping._resolve_duplicates`): one time step left out of its cube."""
+
+_WHY_DROPPED: Final = {
+    "older-processing": "a newer processing of their Sentinel-2 datatake is in the cube",
+    "duplicate-time": "--duplicates kept another acquisition at their time",
+}
+"""Why an input was dropped (a cube's ``dropped``), by the reason the summary counts it under."""
 
 
 def format_bytes(n: float) -> str:
@@ -82,6 +94,35 @@ class Summary:
     def produced(self) -> bool:
         """Whether the run has any cube to show, written now or already valid."""
         return bool(self.entries)
+
+    def dropped(self) -> Counter[str]:
+        """The inputs the cubes dropped for another acquisition at their time, counted by why (:data:`_WHY_DROPPED`).
+
+        An input is an ``older-processing`` where an input of its cube, kept or
+        dropped, is a newer processing of its Sentinel-2 datatake
+        (:mod:`pipelines.sentinel2.products`); any other is a ``duplicate-time``
+        that ``--duplicates first`` or ``last`` dropped.
+        """
+        why: dict[str, str] = {}
+        for entry in self.entries:
+            newest: dict[tuple[str, ...], tuple[int, ...]] = {}
+            for href in (*entry.inputs, *entry.dropped):
+                product = product_of(href)
+                if product is not None and product.processing > newest.get(product.datatake, ()):
+                    newest[product.datatake] = product.processing
+            for href in entry.dropped:
+                product = product_of(href)
+                older = product is not None and product.processing < newest[product.datatake]
+                why[href] = "older-processing" if older else "duplicate-time"
+        return Counter(why.values())
+
+    def left_out(self) -> tuple[str, ...]:
+        """The time steps no cube holds since several acquisitions on one grid share them (``duplicate-time`` dead letters).
+
+        Each is ``<time> on <grid>``, sorted.
+        """
+        found = (_DUPLICATE_TIME.match(d.message) for d in self.dead_letters if d.reason == "duplicate-time")
+        return tuple(sorted({m.group("step") for m in found if m is not None}))
 
     def throughput(self) -> float:
         """Uncompressed bytes of the written cubes per second of wall time."""
@@ -144,17 +185,31 @@ class Summary:
                 )
         if self.unlisted:
             cubes, verb, shown = _earlier_cubes(self.unlisted)
+            # An input that is a dead letter tonight (a time step left out, a file gone bad) leaves its cube unheld too.
+            failed = "; an input may be among this run's dead letters" if self.dead_letters else ""
             lines.append(
                 f"{cubes} of the previous run {verb} still in the output folder but no longer in its "
-                f"manifest or catalogue, since this run wrote no cube holding all their inputs ({shown}); convert all inputs "
-                "in one run to keep them listed, or give each set of inputs its own --out (they may share a --catalog)"
+                f"manifest or catalogue, since this run wrote no cube holding all their inputs ({shown}{failed}); convert all "
+                "inputs in one run to keep them listed, or give each set of inputs its own --out (they may share a --catalog)"
             )
+        dropped = self.dropped()
+        if dropped:
+            detail = ", ".join(f"{r}: {n}" for r, n in sorted(dropped.items()))
+            why = "; ".join(_WHY_DROPPED[r] for r in sorted(dropped))
+            lines.append(f"dropped: {counted(dropped.total(), 'input file')} ({detail}), listed as dropped in {self.manifest_path}: {why}")
         if self.dead_letters:
             reasons = Counter(d.reason for d in self.dead_letters)
             detail = ", ".join(f"{r}: {n}" for r, n in sorted(reasons.items()))
             lines.append(f"dead letters: {len(self.dead_letters)} ({detail}), listed in {self.dead_letter_path}")
         else:
             lines.append("dead letters: none")
+        left_out = self.left_out()
+        if left_out:
+            shown = ", ".join(left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+            lines.append(
+                f"left out: {counted(len(left_out), 'time step')} in no cube ({shown}), since several acquisitions on one grid "
+                "share each time (duplicate-time); pass --duplicates first, last or mosaic to keep them"
+            )
         return "\n".join(lines)
 
 

@@ -27,7 +27,9 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
 4. **Extent.** With ``--extent separate`` each extent is its own cube; with
    ``union`` (and a nodata value to fill with) a series becomes one cube over
    the union of its extents.
-5. **Time.** Acquisitions are sorted by time. Two at one instant are an error
+5. **Time.** Acquisitions are sorted by time. Of two processings of one
+   Sentinel-2 datatake at one instant, named by their products, the newest is
+   kept and the older dropped. Any other two at one instant are an error
    unless ``--duplicates`` keeps the first or last (in input path order) or
    mosaics them (first valid pixel wins).
 
@@ -52,6 +54,7 @@ from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import period_label
+from pipelines.sentinel2.products import product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import format_seconds
@@ -61,6 +64,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
     from pipelines.planning.scene import Scene, SourceBand
+    from pipelines.sentinel2.products import S2Product
 
 __all__ = ["Acquisition", "CubeKey", "StackKey", "name_quantities", "plan_cubes", "smallest_tile_size", "stack_scenes"]
 
@@ -450,10 +454,59 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, l
     return grid, placed, rejects
 
 
+def _product(acq: Acquisition) -> S2Product | None:
+    """The one Sentinel-2 product all of an acquisition's files name, or None."""
+    products = {product_of(href) for href in acq.hrefs}
+    return products.pop() if len(products) == 1 else None
+
+
+def _newest_processings(
+    items: list[tuple[Acquisition, Extent]], *, mosaic: bool
+) -> tuple[list[tuple[Acquisition, Extent]], list[Acquisition]]:
+    """The acquisitions at one time that no newer processing of their Sentinel-2 datatake replaces, and the others.
+
+    Two processings of one datatake (a SAFE of baseline ``N0510`` and its
+    re-processing ``N0511``, or Earth Search's ``S2A_31UGT_20240315_0_L2A``
+    and ``..._1_L2A``) are two versions of one acquisition, not two
+    acquisitions: ``--duplicates`` cannot choose between them by path order
+    (``_9_`` sorts after ``_10_``), refusing both loses a date that one
+    product was enough to fill (and on a nightly run, a date already served),
+    and a mosaic would mix the values of two processings. So the newest
+    processing (:class:`~pipelines.sentinel2.products.S2Product`) is kept,
+    whatever ``--duplicates`` says, as the STAC route keeps it
+    (:func:`pipelines.sentinel2.items.keep_newest`), and the older ones are
+    dropped. Acquisitions whose files name no product, or not one, and the
+    newest of each datatake (several, where they tie) are left to
+    ``--duplicates``. The choice depends on the names alone, never on order.
+
+    With ``mosaic``, products that may be two passes of one day (Earth
+    Search's numbers, :attr:`~pipelines.sentinel2.products.S2Product.one_pass`)
+    are mosaicked as asked: keeping one would lose the other pass's pixels.
+    """
+    products = [p if p is not None and (p.one_pass or not mosaic) else None for p in (_product(acq) for acq, _ in items)]
+    newest: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for product in products:
+        if product is not None and product.processing > newest.get(product.datatake, ()):
+            newest[product.datatake] = product.processing
+    kept = [item for item, p in zip(items, products, strict=True) if p is None or p.processing == newest[p.datatake]]
+    older = [acq for (acq, _), p in zip(items, products, strict=True) if p is not None and p.processing != newest[p.datatake]]
+    return kept, older
+
+
+def _named(acq: Acquisition) -> str:
+    """What names an acquisition in a message: its Sentinel-2 product, else its first file."""
+    product = _product(acq)
+    return product.name if product is not None else acq.hrefs[0]
+
+
 def _resolve_duplicates(
     placed: list[tuple[Acquisition, Extent]], options: ConvertOptions, grid: Lattice
 ) -> tuple[list[list[tuple[Acquisition, Extent]]], list[str], list[DeadLetter]]:
-    """Step 5: one list of acquisitions per time step (several only for mosaics), dropped hrefs, rejects."""
+    """Step 5: one list of acquisitions per time step (several only for mosaics), dropped hrefs, rejects.
+
+    Older processings of a Sentinel-2 datatake are dropped first
+    (:func:`_newest_processings`); ``--duplicates`` decides among the rest.
+    """
     by_time: dict[int, list[tuple[Acquisition, Extent]]] = defaultdict(list)
     for item in placed:
         by_time[item[0].time].append(item)
@@ -462,21 +515,26 @@ def _resolve_duplicates(
     rejects: list[DeadLetter] = []
     for time in sorted(by_time):
         items = sorted(by_time[time], key=lambda item: item[0].hrefs)
-        if len(items) == 1 or options.duplicates == "mosaic":
-            steps.append(items)
+        kept, older = _newest_processings(items, mosaic=options.duplicates == "mosaic")
+        if len(kept) == 1 or options.duplicates == "mosaic":
+            steps.append(kept)
+            dropped += [h for acq in older for h in acq.hrefs]
             continue
         if options.duplicates == "error":
-            hrefs = [h for acq, _ in items for h in acq.hrefs]
+            # The time step is left out, so every acquisition at it is a dead letter, older processings too.
             for acq, _ in items:
-                others = [h for h in hrefs if h not in acq.hrefs]
+                others = [other for other, _ in items if other is not acq]
+                more = f" and {len(others) - 1} more" if len(others) > 1 else ""
+                count = "1 other acquisition" if len(others) == 1 else f"{len(others)} other acquisitions"
                 rejects += _reject(
                     acq,
                     "duplicate-time",
-                    f"{format_seconds(time)} on {grid.slug()} is also the time of {', '.join(others)}; "
-                    "pass --duplicates first, last or mosaic",
+                    f"{format_seconds(time)} on {grid.slug()} is also the time of {count} "
+                    f"({_named(others[0])}{more}), so this time step is left out of the cube; "
+                    "pass --duplicates first, last or mosaic to keep it",
                 )
             continue
-        keep = items[0] if options.duplicates == "first" else items[-1]
+        keep = kept[0] if options.duplicates == "first" else kept[-1]
         steps.append([keep])
         dropped += [h for acq, _ in items if acq is not keep[0] for h in acq.hrefs]
     return steps, dropped, rejects

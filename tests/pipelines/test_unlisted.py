@@ -92,3 +92,17 @@ def test_a_cube_whose_scene_a_later_run_replaced_at_its_time_is_superseded(tmp_p
     second = convert(str(tmp_path / "a"), str(tmp_path / "b"), "--prune")
     assert f"pruned 1 cube of the previous run that this run's supersede: {first.name}" in second, second
     assert not first.exists() and len(list(out.glob("*.rumi"))) == 1
+
+
+def test_a_cube_left_unheld_by_tonights_dead_letters_is_named_with_them(tmp_path: Path) -> None:
+    """A scene arriving at a time already converted leaves that time step out (duplicate-time): the earlier cube, which
+    held it, is unlisted, and the summary points at the dead letters rather than only at how the inputs were given."""
+    write_series(str(tmp_path / "a"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=3)
+    write_series(str(tmp_path / "b"), dates=["2023-01-05"], size=(40, 56), seed=4)
+    out = tmp_path / "out"
+    args = ["--out", str(out), "--tile-size", "32", "--no-progress"]
+    assert CliRunner().invoke(cli, ["convert", str(tmp_path / "a"), *args]).exit_code == 0
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "a"), str(tmp_path / "b"), *args])
+    assert result.exit_code == 0, result.output
+    assert "holding all their inputs (" in result.output and "; an input may be among this run's dead letters)" in result.output
+    assert "left out: 1 time step in no cube (2023-01-05T10:30:21Z on EPSG32632_r10)" in result.output, result.output
