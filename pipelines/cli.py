@@ -295,7 +295,12 @@ _CONNECT_SECONDS = 10.0
     "--resampling", type=click.Choice(RESAMPLING_METHODS), default="nearest", show_default=True, help="Resampling of --align reproject."
 )
 @click.option(
-    "--duplicates", type=click.Choice(DUPLICATE_MODES), default="error", show_default=True, help="Two scenes of one grid at one time."
+    "--duplicates",
+    type=click.Choice(DUPLICATE_MODES),
+    default="error",
+    show_default=True,
+    help="Scenes of one grid at one time: leave the time out (error), keep the first or last by path, or mosaic them. "
+    "Of a Sentinel-2 datatake processed twice, the newest processing is kept.",
 )
 @click.option(
     "--extent", type=click.Choice(EXTENT_MODES), default="separate", show_default=True, help="Union differing extents of one grid."
