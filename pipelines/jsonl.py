@@ -36,13 +36,29 @@ def write_jsonl(path: str, records: Sequence[dict[str, Any]], *, temp_dir: str |
     """Write one JSON object per line, atomically (a ``gs://`` object appears whole); return the number of lines.
 
     A local file's temporary goes to ``temp_dir`` when given (see :func:`rumi_core.files.write_atomic`).
+    A local file that already holds these bytes is left as it is, its time
+    too: a re-run that changes nothing makes a folder synchronised by
+    modification time (``rsync``) send nothing.
     """
-    text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+    data = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records).encode("utf-8")
     if is_gs(path):
-        output_store().write(path, text.encode("utf-8"))
+        output_store().write(path, data)
+        return len(records)
+    if _same_bytes(path, data):
         return len(records)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     if temp_dir is not None:
         os.makedirs(temp_dir, exist_ok=True)
-    write_atomic(path, text.encode("utf-8"), temp_dir=temp_dir)
+    write_atomic(path, data, temp_dir=temp_dir)
     return len(records)
+
+
+def _same_bytes(path: str, data: bytes) -> bool:
+    """Whether the local file at ``path`` exists and holds exactly ``data``."""
+    try:
+        if os.path.getsize(path) != len(data):
+            return False
+        with open(path, "rb") as f:
+            return f.read() == data
+    except OSError:
+        return False

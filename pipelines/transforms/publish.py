@@ -36,6 +36,7 @@ byte-identical to a clean run.
 from __future__ import annotations
 
 import contextlib
+import filecmp
 import os
 import re
 import shutil
@@ -113,7 +114,8 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
             carry_over=carry_over,
         )
         catalog.build_catalog(items, staging, catalog_id=catalog_id)
-        _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
+        if not _same_tree(staging, root):  # a catalogue that holds these bytes keeps its files' times (rsync sends nothing)
+            _swap(staging, root, os.path.join(parent, f".{name}-{token}-old"))
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     inc(WriteCatalog, "items", len(items))
@@ -340,6 +342,25 @@ def _remove_stale(parent: str, name: str) -> None:
     for entry in os.listdir(parent):
         if entry.startswith(f".{name}-") and entry.endswith(("-staging", "-old")):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
+def _same_tree(new: str, root: str) -> bool:
+    """Whether folder ``root`` holds exactly the files of ``new``, byte for byte, and nothing else."""
+
+    def files(top: str) -> dict[str, str]:
+        found = {}
+        for folder, _, names in os.walk(top):
+            for name in names:
+                path = os.path.join(folder, name)
+                found[os.path.relpath(path, top)] = path
+        return found
+
+    if not os.path.isdir(root):
+        return False
+    built, held = files(new), files(root)
+    if built.keys() != held.keys():
+        return False
+    return all(filecmp.cmp(path, held[relative], shallow=False) for relative, path in built.items())
 
 
 def _swap(new: str, root: str, old: str) -> None:

@@ -59,3 +59,26 @@ def test_a_cube_written_with_another_compression_is_written_again(tmp_path: Path
         for name in (entry.file, entry.blob, "manifest.jsonl"):
             assert hashlib.sha256((reused / name).read_bytes()).digest() == hashlib.sha256((fresh / name).read_bytes()).digest(), name
     assert clean.codec == entry.codec
+
+
+def test_a_rerun_that_changes_nothing_leaves_every_file_untouched(tmp_path: Path) -> None:
+    """The manifest, the dead letters and the catalogue were rewritten with the same bytes and new times, so a folder
+    synchronised by modification time (rsync) sent them all again after every nightly run that found nothing new."""
+    from pipelines.convert import run
+    from pipelines.testing import write_series
+
+    write_series(str(tmp_path / "in"), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=3)
+    (tmp_path / "in" / "broken_B04.tif").write_bytes(b"not a tiff")
+    options = ConvertOptions(out=str(tmp_path / "out"), tile_size=32, frame_unit=0, compression="raster")
+
+    def times() -> dict[str, int]:
+        out = tmp_path / "out"
+        return {str(p.relative_to(out)): p.stat().st_mtime_ns for p in sorted(out.rglob("*")) if p.is_file()}
+
+    first = run([str(tmp_path / "in")], options)
+    assert first.dead_letters and [e.status for e in first.entries] == ["written"]
+    before = times()
+    assert {"manifest.jsonl", "dead-letter.jsonl", "stac/catalog.json"} <= before.keys()
+    again = run([str(tmp_path / "in")], options)
+    assert [e.status for e in again.entries] == ["skipped"]
+    assert times() == before
