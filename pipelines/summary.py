@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from pipelines.jsonl import load_jsonl
-from pipelines.sentinel2.products import product_of
+from pipelines.sentinel2.products import newest_processings, product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.manifest import ManifestEntry
 from rumi_core.cli.options import counted
@@ -105,11 +105,7 @@ class Summary:
         """
         why: dict[str, str] = {}
         for entry in self.entries:
-            newest: dict[tuple[str, ...], tuple[int, ...]] = {}
-            for href in (*entry.inputs, *entry.dropped):
-                product = product_of(href)
-                if product is not None and product.processing > newest.get(product.datatake, ()):
-                    newest[product.datatake] = product.processing
+            newest = newest_processings(product_of(href) for href in (*entry.inputs, *entry.dropped))
             for href in entry.dropped:
                 product = product_of(href)
                 older = product is not None and product.processing < newest[product.datatake]

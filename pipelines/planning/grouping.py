@@ -54,7 +54,7 @@ from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import period_label
-from pipelines.sentinel2.products import product_of
+from pipelines.sentinel2.products import newest_processings, product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import format_seconds
@@ -484,10 +484,7 @@ def _newest_processings(
     are mosaicked as asked: keeping one would lose the other pass's pixels.
     """
     products = [p if p is not None and (p.one_pass or not mosaic) else None for p in (_product(acq) for acq, _ in items)]
-    newest: dict[tuple[str, ...], tuple[int, ...]] = {}
-    for product in products:
-        if product is not None and product.processing > newest.get(product.datatake, ()):
-            newest[product.datatake] = product.processing
+    newest = newest_processings(products)
     kept = [item for item, p in zip(items, products, strict=True) if p is None or p.processing == newest[p.datatake]]
     older = [acq for (acq, _), p in zip(items, products, strict=True) if p is not None and p.processing != newest[p.datatake]]
     return kept, older

@@ -37,11 +37,14 @@ True
 from __future__ import annotations
 
 import re
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from pipelines.planning.hrefs import href_path
 
-__all__ = ["S2Product", "product_of"]
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["S2Product", "newest_processings", "product_of"]
 
 _NOT_AFTER_ALNUM: Final = r"(?<![A-Za-z0-9])"
 _NOT_BEFORE_ALNUM: Final = r"(?![A-Za-z0-9])"
@@ -101,3 +104,12 @@ def product_of(href: str) -> S2Product | None:
         datatake = ("Earth Search", parts["platform"], parts["level"], parts["tile"], parts["date"])
         processing = (int(parts["sequence"]),)
     return S2Product(last.group("name"), datatake, processing, last.re is _SAFE)
+
+
+def newest_processings(products: Iterable[S2Product | None]) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """The newest :attr:`~S2Product.processing` of each :attr:`~S2Product.datatake` among ``products`` (None counts for none)."""
+    newest: dict[tuple[str, ...], tuple[int, ...]] = {}
+    for product in products:
+        if product is not None and product.processing > newest.get(product.datatake, ()):
+            newest[product.datatake] = product.processing
+    return newest
