@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines.archives import archive_of, extracted_paths
-from pipelines.planning.bands import band_token, directory, natural_key, stem_id, stem_name, unique_band_texts
+from pipelines.planning.bands import band_token, directory, natural_key, stack_id, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
@@ -625,7 +625,33 @@ def _extracted_instead(scenes: dict[str, Scene]) -> tuple[dict[str, Scene], list
     return kept, rejects
 
 
-def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[CubePlan], list[DeadLetter]]:
+def _incomplete(scenes: dict[str, Scene], unread: Iterable[str]) -> tuple[dict[str, Scene], list[DeadLetter]]:
+    """The scenes none of whose band files failed to read, and dead letters for the others.
+
+    A scene's band files (one :func:`~pipelines.planning.bands.stack_id`: a
+    folder of Earth Search COGs, a SAFE granule's ``T33UUU_<time>_B02_10m``
+    files) make one acquisition. Without the one that could not be read
+    (truncated, corrupt, still being copied) the others would make a cube of
+    fewer bands, published wherever no other scene of its period shows the
+    band set to be short, and replaced once the file is mended. So the scene
+    is left out whole, as when the file is read and found wanting.
+    """
+    broken: dict[str, str] = {}
+    for href in sorted(unread):
+        broken.setdefault(stack_id(href), href)
+    kept: dict[str, Scene] = {}
+    rejects: list[DeadLetter] = []
+    for href, scene in scenes.items():
+        failed = broken.get(stack_id(href))
+        if failed is None:
+            kept[href] = scene
+            continue
+        message = f"{failed}, a band file of the same scene, could not be read, so the scene is left out whole"
+        rejects.append(DeadLetter(href, "incomplete-scene", message, STAGE))
+    return kept, rejects
+
+
+def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions, unread: Iterable[str] = ()) -> tuple[list[CubePlan], list[DeadLetter]]:
     """Plan every cube of a run from its scenes' metadata.
 
     Args:
@@ -635,6 +661,9 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
             its extracted files (:func:`_extracted_instead`).
         options: The run's options (period, alignment, extent, duplicates,
             tiling, frame unit, compression).
+        unread: The files of the run that could not be read (dead letters of
+            reading): the other band files of their scenes are left out too
+            (:func:`_incomplete`).
 
     Returns:
         The cube plans sorted by id, and the dead letters sorted by href.
@@ -642,6 +671,8 @@ def plan_cubes(scenes: Iterable[Scene], options: ConvertOptions) -> tuple[list[C
     by_href = {s.href: s for s in sorted(scenes, key=lambda s: (s.href, s.time), reverse=True)}
     # One href per file, whichever input text found it.
     unique, rejects = _extracted_instead({h: by_href[h] for h in one_href_per_file(by_href).values()})
+    unique, more = _incomplete(unique, unread)
+    rejects += more
     acquisitions, more = stack_scenes((unique[h] for h in sorted(unique)), align=options.align, resampling=options.resampling)
     rejects += more
     series: dict[CubeKey, list[Acquisition]] = defaultdict(list)

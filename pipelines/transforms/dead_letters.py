@@ -38,6 +38,7 @@ REASONS: Final = {
     "unknown-time": "no acquisition time was found and --time gives none",
     "bad-time": "a time source holds an invalid time",
     "bad-metadata": "a product's metadata file (a SAFE's MTD_MSIL2A.xml, a Landsat _MTL.json) cannot be read or lacks a band's factors",
+    "incomplete-scene": "another band file of its scene could not be read, so the scene is left out whole",
     "dtype-mismatch": "the dtype or nodata differs from the other scenes of its group",
     "band-count-mismatch": "the band set differs from the other scenes of its group",
     "off-grid": "the grid alignment differs from its group's (see --align reproject)",

@@ -10,7 +10,7 @@ letters of the scenes that cannot join a cube, and counts both.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import apache_beam as beam
 from apache_beam.pvalue import PCollection
@@ -27,11 +27,15 @@ if TYPE_CHECKING:
 
 __all__ = ["PlanCubes", "plan_all"]
 
+READ_STAGES: Final = ("ReadSceneMetadata", "ReadFrames")
+"""The stages whose dead letters are files that could not be read (or whose pixels failed to): their scenes are incomplete."""
+
 
 def plan_all(items: list[Scene | DeadLetter], options: ConvertOptions) -> list[CubePlan | DeadLetter]:
     """Plan the cubes of every scene; dead letters already in ``items`` pass through."""
     passed = [i for i in items if isinstance(i, DeadLetter)]
-    plans, rejects = plan_cubes([i for i in items if not isinstance(i, DeadLetter)], options)
+    unread = [d.href for d in passed if d.stage in READ_STAGES]
+    plans, rejects = plan_cubes([i for i in items if not isinstance(i, DeadLetter)], options, unread)
     inc(PlanCubes, "cubes", len(plans))
     for letter in rejects:
         inc(PlanCubes, f"dead_letter.{letter.reason}")

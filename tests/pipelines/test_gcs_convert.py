@@ -394,7 +394,7 @@ def test_a_scene_that_fails_to_read_in_a_bucket_is_left_out_of_its_cube(emulator
     (entry,) = summary.entries
     assert entry.status == "written" and entry.shape[0] == 2
     hrefs = {d.href.rsplit("/", 1)[-1]: d.reason for d in summary.dead_letters}
-    assert hrefs == {broken.rsplit("/", 1)[-1]: "read-failed", broken.rsplit("/", 1)[-1].replace("B02", "B03"): "band-count-mismatch"}
+    assert hrefs == {broken.rsplit("/", 1)[-1]: "read-failed", broken.rsplit("/", 1)[-1].replace("B02", "B03"): "incomplete-scene"}
     objects = _objects("cubes/broken")
     assert not [n for n in objects if n.startswith(".rumi-tmp")]
     (line,) = [json.loads(text) for text in objects["manifest.jsonl"].decode().splitlines()]

@@ -84,6 +84,16 @@ def test_dtype_mismatch_between_acquisitions_of_one_series() -> None:
     assert plans[0].shape[0] == 4
 
 
+def test_a_scene_with_a_band_file_that_could_not_be_read_is_left_out_whole() -> None:
+    """Alone in its period (the first scene of a month, in a monthly run), its other bands made a cube short of the band:
+    published, and replaced once the file was mended. Files of other scenes, and files without a band token, are kept."""
+    scenes = bands_of("2023-04-06", tokens=("B02", "B04")) + bands_of("2023-05-02") + [make_scene("/s/dem.tif", "2023-04-06")]
+    plans, rejects = plan_cubes(scenes, opts(cube_period="P1M"), unread=["/s/x_2023-04-06_B03.tif", "/s/other.tif"])
+    assert [(r.href, r.reason) for r in rejects] == [(f"/s/x_2023-04-06_{t}.tif", "incomplete-scene") for t in ("B02", "B04")]
+    assert rejects[0].message.startswith("/s/x_2023-04-06_B03.tif, a band file of the same scene, could not be read")
+    assert sorted(p.shape[:2] for p in plans) == [(1, 1), (1, 3)]  # May's scene, and the DEM
+
+
 def test_band_count_mismatch() -> None:
     scenes = [s for d in ("2023-01-01", "2023-01-02", "2023-01-03") for s in bands_of(d)]
     scenes += bands_of("2023-01-04", tokens=("B02", "B03"))
