@@ -346,7 +346,7 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         return dataclasses.replace(summary, pruned=options.prune)
     unlisted = unlisted_cubes(options, before, summary.entries, settled)
-    return dataclasses.replace(summary, stale=settled.stale, pruned=options.prune, unlisted=unlisted)
+    return dataclasses.replace(summary, stale=settled.stale, pruned=options.prune, unlisted=unlisted.files, unlisted_gone=unlisted.gone)
 
 
 def _newly_unread(summary: Summary, known: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

@@ -331,6 +331,13 @@ class ConvertOptions:
         return os.path.join(self.out, "superseded.jsonl")
 
     @property
+    def unlisted_path(self) -> str:
+        """Where a run lists the earlier cubes left in ``OUT`` that no manifest or catalogue lists any more:
+        ``OUT/unlisted.jsonl``, so that every later run names them, and supersedes them once it holds their inputs
+        (:mod:`pipelines.stale`)."""
+        return os.path.join(self.out, "unlisted.jsonl")
+
+    @property
     def catalog_dir(self) -> str:
         """Where the STAC catalogue is written: ``--catalog``, by default ``OUT/stac``."""
         return os.fspath(self.catalog) if self.catalog else os.path.join(self.out, "stac")

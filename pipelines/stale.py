@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["Settled", "earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
+__all__ = ["Settled", "Unlisted", "earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
 
 
 def _location(path: str) -> str:
@@ -57,12 +57,12 @@ def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
 
 
 def earlier_cubes(options: ConvertOptions) -> list[dict[str, Any]]:
-    """The cubes a run may supersede: the lines of the manifest before it, and the superseded cubes earlier runs kept.
+    """The cubes a run may supersede: the lines of the manifest before it, and the superseded and unlisted cubes earlier runs kept.
 
     A file that is not whole JSON lines (not one this tool wrote whole) gives none.
     """
     lines: list[dict[str, Any]] = []
-    for path in (options.manifest_path, options.superseded_path):
+    for path in (options.manifest_path, options.superseded_path, options.unlisted_path):
         with contextlib.suppress(ValueError):
             lines += load_jsonl(path)
     return lines
@@ -129,20 +129,42 @@ def settle(options: ConvertOptions, superseded: Sequence[dict[str, Any]], entrie
     return Settled(paths, frozenset(line["file"] for line in listed))
 
 
+class Unlisted(NamedTuple):
+    """What :func:`unlisted_cubes` found."""
+
+    files: tuple[str, ...]
+    """The cubes' files."""
+    gone: tuple[str, ...]
+    """Their inputs that no longer exist (local files and ``gs://`` objects; a URL is not asked), sorted."""
+
+
 def unlisted_cubes(
     options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], settled: Settled
-) -> tuple[str, ...]:
-    """The files of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded, and that
-    ``OUT/superseded.jsonl`` does not list (as :func:`settle` left it).
+) -> Unlisted:
+    """The cubes of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded, and that
+    ``OUT/superseded.jsonl`` does not list (as :func:`settle` left it); listed in ``OUT/unlisted.jsonl``.
 
     The run's manifest and catalogue describe its own cubes, so these are no
-    longer listed: a run given other inputs than the last (another area, or a
-    scene that failed tonight) leaves the earlier cubes in ``OUT`` unfindable
-    by ``rumi search``. They are never removed; the summary names them.
+    longer listed: a run given other inputs than the last (another area, a
+    scene that failed tonight or left the archive) leaves the earlier cubes
+    in ``OUT`` unfindable by ``rumi search``. They are never removed, since
+    one may hold the only copy of a scene deleted since; ``OUT/unlisted.jsonl``
+    keeps them, so that every later run's summary names them (not the next
+    one's alone), and a run that holds all their inputs again supersedes them.
     """
     done = {entry.file for entry in entries} | {os.path.basename(path) for path in settled.stale} | settled.listed
-    names = sorted({line["file"] for line in before if isinstance(line.get("file"), str)} - done)
-    return tuple(os.path.join(options.out, name) for name in names if output_exists(os.path.join(options.out, name)))
+    lines = {
+        line["file"]: sorted(line.get("inputs") or ())
+        for line in before
+        if isinstance(line.get("file"), str) and line["file"] not in done and output_exists(os.path.join(options.out, line["file"]))
+    }
+    if lines:
+        write_jsonl(options.unlisted_path, [{"file": name, "inputs": inputs} for name, inputs in sorted(lines.items())])
+    else:
+        remove_output(options.unlisted_path)
+    inputs = {i for held in lines.values() for i in held if isinstance(i, str) and (is_gs(i) or "://" not in i)}
+    gone = tuple(sorted(i for i in inputs if not output_exists(i)))
+    return Unlisted(tuple(os.path.join(options.out, name) for name in sorted(lines)), gone)
 
 
 def remove_cubes(paths: Iterable[str]) -> None:

@@ -67,7 +67,9 @@ class Summary:
     pruned: bool = False
     """Whether :attr:`stale` were removed (``--prune``)."""
     unlisted: tuple[str, ...] = ()
-    """Cubes of the previous run left in ``OUT`` that this run neither wrote, kept nor superseded, so no longer listed."""
+    """Cubes of earlier runs left in ``OUT`` that this run neither wrote, kept nor superseded, so no longer listed."""
+    unlisted_gone: tuple[str, ...] = ()
+    """The inputs of :attr:`unlisted` that no longer exist."""
 
     @classmethod
     def from_files(
@@ -96,7 +98,7 @@ class Summary:
         return bool(self.entries)
 
     def dropped(self) -> Counter[str]:
-        """The inputs the cubes dropped for another acquisition at their time, counted by why (:data:`_WHY_DROPPED`).
+        """The inputs the cubes this run wrote dropped for another acquisition at their time, counted by why (:data:`_WHY_DROPPED`).
 
         An input is an ``older-processing`` where an input of its cube, kept or
         dropped, is a newer processing of its Sentinel-2 datatake
@@ -104,7 +106,7 @@ class Summary:
         that ``--duplicates first`` or ``last`` dropped.
         """
         why: dict[str, str] = {}
-        for entry in self.entries:
+        for entry in self.written:  # a cube kept from an earlier run dropped its inputs then, and its manifest line says so
             newest = newest_processings(product_of(href) for href in (*entry.inputs, *entry.dropped))
             for href in entry.dropped:
                 product = product_of(href)
@@ -181,12 +183,22 @@ class Summary:
                 )
         if self.unlisted:
             cubes, verb, shown = _earlier_cubes(self.unlisted)
-            # An input that is a dead letter tonight (a time step left out, a file gone bad) leaves its cube unheld too.
-            failed = "; an input may be among this run's dead letters" if self.dead_letters else ""
+            # Why no cube of this run holds all their inputs: inputs that left the archive, or are dead letters tonight
+            # (a time step left out, a file gone bad), or were not given.
+            causes = []
+            if self.unlisted_gone:
+                gone = len(self.unlisted_gone)
+                more = ", ..." if gone > 1 else ""
+                exist = "exists" if gone == 1 else "exist"
+                causes.append(f"{counted(gone, 'input')} of theirs no longer {exist} ({self.unlisted_gone[0]}{more})")
+            if self.dead_letters:
+                causes.append("an input may be among this run's dead letters")
             lines.append(
-                f"{cubes} of the previous run {verb} still in the output folder but no longer in its "
-                f"manifest or catalogue, since this run wrote no cube holding all their inputs ({shown}{failed}); convert all "
-                "inputs in one run to keep them listed, or give each set of inputs its own --out (they may share a --catalog)"
+                f"{cubes} of earlier runs {verb} still in the output folder but in no manifest or catalogue, since this run "
+                f"wrote no cube holding all their inputs ({'; '.join([shown, *causes])}); they are listed in "
+                f"{os.path.join(os.path.dirname(self.manifest_path), 'unlisted.jsonl')} until a run holds their inputs again. "
+                "Convert all inputs in one run to keep them listed, or give each set of inputs its own --out "
+                "(they may share a --catalog)"
             )
         dropped = self.dropped()
         if dropped:

@@ -225,6 +225,8 @@ def test_the_summary_counts_dropped_inputs_and_says_which_times_are_left_out(tmp
     table = summary.table()
     assert "dropped: 2 input files (duplicate-time: 2)" in table and "--duplicates kept another acquisition at their time" in table
     assert "dead letters: none" in table
+    again = _convert(inputs, tmp_path / "last", duplicates="last")  # nothing new: the kept cube's drops were said when written
+    assert [e.status for e in again.entries] == ["skipped"] and "dropped:" not in again.table()
     summary = _convert(inputs, tmp_path / "error")
     entry, _ = _cube(tmp_path / "error")
     assert entry["times"] == ["2024-03-22T00:00:00Z"]  # 2024-03-15 is left out
