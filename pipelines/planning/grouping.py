@@ -376,6 +376,25 @@ def _alongside(series: dict[CubeKey, list[Acquisition]], key: CubeKey, other: Cu
     return {acq.time for acq in series[key]} <= {acq.time for acq in series[other]}
 
 
+def _newer_and_short(short: list[Acquisition], full: list[Acquisition]) -> bool:
+    """Whether each of ``short``'s acquisitions is a newer processing of a Sentinel-2 datatake ``full`` holds at its time.
+
+    A product beside a series at its times (:func:`_alongside`) with fewer
+    bands is most often another product of the same acquisition (a
+    granule's masks). A newer processing of the same datatake with fewer
+    bands than the older is one not yet whole (a synchronisation that has
+    not finished): beside the older one's cube it would make a second cube
+    of that time, of the bands it has so far.
+    """
+    held = {(acq.time, p.datatake): p.processing for acq in full if (p := _product(acq)) is not None}
+    for acq in short:
+        product = _product(acq)
+        older = None if product is None else held.get((acq.time, product.datatake))
+        if product is None or older is None or older >= product.processing:
+            return False
+    return True
+
+
 def _same_radiometry(a: CubeKey, b: CubeKey) -> bool:
     """Whether the bands two series share have one scale, offset and unit: only then is one the odd one out."""
     first = dict(zip(a.names, a.radiometry, strict=True))
@@ -403,7 +422,18 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
         if not set(a.names) < set(b.names) or (a.dtype, a.nodata_key) != (b.dtype, b.nodata_key) or not _same_radiometry(a, b):
             continue
         loser, winner = (a, b) if len(series[a]) <= len(series[b]) else (b, a)
-        if loser in losers or _alongside(series, loser, winner):
+        if loser in losers:
+            continue
+        if _alongside(series, loser, winner):
+            if _newer_and_short(series[loser], series[winner]):
+                missing = ", ".join(n for n in winner.names if n not in loser.names)
+                tail = (
+                    f"an older processing of its Sentinel-2 datatake on {where} has {len(winner.names)}: it lacks {missing} "
+                    "(still being copied?), so the older processing stays until it holds them"
+                )
+                losers[loser] = [
+                    letter for acq in series[loser] for letter in _reject(acq, "incomplete-scene", f"{_bands_text(acq)}, while {tail}")
+                ]
             continue
         tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
         losers[loser] = _reject_series(series[loser], len(series[winner]), "band-count-mismatch", _bands_text, tail)

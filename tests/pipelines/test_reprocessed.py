@@ -236,3 +236,25 @@ def test_the_summary_counts_dropped_inputs_and_says_which_times_are_left_out(tmp
         "left out: 1 time step in no cube (2024-03-15T00:00:00Z on EPSG32631_r10), since several acquisitions on one grid "
         "share each time (duplicate-time); pass --duplicates first, last or mosaic to keep them"
     ) in table
+
+
+def test_a_newer_processing_not_yet_whole_leaves_the_older_in_the_cube() -> None:
+    """A re-processing synchronised in part (two of its three band files) beside its datatake's older processing: it made a
+    second cube of that time, of the bands it had so far. It waits, a dead letter naming what it lacks; the older stays."""
+    older = "S2A_MSIL2A_20240315T103421_N0510_R051_T32ULC_20240315T122345.SAFE"
+    newer = "S2A_MSIL2A_20240315T103421_N0511_R051_T32ULC_20240610T090000.SAFE"
+    other = "S2A_MSIL2A_20240322T103421_N0510_R051_T32ULC_20240322T122345.SAFE"
+
+    def files(folder: str, day: str, bands: tuple[str, ...]) -> list[Any]:
+        return [make_scene(f"/a/{folder}/{b}.tif", day, bands=(b,), stack=f"/a/{folder}/") for b in bands]
+
+    scenes = files(older, "2024-03-15T10:34:21Z", ("B02", "B03", "B04")) + files(other, "2024-03-22T10:34:21Z", ("B02", "B03", "B04"))
+    scenes += files(newer, "2024-03-15T10:34:21Z", ("B02", "B03"))
+    for duplicates in ("error", "last"):
+        (plan,), rejects = plan_cubes(scenes, ConvertOptions(out="out", tile_size=32, duplicates=duplicates))
+        assert len(plan.times) == 2 and all(older in h or other in h for h in plan.inputs), duplicates
+        assert [(r.href, r.reason) for r in rejects] == [(f"/a/{newer}/{b}.tif", "incomplete-scene") for b in ("B02", "B03")]
+        assert "it lacks B04 (still being copied?)" in rejects[0].message
+    # Whole, it replaces the older processing.
+    (plan,), rejects = plan_cubes([*scenes, *files(newer, "2024-03-15T10:34:21Z", ("B04",))], ConvertOptions(out="out", tile_size=32))
+    assert not rejects and sorted(plan.dropped) == [f"/a/{older}/{b}.tif" for b in ("B02", "B03", "B04")]
