@@ -26,6 +26,7 @@ from pipelines import scratch
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
+from pipelines.folders import folder_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
@@ -85,7 +86,7 @@ def check_inputs(paths: list[str]) -> None:
     for text in paths:
         if is_url(text):
             continue
-        if any(c in text for c in "*?["):
+        if any(c in text for c in "*?[") and not os.path.lexists(text):  # a name of its own, not a pattern (see discover)
             files = [p for p in glob.iglob(text, recursive=True) if os.path.isfile(p)]
             if not files:
                 raise LineError(f"input {text}: no file matches this pattern")
@@ -93,7 +94,7 @@ def check_inputs(paths: list[str]) -> None:
                 raise LineError(f"input {text}: {SIDECARS_ONLY}")
         elif os.path.isdir(text):
             suffixes = RASTER_SUFFIXES + ARCHIVE_SUFFIXES
-            if not any(n.lower().endswith(suffixes) for _, _, names in os.walk(text) for n in names):
+            if not any(p.lower().endswith(suffixes) for p in folder_files(text)):
                 raise LineError(f"input {text}: the directory holds no {suffix_list(suffixes)} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")

@@ -222,12 +222,16 @@ class ConvertOptions:
                 raise OptionError(f"expected gs://BUCKET or gs://BUCKET/PREFIX, got {self.out!r}", option="--out")
         named = (("--out", self.out), ("--catalog", self.catalog)) if self.write_catalog else ()
         for option, where in named:
-            # A STAC href is a URL, where "#" starts a fragment and "?" a query: pystac would write the
-            # catalogue's documents to the path before them, and a reader look for them, and for the
-            # files its items name, there.
-            if where is not None and {"#", "?"} & set(os.fspath(where)):
+            # A STAC href is a URL, where "#" starts a fragment, "?" a query and ";" a segment's
+            # parameters, "%" an escape, and tabs and line breaks are dropped (the WHATWG URL rules):
+            # pystac would write the catalogue's documents to another path (";x" is cut off, a
+            # line break removed), and a reader look for them, and for the files its items name,
+            # elsewhere ("%20" read over HTTP as a space).
+            text = None if where is None else os.fspath(where)
+            if text is not None and (set(text) & set("#?;%") or any(ord(c) < 32 or ord(c) == 127 for c in text)):
                 raise OptionError(
-                    f"{os.fspath(where)!r} holds '#' or '?', which STAC hrefs read as URL syntax; choose another name", option=option
+                    f"{text!r} holds '#', '?', ';', '%' or a control character, which STAC hrefs read as URL syntax; choose another name",
+                    option=option,
                 )
         if self.catalog is not None and not self.write_catalog:
             raise OptionError(

@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 __all__ = ["href_path", "input_identity", "one_href_per_file", "unsigned"]
 
+_QUERIED: Final = re.compile(r"(?:https?|vrt)://", re.IGNORECASE)
+"""The hrefs that may have a query: URLs over HTTP(S), and GDAL's ``vrt://`` connection strings (``?outsize=...``)."""
+
 _PREFIXED: Final = re.compile(r"x-goog-.*|x-amz-.*", re.IGNORECASE)
 """Query parameters of the GCS (V4) and S3 (V4) signing schemes, whose prefixes no other parameter uses."""
 
@@ -51,12 +54,17 @@ not merge (one of them would be dropped as a duplicate of the other).
 def href_path(href: str) -> str:
     """``href`` without its query, with ``/`` separators.
 
+    Only an ``http(s)://`` URL (or GDAL's ``vrt://``) has a query: in a local
+    path, an archive's member or a ``gs://`` object name, ``?`` is a
+    character of the name.
+
     >>> href_path("https://host/T33UUU_20230612_B04.tif?X-Goog-Signature=abc")
     'https://host/T33UUU_20230612_B04.tif'
-    >>> href_path("C:\\\\data\\\\scene_B04.tif")
-    'C:/data/scene_B04.tif'
+    >>> href_path("C:\\\\data\\\\scene_B04.tif"), href_path("/data/why?_B04.tif")
+    ('C:/data/scene_B04.tif', '/data/why?_B04.tif')
     """
-    return href.split("?", 1)[0].replace("\\", "/")
+    path = href.split("?", 1)[0] if _QUERIED.match(href) else href
+    return path.replace("\\", "/")
 
 
 def unsigned(href: str) -> str:

@@ -35,6 +35,7 @@ from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind
 from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
+from pipelines.folders import folder_files
 from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
@@ -254,14 +255,14 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         return _bucket_scenes(text)
     if is_url(text):
         return _scenes([text])
-    if _GLOB_CHARS & set(text):
+    # A file or folder of that very name is named, not a pattern: "scene[1]_B04.tif" exists, or a shell
+    # expanded *.tif into it (as a pattern, it matched "scene1_B04.tif", or nothing).
+    if _GLOB_CHARS & set(text) and not os.path.lexists(text):
         found = sorted(os.path.abspath(p) for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if found:
             return _glob_scenes(text, _one_path_per_file(found))
     elif os.path.isdir(text):
-        found = sorted(
-            os.path.abspath(os.path.join(root, name)) for root, _, names in os.walk(text) for name in names if _is_scene_name(name)
-        )
+        found = sorted(os.path.abspath(p) for p in folder_files(text) if _is_scene_name(os.path.basename(p)))
     elif os.path.isfile(text):
         found = [os.path.abspath(text)]
     else:
@@ -292,6 +293,8 @@ def _bucket_scenes(text: str) -> list[SceneRef | DeadLetter]:
     from pipelines.bucket import output_store
 
     glob_chars = bool(_GLOB_CHARS & set(text))
+    if glob_chars and not text.endswith("/") and output_store().stat(text) is not None:
+        return _scenes([text])  # an object of that very name, "[" and all, not a pattern
     try:
         matched = output_store().glob(text if glob_chars else text.rstrip("/") + "/**")
     except NotFound:

@@ -268,8 +268,13 @@ class TestOptions:
                 {"catalog": "stac", "write_catalog": False},
                 "--catalog: --catalog names where to write the catalogue, and --no-catalog writes none",
             ),
-            ({"out": "gs://b/run#1"}, "--out: 'gs://b/run#1' holds '#' or '?', which STAC hrefs read as URL syntax"),
-            ({"catalog": "cat?x"}, "--catalog: 'cat?x' holds '#' or '?', which STAC hrefs read as URL syntax"),
+            ({"out": "gs://b/run#1"}, "--out: 'gs://b/run#1' holds '#', '?', ';', '%' or a control character"),
+            ({"catalog": "cat?x"}, "--catalog: 'cat?x' holds '#', '?', ';', '%' or a control character"),
+            # pystac wrote the documents of a catalogue "cat;c=d" into ".cat" (";c=d" read as parameters), and of
+            # "o\nx" into "ox", outside --out; "%20" read over HTTP is a space, another folder.
+            ({"catalog": "cat&a+b;c=d"}, "--catalog: 'cat&a+b;c=d' holds '#', '?', ';', '%' or a control character"),
+            ({"out": "o\nx"}, "--out: 'o\\nx' holds '#', '?', ';', '%' or a control character"),
+            ({"out": "xo%20x"}, "--out: 'xo%20x' holds '#', '?', ';', '%' or a control character"),
         ],
     )
     def test_bad_values(self, kwargs: dict[str, object], message: str) -> None:

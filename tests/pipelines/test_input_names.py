@@ -1,0 +1,89 @@
+"""Inputs named as users name them: glob characters, ``?`` and linked folders in a real archive's paths.
+
+A name is read as a pattern only when no file or folder has it; a ``?`` is a
+query only in an ``http(s)://`` URL; a folder is searched through the folders
+linked into it, as ``**`` searches.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from pipelines.convert import run
+from pipelines.jsonl import load_jsonl
+from pipelines.options import ConvertOptions
+from pipelines.testing import write_geotiff, write_series
+from rumi_core.cli.main import cli
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+TRANSFORM = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300040.0)
+OPTIONS = {"tile_size": 32, "frame_unit": 0, "compression": "raster", "write_catalog": False}
+
+
+def _inputs(out: Path) -> list[list[str]]:
+    return [sorted(entry["inputs"]) for entry in load_jsonl(str(out / "manifest.jsonl"))]
+
+
+def test_a_name_with_glob_characters_names_its_own_file(tmp_path: Path) -> None:
+    """``scene[1]_…tif`` exists: as a pattern it named ``scene1_…tif`` instead, and a shell's ``*.tif`` (which gives
+    each name) read the ``scene1`` series twice and the ``scene[1]`` one never, with no dead letter."""
+    odd, _ = write_series(str(tmp_path / "in"), dates=["2023-01-05"], bands=("B04",), size=(48, 64), seed=3, prefix="scene[1]")
+    plain, _ = write_series(str(tmp_path / "in"), dates=["2023-02-04"], bands=("B04",), size=(48, 64), seed=4, prefix="scene1")
+    summary = run(odd, ConvertOptions(out=str(tmp_path / "one"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == () and _inputs(tmp_path / "one") == [odd]
+    summary = run(sorted(odd + plain), ConvertOptions(out=str(tmp_path / "shell"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == () and _inputs(tmp_path / "shell") == [sorted(odd + plain)]
+    result = CliRunner().invoke(cli, ["convert", *odd, "--out", str(tmp_path / "cli"), "--no-catalog", "--tile-size", "32"])
+    assert result.exit_code == 0, result.output
+    # A pattern is still a pattern where no file has its name.
+    run([str(tmp_path / "in" / "scene?_*.tif")], ConvertOptions(out=str(tmp_path / "pattern"), **OPTIONS))  # type: ignore[arg-type]
+    assert _inputs(tmp_path / "pattern") == [plain]
+
+
+def test_a_question_mark_in_a_local_name_is_part_of_it(tmp_path: Path) -> None:
+    """Cut at ``?`` as if it were a URL's query, ``q?dir/T32UPU_20230105T103021_B04.tif`` lost its date and band token:
+    ``unknown-time`` dead letters."""
+    folder = tmp_path / "q?dir"
+    folder.mkdir()
+    for day in ("20230105", "20230204"):
+        for band in ("B04", "B08"):
+            pixels = np.full((1, 48, 64), int(day[-2:]), dtype="uint16")
+            write_geotiff(str(folder / f"T32UPU_{day}T103021_{band}.tif"), pixels, epsg=32632, transform=TRANSFORM, nodata=0)
+    summary = run([str(folder)], ConvertOptions(out=str(tmp_path / "out"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == ()
+    (entry,) = load_jsonl(str(tmp_path / "out" / "manifest.jsonl"))
+    assert entry["times"] == ["2023-01-05T10:30:21Z", "2023-02-04T10:30:21Z"]
+    assert [b["name"] for b in entry["bands"]] == ["B04", "B08"]
+
+
+def test_a_folder_is_searched_through_the_folders_linked_into_it(tmp_path: Path) -> None:
+    """``feb -> elsewhere/feb``: February's scenes were left out of the cube without a word; a link back up is searched once."""
+    jan, _ = write_series(str(tmp_path / "series" / "jan"), dates=["2023-01-05"], size=(48, 64), seed=6)
+    feb, _ = write_series(str(tmp_path / "elsewhere" / "feb"), dates=["2023-02-04"], size=(48, 64), seed=7)
+    (tmp_path / "series" / "feb").symlink_to(tmp_path / "elsewhere" / "feb")
+    (tmp_path / "series" / "jan" / "up").symlink_to(tmp_path / "series")  # a cycle
+    summary = run([str(tmp_path / "series")], ConvertOptions(out=str(tmp_path / "out"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == ()
+    (entry,) = load_jsonl(str(tmp_path / "out" / "manifest.jsonl"))
+    assert len(entry["times"]) == 2 and len(entry["inputs"]) == len(jan) + len(feb)
+    only_link = tmp_path / "links"
+    only_link.mkdir()
+    (only_link / "plain").symlink_to(tmp_path / "elsewhere")
+    result = CliRunner().invoke(cli, ["convert", str(only_link), "--out", str(tmp_path / "cli"), "--no-catalog", "--tile-size", "32"])
+    assert result.exit_code == 0, result.output  # was refused: "the directory holds no .tif … file"
+
+
+@pytest.mark.parametrize("name", ["cat;c=d", "o\nx", "xo%20x"])
+def test_an_output_name_stac_hrefs_would_misread_is_refused(tmp_path: Path, name: str) -> None:
+    """pystac wrote a catalogue ``cat;c=d``'s documents into ``.cat`` and one ``o\\nx``'s into ``ox``; ``%20`` is a
+    space to an HTTP reader. The run is refused before it starts, naming the option."""
+    write_series(str(tmp_path / "in"), dates=["2023-01-05"], size=(48, 64), seed=8)
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--catalog", str(tmp_path / name)])
+    assert result.exit_code == 2 and "--catalog" in result.output and "which STAC hrefs read as URL syntax" in result.output
+    assert not (tmp_path / "out").exists()
