@@ -76,11 +76,20 @@ def _listing(path: str, mtime_ns: int, size: int) -> dict[str, int]:
             with zipfile.ZipFile(path) as zipped:
                 return {info.filename: info.compress_size for info in zipped.infolist() if not info.is_dir()}
         with tarfile.open(path, "r:") as bundle:  # "r:" reads uncompressed tars only
-            return {info.name: info.size for info in bundle.getmembers() if info.isfile()}
+            members = [info for info in bundle.getmembers() if info.isfile()]
     except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError) as err:
         if not path.lower().endswith(".zip") and _compressed(path):
             raise ArchiveError(f"{path} is a compressed tar, which GDAL reads only from its start; extract it first") from err
         raise ArchiveError(f"cannot read {path}: {err}") from err
+    # GDAL's /vsitar/ reads a member's name from its ustar header alone: a name too long or not ASCII
+    # lives in a PAX extended header (Python's tarfile, tar --format=pax), and GDAL would not find it.
+    pax = [info.name for info in members if "path" in info.pax_headers]
+    if pax:
+        raise ArchiveError(
+            f"{path} names {len(pax)} member(s) ({pax[0]}) in PAX extended headers, for names too long or not ASCII, "
+            "which GDAL's /vsitar/ does not read; extract it, or pack it again with tar --format=gnu"
+        )
+    return {info.name: info.size for info in members}
 
 
 _COMPRESSED_MAGIC: Final = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00", b"\x28\xb5\x2f\xfd")

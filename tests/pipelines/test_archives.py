@@ -213,3 +213,20 @@ def test_a_directory_of_archives_is_searched_into(tmp_path: Path) -> None:
     assert len(refs) == 5 and all(r.href.startswith(f"/vsizip/{{{archive}}}/") for r in refs)
     (letter,) = [r for r in found if isinstance(r, DeadLetter)]
     assert letter.reason == "no-match" and letter.message == "the archive holds no .tif, .tiff, .jp2 or .hgt file"
+
+
+def test_a_tar_naming_members_in_pax_headers_is_refused_saying_why(tmp_path: Path) -> None:
+    """Python's tarfile (and tar --format=pax) keeps a non-ASCII or long name in a PAX header, which GDAL's /vsitar/ does
+    not read: each member was listed, then an "unreadable" dead letter saying it "does not exist in the file system"."""
+    scene = tmp_path / "S2_é_20230105T103021_B04.tif"
+    write_geotiff(str(scene), np.ones((1, 48, 64), dtype="uint16"), epsg=32632, transform=(10.0, 0.0, 600000.0, 0.0, -10.0, 5300040.0))
+    for fmt, name in ((tarfile.PAX_FORMAT, "pax.tar"), (tarfile.GNU_FORMAT, "gnu.tar")):
+        with tarfile.open(tmp_path / name, "w", format=fmt) as bundle:
+            bundle.add(scene, scene.name)
+    with pytest.raises(ArchiveError, match=r"in PAX extended headers, .* pack it again with tar --format=gnu"):
+        raster_members(str(tmp_path / "pax.tar"), RASTER_SUFFIXES)
+    (member,) = raster_members(str(tmp_path / "gnu.tar"), RASTER_SUFFIXES)
+    assert member.endswith(scene.name)
+    summary = run([str(tmp_path / "pax.tar")], ConvertOptions(out=str(tmp_path / "out"), time="2023-01-05", tile_size=32))
+    (letter,) = summary.dead_letters
+    assert letter.reason == "unreadable" and "PAX extended headers" in letter.message
