@@ -183,7 +183,9 @@ def _check_beam_args(beam_args: list[str], command: click.Command) -> None:
         close = [spelled] if spelled in ours else [beams] if beams.removeprefix("--") in known else []
         close = close or difflib.get_close_matches(typed, names, n=1, cutoff=0.7)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it")
+        named = next((t for t in beam_args if t.split("=", 1)[0] == typed and os.path.lexists(t)), None)
+        path = f" (a file or folder whose name starts with '-' is given as ./{named})" if named else ""
+        raise click.UsageError(f"no such option: {typed}{hint}; neither rumi convert nor Beam knows it{path}")
 
 
 def _check_runner(runner: str, beam_args: list[str], out: str) -> None:

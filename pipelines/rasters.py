@@ -55,6 +55,7 @@ import numpy as np
 import rasterio
 from rasterio.enums import Interleaving, MaskFlags, Resampling
 from rasterio.vrt import WarpedVRT
+from requests.utils import requote_uri
 
 from pipelines.archives import archive_of, member_size
 
@@ -238,11 +239,13 @@ def gdal_path(href: str) -> str:
     fragment, which GCS object names may hold. (An HTTP URL keeps its URL
     meaning either way: libcurl sends no fragment.)
 
-    >>> gdal_path("gs://bucket/scenes/a#1.tif"), gdal_path("/data/a.tif")
-    ('/vsigs/bucket/scenes/a#1.tif', '/data/a.tif')
+    >>> gdal_path("gs://bucket/scenes/a#1.tif"), gdal_path("/data/a.tif"), gdal_path("https://h/my scene.tif")
+    ('/vsigs/bucket/scenes/a#1.tif', '/data/a.tif', '/vsicurl/https://h/my%20scene.tif')
     """
     if href.startswith(("http://", "https://")):
-        return "/vsicurl/" + href
+        # A space or a non-ASCII character, which a browser or requests escapes on the way out, libcurl
+        # refuses ("Malformed input to a URL function"): escaped here as requests escapes it.
+        return "/vsicurl/" + requote_uri(href)
     if href.startswith("gs://"):
         return "/vsigs/" + href.removeprefix("gs://")
     return href

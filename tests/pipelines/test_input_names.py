@@ -7,6 +7,7 @@ linked into it, as ``**`` searches.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -87,3 +88,26 @@ def test_an_output_name_stac_hrefs_would_misread_is_refused(tmp_path: Path, name
     result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--catalog", str(tmp_path / name)])
     assert result.exit_code == 2 and "--catalog" in result.output and "which STAC hrefs read as URL syntax" in result.output
     assert not (tmp_path / "out").exists()
+
+
+def test_a_name_starting_with_a_dash_is_told_how_to_give_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every token starting with "-" is an option, even after "--": the error named no way out."""
+    write_series(str(tmp_path / "-in"), dates=["2023-01-05"], size=(48, 64), seed=9)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["convert", "--out", "out", "--no-catalog", "--", "-in"])
+    assert result.exit_code == 2 and "(a file or folder whose name starts with '-' is given as ./-in)" in result.output, result.output
+    result = CliRunner().invoke(cli, ["convert", "--out", "out", "--no-catalog", "--tile-size", "32", "./-in"])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_url_with_a_space_is_read_as_a_browser_would_send_it(tmp_path: Path) -> None:
+    """libcurl refused "my scene…tif" ("Malformed input to a URL function"): every scene an unreadable dead letter."""
+    from catalog.testing import RangeRequestServer
+
+    paths, _ = write_series(str(tmp_path / "served"), dates=["2023-01-05", "2023-02-04"], size=(48, 64), seed=10, prefix="my scene")
+    with RangeRequestServer(tmp_path / "served") as server:
+        urls = [server.url(os.path.basename(p)) for p in paths]
+        assert all(" " in url for url in urls)
+        summary = run(urls, ConvertOptions(out=str(tmp_path / "out"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == () and [e.status for e in summary.entries] == ["written"]
+    assert _inputs(tmp_path / "out") == [sorted(urls)]  # recorded as given
