@@ -360,8 +360,13 @@ def _dtype_text(acq: Acquisition) -> str:
     return f"dtype {acq.dtype} with nodata {acq.nodata_key}"
 
 
+def _short(names: Iterable[str]) -> str:
+    """Band names as a message lists them: a band text's first part (``B04`` of ``B04, red, 664.6nm ...``)."""
+    return ", ".join(name.split(",", 1)[0] for name in names)
+
+
 def _bands_text(acq: Acquisition) -> str:
-    return f"{len(acq.names)} bands ({', '.join(acq.names)})"
+    return f"{len(acq.names)} band{'' if len(acq.names) == 1 else 's'} ({_short(acq.names)})"
 
 
 def _alongside(series: dict[CubeKey, list[Acquisition]], key: CubeKey, other: CubeKey) -> bool:
@@ -426,7 +431,7 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
             continue
         if _alongside(series, loser, winner):
             if _newer_and_short(series[loser], series[winner]):
-                missing = ", ".join(n for n in winner.names if n not in loser.names)
+                missing = _short(n for n in winner.names if n not in loser.names)
                 tail = (
                     f"an older processing of its Sentinel-2 datatake on {where} has {len(winner.names)}: it lacks {missing} "
                     "(still being copied?), so the older processing stays until it holds them"
@@ -435,7 +440,9 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
                     letter for acq in series[loser] for letter in _reject(acq, "incomplete-scene", f"{_bands_text(acq)}, while {tail}")
                 ]
             continue
-        tail = f"other acquisitions on {where} have {len(winner.names)} ({', '.join(winner.names)})"
+        lacking = [n for n in winner.names if n not in loser.names]
+        differ = f"it lacks {_short(lacking)}" if lacking else f"it has {_short(n for n in loser.names if n not in winner.names)} more"
+        tail = f"other acquisitions on {where} have {len(winner.names)} ({_short(winner.names)}): {differ}"
         losers[loser] = _reject_series(series[loser], len(series[winner]), "band-count-mismatch", _bands_text, tail)
     return losers
 
@@ -449,7 +456,8 @@ def _mismatches(series: dict[CubeKey, list[Acquisition]]) -> tuple[set[CubeKey],
         by_slot[key.slot].append(key)
     for slot in sorted(by_slot):
         keys = sorted(by_slot[slot])
-        where = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}"
+        label = slot[4][0]
+        where = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}" + (f" in {label}" if label else "")
         for loser, letters in _dtype_losers(series, keys, where).items():
             losers.add(loser)
             rejects += letters
