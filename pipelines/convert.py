@@ -345,8 +345,15 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
     except CatalogError as err:  # the run's outputs are published; what they supersede is only unknown
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         return dataclasses.replace(summary, pruned=options.prune)
-    unlisted = unlisted_cubes(options, before, summary.entries, settled)
-    return dataclasses.replace(summary, stale=settled.stale, pruned=options.prune, unlisted=unlisted.files, unlisted_gone=unlisted.gone)
+    unlisted = unlisted_cubes(options, before, summary.entries, settled, (d.href for d in summary.dead_letters))
+    return dataclasses.replace(
+        summary,
+        stale=settled.stale,
+        pruned=options.prune,
+        unlisted=unlisted.files,
+        unlisted_gone=unlisted.gone,
+        unlisted_failed=unlisted.failed,
+    )
 
 
 def _newly_unread(summary: Summary, known: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:

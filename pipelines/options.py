@@ -169,7 +169,7 @@ class ConvertOptions:
     overwrite: bool = False
     """Convert cubes whose outputs already exist and validate (``--overwrite``)."""
     prune: bool = False
-    """Remove the cubes of the previous run that this run's supersede (``--prune``; :mod:`pipelines.stale`)."""
+    """Remove the cubes of earlier runs that this run's supersede (``--prune``; :mod:`pipelines.stale`)."""
     shards: int = 64
     """How many shards frame keys are generated in; bounds the parallelism of the frame stage."""
     verify_frames: int = 8

@@ -1,4 +1,4 @@
-"""Cubes of the previous run that this run's cubes supersede.
+"""Cubes of earlier runs that this run's cubes supersede, and those it leaves unlisted.
 
 A generic cube's name carries its time range and a hash of its inputs, so a
 run over more scenes (the next night's) writes its cube under a new name.
@@ -136,10 +136,16 @@ class Unlisted(NamedTuple):
     """The cubes' files."""
     gone: tuple[str, ...]
     """Their inputs that no longer exist (local files and ``gs://`` objects; a URL is not asked), sorted."""
+    failed: tuple[str, ...]
+    """Their inputs that are dead letters of this run, sorted."""
 
 
 def unlisted_cubes(
-    options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry], settled: Settled
+    options: ConvertOptions,
+    before: Sequence[dict[str, Any]],
+    entries: Sequence[ManifestEntry],
+    settled: Settled,
+    dead_letters: Iterable[str] = (),
 ) -> Unlisted:
     """The cubes of ``before`` still in ``OUT`` that this run neither wrote, kept nor superseded, and that
     ``OUT/superseded.jsonl`` does not list (as :func:`settle` left it); listed in ``OUT/unlisted.jsonl``.
@@ -151,6 +157,8 @@ def unlisted_cubes(
     one may hold the only copy of a scene deleted since; ``OUT/unlisted.jsonl``
     keeps them, so that every later run's summary names them (not the next
     one's alone), and a run that holds all their inputs again supersedes them.
+
+    ``dead_letters`` are this run's (hrefs): those among the cubes' inputs are named as a cause.
     """
     done = {entry.file for entry in entries} | {os.path.basename(path) for path in settled.stale} | settled.listed
     lines = {
@@ -162,9 +170,10 @@ def unlisted_cubes(
         write_jsonl(options.unlisted_path, [{"file": name, "inputs": inputs} for name, inputs in sorted(lines.items())])
     else:
         remove_output(options.unlisted_path)
-    inputs = {i for held in lines.values() for i in held if isinstance(i, str) and (is_gs(i) or "://" not in i)}
-    gone = tuple(sorted(i for i in inputs if not output_exists(i)))
-    return Unlisted(tuple(os.path.join(options.out, name) for name in sorted(lines)), gone)
+    inputs = {i for held in lines.values() for i in held if isinstance(i, str)}
+    gone = tuple(sorted(i for i in inputs if (is_gs(i) or "://" not in i) and not output_exists(i)))
+    failed = tuple(sorted(inputs & set(dead_letters)))
+    return Unlisted(tuple(os.path.join(options.out, name) for name in sorted(lines)), gone, failed)
 
 
 def remove_cubes(paths: Iterable[str]) -> None:

@@ -63,13 +63,15 @@ class Summary:
     dead_letter_path: str = "dead-letter.jsonl"
     """Where the dead letters are."""
     stale: tuple[str, ...] = ()
-    """Cubes of the previous run that this run's supersede (:mod:`pipelines.stale`)."""
+    """Cubes of earlier runs that this run's supersede (:mod:`pipelines.stale`)."""
     pruned: bool = False
     """Whether :attr:`stale` were removed (``--prune``)."""
     unlisted: tuple[str, ...] = ()
     """Cubes of earlier runs left in ``OUT`` that this run neither wrote, kept nor superseded, so no longer listed."""
     unlisted_gone: tuple[str, ...] = ()
     """The inputs of :attr:`unlisted` that no longer exist."""
+    unlisted_failed: tuple[str, ...] = ()
+    """The inputs of :attr:`unlisted` that are dead letters of this run."""
 
     @classmethod
     def from_files(
@@ -175,24 +177,24 @@ class Summary:
         if self.stale:
             cubes, verb, shown = _earlier_cubes(self.stale)
             if self.pruned:
-                lines.append(f"pruned {cubes} of the previous run that this run's supersede: {shown}")
+                lines.append(f"pruned {cubes} of earlier runs that this run's supersede: {shown}")
             else:
                 lines.append(
-                    f"{cubes} of the previous run {verb} superseded by this run's, which hold all their inputs, "
+                    f"{cubes} of earlier runs {verb} superseded by this run's, which hold all their inputs, "
                     f"and no longer listed ({shown}): --prune removes them"
                 )
         if self.unlisted:
             cubes, verb, shown = _earlier_cubes(self.unlisted)
             # Why no cube of this run holds all their inputs: inputs that left the archive, or are dead letters tonight
-            # (a time step left out, a file gone bad), or were not given.
+            # (a time step left out, a file gone bad); else they were not given.
             causes = []
-            if self.unlisted_gone:
-                gone = len(self.unlisted_gone)
-                more = ", ..." if gone > 1 else ""
-                exist = "exists" if gone == 1 else "exist"
-                causes.append(f"{counted(gone, 'input')} of theirs no longer {exist} ({self.unlisted_gone[0]}{more})")
-            if self.dead_letters:
-                causes.append("an input may be among this run's dead letters")
+            for hrefs, singular, plural in (
+                (self.unlisted_gone, "no longer exists", "no longer exist"),
+                (self.unlisted_failed, "is a dead letter of this run", "are dead letters of this run"),
+            ):
+                if hrefs:
+                    more = ", ..." if len(hrefs) > 1 else ""
+                    causes.append(f"{counted(len(hrefs), 'input')} of theirs {singular if len(hrefs) == 1 else plural} ({hrefs[0]}{more})")
             lines.append(
                 f"{cubes} of earlier runs {verb} still in the output folder but in no manifest or catalogue, since this run "
                 f"wrote no cube holding all their inputs ({'; '.join([shown, *causes])}); they are listed in "

@@ -728,7 +728,7 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     for path in later:
         os.rename(path + ".later", path)
     second = CliRunner().invoke(cli, command)
-    named = "1 cube of the previous run is superseded by this run's, which hold all their inputs, and no longer listed"
+    named = "1 cube of earlier runs is superseded by this run's, which hold all their inputs, and no longer listed"
     assert f"listed ({two_dates.name})" in second.output
     assert second.exit_code == 0 and named in second.output, second.output
     (three_dates,) = set(out.glob("*.rumi")) - {two_dates, out / "mine.rumi"}
@@ -743,7 +743,7 @@ def test_prune_removes_the_cubes_a_run_supersedes_and_nothing_else(tmp_path: Pat
     assert "pruned" not in failing.output and three_dates.exists(), failing.output
     Path(later[0]).write_bytes(saved)
     pruned = CliRunner().invoke(cli, [*command, "--prune"])
-    assert pruned.exit_code == 0 and f"pruned 1 cube of the previous run that this run's supersede: {two_dates.name}" in pruned.output
+    assert pruned.exit_code == 0 and f"pruned 1 cube of earlier runs that this run's supersede: {two_dates.name}" in pruned.output
     assert sorted(out.glob("*.rumi")) == sorted([three_dates, out / "mine.rumi"]) and not (out / "superseded.jsonl").exists()
     # Another area into the same folder, then a run whose every input fails: neither supersedes what is there.
     write_series(str(tmp_path / "other"), dates=["2023-01-05"], size=(40, 56), seed=7, origin=(700000.0, 5300040.0))

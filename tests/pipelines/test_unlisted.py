@@ -1,4 +1,4 @@
-"""Cubes of the previous run that a run given other inputs leaves unlisted (:func:`pipelines.stale.unlisted_cubes`).
+"""Cubes of earlier runs that a run given other inputs leaves unlisted (:func:`pipelines.stale.unlisted_cubes`).
 
 A run's manifest and catalogue describe its own cubes. Converting another
 area into the same ``--out`` left the first area's cube in the folder, valid
@@ -71,7 +71,7 @@ def test_a_run_of_another_area_keeps_the_earlier_superseded_list(tmp_path: Path)
     assert [line["file"] for line in load_jsonl(str(out / "superseded.jsonl"))] == [two_dates.name]
     assert two_dates.name not in other.split("in no manifest")[-1], other  # named as superseded, not unlisted
     pruned = convert(scenes, "--prune")
-    assert f"pruned 1 cube of the previous run that this run's supersede: {two_dates.name}" in pruned and not two_dates.exists()
+    assert f"pruned 1 cube of earlier runs that this run's supersede: {two_dates.name}" in pruned and not two_dates.exists()
     assert not (out / "superseded.jsonl").exists()
 
 
@@ -92,7 +92,7 @@ def test_a_cube_whose_scene_a_later_run_replaced_at_its_time_is_superseded(tmp_p
     convert(str(tmp_path / "a"))
     (first,) = out.glob("*.rumi")
     second = convert(str(tmp_path / "a"), str(tmp_path / "b"), "--prune")
-    assert f"pruned 1 cube of the previous run that this run's supersede: {first.name}" in second, second
+    assert f"pruned 1 cube of earlier runs that this run's supersede: {first.name}" in second, second
     assert not first.exists() and len(list(out.glob("*.rumi"))) == 1
 
 
@@ -106,7 +106,7 @@ def test_a_cube_left_unheld_by_tonights_dead_letters_is_named_with_them(tmp_path
     assert CliRunner().invoke(cli, ["convert", str(tmp_path / "a"), *args]).exit_code == 0
     result = CliRunner().invoke(cli, ["convert", str(tmp_path / "a"), str(tmp_path / "b"), *args])
     assert result.exit_code == 0, result.output
-    assert "holding all their inputs (" in result.output and "; an input may be among this run's dead letters)" in result.output
+    assert "holding all their inputs (" in result.output and "; 4 inputs of theirs are dead letters of this run (" in result.output
     assert "left out: 1 time step in no cube (2023-01-05T10:30:21Z on EPSG32632_r10)" in result.output, result.output
 
 
