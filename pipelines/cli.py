@@ -26,7 +26,7 @@ from pipelines import scratch
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
-from pipelines.folders import folder_files
+from pipelines.folders import folder_files, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
@@ -87,7 +87,7 @@ def check_inputs(paths: list[str]) -> None:
         if is_url(text):
             continue
         if any(c in text for c in "*?[") and not os.path.lexists(text):  # a name of its own, not a pattern (see discover)
-            files = [p for p in glob.iglob(text, recursive=True) if os.path.isfile(p)]
+            files = pattern_files(text)
             if not files:
                 raise LineError(f"input {text}: no file matches this pattern")
             if all(p.lower().endswith(GDAL_SIDECAR_SUFFIXES) for p in files):

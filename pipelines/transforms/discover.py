@@ -20,7 +20,6 @@ An input that finds nothing, or a STAC file that cannot be read, becomes a
 
 from __future__ import annotations
 
-import glob
 import json
 import math
 import os
@@ -35,7 +34,7 @@ from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind
 from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
-from pipelines.folders import folder_files
+from pipelines.folders import folder_files, pattern_files
 from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
@@ -258,7 +257,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     # A file or folder of that very name is named, not a pattern: "scene[1]_B04.tif" exists, or a shell
     # expanded *.tif into it (as a pattern, it matched "scene1_B04.tif", or nothing).
     if _GLOB_CHARS & set(text) and not os.path.lexists(text):
-        found = sorted(os.path.abspath(p) for p in glob.glob(text, recursive=True) if os.path.isfile(p))
+        found = sorted(os.path.abspath(p) for p in pattern_files(text))
         if found:
             return _glob_scenes(text, _one_path_per_file(found))
     elif os.path.isdir(text):
@@ -296,7 +295,10 @@ def _bucket_scenes(text: str) -> list[SceneRef | DeadLetter]:
     if glob_chars and not text.endswith("/") and output_store().stat(text) is not None:
         return _scenes([text])  # an object of that very name, "[" and all, not a pattern
     try:
-        matched = output_store().glob(text if glob_chars else text.rstrip("/") + "/**")
+        below = sorted(output_store().listing(text)) if glob_chars and text.endswith("/") else []
+        if below:
+            glob_chars = False  # a folder of that very name, "[" and all: what is below it
+        matched = below or output_store().glob(text if glob_chars else text.rstrip("/") + "/**")
     except NotFound:
         bucket = text.removeprefix("gs://").partition("/")[0]
         return [DeadLetter(text, "no-match", f"the bucket {bucket!r} does not exist", STAGE)]

@@ -23,6 +23,8 @@ from rumi_core.cli.main import cli
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from catalog.testing import GCSEmulator
+
 TRANSFORM = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300040.0)
 OPTIONS = {"tile_size": 32, "frame_unit": 0, "compression": "raster", "write_catalog": False}
 
@@ -111,3 +113,26 @@ def test_a_url_with_a_space_is_read_as_a_browser_would_send_it(tmp_path: Path) -
         summary = run(urls, ConvertOptions(out=str(tmp_path / "out"), **OPTIONS))  # type: ignore[arg-type]
     assert summary.dead_letters == () and [e.status for e in summary.entries] == ["written"]
     assert _inputs(tmp_path / "out") == [sorted(urls)]  # recorded as given
+
+
+def test_a_double_star_over_a_cycle_of_links_ends(tmp_path: Path) -> None:
+    """Python's recursive glob follows a link back up for ever: rumi convert 'tree/**/*.tif' ran until killed."""
+    paths, _ = write_series(str(tmp_path / "tree" / "jan"), dates=["2023-01-05"], size=(48, 64), seed=11)
+    (tmp_path / "tree" / "jan" / "up").symlink_to(tmp_path / "tree")
+    (tmp_path / "tree" / "self").symlink_to(".")
+    summary = run([str(tmp_path / "tree" / "**" / "*.tif")], ConvertOptions(out=str(tmp_path / "out"), **OPTIONS))  # type: ignore[arg-type]
+    assert summary.dead_letters == () and _inputs(tmp_path / "out") == [sorted(paths)]
+
+
+def test_a_bucket_name_with_glob_characters_names_its_own_object_or_folder(emulator: GCSEmulator, tmp_path: Path) -> None:
+    from pipelines.bucket import output_store
+    from pipelines.transforms.discover import discover
+
+    paths, _ = write_series(str(tmp_path / "in"), dates=["2023-01-05"], bands=("B04",), size=(48, 64), seed=12)
+    with open(paths[0], "rb") as f:
+        data = f.read()
+    for url in ("gs://rumi/names/dir[1]/S2[1]_B04.tif", "gs://rumi/names/dir1/S21_B04.tif"):
+        output_store().write(url, data)
+    assert [s.href for s in discover("gs://rumi/names/dir[1]/S2[1]_B04.tif")] == ["gs://rumi/names/dir[1]/S2[1]_B04.tif"]
+    assert [s.href for s in discover("gs://rumi/names/dir[1]/")] == ["gs://rumi/names/dir[1]/S2[1]_B04.tif"]
+    assert [s.href for s in discover("gs://rumi/names/dir?/*.tif")] == ["gs://rumi/names/dir1/S21_B04.tif"]  # still a pattern
