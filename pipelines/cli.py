@@ -89,7 +89,7 @@ def check_inputs(paths: list[str]) -> None:
         if any(c in text for c in "*?[") and not os.path.lexists(text):  # a name of its own, not a pattern (see discover)
             files = pattern_files(text)
             if not files:
-                raise LineError(f"input {text}: no file matches this pattern")
+                raise LineError(f"input {text}: no file matches this pattern{_escape_hint(text)}")
             if all(p.lower().endswith(GDAL_SIDECAR_SUFFIXES) for p in files):
                 raise LineError(f"input {text}: {SIDECARS_ONLY}")
         elif os.path.isdir(text):
@@ -98,6 +98,17 @@ def check_inputs(paths: list[str]) -> None:
                 raise LineError(f"input {text}: the directory holds no {suffix_list(suffixes)} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
+
+
+def _escape_hint(pattern: str) -> str:
+    """A hint for a pattern that matches nothing because a folder it names holds ``[``, ``*`` or ``?`` itself, else ""."""
+    folder = os.path.dirname(pattern)
+    while folder and not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    if not folder or not any(c in folder for c in "*?["):
+        return ""
+    escaped = os.path.join(glob.escape(folder), os.path.relpath(pattern, folder))
+    return f" (the folder {folder} exists: in a pattern, its name is written {glob.escape(folder)}, as in {escaped})"
 
 
 def _looks_like_input(token: str) -> bool:

@@ -136,3 +136,17 @@ def test_a_bucket_name_with_glob_characters_names_its_own_object_or_folder(emula
     assert [s.href for s in discover("gs://rumi/names/dir[1]/S2[1]_B04.tif")] == ["gs://rumi/names/dir[1]/S2[1]_B04.tif"]
     assert [s.href for s in discover("gs://rumi/names/dir[1]/")] == ["gs://rumi/names/dir[1]/S2[1]_B04.tif"]
     assert [s.href for s in discover("gs://rumi/names/dir?/*.tif")] == ["gs://rumi/names/dir1/S21_B04.tif"]  # still a pattern
+
+
+def test_a_pattern_through_a_folder_whose_name_holds_brackets_says_how_to_write_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``in[1]/*.tif`` is a pattern whose ``[1]`` matches ``in1``: "no file matches" named no way out."""
+    write_series(str(tmp_path / "in[1]"), dates=["2023-01-05"], size=(48, 64), seed=13)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["convert", "in[1]/*.tif", "--out", "out"])
+    assert result.exit_code == 2, result.output
+    assert (
+        "no file matches this pattern (the folder in[1] exists: in a pattern, its name is written in[[]1], as in in[[]1]/*.tif)"
+        in result.output
+    )
+    result = CliRunner().invoke(cli, ["convert", "in[[]1]/*.tif", "--out", "out", "--no-catalog", "--tile-size", "32"])
+    assert result.exit_code == 0, result.output
