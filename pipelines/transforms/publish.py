@@ -280,11 +280,9 @@ def _upload_tree(staging: str, root: str) -> None:
     store = output_store()
     present = {url[len(root) + 1 :]: stat for url, stat in store.listing(root).items()}
     files: dict[str, bytes] = {}
-    for folder, _, names in os.walk(staging):
-        for file_name in names:
-            path = os.path.join(folder, file_name)
-            with open(path, "rb") as f:
-                files[os.path.relpath(path, staging).replace(os.sep, "/")] = f.read()
+    for name, path in _tree_files(staging).items():
+        with open(path, "rb") as f:
+            files[name] = f.read()
 
     def upload(name: str) -> None:
         data = files[name]
@@ -344,20 +342,21 @@ def _remove_stale(parent: str, name: str) -> None:
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
+def _tree_files(top: str) -> dict[str, str]:
+    """The files below folder ``top``: each path by its name relative to ``top``, with ``/`` separators."""
+    found = {}
+    for folder, _, names in os.walk(top):
+        for name in names:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, top).replace(os.sep, "/")] = path
+    return found
+
+
 def _same_tree(new: str, root: str) -> bool:
     """Whether folder ``root`` holds exactly the files of ``new``, byte for byte, and nothing else."""
-
-    def files(top: str) -> dict[str, str]:
-        found = {}
-        for folder, _, names in os.walk(top):
-            for name in names:
-                path = os.path.join(folder, name)
-                found[os.path.relpath(path, top)] = path
-        return found
-
     if not os.path.isdir(root):
         return False
-    built, held = files(new), files(root)
+    built, held = _tree_files(new), _tree_files(root)
     if built.keys() != held.keys():
         return False
     return all(filecmp.cmp(path, held[relative], shallow=False) for relative, path in built.items())
