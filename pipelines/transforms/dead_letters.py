@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from pipelines.errors import PipelineError, SceneError
 from pipelines.jsonl import write_jsonl
+from pipelines.planning.hrefs import unsigned, unsigned_text
 from pipelines.transforms.collect import WriteCollected, inc
 
 __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
@@ -79,6 +80,15 @@ class DeadLetter:
         """JSON form, one line of the dead-letter output."""
         return {"href": self.href, "reason": self.reason, "message": self.message, "stage": self.stage}
 
+    def unsigned(self) -> DeadLetter:
+        """This dead letter with the signatures of its URLs removed (:func:`~pipelines.planning.hrefs.unsigned`), as it is written.
+
+        A signature is a credential: the file holds the inputs as the
+        manifest does, and a later pass of the run names its unreadable
+        scenes by these hrefs.
+        """
+        return DeadLetter(unsigned(self.href), self.reason, unsigned_text(self.message), self.stage)
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeadLetter:
         """Inverse of :meth:`to_dict`."""
@@ -92,7 +102,7 @@ class WriteDeadLetters(WriteCollected):
     @staticmethod
     def write_all(letters: list[DeadLetter], path: str, temp_dir: str | None) -> int:
         """Sort, drop repeats, write, count by reason."""
-        count = write_jsonl(path, [d.to_dict() for d in sorted(set(letters))], temp_dir=temp_dir)
+        count = write_jsonl(path, [d.to_dict() for d in sorted({d.unsigned() for d in letters})], temp_dir=temp_dir)
         for letter in letters:
             inc(WriteDeadLetters, f"dead_letter.{letter.reason}")
         return count

@@ -160,7 +160,7 @@ def manifest_entry(
         sha256=sha256,
         pixel_is_point=plan.pixel_is_point,
         inputs=tuple(unsigned(h) for h in plan.inputs),  # a signature is a credential, and changes with each signing
-        dropped=plan.dropped,
+        dropped=tuple(sorted(unsigned(h) for h in plan.dropped)),
         extra={**mode_extra(plan), **tag_extra(plan)},
     )
 

@@ -33,7 +33,7 @@ from pipelines import landsat
 from pipelines.crs import closest_epsg, horizontal_crs
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
-from pipelines.planning.hrefs import href_path
+from pipelines.planning.hrefs import href_path, unsigned
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, gdal_path, has_internal_mask, mask_location, raster_error_text
@@ -363,9 +363,10 @@ def read_or_reject(
     """Read one scene, or return its dead letter; dead letters, and scenes named in ``unreadable``, go to the dead letters."""
     if isinstance(ref, DeadLetter):
         return ref
-    if unreadable and ref.href in unreadable:
+    failed = unreadable.get(unsigned(ref.href)) if unreadable else None  # named as the dead letters name it
+    if failed is not None:
         inc(ReadSceneMetadata, "dead_letter.read-failed")
-        return DeadLetter(ref.href, "read-failed", unreadable[ref.href], "ReadFrames")
+        return DeadLetter(ref.href, "read-failed", failed, "ReadFrames")
     try:
         scene = read_scene(ref, time_pattern=time_pattern, time=time)
     except SceneError as err:

@@ -70,10 +70,18 @@ def test_a_signed_urls_signature_names_nothing(tmp_path: Path) -> None:
 
 
 def test_identity_and_unsigned() -> None:
-    assert unsigned("s3://b/a.tif?X-Amz-Credential=k&X-Amz-Signature=s&versionId=3") == "s3://b/a.tif?versionId=3"
+    s3 = "https://b.s3.amazonaws.com/a.tif?X-Amz-Credential=k&X-Amz-Signature=s&versionId=3"
+    assert unsigned(s3) == "https://b.s3.amazonaws.com/a.tif?versionId=3"
     assert unsigned("https://h/a.tif?Expires=1&Signature=s&Key-Pair-Id=k") == "https://h/a.tif"
     assert unsigned("https://h/a.tif") == "https://h/a.tif"
     assert input_identity("gs://b/a.tif") == "gs://b/a.tif"
+
+
+def test_a_question_mark_in_an_object_name_is_the_names_own() -> None:
+    """A ``gs://`` object, like a local file, has no query: two objects told apart after a ``?`` stay two inputs."""
+    named = ["gs://b/a.tif?X-Goog-Signature=1&v=1", "gs://b/a.tif?X-Goog-Signature=2&v=1"]
+    assert [unsigned(href) for href in named] == named
+    assert len(one_href_per_file(named)) == 2
 
 
 def test_a_signing_schemes_common_names_go_only_beside_the_parameter_that_marks_it() -> None:
@@ -112,3 +120,34 @@ def test_an_archive_in_a_folder_and_through_a_link_to_it_is_one_input(tmp_path: 
     options = ConvertOptions(out=str(tmp_path / "out"), tile_size=32, frame_unit=0, compression="raster", write_catalog=False)
     summary = run([str(tmp_path / "real"), str(tmp_path / "latest")], options)
     assert summary.dead_letters == () and [e.status for e in summary.entries] == ["written"]
+
+
+def test_no_signature_is_written_where_an_input_failed_or_was_dropped(tmp_path: Path) -> None:
+    """Dead letters and a manifest's ``dropped`` hold unsigned URLs, as its ``inputs`` do; a scene whose pixels fail to
+    read over a signed URL is still left out on the second pass, which names it by its dead letter's unsigned href."""
+    import rasterio
+
+    served = tmp_path / "served"
+    paths, _ = write_series(str(served), dates=["2024-04-02", "2024-04-07"], size=512, bands=("B04", "B08"), seed=6)
+    write_series(str(served), dates=["2024-04-02"], size=512, bands=("B04", "B08"), seed=7, prefix="S2_T32UPV")
+    broken = sorted(p for p in paths if "20240407" in p)[0]
+    with rasterio.open(broken) as ds:  # the first block: reading the metadata checks the last one
+        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
+        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
+    with open(broken, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * size)
+    query = "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=k&X-Goog-Signature=secret"
+    with RangeRequestServer(served) as server:
+        urls = [f"{server.url(name)}?{query}" for name in sorted(os.listdir(served))]
+        out = tmp_path / "out"
+        options = ConvertOptions(out=str(out), tile_size=256, duplicates="first", write_catalog=False)
+        summary = run(urls, options)
+    assert [(e.shape[0], e.status) for e in summary.entries] == [(1, "written")]
+    assert {d.reason for d in summary.dead_letters} == {"read-failed", "incomplete-scene"}
+    for name in ("manifest.jsonl", "dead-letter.jsonl"):
+        assert "secret" not in (out / name).read_text(), name
+    (entry,) = load_jsonl(str(out / "manifest.jsonl"))
+    assert len(entry["dropped"]) == 2 and all(href.startswith(server.url("S2_T32UPV")) for href in entry["dropped"])
+    (failed,) = (d for d in summary.dead_letters if d.reason == "read-failed")
+    assert failed.href == server.url(os.path.basename(broken))
