@@ -42,6 +42,7 @@ from catalog.items import file_sha256
 from pipelines.bucket import is_gs
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.jsonl import write_jsonl
+from pipelines.transforms import frames
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
@@ -63,7 +64,7 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_earlier_manifest", "record_published"]
+__all__ = ["STAGE", "AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_earlier_manifest", "record_published"]
 
 
 def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
@@ -95,6 +96,9 @@ def _lines_by_file(path: str, stamp: tuple[int, int, int]) -> dict[tuple[str, st
     with open(path, encoding="utf-8") as f:
         return {(entry["cube_id"], entry["sha256"]): line for line in f for entry in (json.loads(line),)}
 
+
+STAGE = "AssembleFiles"
+"""The stage named by the dead letters of cubes that failed verification."""
 
 _EARLIER = "earlier-manifest.jsonl"
 """The manifest before the run, in ``OUT/.published``, once a first pass has replaced it."""
@@ -258,7 +262,7 @@ class _AssembleFn(RasterDoFn):
             remove_parts(self.options.parts_dir, cube_id)
             for href, message in failures:
                 inc(AssembleFiles, "dead_letter.read-failed")
-                yield DeadLetter(href, "read-failed", f"cube {cube_id} was not written: {message}", "ReadFrames")
+                yield DeadLetter(href, "read-failed", f"cube {cube_id} was not written: {message}", frames.STAGE)
             return
         start = time.perf_counter()
         try:
@@ -267,7 +271,7 @@ class _AssembleFn(RasterDoFn):
             remove_parts(self.options.parts_dir, cube_id)
             inc(AssembleFiles, "dead_letter.verification-failed")
             for href in plan.inputs:
-                yield DeadLetter(href, "verification-failed", f"cube {cube_id} was not published: {err}", "AssembleFiles")
+                yield DeadLetter(href, "verification-failed", f"cube {cube_id} was not published: {err}", STAGE)
             return
         inc(AssembleFiles, "cubes")
         inc(AssembleFiles, "file_bytes", entry.file_bytes)

@@ -78,6 +78,7 @@ __all__ = [
     "LazyCube",
     "RasterDoFn",
     "ReadFrames",
+    "STAGE",
     "SourceRuns",
     "SplitFrames",
     "fill_value",
@@ -318,6 +319,9 @@ def read_frame(plan: CubePlan, index: int, rasters: RasterCache, *, crop: tuple[
     """
     return frame_samples(LazyCube(plan, rasters), plan.layout, index, crop=crop)
 
+
+STAGE: Final = "ReadFrames"
+"""The stage named by the dead letters of frames that could not be read."""
 
 RUN_SPAN: Final = 1024
 """Pixels a source run spans down and across, or one tile where tiles are larger (see :func:`run_frames`).

@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from pipelines.planning.grouping import plan_cubes
+from pipelines.transforms import frames, read_metadata
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import Collect, inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PlanCubes", "plan_all"]
 
-READ_STAGES: Final = ("ReadSceneMetadata", "ReadFrames")
+READ_STAGES: Final = (read_metadata.STAGE, frames.STAGE)
 """The stages whose dead letters are files that could not be read (or whose pixels failed to): their scenes are incomplete."""
 
 

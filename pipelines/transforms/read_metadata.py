@@ -39,6 +39,7 @@ from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, gdal_path, has_internal_mask, mask_location, raster_error_text
 from pipelines.sentinel2 import safe
 from pipelines.sidecars import MetadataError
+from pipelines.transforms import frames
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -48,7 +49,10 @@ from rumi_core.errors import InvalidInputError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-__all__ = ["ReadSceneMetadata", "read_or_reject", "read_scene"]
+__all__ = ["STAGE", "ReadSceneMetadata", "read_or_reject", "read_scene"]
+
+STAGE: Final = "ReadSceneMetadata"
+"""The stage named by the dead letters of scenes whose metadata could not be read or is refused."""
 
 
 def _check_last_block(ds: rasterio.io.DatasetReader) -> None:
@@ -366,12 +370,12 @@ def read_or_reject(
     failed = unreadable.get(unsigned(ref.href)) if unreadable else None  # named as the dead letters name it
     if failed is not None:
         inc(ReadSceneMetadata, "dead_letter.read-failed")
-        return DeadLetter(ref.href, "read-failed", failed, "ReadFrames")
+        return DeadLetter(ref.href, "read-failed", failed, frames.STAGE)
     try:
         scene = read_scene(ref, time_pattern=time_pattern, time=time)
     except SceneError as err:
         inc(ReadSceneMetadata, f"dead_letter.{err.reason}")
-        return DeadLetter.from_error(err, "ReadSceneMetadata")
+        return DeadLetter.from_error(err, STAGE)
     inc(ReadSceneMetadata, "scenes")
     inc(ReadSceneMetadata, "file_bytes", scene.size or 0)
     return scene
