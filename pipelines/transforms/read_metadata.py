@@ -232,7 +232,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             geotransform (``no-geotransform``: located by GCPs, RPCs or
             nothing), has no CRS (``missing-crs``) or none with an EPSG code
             (``crs-not-epsg``),
-            holds samples rumi cannot store (``unsupported-dtype``), has an
+            holds samples rumi cannot store (``unsupported-dtype``), states
+            different nodata values for its bands (``band-nodata``), has an
             internal mask but no nodata value for its masked pixels
             (``masked``), or has no valid time (``unknown-time``, ``bad-time``).
     """
@@ -274,6 +275,16 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                     href=href,
                     reason="unsupported-dtype",
                 ) from err
+            values = sorted({nodata_key(v) for v in ds.nodatavals})
+            if len(values) > 1:
+                # A cube's bands share one nodata value: taking band 1's would make another band's
+                # nodata pixels valid, and its valid pixels of band 1's value nodata.
+                raise SceneError(
+                    f"its bands state different nodata values ({', '.join(values)}), and the bands of a cube share one; "
+                    "give every band the same one (e.g. gdal_edit.py -a_nodata N) and convert again",
+                    href=href,
+                    reason="band-nodata",
+                )
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None

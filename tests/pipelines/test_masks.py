@@ -98,3 +98,25 @@ def test_a_mask_that_is_nodata_or_alpha_is_not_an_internal_mask(tmp_path: Path) 
             assert not has_internal_mask(ds), name
     pixels, dead = _convert([tmp_path / "rgba.tif"], tmp_path / "out")
     assert not dead and pixels is not None and pixels.shape == (4, 16, 16)
+
+
+def test_bands_of_different_nodata_are_refused_not_given_band_1s(tmp_path: Path) -> None:
+    """GDAL keeps a GeoTIFF band's own nodata beside the file (.aux.xml): a cube's bands share one value, so taking band 1's
+    would make band 2's nodata pixels valid. The scene is refused, naming the values; with one value it converts."""
+    source = tmp_path / "scene.tif"
+    data, _ = _masked_geotiff(source, nodata=None, transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000), internal=False)
+    for path in tmp_path.glob("scene.tif.msk"):
+        path.unlink()
+    aux = tmp_path / "scene.tif.aux.xml"
+    bands = "".join(f'<PAMRasterBand band="{b}"><NoDataValue>{v}</NoDataValue></PAMRasterBand>' for b, v in ((1, 0), (2, 7)))
+    aux.write_text(f"<PAMDataset>{bands}</PAMDataset>")
+    with rasterio.open(source) as ds:
+        assert ds.nodatavals == (0.0, 7.0)
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert pixels is None
+    (letter,) = dead
+    assert (letter.reason, letter.stage) == ("band-nodata", "ReadSceneMetadata")
+    assert "different nodata values (0.0, 7.0)" in letter.message and "gdal_edit.py -a_nodata" in letter.message
+    aux.write_text(f"<PAMDataset>{bands.replace('>7<', '>0<')}</PAMDataset>")
+    pixels, dead = _convert([source], tmp_path / "same")
+    assert dead == [] and pixels is not None and np.array_equal(pixels, data)
