@@ -27,6 +27,7 @@ import pystac
 
 from catalog.errors import CatalogError
 from catalog.index import INDEX_NAME, write_index
+from catalog.selectors import lonlat_union
 from catalog.storage import href_kind
 
 if TYPE_CHECKING:
@@ -64,12 +65,8 @@ def _interval(item: pystac.Item) -> tuple[dt.datetime, dt.datetime]:
 
 
 def _extent(items: Sequence[pystac.Item]) -> pystac.Extent:
-    boxes = [it.bbox for it in items if it.bbox]
-    spatial = (
-        [[min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)]]
-        if boxes
-        else [[-180.0, -90.0, 180.0, 90.0]]
-    )
+    union = lonlat_union(it.bbox for it in items if it.bbox)
+    spatial = [list(union) if union is not None else [-180.0, -90.0, 180.0, 90.0]]
     spans = [_interval(it) for it in items]
     temporal = [[min(s for s, _ in spans), max(e for _, e in spans)]]
     return pystac.Extent(pystac.SpatialExtent(spatial), pystac.TemporalExtent(temporal))

@@ -7,7 +7,9 @@ what the projection extension publishes (``proj:code``, ``proj:shape``,
 turns geography into pixels and back:
 
 * :meth:`Grid.footprint` gives the outline in longitude/latitude, densified
-  along each edge so that a projected square becomes the right curved shape;
+  along each edge so that a projected square becomes the right curved shape,
+  and drawn as RFC 7946 (GeoJSON, which STAC items use) asks: cut in two
+  along the antimeridian where it crosses it, and reaching a pole it holds;
 * :meth:`Grid.window_for_bbox` gives the smallest pixel window covering a
   bounding box given in any CRS;
 * :meth:`Grid.window_transform` gives the transform of a window, for GeoTIFF
@@ -36,6 +38,8 @@ from catalog.errors import ItemError, SelectorError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import shapely
 
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
@@ -150,22 +154,45 @@ class Grid:
         points = [t @ p for p in pixels]
         return [*points, points[0]]
 
-    def footprint(self, *, densify: int = 16) -> list[tuple[float, float]]:
-        """The outline in longitude/latitude (EPSG:4326, x = longitude), closed.
+    def footprint(self, *, densify: int = 16) -> shapely.Polygon | shapely.MultiPolygon:
+        """The outline in longitude/latitude (EPSG:4326, x = longitude), as RFC 7946 §3.1.9 draws it.
+
+        Its exterior runs counter-clockwise. Where it crosses the antimeridian it
+        is cut in two along it (a MultiPolygon), so that no edge runs the wrong
+        way round the Earth; where it holds a pole (a polar stereographic grid)
+        it reaches the pole, over every longitude. Longitudes beyond ±180 (a
+        geographic grid past the antimeridian) are wrapped into range first.
+        The cutting is the ``antimeridian`` package's, which STAC tools share;
+        which pole lies inside is decided here, in the grid's own CRS, where
+        the outline is a plain polygon.
 
         Raises:
             ItemError: the grid has no CRS.
         """
         if self.crs is None:
             raise ItemError("an ungeoreferenced raster has no footprint")
-        from pyproj import Transformer
+        import antimeridian
+        import shapely
+        from pyproj import CRS, Transformer
 
         ring = self.outline(densify=densify)
-        if self.crs == _WGS84:
-            return ring
-        transformer = Transformer.from_crs(self.crs, _WGS84, always_xy=True)
-        xs, ys = transformer.transform([p[0] for p in ring], [p[1] for p in ring])
-        return list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+        if not shapely.LinearRing(ring).is_ccw:
+            ring.reverse()
+        outline = shapely.Polygon(ring)
+        poles = {90.0: False, -90.0: False}
+        if not CRS.from_user_input(self.crs).is_geographic:
+            to_grid = Transformer.from_crs(_WGS84, self.crs, always_xy=True)
+            for lat in poles:
+                x, y = to_grid.transform(0.0, lat, errcheck=False)
+                poles[lat] = math.isfinite(x) and math.isfinite(y) and outline.contains(shapely.Point(x, y))
+        if self.crs != _WGS84:
+            to_lonlat = Transformer.from_crs(self.crs, _WGS84, always_xy=True)
+            xs, ys = to_lonlat.transform([p[0] for p in ring], [p[1] for p in ring])
+            ring = list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+        wrapped = [(lon if -180.0 <= lon <= 180.0 else (lon + 180.0) % 360.0 - 180.0, lat) for lon, lat in ring]
+        return antimeridian.fix_polygon(
+            shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False
+        )
 
     # -- windows -------------------------------------------------------------------------
 
@@ -174,7 +201,8 @@ class Grid:
 
         The box is transformed to the grid's CRS with densified edges, then
         to pixels through the inverse transform, rounded outwards and clipped
-        to the image.
+        to the image. On a geographic grid that runs past ±180° of longitude,
+        a box on the other side of the antimeridian is taken 360° round.
 
         Raises:
             SelectorError: the box is malformed or does not overlap the raster.
@@ -184,18 +212,25 @@ class Grid:
         minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
             minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, self.crs)
+        turns: tuple[float, ...] = (0.0,)
+        if self.crs is not None:
+            from pyproj import CRS
+
+            if CRS.from_user_input(self.crs).is_geographic:
+                turns = (0.0, 360.0, -360.0)
         inverse = ~self.area_affine
-        cols, rows = zip(*(inverse @ (x, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
         eps = 1e-9
-        r0 = max(0, math.floor(min(rows) + eps))
-        r1 = min(self.height, math.ceil(max(rows) - eps))
-        c0 = max(0, math.floor(min(cols) + eps))
-        c1 = min(self.width, math.ceil(max(cols) - eps))
-        if r0 >= r1 or c0 >= c1:
-            raise SelectorError(
-                f"bbox {list(bbox)} ({bbox_crs}) does not overlap the raster, whose bounds are {list(self.bounds())} ({self.crs})"
-            )
-        return (r0, r1), (c0, c1)
+        for turn in turns:
+            cols, rows = zip(*(inverse @ (x + turn, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
+            r0 = max(0, math.floor(min(rows) + eps))
+            r1 = min(self.height, math.ceil(max(rows) - eps))
+            c0 = max(0, math.floor(min(cols) + eps))
+            c1 = min(self.width, math.ceil(max(cols) - eps))
+            if r0 < r1 and c0 < c1:
+                return (r0, r1), (c0, c1)
+        raise SelectorError(
+            f"bbox {list(bbox)} ({bbox_crs}) does not overlap the raster, whose bounds are {list(self.bounds())} ({self.crs})"
+        )
 
     def window_transform(self, window: tuple[tuple[int, int], tuple[int, int]]) -> Affine:
         """The transform of a window's top-left pixel (same pixel convention as the grid)."""

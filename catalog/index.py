@@ -146,9 +146,13 @@ def query_index(
         if "bbox" not in columns:
             return []
         boxes = lonlat_boxes(bbox)
-        sides = " OR ".join(["(bbox.xmax >= ? AND bbox.xmin <= ?)"] * len(boxes))
-        where.append(f"bbox IS NOT NULL AND bbox.ymax >= ? AND bbox.ymin <= ? AND ({sides})")
-        params += [float(bbox[1]), float(bbox[3])] + [v for b in boxes for v in (b[0], b[2])]
+        # An item's bbox across the antimeridian (xmin > xmax) covers xmin..180 and -180..xmax.
+        side = (
+            "((bbox.xmin <= bbox.xmax AND bbox.xmax >= ? AND bbox.xmin <= ?)"
+            " OR (bbox.xmin > bbox.xmax AND (bbox.xmax >= ? OR bbox.xmin <= ?)))"
+        )
+        where.append(f"bbox IS NOT NULL AND bbox.ymax >= ? AND bbox.ymin <= ? AND ({' OR '.join([side] * len(boxes))})")
+        params += [float(bbox[1]), float(bbox[3])] + [v for b in boxes for v in (b[0], b[2], b[0], b[2])]
     if time is not None:
         start_cols = [c for c in ("start_datetime", "datetime") if c in columns]
         end_cols = [c for c in ("end_datetime", "datetime") if c in columns]

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import hashlib
+import json
 import os
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -198,13 +199,15 @@ def _datacube(grid: Grid | None, info: Info, bands: Sequence[Band]) -> dict[str,
 
 
 def _geometry(grid: Grid | None) -> tuple[dict[str, Any] | None, list[float] | None]:
+    """The item's geometry and bbox (RFC 7946): a bbox across the antimeridian has ``minx > maxx``, one round a pole every longitude."""
     if grid is None or grid.crs is None:
         return None, None
-    ring = [(round(lon, 9), round(lat, 9)) for lon, lat in grid.footprint(densify=8)]
-    lons = [p[0] for p in ring]
-    lats = [p[1] for p in ring]
-    bbox = [min(lons), min(lats), max(lons), max(lats)]
-    return {"type": "Polygon", "coordinates": [[[lon, lat] for lon, lat in ring]]}, bbox
+    import antimeridian
+    import shapely
+
+    footprint = shapely.transform(grid.footprint(densify=8), lambda coords: coords.round(9))
+    geometry = json.loads(json.dumps(shapely.geometry.mapping(footprint)))  # GeoJSON's lists, not shapely's tuples
+    return geometry, [float(v) for v in antimeridian.bbox(geometry)]
 
 
 def _read_blob(rumi_href: str, blob_href: str | os.PathLike[str] | None, storage: Storage) -> tuple[bytes, str | None]:

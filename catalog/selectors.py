@@ -29,7 +29,7 @@ from rumi_core.errors import InvalidInputError
 from rumi_core.times import INTERVAL, format_seconds, parse_time
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from catalog.bands import Band
     from rumi_core.time_coordinates import TimeCoordinates
@@ -41,6 +41,8 @@ __all__ = [
     "band_positions_for_texts",
     "bands_from_texts",
     "check_bbox",
+    "lonlat_boxes",
+    "lonlat_union",
     "parse_band_selector",
     "parse_datetime",
     "parse_time_selector",
@@ -94,6 +96,44 @@ def lonlat_boxes(bbox: Sequence[float]) -> list[tuple[float, float, float, float
     if minx < maxx:
         return [(minx, miny, maxx, maxy)]
     return [(minx, miny, 180.0, maxy), (-180.0, miny, maxx, maxy)]
+
+
+def lonlat_union(boxes: Iterable[Sequence[float]]) -> tuple[float, float, float, float] | None:
+    """The smallest longitude/latitude box that holds each of ``boxes`` (any may cross the antimeridian); None for none.
+
+    Longitudes lie on a circle: the union leaves out the widest stretch of
+    longitudes that no box covers, and crosses the antimeridian (``minx >
+    maxx``, RFC 7946 §5.2) unless that stretch holds it. Taking the least
+    ``minx`` and the greatest ``maxx`` instead would turn a box just across
+    the antimeridian into one round the whole Earth, or into an inverted one.
+
+    >>> lonlat_union([(179, 50, -178, 52), (170, 40, 175, 41)])
+    (170.0, 40.0, -178.0, 52.0)
+    >>> lonlat_union([(10, 0, 20, 1), (30, 2, 40, 3)])
+    (10.0, 0.0, 40.0, 3.0)
+    """
+    arcs: list[tuple[float, float]] = []
+    lats: list[float] = []
+    for box in boxes:
+        for minx, miny, maxx, maxy in lonlat_boxes(box):
+            arcs.append((minx, maxx))
+            lats += [miny, maxy]
+    if not arcs:
+        return None
+    merged: list[list[float]] = []
+    for start, end in sorted(arcs):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    # The stretch no box covers across the antimeridian first: on a tie the union does not cross it.
+    gaps = [(merged[0][0] + 360.0 - merged[-1][1], -1)] + [(merged[i + 1][0] - merged[i][1], i) for i in range(len(merged) - 1)]
+    width, after = max(gaps, key=lambda gap: gap[0])
+    if width <= 0.0:
+        return -180.0, min(lats), 180.0, max(lats)
+    if after < 0:
+        return merged[0][0], min(lats), merged[-1][1], max(lats)
+    return merged[after + 1][0], min(lats), merged[after][1], max(lats)
 
 
 def parse_datetime(text: str, *, end: bool = False) -> int:

@@ -1,0 +1,146 @@
+"""Footprints as RFC 7946 draws them: cut at the antimeridian, reaching a pole they hold, and found by search.
+
+A cube in UTM zone 60 that crosses 180°, a polar stereographic cube round
+the North Pole, and a geographic cube past 180° each get an item whose
+geometry holds every pixel centre of the cube and nothing on the other side
+of the Earth; search finds them by boxes on either side of the antimeridian,
+by a box across it, and near the pole, through the index and by walking the
+catalogue.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pytest
+import shapely
+from pyproj import Transformer
+
+import rumi_core
+from catalog.collections import build_catalog
+from catalog.grid import Grid
+from catalog.index import INDEX_NAME
+from catalog.items import create_item
+from catalog.search import search
+from catalog.validation import validate_stac
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    import pystac
+
+# name: (crs, transform, height, width)
+GRIDS: dict[str, tuple[str, tuple[float, float, float, float, float, float], int, int]] = {
+    "dateline": ("EPSG:32660", (1000.0, 0.0, 600000.0, 0.0, -1000.0, 5830000.0), 240, 300),
+    "pole": ("EPSG:3413", (10000.0, 0.0, -500000.0, 0.0, -10000.0, 500000.0), 100, 100),
+    "past180": ("EPSG:4326", (0.01, 0.0, 179.5, 0.0, -0.01, -16.0), 50, 100),
+    "plain": ("EPSG:32633", (1000.0, 0.0, 300000.0, 0.0, -1000.0, 5800000.0), 100, 100),
+}
+
+
+def _item(directory: Path, name: str) -> pystac.Item:
+    crs, transform, height, width = GRIDS[name]
+    data = rumi_core.testing.synthetic_cube(1, 1, height, width, seed=1)
+    path = directory / f"{name}.rumi"
+    blob = rumi_core.write(path, data, bands=["B1"], times=["2024-01-01"], crs=crs, transform=transform, tile_size=64)
+    (directory / f"{name}.rumih").write_bytes(blob)
+    return create_item(path, directory / f"{name}.rumih", extra={"dataset": name})
+
+
+def _centres(name: str) -> list[tuple[float, float]]:
+    """Every 7th pixel centre of a grid, and its corners' pixels, in longitude/latitude wrapped to -180..180."""
+    crs, transform, height, width = GRIDS[name]
+    rows, cols = np.meshgrid([*range(0, height, 7), height - 1], [*range(0, width, 7), width - 1], indexing="ij")
+    a, b, c, d, e, f = transform
+    xs = c + a * (cols + 0.5) + b * (rows + 0.5)
+    ys = f + d * (cols + 0.5) + e * (rows + 0.5)
+    lons, lats = Transformer.from_crs(crs, "EPSG:4326", always_xy=True).transform(xs.ravel(), ys.ravel())
+    return [((lon + 180.0) % 360.0 - 180.0, lat) for lon, lat in zip(lons, lats, strict=True)]
+
+
+@pytest.fixture(scope="module")
+def items(tmp_path_factory: pytest.TempPathFactory) -> dict[str, pystac.Item]:
+    directory = tmp_path_factory.mktemp("footprints")
+    return {name: _item(directory, name) for name in GRIDS}
+
+
+@pytest.mark.parametrize("name", list(GRIDS))
+def test_the_geometry_holds_every_pixel_and_is_valid_stac(items: dict[str, pystac.Item], name: str) -> None:
+    item = items[name]
+    shape = shapely.geometry.shape(item.geometry)
+    assert shape.is_valid
+    outside = [p for p in _centres(name) if not shape.covers(shapely.Point(p))]
+    assert outside == []
+    validate_stac(item)
+    minx, miny, maxx, maxy = item.bbox
+    assert all(-180.0 <= v <= 180.0 for v in (minx, maxx)) and all(-90.0 <= v <= 90.0 for v in (miny, maxy))
+
+
+def test_a_footprint_across_the_antimeridian_is_cut_there_and_its_bbox_crosses(items: dict[str, pystac.Item]) -> None:
+    for name in ("dateline", "past180"):
+        item = items[name]
+        assert item.geometry["type"] == "MultiPolygon", name
+        minx, _, maxx, _ = item.bbox
+        assert 170.0 < minx <= 180.0 and -180.0 <= maxx < -170.0, (name, item.bbox)  # RFC 7946 §5.2: minx > maxx
+        assert not shapely.geometry.shape(item.geometry).intersects(shapely.box(-170.0, -89.0, 170.0, 89.0)), name
+
+
+def test_a_footprint_round_a_pole_reaches_it_over_every_longitude(items: dict[str, pystac.Item]) -> None:
+    item = items["pole"]
+    minx, miny, maxx, maxy = item.bbox
+    assert (minx, maxx, maxy) == (-180.0, 180.0, 90.0) and 83.0 < miny < 85.0
+    shape = shapely.geometry.shape(item.geometry)
+    assert all(shape.covers(shapely.Point(lon, 89.9)) for lon in range(-180, 181, 15))
+    assert not shape.covers(shapely.Point(0.0, 80.0))
+
+
+@pytest.fixture(scope="module")
+def catalogue(items: dict[str, pystac.Item], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("catalogue") / "stac"
+    build_catalog([item.clone() for item in items.values()], root, catalog_id="footprints")
+    return root
+
+
+@pytest.mark.parametrize("indexed", [True, False], ids=["index", "walk"])
+@pytest.mark.parametrize(
+    ("bbox", "found"),
+    [
+        ((178.5, 50.5, 179.5, 51.5), {"dateline"}),  # west of 180°, inside the UTM cube
+        ((-179.0, 50.5, -178.5, 51.5), {"dateline"}),  # east of it
+        ((179.5, 50.5, -179.5, 51.5), {"dateline"}),  # across it
+        ((179.9, -16.4, -179.9, -16.1), {"past180"}),
+        ((-179.9, -16.4, -179.8, -16.1), {"past180"}),
+        ((0.0, 50.5, 1.0, 51.5), set()),  # the other side of the Earth, which a footprint round it would hold
+        ((-10.0, 89.0, 10.0, 90.0), {"pole"}),
+        ((-100.0, 86.0, -80.0, 87.0), {"pole"}),
+        ((12.0, 52.0, 13.0, 52.5), {"plain"}),
+    ],
+)
+def test_search_finds_a_cube_on_either_side_of_the_antimeridian_and_at_the_pole(
+    catalogue: Path, tmp_path: Path, bbox: tuple[float, ...], found: set[str], indexed: bool
+) -> None:
+    import shutil
+
+    where = catalogue
+    if not indexed:
+        where = tmp_path / "stac"
+        shutil.copytree(catalogue, where)
+        (where / INDEX_NAME).unlink()
+    hits = search(where, bbox=bbox)
+    assert {hit.collection.split("-")[0] for hit in hits if hit.collection} == found
+
+
+def test_a_collection_across_the_antimeridian_has_an_extent_across_it(catalogue: Path) -> None:
+    import json
+
+    (path,) = catalogue.glob("dateline-*/collection.json")
+    ((minx, _, maxx, _),) = json.loads(path.read_text())["extent"]["spatial"]["bbox"]
+    assert 170.0 < minx and maxx < -170.0
+
+
+def test_a_window_on_a_geographic_grid_past_180_is_found_from_either_side() -> None:
+    crs, transform, height, width = GRIDS["past180"]
+    grid = Grid(crs, transform, height, width)
+    assert grid.window_for_bbox((-179.9, -16.4, -179.8, -16.1)) == ((10, 40), (60, 70))
+    assert grid.window_for_bbox((179.6, -16.4, 179.7, -16.1)) == ((10, 40), (10, 20))
