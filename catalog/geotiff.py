@@ -1,8 +1,9 @@
 """GeoTIFF output: the way back out of rumi.
 
 :func:`write_geotiff` writes an ``(B, h, w)`` array as a tiled, compressed
-GeoTIFF that keeps the CRS, the transform of the window read and one
-description per band. :func:`export_geotiffs` writes a whole cube as one
+GeoTIFF that keeps the CRS, the transform of the window read, one
+description per band and each band's scale, offset and unit (which GDAL
+applies to get physical values, as ``gdalinfo`` shows them). :func:`export_geotiffs` writes a whole cube as one
 GeoTIFF per time step (``rumi export``), reading one time step at a time.
 Samples are written as they are; encodings GeoTIFF cannot hold (boolean,
 complex with 16-bit parts, bfloat16, float8) are refused rather than cast.
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from catalog.bands import common_nodata
+from catalog.bands import Band, common_nodata
 from catalog.errors import CatalogError
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ def write_geotiff(
     tags: dict[str, str] | None = None,
     band_tags: Sequence[dict[str, str]] | None = None,
     pixel_is_point: bool = False,
+    radiometry: Sequence[Band] | None = None,
 ) -> str:
     """Write ``(B, h, w)`` samples as a GeoTIFF, atomically.
 
@@ -64,6 +66,9 @@ def write_geotiff(
         band_tags: Metadata tags per band.
         pixel_is_point: Write ``AREA_OR_POINT=Point``: GDAL then stores the
             pixel-centre tiepoint, and rasterio reads ``transform`` back.
+        radiometry: One band per output band, whose ``scale``, ``offset`` and
+            ``unit`` the file states (rasterio's ``scales``, ``offsets`` and
+            ``units``); a file whose bands state none is written without them.
 
     Returns:
         The path written.
@@ -82,6 +87,8 @@ def write_geotiff(
     count, height, width = array.shape
     if descriptions is not None and len(descriptions) != count:
         raise CatalogError(f"{len(descriptions)} band descriptions for {count} bands")
+    if radiometry is not None and len(radiometry) != count:
+        raise CatalogError(f"the radiometry of {len(radiometry)} bands for {count} bands")
     target = os.fspath(path)
     tmp = target + ".partial"
     profile: dict[str, Any] = {
@@ -112,11 +119,23 @@ def write_geotiff(
                     if band_tags is not None and band_tags[i]:
                         dst.update_tags(i + 1, **band_tags[i])
                 dst.update_tags(**(tags or {}), AREA_OR_POINT="Point" if pixel_is_point else "Area")
+                if radiometry is not None:
+                    _state_radiometry(dst, radiometry)
     except RasterioError as err:
         Path(tmp).unlink(missing_ok=True)
         raise CatalogError(f"cannot write {target}: {err}") from err
     os.replace(tmp, target)
     return target
+
+
+def _state_radiometry(dst: Any, bands: Sequence[Band]) -> None:
+    """Set the scales, offsets and units of an open dataset from ``bands``, where any band states one."""
+    scales = [1.0 if b.scale is None else float(b.scale) for b in bands]
+    offsets = [0.0 if b.offset is None else float(b.offset) for b in bands]
+    if any(s != 1.0 for s in scales) or any(o != 0.0 for o in offsets):
+        dst.scales, dst.offsets = scales, offsets
+    if any(b.unit for b in bands):
+        dst.units = [b.unit or "" for b in bands]
 
 
 def _stamp(value: str) -> str:
@@ -152,8 +171,9 @@ def export_geotiffs(
 
     Paths are those of :func:`export_targets`. Each file keeps the CRS, the
     transform and ``AREA_OR_POINT`` of the source, the no-data value the
-    bands share (from the item; a bare ``.rumi`` file carries none), one
-    description per band (the band text) and a ``TIME`` tag.
+    bands share, each band's scale, offset and unit (all three from the item;
+    a bare ``.rumi`` file carries none), one description per band (the band
+    text) and a ``TIME`` tag.
 
     Every file is first written into a hidden staging directory beside
     ``output`` and moved into place only once all of them are written, so
@@ -197,6 +217,7 @@ def export_geotiffs(
                 nodata=nodata,
                 tags={"TIME": values[t]},
                 pixel_is_point=grid.pixel_is_point if grid is not None else False,
+                radiometry=bands,
             )
             staged.append(path)
             if progress is not None:

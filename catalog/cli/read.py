@@ -182,6 +182,7 @@ def read_command(
                     band_tags=band_tags,
                     nodata=result.nodata,
                     pixel_is_point=result.pixel_is_point,
+                    radiometry=list(result.bands) * t,
                 )
     except (RumiError, OSError) as err:
         raise failure(target, err) from err

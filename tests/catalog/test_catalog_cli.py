@@ -116,6 +116,27 @@ def test_export_one_geotiff_per_time_step(cube: Any, tmp_path: Path) -> None:
             np.testing.assert_array_equal(ds.read(), cube.data[t])
 
 
+def test_export_and_read_to_geotiff_keep_each_bands_scale_offset_and_unit(cube: Any, tmp_path: Path) -> None:
+    """The item's radiometry goes into the GeoTIFF, where GDAL applies it (``gdalinfo`` shows Offset, Scale, Unit Type);
+    bands that state none are written as before, with scale 1 and offset 0."""
+    stated = [{"scale": 0.0001, "offset": -0.1}, {"scale": 2.75e-05, "offset": -0.2, "unit": "K"}, {"unit": "metre"}, {}]
+    item = create_item(cube.path, cube.blob_path, extra={"bands": stated}, thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    runner = CliRunner()
+    exported = runner.invoke(cli, ["export", str(tmp_path / "item.json"), "-o", str(tmp_path / "exp.tif")])
+    assert exported.exit_code == 0, exported.output
+    read = runner.invoke(cli, ["read", str(tmp_path / "item.json"), "--times", "0,1", "-o", str(tmp_path / "read.tif")])
+    assert read.exit_code == 0, read.output
+    expected = ((0.0001, 2.75e-05, 1.0, 1.0), (-0.1, -0.2, 0.0, 0.0), (None, "K", "metre", None))
+    for path, repeat in ((sorted(tmp_path.glob("exp_*.tif"))[0], 1), (tmp_path / "read.tif", 2)):
+        with rasterio.open(path) as ds:
+            assert (ds.scales, ds.offsets, tuple(u or None for u in ds.units)) == tuple(v * repeat for v in expected), path.name
+    plain = runner.invoke(cli, ["export", str(cube.path), "-o", str(tmp_path / "plain.tif")])
+    assert plain.exit_code == 0, plain.output
+    with rasterio.open(sorted(tmp_path.glob("plain_*.tif"))[0]) as ds:
+        assert ds.scales == (1.0,) * 4 and ds.offsets == (0.0,) * 4 and ds.units == ("",) * 4
+
+
 def test_export_image_writes_the_named_file(tmp_path: Path) -> None:
     import rumi_core
 
