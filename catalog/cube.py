@@ -49,7 +49,7 @@ from catalog.selectors import (
     parse_time_selector,
     time_positions,
 )
-from catalog.storage import Storage, href_kind, is_rumi_href
+from catalog.storage import Storage, href_kind, is_rumi_href, sidecar_href
 from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
@@ -124,7 +124,7 @@ def _open_checked(storage: Storage, href: str, blob: HeaderBlob) -> ByteSource:
 
 def _sidecar_blob(storage: Storage, href: str) -> bytes | None:
     """The bytes of the ``<file>h`` blob beside a file, or None when there is none (the file's own head is read then)."""
-    blob_href = href + "h"
+    blob_href = sidecar_href(href)
     if href_kind(href) == "local":
         return storage.read(blob_href) if os.path.isfile(blob_href) else None
     try:
@@ -222,13 +222,13 @@ class Cube:
         try:
             blob = HeaderBlob.from_bytes(sidecar)
             cube = cls(_open_checked(storage, href, blob), blob)
-            cube._sidecar = href + "h"
+            cube._sidecar = sidecar_href(href)
             return cube
         except (InvalidHeaderError, HeaderMismatchError) as err:
             # Name the blob the frames were to be located with: the file may be sound.
             where = f" at byte {err.offset}" if err.offset is not None else ""
             advice = "" if "rumi header FILE" in err.message else "; rumi header FILE rebuilds it"
-            raise type(err)(f"header blob {href}h: {err.message}{where}{advice}", field=err.field, rule=err.rule) from err
+            raise type(err)(f"header blob {sidecar_href(href)}: {err.message}{where}{advice}", field=err.field, rule=err.rule) from err
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:

@@ -28,7 +28,7 @@ from catalog.extension import TIME_TYPES, RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, verify_header
 from catalog.json_shape import LIST, OBJECT, TEXT, item_problems, json_kind, list_mismatch, mismatch
-from catalog.storage import Storage, href_kind, join_href
+from catalog.storage import Storage, href_kind, join_href, sidecar_href
 from rumi_core.errors import RumiError
 from rumi_core.header import HeaderBlob, check_blob_fits
 from rumi_core.time_coordinates import TimeCoordinates
@@ -162,7 +162,7 @@ def _header_bytes(doc: dict[str, Any], resolve: Callable[[str], str], data_href:
     assets = doc.get("assets") or {}
     if "header" in assets:
         return storage.read(resolve(assets["header"]["href"]))
-    return storage.read(data_href + "h")
+    return storage.read(sidecar_href(data_href))
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,16 @@ def test_bare_file_url_fetches_blob_then_frames(cube: Any, server: RangeRequestS
     assert server.requests("cube.rumi") == len(runs)
 
 
+def test_a_bare_file_urls_query_goes_with_its_blobs_name(cube: Any, server: RangeRequestServer) -> None:
+    """A URL with a query (a token a server checks, a cache buster) has its blob at ``x.rumih?query``: appending the ``h``
+    to the query asked for ``x.rumi`` itself, whose head then failed as a blob."""
+    with Cube.open(server.url("cube.rumi") + "?token=abc&v=2") as c:
+        result = c.read(bands=[1], times=[0], window=((0, 40), (0, 30)), labels=False)
+    np.testing.assert_array_equal(result.data, cube.data[[0]][:, [1], 0:40, 0:30])
+    assert server.requests("cube.rumih") == 1
+    assert all(r.range is not None for r in server.served if r.path == "/cube.rumi")  # never the whole file
+
+
 def test_bare_file_names_and_bbox_cost_one_request_each(cube: Any, server: RangeRequestServer) -> None:
     with Cube.open(server.url("cube.rumi")) as c:
         server.reset()
