@@ -3,7 +3,8 @@
 Every exception derives from :class:`CatalogError`, itself a
 :class:`rumi_core.errors.RumiError` (and so a :class:`ValueError`): a caller
 can catch everything rumi raises with one ``except RumiError``. Failures to
-fetch bytes are :class:`StorageError`, which is also rumi_core's
+fetch bytes are :class:`StorageError` (whose message names the location
+without the signature or password of its URL), which is also rumi_core's
 :class:`~rumi_core.errors.SourceError` (an :class:`OSError`), so the stateless
 reader's callers handle a broken HTTP or GCS read exactly like a broken local
 one.
@@ -11,6 +12,7 @@ one.
 
 from __future__ import annotations
 
+from catalog.credentials import redacted
 from rumi_core.errors import HeaderMismatchError, RumiError, SelectionError, SourceError
 
 __all__ = [
@@ -37,7 +39,7 @@ class StorageError(CatalogError, SourceError):
         """The location that failed."""
         self.status = status
         """The HTTP status code, when a server answered."""
-        text = f"{href}: {message}"
+        text = redacted(f"{href}: {message}")  # an error may be shown or logged anywhere; href keeps the URL itself
         if status is not None:
             text = f"{text} (HTTP {status})"
         super().__init__(text)

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import click
 
+from catalog.cli.options import failure
 from catalog.cube import Cube
 from catalog.geotiff import export_geotiffs, export_targets
 from catalog.storage import Storage
-from rumi_core.cli.options import OptionError, check_output_file, failure, progress_bar, timeout_option
+from rumi_core.cli.options import OptionError, check_output_file, progress_bar, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.sources import deadline
 

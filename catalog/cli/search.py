@@ -6,9 +6,8 @@ import json
 
 import click
 
-from catalog.cli.options import parse_lonlat_bbox
+from catalog.cli.options import failure, parse_lonlat_bbox
 from catalog.search import search
-from rumi_core.cli.options import failure
 from rumi_core.errors import RumiError
 
 __all__ = ["search_command"]

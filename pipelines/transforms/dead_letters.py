@@ -17,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from catalog.credentials import redacted, unsigned
 from pipelines.errors import PipelineError, SceneError
 from pipelines.jsonl import write_jsonl
-from pipelines.planning.hrefs import unsigned, unsigned_text
 from pipelines.transforms.collect import WriteCollected, inc
 
 __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
@@ -82,13 +82,13 @@ class DeadLetter:
         return {"href": self.href, "reason": self.reason, "message": self.message, "stage": self.stage}
 
     def unsigned(self) -> DeadLetter:
-        """This dead letter with the signatures of its URLs removed (:func:`~pipelines.planning.hrefs.unsigned`), as it is written.
+        """This dead letter without the credentials of its URLs (:mod:`catalog.credentials`), as it is written.
 
         A signature is a credential: the file holds the inputs as the
         manifest does, and a later pass of the run names its unreadable
         scenes by these hrefs.
         """
-        return DeadLetter(unsigned(self.href), self.reason, unsigned_text(self.message), self.stage)
+        return DeadLetter(unsigned(self.href), self.reason, redacted(self.message), self.stage)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DeadLetter:

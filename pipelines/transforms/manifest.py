@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import stac_nodata
+from catalog.credentials import unsigned
 from pipelines.jsonl import write_jsonl
-from pipelines.planning.hrefs import unsigned
 from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds

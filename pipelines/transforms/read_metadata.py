@@ -27,13 +27,14 @@ from apache_beam.pvalue import PCollection
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
+from catalog.credentials import unsigned
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines import landsat
 from pipelines.crs import closest_epsg, horizontal_crs
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
-from pipelines.planning.hrefs import href_path, unsigned
+from pipelines.planning.hrefs import href_path
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import file_size, gdal_env, gdal_path, has_internal_mask, mask_location, raster_error_text

@@ -12,11 +12,12 @@ import os
 import zipfile
 from typing import TYPE_CHECKING
 
+from catalog.credentials import unsigned
 from catalog.testing import RangeRequestServer
 from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
-from pipelines.planning.hrefs import input_identity, one_href_per_file, unsigned
+from pipelines.planning.hrefs import input_identity, one_href_per_file
 from pipelines.testing import write_series
 
 if TYPE_CHECKING:
