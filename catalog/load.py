@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     import xarray as xr
 
     from catalog.bands import Band
+    from rumi_core.limits import Limits
 
 __all__ = ["load", "open_cube"]
 
@@ -183,6 +184,7 @@ def load(
     resampling: str = "nearest",
     storage: Storage | None = None,
     threads: int | None = None,
+    limits: Limits | None = None,
 ) -> xr.Dataset:
     """Load items as one lazy, dask-backed ``(time, band, y, x)`` dataset.
 
@@ -208,6 +210,12 @@ def load(
         resampling: A :class:`rasterio.enums.Resampling` name, for warped items.
         storage: Storage access; a default :class:`Storage` when None.
         threads: Fetch-and-decode threads of each chunk's read.
+        limits: For a caller that computes the whole output (``rumi read
+            --catalog``): its size is checked against
+            ``limits.max_output_bytes`` before any block is planned, as one
+            read's output is. The output spans the whole bbox, wherever the
+            items lie, and planning the blocks of a bbox of many degrees
+            alone takes gigabytes.
 
     Returns:
         A dataset with one variable, ``data``, and coordinates ``time``
@@ -219,6 +227,7 @@ def load(
         SelectorError: a band, the bbox or the datetime selects nothing.
         ItemError: an item does not describe a rumi file.
         StorageError: an item or blob cannot be fetched.
+        ResourceLimitError: the output is larger than ``limits`` allow.
     """
     import dask.array as da
     import xarray as xr
@@ -238,6 +247,10 @@ def load(
             raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
         grids = [c.grid for c in cubes if c.grid is not None]
         out = output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
+        if limits is not None:
+            samples = len({k for _, tk, _ in selected for k in tk}) * len(selected[0][0]) * out.height * out.width
+            itemsize = np.result_type(*(c.layout.encoding.dtype for c in cubes)).itemsize
+            limits.check("max_output_bytes", samples * itemsize, f"the output of {out.height} x {out.width} pixels")
     except BaseException:
         for cube in cubes:
             cube.close()

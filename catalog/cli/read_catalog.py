@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
+from catalog.cli.options import failure
 from catalog.geotiff import write_geotiff
 from catalog.grid import transform_bbox
 from catalog.load import load
@@ -23,6 +24,7 @@ from catalog.search import search
 from rumi_core.cli.options import counted
 from rumi_core.errors import RumiError
 from rumi_core.files import write_atomic
+from rumi_core.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -55,10 +57,11 @@ def read_catalog(
         hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime)
         if not hits:
             raise click.ClickException(f"{catalog}: no cube matches the bbox and datetime")
-        ds = load(hits, bands=bands, bbox=bbox, bbox_crs=bbox_crs, datetime=datetime, crs=crs, resolution=resolution)
+        # The whole output is computed: it is refused before any of it is planned when larger than one read's may be.
+        ds = load(hits, bands=bands, bbox=bbox, bbox_crs=bbox_crs, datetime=datetime, crs=crs, resolution=resolution, limits=DEFAULT_LIMITS)
         data = ds.data.values
     except RumiError as err:
-        raise click.ClickException(f"{catalog}: {err}") from err
+        raise failure(catalog, err) from err
     if output.suffix.lower() == ".npy":
         buf = io.BytesIO()
         np.save(buf, data, allow_pickle=False)

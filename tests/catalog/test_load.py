@@ -204,6 +204,20 @@ def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> No
     assert none.exit_code == 1 and "no cube matches" in none.output and "Traceback" not in none.output
 
 
+def test_rumi_read_catalog_refuses_an_output_larger_than_its_limit_before_reading(scene: Scene, tmp_path: Path) -> None:
+    """The output spans the bbox, not only the items in it: 30 x 30 degrees at 60 m is tens of GB, refused as one cube's
+    read above rumi_core's max_output_bytes is, where it ran until the machine ran out of memory."""
+    from click.testing import CliRunner
+
+    from rumi_core.cli.main import cli
+
+    out = tmp_path / "huge.npy"
+    grid = ["--crs", "EPSG:32632", "--resolution", "60"]
+    result = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "--bbox", "0,30,30,60", *grid, "-o", str(out)])
+    assert result.exit_code == 1 and "above Limits.max_output_bytes" in result.output, result.output
+    assert "Traceback" not in result.output and not out.exists()
+
+
 @pytest.mark.parametrize(
     ("grid", "message"),
     [
