@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, TextIO
 import click
 
 from catalog.cli.options import parse_lonlat_bbox
+from catalog.credentials import redacted
 from pipelines import scratch
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
@@ -483,7 +484,8 @@ def _search_stac_api(
     except CatalogError as err:  # the catalogue of earlier runs, which says what they hold
         raise click.ClickException(f"{options.catalog_dir}: {err}") from err
     except (APIError, OSError, ValueError) as err:
-        raise click.ClickException(f"--stac-api {stac_api}: {str(err).splitlines()[0] if str(err) else type(err).__name__}") from err
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise click.ClickException(redacted(f"--stac-api {stac_api}: {first}")) from err
 
 
 def _new_log() -> str:
@@ -586,7 +588,8 @@ def _run_and_report(
         lines = [line.strip() for line in str(err).splitlines() if any(c.isalnum() for c in line)]
         last = (lines[-1] if lines else type(err).__name__)[:500]
         kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
-        raise click.ClickException(f"the conversion failed: {last} (rerun with -vv for details{kept})") from err
+        # An input's signed URL may be in it: the line goes to terminals and CI logs.
+        raise click.ClickException(f"the conversion failed: {redacted(last)} (rerun with -vv for details{kept})") from err
     if log is not None:
         scratch.remove(log)  # a log already gone (removed by something else) is no error
     click.echo(summary.table())
