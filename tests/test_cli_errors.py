@@ -294,3 +294,11 @@ def test_tiny_tiles_warn_and_a_cube_they_would_bloat_is_refused(tmp_path: Path) 
     assert result.exit_code == 1 and "nothing was produced" in result.output
     assert "into frames of 49 samples, fewer than 256" in (out / "dead-letter.jsonl").read_text()
     assert not list(out.glob("*.rumi"))
+
+
+def test_convert_errors_show_no_password_or_signature(tmp_path: Path) -> None:
+    """A --stac-api that cannot be reached is named, and the library's message quoting it, without its credentials."""
+    url = "http://alice:pw123@127.0.0.1:9/api?X-Goog-Credential=svc&X-Goog-Signature=deadbeef&v=1"
+    result = CliRunner().invoke(cli, ["convert", "--stac-api", url, "--bbox", "13,52,13.1,52.1", "--out", str(tmp_path / "o")])
+    assert result.exit_code == 1 and "--stac-api http://alice@127.0.0.1:9/api?v=1: " in result.output, result.output
+    assert "pw123" not in result.output and "deadbeef" not in result.output and "X-Goog" not in result.output
