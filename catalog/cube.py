@@ -26,6 +26,7 @@ concurrently.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -436,7 +437,10 @@ class Cube:
             try:
                 data = read_selection(self._source, self.header, sel, threads=threads, progress=progress)
             except RumiError as err:
-                self.check_unchanged()  # a frame at a stale offset: say why, when that is why
+                # A frame at a stale offset: say why, when that is why. When the size cannot be asked
+                # either (the server is gone, the deadline has passed), the read's own failure is the one to show.
+                with contextlib.suppress(StorageError):
+                    self.check_unchanged()
                 if isinstance(err, FrameDecodeError) and self._sidecar is not None:
                     # A blob beside the file that belongs to another file places frames where there are none.
                     raise FrameDecodeError(

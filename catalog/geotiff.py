@@ -22,6 +22,7 @@ import numpy as np
 
 from catalog.bands import Band, common_nodata
 from catalog.errors import CatalogError
+from rumi_core.errors import SourceError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -224,6 +225,8 @@ def export_geotiffs(
                 progress(1)
         for path, target in zip(staged, targets, strict=True):
             os.replace(path, target)
+    except SourceError:
+        raise  # reading the cube failed (an OSError too): its own message names the source
     except OSError as err:
         raise CatalogError(f"cannot write {targets[0]}: {err.strerror or err}") from err
     finally:

@@ -150,6 +150,19 @@ def test_export_and_read_to_geotiff_keep_each_bands_scale_offset_and_unit(cube: 
         assert ds.scales == (1.0,) * 4 and ds.offsets == (0.0,) * 4 and not any(ds.units)
 
 
+def test_an_export_that_cannot_read_says_so_not_that_it_cannot_write(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    from catalog.testing import Fault
+
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    server.inject(Fault("status", status=403))
+    out = tmp_path / "out" / "exp.tif"
+    out.parent.mkdir()
+    result = CliRunner().invoke(cli, ["export", server.url("item.json"), "-o", str(out)])
+    assert result.exit_code == 1 and "(HTTP 403)" in result.output and "cannot write" not in result.output, result.output
+    assert list(out.parent.iterdir()) == []
+
+
 def test_export_image_writes_the_named_file(tmp_path: Path) -> None:
     import rumi_core
 

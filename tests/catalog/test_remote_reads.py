@@ -220,3 +220,16 @@ def test_frames_located_by_another_files_blob_say_where_the_blob_came_from(tmp_p
         pytest.raises(FrameDecodeError, match=r"the frames were located by .*a\.rumih, which may be another file's blob"),
     ):
         c.read()
+
+
+def test_a_failed_read_shows_its_own_failure_when_the_size_check_after_it_fails_too(cube: Any, server: RangeRequestServer) -> None:
+    """After a failed read the file's size is checked against the item's (a stale offset would explain the failure);
+    a server that answers nothing answers that HEAD neither, and the error names the ranges that were not read."""
+    from catalog.errors import StorageError
+    from catalog.testing import Fault
+
+    with Cube.open(server.url(write_item(cube).name)) as c:
+        server.inject(Fault("silent"))
+        with pytest.raises(StorageError, match=r"GET of bytes") as caught:
+            c.read(bands=[0], times=[0], timeout=1)
+    assert "HEAD" not in str(caught.value)
