@@ -19,27 +19,35 @@ total deadline (:data:`DEFAULT_TIMEOUT` unless given), enforced while the
 body arrives, so a silent server or one dripping a byte at a time is
 abandoned when the operation's time is up. A range that fails with a
 connection error, a timeout or a ``5xx`` is retried once in the operation,
-then the read fails; the pool itself never retries a range request.
+then the read fails; the pool itself never retries a range request. A ``429``
+or ``503`` that says when to come back (``Retry-After``) is retried after that
+wait, never past the deadline: a wait that would pass it fails at once.
+
+A URL's ``user:password@`` is sent as ``Authorization: Basic``, as requests,
+curl and GDAL send it (urllib3 alone drops it).
 """
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import re
 import threading
+import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import unquote_to_bytes
 
 import urllib3
+from urllib3.util import make_headers, parse_url
 from urllib3.util.retry import Retry
 
-from catalog.deadlines import DEFAULT_TIMEOUT
+from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-    from catalog.deadlines import ReadOperation
 
 __all__ = ["SIDECAR_ABSENT", "HTTPRangeSource", "default_pool", "quiet_retries", "read_url"]
 
@@ -54,16 +62,27 @@ missing key, to a reader who may not list the bucket.
 _CONNECT_TIMEOUT = 10.0
 _CHUNK = 1 << 16
 _TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
+_RETRY_AFTER_STATUS = frozenset({429, 503})
+# A server that keeps asking for a wait is asked again at most this often per range, as often as
+# default_pool's Retry(total=3) would: the deadline alone would let ``Retry-After: 0`` spin.
+_ASKED_RETRIES = 3
 # Range requests are retried by the operation (once per range), never by the pool.
 _NO_RETRY = Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5, raise_on_status=False)
 
 
 class _Transient(Exception):
-    """A failure worth one retry: a connection error, a timeout or a 5xx."""
+    """A failure worth one retry: a connection error, a timeout or a 5xx; ``retry_after`` is the wait a 429 or 503 asked for."""
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
+
+    @classmethod
+    def answered(cls, message: str, resp: Any) -> _Transient:
+        """The failure of a transient answer, with the wait its ``Retry-After`` asks for if it is a 429 or 503."""
+        wait = _retry_after(resp.headers.get("Retry-After")) if resp.status in _RETRY_AFTER_STATUS else None
+        return cls(message, resp.status, wait)
 
 
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)\s*$")
@@ -101,6 +120,63 @@ def default_pool() -> urllib3.PoolManager:
             )
             _DEFAULT_POOL = urllib3.PoolManager(maxsize=16, retries=retry, timeout=urllib3.Timeout(connect=10.0, read=60.0))
         return _DEFAULT_POOL
+
+
+def _retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait: its delay, or the time until its HTTP date.
+
+    None when the header is absent or unreadable; a date already past is 0.
+
+    >>> _retry_after("3"), _retry_after(" 0 "), _retry_after("soon"), _retry_after(None)
+    (3.0, 0.0, None, None)
+    >>> _retry_after("Wed, 21 Oct 2015 07:28:00 GMT")
+    0.0
+    """
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - datetime.now(UTC)).total_seconds())
+
+
+def _sleep_within(op: ReadOperation, seconds: float) -> bool:
+    """Sleep ``seconds``, unless that would pass the operation's deadline: then return False at once."""
+    if seconds > op.remaining():
+        return False
+    time.sleep(seconds)
+    return True
+
+
+def _credentials(url: str, headers: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
+    """The URL to send requests to, without its userinfo, and the headers to send, with it as ``Authorization: Basic``.
+
+    urllib3 drops a URL's ``user:password@`` unsent; requests, curl and GDAL
+    send it as Basic credentials. An ``Authorization`` header the caller gives
+    wins. User and password are percent-decoded to the bytes they spell
+    (characters written as such count as UTF-8): the latin-1 text of those
+    bytes is what urllib3 (whose Basic encoding is latin-1) sends unchanged.
+
+    >>> _credentials("http://alice:s%40cr%C3%A9t@example.com/x.rumi", None)
+    ('http://example.com/x.rumi', {'authorization': 'Basic YWxpY2U6c0BjcsOpdA=='})
+    >>> _credentials("http://alice:secret@example.com/x.rumi", {"Authorization": "Bearer t"})
+    ('http://example.com/x.rumi', {'Authorization': 'Bearer t'})
+    """
+    sent = dict(headers or {})
+    parts = parse_url(url)
+    if parts.auth is None:
+        return url, sent
+    if not any(name.lower() == "authorization" for name in sent):
+        user, _, password = parts.auth.partition(":")
+        userinfo = unquote_to_bytes(user) + b":" + unquote_to_bytes(password)
+        sent.update(make_headers(basic_auth=userinfo.decode("latin-1")))
+    return parts._replace(auth=None).url, sent
 
 
 def parse_content_range(value: str | None) -> tuple[int | None, int | None, int | None]:
@@ -157,7 +233,7 @@ class HTTPRangeSource(RemoteRangeSource):
             raise StorageError("not an http:// or https:// URL", href=url)
         super().__init__(url, size=size, timeout=timeout)
         self._pool = pool or default_pool()
-        self._headers = dict(headers or {})
+        self._target, self._headers = _credentials(url, headers)
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -183,7 +259,7 @@ class HTTPRangeSource(RemoteRangeSource):
         try:
             return self._pool.request(
                 method,
-                self._url,
+                self._target,
                 headers={**self._headers, **headers},
                 redirect=True,
                 retries=_NO_RETRY,
@@ -239,15 +315,34 @@ class HTTPRangeSource(RemoteRangeSource):
             return self._size
 
     def _with_retry(self, key: tuple[int, int], what: str, attempt: Any) -> Any:
+        """Run ``attempt`` until it succeeds: once more after a failure, or as often as a 429 or 503 asks to, within the deadline.
+
+        A ``Retry-After`` is the server asking for a pause, not a failure. As
+        urllib3's ``Retry(respect_retry_after_header=True)`` waits as asked on
+        each such answer while its retry count lasts, a range is asked again
+        after each pause, up to :data:`_ASKED_RETRIES` times and never past
+        the operation's deadline. Other failures keep the operation's one
+        retry per range.
+        """
         op = self._slot.current()
+        retries = 0
         while True:
             try:
                 return attempt(op)
             except _Transient as err:
-                if not op.may_retry(key):
+                asked = err.retry_after is not None and retries < _ASKED_RETRIES
+                if not asked and not op.may_retry(key):
                     if op.remaining() <= 0:
                         raise self._expired(op, what) from err
-                    raise StorageError(f"{err} (retried once)", href=self._url, status=err.status) from err
+                    times = "once" if retries <= 1 else f"{retries} times"
+                    raise StorageError(f"{err} (retried {times})", href=self._url, status=err.status) from err
+                if err.retry_after is not None and not _sleep_within(op, err.retry_after):
+                    raise StorageError(
+                        f"{err}; the server asked to retry in {err.retry_after:g} s, past the read's {op.seconds:g} s deadline",
+                        href=self._url,
+                        status=err.status,
+                    ) from err
+                retries += 1
 
     def size(self) -> int:
         """Total size in bytes: one ``HEAD``, unless already known.
@@ -263,7 +358,7 @@ class HTTPRangeSource(RemoteRangeSource):
             resp = self._send(op, "HEAD", {})
             resp.release_conn()
             if resp.status in _TRANSIENT_STATUS:
-                raise _Transient("HEAD did not succeed", resp.status)
+                raise _Transient.answered("HEAD did not succeed", resp)
             if resp.status != 200:
                 raise StorageError("HEAD did not succeed", href=self._url, status=resp.status)
             length = resp.headers.get("Content-Length")
@@ -303,7 +398,7 @@ class HTTPRangeSource(RemoteRangeSource):
                         status=200,
                     )
                 if resp.status in _TRANSIENT_STATUS:
-                    raise _Transient(f"{what} failed", resp.status)
+                    raise _Transient.answered(f"{what} failed", resp)
                 raise StorageError(f"{what} failed", href=self._url, status=resp.status)
             header = resp.headers.get("Content-Range")
             data = self._body(op, resp, length, what)
@@ -333,34 +428,67 @@ def read_url(
 ) -> bytes:
     """Fetch a whole (small) resource with one ``GET``: an item, a header blob.
 
-    ``timeout`` bounds the connection and every wait for data
-    (:data:`DEFAULT_TIMEOUT` when None). A ``timeout`` given is the caller's
-    whole budget (``--timeout``): a wait for data that used it up is not
-    tried again, where the pool's retries would multiply it.
+    ``timeout`` is the whole budget, every attempt and wait included
+    (:data:`DEFAULT_TIMEOUT` when None), as a range read's deadline is. The
+    pool's retry policy still says what is retried (connection errors, its
+    ``5xx``, the ``Retry-After`` it respects) and how long to back off, but
+    each attempt gets only the time left, a wait for data that used it up is
+    not tried again, and a wait that would pass the deadline fails at once:
+    left to itself, the pool gives every attempt the whole timeout again.
 
     Raises:
         StorageError: the request failed or did not answer ``200``.
     """
     pool = pool or default_pool()
     seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
-    retries = pool.connection_pool_kw.get("retries")
-    if timeout is not None and isinstance(retries, Retry):
-        retries = retries.new(read=0)
+    op = ReadOperation(seconds)
+    target, sent = _credentials(url, headers)
+    policy = Retry.from_int(pool.connection_pool_kw.get("retries")).new(read=0)
+    while True:
+        left = op.remaining()
+        if left <= 0:
+            raise StorageError(f"GET got no answer within {seconds:g} s", href=url)
+        try:
+            resp = pool.request(
+                "GET",
+                target,
+                headers=sent,
+                redirect=True,
+                retries=_NO_RETRY,
+                timeout=urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, left), read=left),
+            )
+        except urllib3.exceptions.HTTPError as err:
+            cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
+            failure = (
+                StorageError(f"GET got no answer within {seconds:g} s", href=url)
+                if isinstance(cause, urllib3.exceptions.ReadTimeoutError)
+                else StorageError(f"GET failed: {cause}", href=url)
+            )
+            policy = _next_attempt(policy, target, failure, error=cause)
+            wait = policy.get_backoff_time()
+        else:
+            if resp.status == 200:
+                data: bytes = resp.data
+                return data
+            failure = StorageError("GET did not succeed", href=url, status=resp.status)
+            if not policy.is_retry("GET", resp.status, "Retry-After" in resp.headers):
+                raise failure
+            policy = _next_attempt(policy, target, failure, response=resp)
+            asked = _retry_after(resp.headers.get("Retry-After")) if policy.respect_retry_after_header else None
+            if asked is not None:
+                failure = StorageError(
+                    f"GET did not succeed; the server asked to retry in {asked:g} s, past the {seconds:g} s timeout",
+                    href=url,
+                    status=resp.status,
+                )
+            wait = policy.get_backoff_time() if asked is None else asked
+        if not _sleep_within(op, wait):
+            raise failure
+
+
+def _next_attempt(policy: Retry, url: str, failure: StorageError, *, response: Any = None, error: Exception | None = None) -> Retry:
+    """The retry policy after one more failed ``GET``; raise ``failure`` when it allows no more."""
     try:
-        resp = pool.request(
-            "GET",
-            url,
-            headers=dict(headers or {}),
-            redirect=True,
-            retries=retries,
-            timeout=urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, seconds), read=seconds),
-        )
-    except urllib3.exceptions.HTTPError as err:
-        cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
-        if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
-            raise StorageError(f"GET got no answer within {seconds:g} s", href=url) from err
-        raise StorageError(f"GET failed: {cause}", href=url) from err
-    if resp.status != 200:
-        raise StorageError("GET did not succeed", href=url, status=resp.status)
-    data: bytes = resp.data
-    return data
+        return policy.increment("GET", url, response=response, error=error)
+    except urllib3.exceptions.HTTPError:  # used up (MaxRetryError), or ``error`` itself when it may not be retried
+        raise failure from error
