@@ -56,7 +56,8 @@ class RemoteRangeSource(abc.ABC):
         return self._slot.deadline(seconds)
 
     def _expired(self, op: ReadOperation, what: str) -> StorageError:
-        return StorageError(f"{what} did not finish within the read's {op.seconds:g} s deadline", href=self._url)
+        # A tenth of a second is what the deadline can be told to: a command's --timeout 1 leaves its read 0.997 s.
+        return StorageError(f"{what} did not finish within the read's {round(op.seconds, 1):g} s deadline", href=self._url)
 
     @abc.abstractmethod
     def _fetch(self, offset: int, length: int) -> bytes:

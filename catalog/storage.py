@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit, urlunsplit
@@ -112,6 +113,10 @@ class Storage:
         timeout: Total seconds of one remote read operation, for the sources
             this storage opens and each object it fetches; the default of
             :mod:`catalog.deadlines` when None.
+        deadline: A :func:`time.monotonic` instant by which everything asked
+            through this storage ends (a command's whole ``--timeout``): each
+            fetch, and each source opened, gets the smaller of ``timeout`` and
+            the time left (:meth:`time_left`); None for no such instant.
     """
 
     def __init__(
@@ -122,8 +127,10 @@ class Storage:
         gcs_client: Any = None,
         gcs_client_factory: Callable[[], Any] | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
     ) -> None:
         self._timeout = timeout
+        self._deadline = deadline
         self._http_pool = http_pool
         self._http_headers = dict(http_headers or {})
         self._gcs_client = gcs_client
@@ -135,6 +142,19 @@ class Storage:
         if self._http_pool is None:
             self._http_pool = default_pool()
         return self._http_pool
+
+    def time_left(self, what: str = "") -> float | None:
+        """Seconds an operation started now may take: ``timeout``, less where the deadline is nearer.
+
+        Raises:
+            StorageError: the deadline has passed (``what`` names what was not asked).
+        """
+        if self._deadline is None:
+            return self._timeout
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise StorageError("not asked: the time allowed ran out before it", href=what)
+        return left if self._timeout is None else min(self._timeout, left)
 
     def open(self, href: str | os.PathLike[str], *, size: int | None = None) -> ByteSource:
         """Open a byte-range source for the stateless reader.
@@ -149,9 +169,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._timeout)
+            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self.time_left(text))
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self._timeout)
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self.time_left(text))
         try:
             return LocalFileSource(text)
         except OSError as err:
@@ -168,9 +188,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._timeout)
+            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self.time_left(text))
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._timeout).read_all()
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self.time_left(text)).read_all()
         try:
             return Path(text).read_bytes()
         except OSError as err:

@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import time
+
 import click
 
 from catalog.credentials import redacted
 from catalog.errors import SelectorError
 from catalog.selectors import check_bbox
+from catalog.storage import Storage
 from rumi_core.cli import options
 
-__all__ = ["failure", "parse_bbox", "parse_lonlat_bbox"]
+__all__ = ["command_storage", "failure", "parse_bbox", "parse_lonlat_bbox"]
+
+
+def command_storage(timeout: float | None) -> Storage:
+    """The storage of one command: with ``--timeout``, everything it asks (item, blob, frames) ends that many seconds from now.
+
+    ``--timeout`` is the command's whole wait, not each step's: opening an
+    item, fetching its blob and reading the frames share it.
+    """
+    return Storage(timeout=timeout, deadline=None if timeout is None else time.monotonic() + timeout)
 
 
 def failure(target: object, err: BaseException) -> click.ClickException:

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from catalog.cli.options import failure, parse_bbox
+from catalog.cli.options import command_storage, failure, parse_bbox
 from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.grid import epsg_code
 from catalog.selectors import parse_band_selector, parse_time_selector
-from catalog.storage import Storage
 from rumi_core.cli.options import OptionError, check_output_file, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.files import write_atomic
@@ -137,7 +136,17 @@ def read_command(
             raise OptionError("--catalog reads by --bbox and --datetime: give --bbox, and no --window, --times or --header")
         _check_grid_options(crs, resolution)
         check_output_file(output)
-        read_catalog(catalog, bands=band_sel, bbox=bbox, bbox_crs=bbox_crs, datetime=when, crs=crs, resolution=resolution, output=output)
+        read_catalog(
+            catalog,
+            bands=band_sel,
+            bbox=bbox,
+            bbox_crs=bbox_crs,
+            datetime=when,
+            crs=crs,
+            resolution=resolution,
+            output=output,
+            storage=command_storage(timeout),
+        )
         return
     if when is not None or crs is not None or resolution is not None:
         raise OptionError("--datetime, --crs and --resolution go with --catalog; use --times to select time steps of one item")
@@ -146,8 +155,9 @@ def read_command(
         raise OptionError("give --bbox or --window, not both")
     check_output_file(output)
     blob = read_header_file(header_path)
+    storage = command_storage(timeout)
     try:
-        with Cube.open(target, header=blob, storage=Storage(timeout=timeout)) as cube:
+        with Cube.open(target, header=blob, storage=storage) as cube:
             frames = cube.frame_count(cube.selection(bands=band_sel, times=time_sel, bbox=bbox, bbox_crs=bbox_crs, window=window))
             with progress_bar(frames, label=f"read {frames} frames", enabled=progress) as update:
                 result = cube.read(
@@ -159,7 +169,7 @@ def read_command(
                     threads=threads,
                     labels=suffix != ".npy",
                     progress=_locked(update),
-                    timeout=timeout,
+                    timeout=storage.time_left(target),
                 )
             bare = cube.item is None
             if suffix == ".npy":

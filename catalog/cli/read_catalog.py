@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
+    from catalog.storage import Storage
+
 __all__ = ["read_catalog"]
 
 
@@ -47,18 +49,29 @@ def read_catalog(
     crs: str | None,
     resolution: float | None,
     output: Path,
+    storage: Storage,
 ) -> None:
-    """Search ``catalog``, load the hits over ``bbox`` and save them as ``output``.
+    """Search ``catalog``, load the hits over ``bbox`` and save them as ``output``, asking everything through ``storage``.
 
     Raises:
         click.ClickException: nothing matches, or a search, load or read failed.
     """
     try:
-        hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime)
+        hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime, storage=storage)
         if not hits:
             raise click.ClickException(f"{catalog}: no cube matches the bbox and datetime")
         # The whole output is computed: it is refused before any of it is planned when larger than one read's may be.
-        ds = load(hits, bands=bands, bbox=bbox, bbox_crs=bbox_crs, datetime=datetime, crs=crs, resolution=resolution, limits=DEFAULT_LIMITS)
+        ds = load(
+            hits,
+            bands=bands,
+            bbox=bbox,
+            bbox_crs=bbox_crs,
+            datetime=datetime,
+            crs=crs,
+            resolution=resolution,
+            storage=storage,
+            limits=DEFAULT_LIMITS,
+        )
         data = ds.data.values
     except RumiError as err:
         raise failure(catalog, err) from err

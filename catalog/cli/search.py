@@ -6,8 +6,9 @@ import json
 
 import click
 
-from catalog.cli.options import failure, parse_lonlat_bbox
+from catalog.cli.options import command_storage, failure, parse_lonlat_bbox
 from catalog.search import search
+from rumi_core.cli.options import timeout_option
 from rumi_core.errors import RumiError
 
 __all__ = ["search_command"]
@@ -22,13 +23,20 @@ __all__ = ["search_command"]
 @click.option("--bands", help="Band names every hit must have, e.g. red,nir.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Most hits to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@timeout_option
 def search_command(
-    target: str, bbox: tuple[float, float, float, float] | None, when: str | None, bands: str | None, limit: int | None, as_json: bool
+    target: str,
+    bbox: tuple[float, float, float, float] | None,
+    when: str | None,
+    bands: str | None,
+    limit: int | None,
+    as_json: bool,
+    timeout: float | None,
 ) -> None:
     """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL)."""
     wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
     try:
-        hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit)
+        hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit, storage=command_storage(timeout))
     except RumiError as err:
         raise failure(target, err) from err
     if as_json:

@@ -115,6 +115,25 @@ def test_a_failure_shows_no_password_or_signature_of_its_url(command: str, serve
     assert "://alice@" in result.output and "?v=2" in result.output
 
 
+@pytest.mark.parametrize("command", ["read", "search"])
+def test_timeout_is_the_commands_whole_wait_not_each_steps(command: str, cube: Any, tmp_path: Path) -> None:
+    """Each answer takes 1 s: the item, the blob and the frames each fit in 1.6 s, all of them do not; --timeout 1.6 ends the
+    command, where each step had the whole 1.6 s to itself and the command succeeded after 3 s or more."""
+    from catalog.collections import build_catalog
+    from catalog.testing import RangeRequestServer
+
+    item = create_item(cube.path, cube.blob_path, data_href="cube.rumi", header_href="cube.rumih", thumbnail=False, inline_header_limit=0)
+    (cube.dir / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    build_catalog([item.clone()], cube.dir / "stac", catalog_id="slow")
+    (cube.dir / "stac" / "items.parquet").unlink()  # walked item by item: one request per document
+    with RangeRequestServer(cube.dir, latency=1.0) as slow:
+        target = slow.url("stac/catalog.json" if command == "search" else "item.json")
+        out = [] if command == "search" else ["-o", str(tmp_path / "x.npy")]
+        result = CliRunner().invoke(cli, [command, target, *out, "--timeout", "1.6"])
+    assert result.exit_code == 1, result.output
+    assert "the time allowed ran out" in result.output or "deadline" in result.output or "within" in result.output, result.output
+
+
 def test_export_one_geotiff_per_time_step(cube: Any, tmp_path: Path) -> None:
     out = tmp_path / "exp.tif"
     result = CliRunner().invoke(cli, ["export", str(cube.path), "-o", str(out)])
