@@ -174,8 +174,8 @@ def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, p
 def load(
     items: Iterable[Any] | Any,
     *,
-    bands: Sequence[int | str] | None,
-    bbox: Sequence[float] | None,
+    bands: Sequence[int | str] | None = None,
+    bbox: Sequence[float] | None = None,
     bbox_crs: str = "EPSG:4326",
     datetime: str | TimeRange | None = None,
     crs: str | None = None,

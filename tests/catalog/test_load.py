@@ -11,7 +11,7 @@ import rasterio
 from pyproj import Transformer
 
 import rumi_core
-from catalog import LoadError, SelectorError, load, search
+from catalog import Cube, LoadError, SelectorError, load, search
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -89,6 +89,15 @@ def test_one_grid_mosaics_and_stacks_without_resampling(scene: Scene) -> None:
     assert ds.data.chunks[2][:2] == (1, 32) and ds.data.chunks[3][:2] == (2, 32)
     # The overlap takes A where A is valid, B elsewhere; the corners no tile covers stay NaN.
     assert np.isnan(expected[:, :, -1, 0]).all() and np.isnan(expected[:, :, 0, -1]).all()
+
+
+def test_load_without_bands_or_bbox_takes_every_band_over_the_items(scene: Scene) -> None:
+    """As its docstring says: no bands is every band of the first item, no bbox the union of the items."""
+    (item,) = _items(scene, ["A-2021-01"])
+    ds = load([item])
+    with Cube.open(item) as cube:
+        assert list(ds.band.values) == [b.name for b in cube.bands]
+        assert ds.data.shape == (cube.layout.time_count, len(cube.bands), cube.grid.height, cube.grid.width)
 
 
 def test_two_zones_are_warped_block_by_block(scene: Scene) -> None:
