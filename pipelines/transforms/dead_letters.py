@@ -34,7 +34,7 @@ REASONS: Final = {
     "missing-crs": "the file has no CRS",
     "crs-not-epsg": "the CRS has no EPSG code",
     "unsupported-dtype": "the sample type is not a rumi sample encoding, or bands differ in type",
-    "band-nodata": "the file's bands state different nodata values, and the bands of a cube share one",
+    "bad-nodata": "the file's nodata value is no sample of its type, or its bands state different ones (a cube's bands share one)",
     "masked": "the file has a mask band (internal or .msk) but no nodata value for the pixels it masks",
     "rotated": "the transform is rotated, sheared or not north-up (see --align reproject)",
     "unknown-time": "no acquisition time was found and --time gives none",

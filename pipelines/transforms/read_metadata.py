@@ -190,6 +190,43 @@ def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiome
     return tuple(out)
 
 
+def _as_sample(value: float, dtype: str) -> float | None:
+    """``value`` as a ``dtype`` sample would hold it, or None when none can (NaN or 0.5 or 70000 for uint16).
+
+    >>> _as_sample(-0.0, "uint16"), _as_sample(0.5, "uint16"), _as_sample(float("nan"), "float32")
+    (0.0, None, nan)
+    """
+    kind = np.dtype(dtype).kind
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        holds = value.is_integer() and info.min <= value <= info.max
+        return float(int(value)) if holds else None  # -0.0 is 0 as an integer sample, and keys as one
+    holds = kind != "f" or not math.isfinite(value) or abs(value) <= float(np.finfo(dtype).max)
+    return value if holds else None
+
+
+def _file_nodata(nodata: float, dtype: str, href: str) -> float:
+    """The file's nodata value as its samples hold it.
+
+    GDAL keeps a value no sample can hold, such as 0.5 for uint16, and then
+    masks the samples it truncates to (0); the item would state 0.5, and a
+    reader casting it to the samples' type would mask 0 where one comparing
+    values would mask nothing. Neither is taken for the file's meaning.
+
+    Raises:
+        SceneError: ``bad-nodata``, no ``dtype`` sample holds the value.
+    """
+    sample = _as_sample(nodata, dtype)
+    if sample is None:
+        raise SceneError(
+            f"its nodata value {nodata:g} is no {dtype} sample, and GDAL and readers of the catalogue would take it for "
+            "different ones; set one the samples can hold (e.g. gdal_edit.py -a_nodata 0) and convert again",
+            href=href,
+            reason="bad-nodata",
+        )
+    return sample
+
+
 def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: str) -> float:
     """The file's ``nodata``, or where it has none the value its STAC asset states (:func:`~pipelines.transforms.discover.asset_nodata`).
 
@@ -202,15 +239,10 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
         SceneError: ``bad-metadata``, the stated value is no ``dtype`` sample,
             or the file states another one.
     """
-    kind = np.dtype(dtype).kind
-    if kind in "iu":
-        info = np.iinfo(dtype)
-        holds = stated.is_integer() and info.min <= stated <= info.max
-        stated = float(int(stated)) if holds else stated  # -0.0 is 0 as an integer sample, and keys as one
-    else:
-        holds = kind != "f" or not math.isfinite(stated) or abs(stated) <= float(np.finfo(dtype).max)
-    if not holds:
+    sample = _as_sample(stated, dtype)
+    if sample is None:
         raise SceneError(f"the STAC asset states nodata {stated:g}, which no {dtype} sample can hold", href=href, reason="bad-metadata")
+    stated = sample
     if nodata is None or nodata_key(nodata) == nodata_key(stated):
         return stated
     raise SceneError(f"the STAC asset states nodata {stated:g}, the file {nodata:g}", href=href, reason="bad-metadata")
@@ -234,7 +266,8 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             nothing), has no CRS (``missing-crs``) or none with an EPSG code
             (``crs-not-epsg``),
             holds samples rumi cannot store (``unsupported-dtype``), states
-            different nodata values for its bands (``band-nodata``), has an
+            different nodata values for its bands or one no sample holds
+            (``bad-nodata``), has an
             internal mask but no nodata value for its masked pixels
             (``masked``), or has no valid time (``unknown-time``, ``bad-time``).
     """
@@ -284,7 +317,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                     f"its bands state different nodata values ({', '.join(values)}), and the bands of a cube share one; "
                     "give every band the same one (e.g. gdal_edit.py -a_nodata N) and convert again",
                     href=href,
-                    reason="band-nodata",
+                    reason="bad-nodata",
                 )
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
             token = band_token(href) if ds.count == 1 else None
@@ -304,7 +337,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             )
             _check_last_block(ds)
             transform = tuple(float(v) for v in ds.transform[:6])
-            nodata = None if ds.nodata is None else float(ds.nodata)
+            nodata = None if ds.nodata is None else _file_nodata(float(ds.nodata), dtype, href)
             bands, nodata = _described_bands(ref, bands, nodata, dtype)
             if nodata is None and has_internal_mask(ds):
                 # rumi marks invalid pixels only with a nodata value: converting the pixels

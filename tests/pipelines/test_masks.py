@@ -115,8 +115,23 @@ def test_bands_of_different_nodata_are_refused_not_given_band_1s(tmp_path: Path)
     pixels, dead = _convert([source], tmp_path / "out")
     assert pixels is None
     (letter,) = dead
-    assert (letter.reason, letter.stage) == ("band-nodata", "ReadSceneMetadata")
+    assert (letter.reason, letter.stage) == ("bad-nodata", "ReadSceneMetadata")
     assert "different nodata values (0.0, 7.0)" in letter.message and "gdal_edit.py -a_nodata" in letter.message
     aux.write_text(f"<PAMDataset>{bands.replace('>7<', '>0<')}</PAMDataset>")
     pixels, dead = _convert([source], tmp_path / "same")
     assert dead == [] and pixels is not None and np.array_equal(pixels, data)
+
+
+def test_a_nodata_value_no_sample_holds_is_refused(tmp_path: Path) -> None:
+    """GDAL keeps nodata 0.5 on uint16 samples and masks the 0s it truncates to; an item stating 0.5 would be read as
+    masking nothing, or (cast) the 0s: the scene is refused, naming the value."""
+    source = tmp_path / "scene.tif"
+    profile: dict[str, Any] = {"driver": "GTiff", "width": 40, "height": 32, "count": 1, "dtype": "uint16", "crs": "EPSG:32633"}
+    with rasterio.open(source, "w", transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000), nodata=0.5, **profile) as dst:
+        dst.write(np.arange(40 * 32, dtype=np.uint16).reshape(1, 32, 40))
+    with rasterio.open(source) as ds:
+        assert ds.nodata == 0.5 and ds.read(masked=True).mask.sum() == 1  # GDAL masks the one 0
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert pixels is None
+    (letter,) = dead
+    assert letter.reason == "bad-nodata" and "nodata value 0.5 is no uint16 sample" in letter.message
