@@ -447,23 +447,41 @@ def _band_count_losers(series: dict[CubeKey, list[Acquisition]], alive: list[Cub
     return losers
 
 
+def _areas(series: dict[CubeKey, list[Acquisition]], keys: list[CubeKey]) -> list[list[CubeKey]]:
+    """``keys`` (of one slot) in groups whose footprints overlap, directly or through others of the group, each sorted.
+
+    The mismatch rules find the odd acquisitions of one place: a series of
+    another area, with another nodata or band set, is a cube of its own.
+    """
+    boxes = {key: sorted({acq.grid.bounds() for acq in series[key]}) for key in keys}
+
+    def overlap(a: CubeKey, b: CubeKey) -> bool:
+        return any(p[0] < q[2] and q[0] < p[2] and p[1] < q[3] and q[1] < p[3] for p in boxes[a] for q in boxes[b])
+
+    groups: list[list[CubeKey]] = []
+    for key in sorted(keys):
+        touching = [group for group in groups if any(overlap(key, other) for other in group)]
+        groups = [group for group in groups if group not in touching] + [sorted([key, *(k for g in touching for k in g)])]
+    return sorted(groups)
+
+
 def _mismatches(series: dict[CubeKey, list[Acquisition]]) -> tuple[set[CubeKey], list[DeadLetter]]:
-    """Step 2: the series that lose a dtype or band-count comparison, and their dead letters."""
+    """Step 2: the series that lose a dtype or band-count comparison with a series of the same place, and their dead letters."""
     rejects: list[DeadLetter] = []
     losers: set[CubeKey] = set()
     by_slot: dict[Slot, list[CubeKey]] = defaultdict(list)
     for key in series:
         by_slot[key.slot].append(key)
     for slot in sorted(by_slot):
-        keys = sorted(by_slot[slot])
         label = slot[4][0]
         where = f"EPSG:{slot[0]} at {slot[1]:g} x {slot[2]:g}" + (f" in {label}" if label else "")
-        for loser, letters in _dtype_losers(series, keys, where).items():
-            losers.add(loser)
-            rejects += letters
-        for loser, letters in _band_count_losers(series, [k for k in keys if k not in losers], where).items():
-            losers.add(loser)
-            rejects += letters
+        for keys in _areas(series, by_slot[slot]):
+            for loser, letters in _dtype_losers(series, keys, where).items():
+                losers.add(loser)
+                rejects += letters
+            for loser, letters in _band_count_losers(series, [k for k in keys if k not in losers], where).items():
+                losers.add(loser)
+                rejects += letters
     return losers, rejects
 
 

@@ -84,6 +84,29 @@ def test_dtype_mismatch_between_acquisitions_of_one_series() -> None:
     assert plans[0].shape[0] == 4
 
 
+def test_series_of_other_places_never_compete_on_dtype_nodata_or_bands() -> None:
+    """The mismatch rules find the odd acquisitions of one place: a series 10 km east, on the same CRS and pixel size,
+    with no nodata or one band fewer, is a cube of its own (it was made dead letters of the larger series)."""
+    east = (10.0, 0.0, 610000.0, 0.0, -10.0, 5300000.0)
+    scenes = [make_scene(f"/a{i}.tif", f"2023-01-0{i}") for i in range(1, 5)]
+    scenes += [make_scene(f"/b{i}.tif", f"2023-01-0{i}", transform=east, nodata=None) for i in range(1, 3)]
+    scenes += [s for i in (1, 2) for s in bands_of(f"2023-02-0{i}", stack="/c/x", transform=east, tokens=("B02", "B03"))]
+    scenes += [s for i in (3, 4, 5) for s in bands_of(f"2023-02-0{i}", stack="/c/x")]
+    plans, rejects = plan_cubes(scenes, opts())
+    assert rejects == []
+    assert sorted((p.transform[2], p.shape[:2], p.nodata) for p in plans) == [
+        (600000.0, (3, 3), 0.0),
+        (600000.0, (4, 1), 0.0),
+        (610000.0, (2, 1), None),
+        (610000.0, (2, 2), 0.0),
+    ]
+    # Overlapping the first series by one pixel is the same place: the odd ones out are refused again.
+    near = (10.0, 0.0, 600630.0, 0.0, -10.0, 5300000.0)
+    odd = [make_scene(f"/n{i}.tif", f"2023-01-1{i}", transform=near, nodata=None) for i in range(1, 3)]
+    _, rejects = plan_cubes([s for s in scenes if not s.href.startswith("/b")] + odd, opts())
+    assert sorted((r.href, r.reason) for r in rejects) == [("/n1.tif", "dtype-mismatch"), ("/n2.tif", "dtype-mismatch")]
+
+
 def test_a_scene_with_a_band_file_that_could_not_be_read_is_left_out_whole() -> None:
     """Alone in its period (the first scene of a month, in a monthly run), its other bands made a cube short of the band:
     published, and replaced once the file was mended. Files of other scenes, and files without a band token, are kept."""
