@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal, SupportsIndex
 import numpy as np
 
 from catalog.errors import SelectorError
-from catalog.load import open_cube
+from catalog.load import item_list, open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
 from rumi_core.errors import FrameDecodeError
@@ -294,7 +294,9 @@ class ChipReader:
         fetch_threads: int = 8,
         http_headers: Mapping[str, str] | None = None,
     ) -> None:
-        self.items = list(items)
+        self.items = item_list(items)
+        if not self.items:
+            raise SelectorError("no items were given (an empty search result?)")
         if isinstance(bands, (str, SupportsIndex)):
             bands = [bands]
         self.bands = list(bands) if bands is not None else None
@@ -344,8 +346,44 @@ class _ProcessState:
         # Frame offsets, reconstructed once per item rather than per frame.
         self.offsets = [c.header.offsets for c in self.cubes]
         self.pool = ThreadPoolExecutor(max_workers=reader.fetch_threads, thread_name_prefix="rumi-chips")
-        self.bands = [band_positions(reader.bands, c.bands) if reader.bands is not None else None for c in self.cubes]
-        self.times = [time_positions(reader.times, c.times) if reader.times is not None else None for c in self.cubes]
+        self.bands: list[list[int] | None] = []
+        self.times: list[list[int] | None] = []
+        for cube in self.cubes:
+            try:
+                self.bands.append(band_positions(reader.bands, cube.bands) if reader.bands is not None else None)
+                self.times.append(time_positions(reader.times, cube.times) if reader.times is not None else None)
+            except SelectorError as err:
+                raise SelectorError(f"{cube.name}: {err}") from err
+        self._check_alike()
+
+    def _check_alike(self) -> None:
+        """Refuse items whose chips differ in dtype or in their numbers of time steps and bands.
+
+        A batch stacks chips: PyTorch would promote uint16 and float32 chips
+        to float32 in one process and refuse them in workers, and chips of
+        other shapes fail only when they first meet in a batch, late in an
+        epoch. Named here, before any worker starts.
+
+        Raises:
+            SelectorError: names an item of each kind.
+        """
+        kinds: dict[tuple[str, int, int], str] = {}
+        for k, cube in enumerate(self.cubes):
+            lay = cube.layout
+            times = self.times[k]
+            bands = self.bands[k]
+            kind = (
+                lay.encoding.dtype.name,
+                lay.time_count if times is None else len(times),
+                lay.samples_per_pixel if bands is None else len(bands),
+            )
+            kinds.setdefault(kind, cube.name)
+        if len(kinds) > 1:
+            shown = "; ".join(f"{name}: {dtype} with {t} time steps of {b} bands" for (dtype, t, b), name in kinds.items())
+            raise SelectorError(
+                f"the items give chips of {len(kinds)} kinds ({shown}), and a batch stacks chips of one dtype and shape: "
+                "give items of one kind, and select bands and times that each of them has as many of"
+            )
 
     def _fetch(self, k: int, offset: int, length: int, frames: Sequence[int]) -> list[tuple[int, NDArray[Any]]]:
         cube = self.cubes[k]

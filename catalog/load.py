@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from catalog.bands import Band
     from rumi_core.limits import Limits
 
-__all__ = ["load", "open_cube"]
+__all__ = ["item_list", "load", "open_cube"]
 
 
 def open_cube(target: Any, *, storage: Storage) -> Cube:
@@ -113,7 +113,8 @@ def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
     return tuple(sizes) or (0,)
 
 
-def _items(items: Iterable[Any] | Any) -> list[Any]:
+def item_list(items: Iterable[Any] | Any) -> list[Any]:
+    """``items`` as a list: one item (a dict, a :class:`pystac.Item`, an href, a search hit) or an iterable of them."""
     if isinstance(items, (str, os.PathLike, dict, SearchHit)) or hasattr(items, "to_dict"):
         return [items]
     return list(items)
@@ -236,7 +237,7 @@ def load(
     from catalog.xarray_backend import band_coords, spatial_ref, time_coords
 
     storage = storage or Storage()
-    targets = _items(items)
+    targets = item_list(items)
     if not targets:
         raise LoadError("load needs at least one item")
     time_range = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime

@@ -282,9 +282,18 @@ def check_positions(positions: Sequence[int], count: int, axis: Literal["band", 
     ...
     catalog.errors.SelectorError: time position 20200215 is outside 0..2; a date is written 2020-02-15, a range 2020-02-01/2020-02-29
 
+    >>> check_positions(["2020-02-15"], 3, "time")
+    Traceback (most recent call last):
+    ...
+    catalog.errors.SelectorError: time positions are integers, not '2020-02-15'; a range of dates is one text, 2020-02-01/2020-02-29
+
     Raises:
-        SelectorError: a position is outside the axis.
+        SelectorError: a position is not an integer, or is outside the axis.
     """
+    odd = next((p for p in positions if isinstance(p, bool) or not isinstance(p, SupportsIndex)), None)
+    if odd is not None:
+        hint = "; a range of dates is one text, 2020-02-01/2020-02-29" if axis == "time" and isinstance(odd, str) else ""
+        raise SelectorError(f"{axis} positions are integers, not {odd!r}{hint}")
     bad = next((p for p in positions if not 0 <= p < count), None)
     if bad is None:
         return

@@ -24,9 +24,16 @@ With ``DataLoader(num_workers=n)`` worker ``w`` yields samples ``w, w + n,
 w + 2n...`` of one sample sequence, so the workers' shards are disjoint and
 the samples a seed gives do not depend on ``n``; with ``batch_size=None``
 (or 1) the DataLoader's round-robin even yields them in the same order.
+Under :mod:`torch.distributed` each of the ``world_size`` processes reads
+its own share of an epoch's samples, as
+:class:`~torch.utils.data.distributed.DistributedSampler` shares indices:
+rank ``r`` takes samples ``r, r + world_size...``, and the last ones are
+taken again from the start so that every rank reads as many (a rank with
+one batch fewer would leave the others waiting at the end of the epoch).
 :meth:`RumiChipDataset.set_epoch` draws other random chips for each epoch.
-Batching stacks chips, so the items of one dataset must give the same number
-of time steps (select ``times`` accordingly).
+Batching stacks chips, so the items of one dataset must give chips of one
+dtype, with as many bands and time steps (select ``bands`` and ``times``
+accordingly); other items are refused when the dataset is made.
 
 PyTorch is optional for the catalog package: this module alone needs it.
 """
@@ -167,7 +174,9 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         self._epoch = 0
 
     def __len__(self) -> int:
-        return len(self._chips.sampler)
+        """Samples this process reads in an epoch: all of them, or under :mod:`torch.distributed` its rank's share."""
+        _, ranks = _rank()
+        return -(-len(self._chips.sampler) // ranks)
 
     def set_epoch(self, epoch: int) -> None:
         """Draw the random chips of epoch ``epoch`` (0 until called) from now on.
@@ -187,8 +196,18 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        for index in range(worker, len(self._chips.sampler), workers):
-            yield self._chips.sample(index, self._epoch)
+        rank, ranks = _rank()
+        count = len(self._chips.sampler)
+        for step in range(worker, -(-count // ranks), workers):
+            yield self._chips.sample((rank + step * ranks) % count, self._epoch)
+
+
+def _rank() -> tuple[int, int]:
+    """``(rank, world_size)`` of this process under :mod:`torch.distributed`, ``(0, 1)`` outside it."""
+    distributed = torch.distributed
+    if distributed.is_available() and distributed.is_initialized():
+        return distributed.get_rank(), distributed.get_world_size()
+    return 0, 1
 
 
 class RumiChipGridDataset(Dataset[dict[str, Any]]):

@@ -253,3 +253,58 @@ def test_set_epoch_draws_other_chips_deterministically(tmp_path: Path) -> None:
     assert chips(again) == before
     with pytest.raises(SelectorError, match=r"^epoch is an integer of at least 0, got -1$"):
         again.set_epoch(-1)
+
+
+def test_items_of_other_dtypes_or_shapes_are_refused_naming_an_item_of_each_kind(tmp_path: Path) -> None:
+    """A batch stacks chips: uint16 and float32 chips were promoted to float32 without workers and refused with them,
+    and chips of other time counts failed only when they first met in a batch."""
+    floats, _ = _write_item(tmp_path, "floats", 40, 48)
+    ints = tmp_path / "ints.rumi"
+    ints.with_suffix(".rumih").write_bytes(
+        rumi_core.write(ints, np.zeros((2, 3, 40, 48), np.uint16), bands=["red", "green", "nir"], times=["2021-01-01", "2021-01-02"],
+                        crs="EPSG:32633", transform=POINT, tile_size=16)
+    )  # fmt: skip
+    with pytest.raises(SelectorError, match=r"2 kinds \(.*floats\.rumi: float32 with 1 time steps of 3 bands; .*ints\.rumi: uint16"):
+        RumiChipDataset([floats, str(ints)], size=16, length=4)
+    with pytest.raises(SelectorError, match=r"floats\.rumi: float32 with 1 time steps of 2 bands; .*ints\.rumi: uint16 with 1 time"):
+        RumiChipGridDataset([floats, str(ints)], size=16, bands=["red", "nir"], times=[0])
+    alike = RumiChipGridDataset([str(ints)], size=16, times=[1])
+    assert len(alike) > 0
+
+
+def test_the_items_argument_and_selectors_fail_naming_the_cause(tmp_path: Path) -> None:
+    path, data = _write_item(tmp_path, "item", 40, 48)
+    one = RumiChipGridDataset(path, size=16)  # one href, as catalog.load takes it: not its characters
+    np.testing.assert_array_equal(one[0]["image"].numpy(), data[:, :, :16, :16])
+    with pytest.raises(SelectorError, match=r"^no items were given \(an empty search result\?\)$"):
+        RumiChipDataset([], size=16, length=4)
+    with pytest.raises(SelectorError, match=r"item\.rumi: no band is called 'swir'"):
+        RumiChipGridDataset([path], size=16, bands=["swir"])
+    with pytest.raises(SelectorError, match=r"item\.rumi: time positions are integers, not '2021-01-01'; a range of dates is one"):
+        RumiChipGridDataset([path], size=16, times=["2021-01-01"])  # type: ignore[list-item]
+
+
+_RANK = """
+import json, os, sys
+import torch.distributed as dist
+from catalog.torch import RumiChipDataset
+dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
+dataset = RumiChipDataset([sys.argv[3]], size=16, length=7, seed=5)
+print(json.dumps({"len": len(dataset), "index": [s["index"] for s in dataset]}))
+dist.destroy_process_group()
+"""
+
+
+def test_each_distributed_rank_reads_its_own_share_and_as_many_as_the_others(tmp_path: Path) -> None:
+    """Two gloo ranks: samples 0, 2, 4, 6 and 1, 3, 5, 0 (the last taken again from the start), as DistributedSampler shares
+    indices; before, every rank read all seven."""
+    import json
+    import subprocess
+    import sys
+
+    path, _ = _write_item(tmp_path, "item", 40, 48)
+    init = f"file://{tmp_path / 'rendezvous'}"
+    ranks = [subprocess.Popen([sys.executable, "-c", _RANK, init, str(r), path], stdout=subprocess.PIPE, text=True) for r in (0, 1)]
+    shares = [json.loads(rank.communicate(timeout=300)[0]) for rank in ranks]
+    assert [rank.returncode for rank in ranks] == [0, 0]
+    assert shares == [{"len": 4, "index": [0, 2, 4, 6]}, {"len": 4, "index": [1, 3, 5, 0]}]
