@@ -251,7 +251,7 @@ def _frame_name(cube: Cube, index: int) -> str:
     return f"{cube.name}: {describe_frame(cube.layout, index)}"
 
 
-def _new_storage(headers: Mapping[str, str] | None) -> Storage:
+def _new_storage(headers: Mapping[str, str] | None, timeout: float | None) -> Storage:
     import urllib3
     from urllib3.util.retry import Retry
 
@@ -259,7 +259,7 @@ def _new_storage(headers: Mapping[str, str] | None) -> Storage:
     # with the parent and must never be used by a DataLoader worker.
     retry = Retry(total=3, backoff_factor=0.1, status_forcelist=(500, 502, 503, 504), allowed_methods=frozenset({"GET", "HEAD"}))
     pool = urllib3.PoolManager(maxsize=16, retries=retry, timeout=urllib3.Timeout(connect=10.0, read=60.0))
-    return Storage(http_pool=pool, http_headers=headers)
+    return Storage(http_pool=pool, http_headers=headers, timeout=timeout)
 
 
 class ChipReader:
@@ -278,10 +278,13 @@ class ChipReader:
         cache_bytes: Decoded frames kept per process (bytes, >= 0).
         fetch_threads: Concurrent range requests per process (>= 1).
         http_headers: Headers sent with every HTTP request.
+        timeout: Seconds one remote read (an item, a blob, a chip's frames)
+            may take, every request and retry included; the default of
+            :mod:`catalog.deadlines` (120) when None.
 
     Raises:
         SelectorError: ``cache_bytes`` or ``fetch_threads`` is not an
-            integer in its range.
+            integer in its range, or ``timeout`` no number of seconds above 0.
     """
 
     def __init__(
@@ -293,6 +296,7 @@ class ChipReader:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         fetch_threads: int = 8,
         http_headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.items = item_list(items)
         if not self.items:
@@ -304,6 +308,9 @@ class ChipReader:
         self.cache_bytes = parse_int("cache_bytes", cache_bytes, least=0)
         self.fetch_threads = parse_int("fetch_threads", fetch_threads, least=1)
         self.http_headers = dict(http_headers or {})
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
+            raise SelectorError(f"timeout is a number of seconds above 0, got {timeout!r}")
+        self.timeout = timeout
         self._pid: int | None = None
         self._state: _ProcessState | None = None
 
@@ -340,7 +347,7 @@ class _ProcessState:
     """What one process keeps to read chips."""
 
     def __init__(self, reader: ChipReader) -> None:
-        self.storage = _new_storage(reader.http_headers)
+        self.storage = _new_storage(reader.http_headers, reader.timeout)
         self.cubes: list[Cube] = [open_cube(t, storage=self.storage) for t in reader.items]
         self.cache = FrameCache(max_bytes=reader.cache_bytes)
         # Frame offsets, reconstructed once per item rather than per frame.

@@ -87,6 +87,7 @@ class ChipOptions(TypedDict, total=False):
     cache_bytes: int
     fetch_threads: int
     http_headers: Mapping[str, str] | None
+    timeout: float | None
 
 
 class _Chips:
@@ -105,9 +106,16 @@ class _Chips:
         cache_bytes: int = DEFAULT_CACHE_BYTES,
         fetch_threads: int = 8,
         http_headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
     ) -> None:
         self.reader = ChipReader(
-            items, bands=bands, times=times, cache_bytes=cache_bytes, fetch_threads=fetch_threads, http_headers=http_headers
+            items,
+            bands=bands,
+            times=times,
+            cache_bytes=cache_bytes,
+            fetch_threads=fetch_threads,
+            http_headers=http_headers,
+            timeout=timeout,
         )
         # The sampler needs the items' shapes: opening them here checks every item
         # (and its band and time selection) before any worker starts.
@@ -150,11 +158,17 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         cache_bytes: Decoded frames kept per worker (bytes).
         fetch_threads: Concurrent range requests per worker (>= 1).
         http_headers: Headers sent with every HTTP request.
+        timeout: Seconds one remote read (an item, a blob, a chip's frames)
+            may take in a worker, every request and retry included (120 by
+            default): a stalled server ends the epoch with a ``StorageError``
+            naming it after that long.
 
     Raises:
         SelectorError: a band or time selector matches nothing in an item, no
-            item holds a chip of ``size``, or ``size``, ``length``, ``seed``,
-            ``cache_bytes`` or ``fetch_threads`` is not an integer in its range.
+            item holds a chip of ``size``, the items give chips of other
+            dtypes or shapes, ``size``, ``length``, ``seed``, ``cache_bytes``
+            or ``fetch_threads`` is not an integer in its range, or
+            ``timeout`` no number of seconds above 0.
         StorageError: an item or blob cannot be fetched.
 
     Warns:

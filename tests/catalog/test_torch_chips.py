@@ -308,3 +308,18 @@ def test_each_distributed_rank_reads_its_own_share_and_as_many_as_the_others(tmp
     shares = [json.loads(rank.communicate(timeout=300)[0]) for rank in ranks]
     assert [rank.returncode for rank in ranks] == [0, 0]
     assert shares == [{"len": 4, "index": [0, 2, 4, 6]}, {"len": 4, "index": [1, 3, 5, 0]}]
+
+
+def test_a_stalled_server_ends_the_epoch_after_the_datasets_timeout(scene: Scene, served: RangeRequestServer) -> None:
+    from catalog.errors import StorageError
+    from catalog.testing import Fault
+
+    dataset = RumiChipDataset(_urls(scene, served), bands=["red", "nir"], size=32, length=2, seed=0, timeout=1.5)
+    served.inject(Fault("silent"))
+    try:
+        with pytest.raises(StorageError, match=r"did not finish within the read's 1\.5 s deadline"):
+            next(iter(dataset))
+    finally:
+        served.inject(None)
+    with pytest.raises(SelectorError, match=r"^timeout is a number of seconds above 0, got 0$"):
+        RumiChipDataset(_urls(scene, served), size=32, length=2, timeout=0)
