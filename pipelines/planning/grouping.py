@@ -43,7 +43,7 @@ import itertools
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
@@ -177,6 +177,24 @@ def _not_north_up(scene: Scene) -> str:
     )
 
 
+_NOTHING_TO_FILL_WITH: Final = (
+    "; warped onto the grid, it would leave pixels no source pixel covers, which it has no nodata value to mark"
+    " (0 would pass for data): set one first (e.g. gdal_edit.py -a_nodata N)"
+)
+"""Why a scene without nodata is not warped (``--align reproject``) where the warp leaves pixels uncovered."""
+
+
+def _turns_exactly(transform: Sequence[float]) -> bool:
+    """Whether a transform that is not north-up is only mirrored or turned by a multiple of 90 degrees.
+
+    Such a raster maps pixel for pixel onto its north-up grid
+    (:func:`~pipelines.planning.lattice.north_up`), which it covers whole; any
+    other angle leaves the new grid's corners uncovered.
+    """
+    a, b, _, d, e, _ = transform[:6]
+    return (b == 0 and d == 0) or (a == 0 and e == 0)
+
+
 def _is_unnamed(scene: Scene) -> bool:
     """Whether ``scene`` is a single-band file whose band has only the fallback name (``band 1``)."""
     if len(scene.bands) != 1 or band_token(scene.href) is not None:
@@ -252,6 +270,10 @@ def stack_scenes(
         warped = not is_north_up(scene.transform)
         if warped and align != "reproject":
             rejects.append(DeadLetter(scene.href, "rotated", _not_north_up(scene), STAGE))
+            continue
+        if warped and scene.nodata is None and not _turns_exactly(scene.transform):
+            message = f"transform {scene.transform} is rotated or sheared{_NOTHING_TO_FILL_WITH}"
+            rejects.append(DeadLetter(scene.href, "rotated", message, STAGE))
             continue
         if warped:
             transform, height, width = north_up(scene.transform, scene.height, scene.width)
@@ -496,16 +518,18 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, l
         if acq.lattice == grid:
             placed.append((acq, grid.extent(acq.transform, acq.height, acq.width)))
             continue
-        if options.align == "reproject":
+        if options.align == "reproject" and acq.nodata is not None:
             extent = snap_extent(grid, acq.transform, acq.height, acq.width)
             warp = Warp(grid.transform(extent), extent.height, extent.width, options.resampling)
             placed.append((replace(acq, warp=warp), extent))
             continue
+        # Warped onto the grid, its extent snaps outwards: an edge row or column is left uncovered.
+        fix = _NOTHING_TO_FILL_WITH if options.align == "reproject" else "; pass --align reproject to warp it onto that grid"
         rejects += _reject(
             acq,
             "off-grid",
             f"grid alignment {acq.lattice.alignment} (origin mod pixel size, in pixels) differs from {grid.alignment}, held by "
-            f"{top} acquisitions with the same bands on EPSG:{grid.epsg}; pass --align reproject to warp it onto that grid",
+            f"{top} acquisitions with the same bands on EPSG:{grid.epsg}{fix}",
         )
     return grid, placed, rejects
 

@@ -192,6 +192,22 @@ def test_not_north_up_scene(transform: tuple[float, ...], how: str, north_up: tu
     assert plan.transform == pytest.approx(target, abs=1e-4) and (plan.height, plan.width) == (height, width)
 
 
+def test_a_scene_without_nodata_is_warped_only_where_the_warp_covers_every_pixel() -> None:
+    """--align reproject fills what no source pixel covers with nodata, or 0 without one, which would pass for data: a
+    rotated or off-grid scene without nodata stays refused, naming the fix; mirrored or quarter-turned ones map pixel for
+    pixel, and are warped."""
+    for transform in ((10.0, 1.0, 0, 0, -10.0, 0), (10.0, 0, 600003.0, 0, -10.0, 5300000.0)):
+        scenes = [make_scene(f"/g{i}.tif", f"2023-01-0{i}", nodata=None) for i in range(1, 4)]
+        scenes.append(make_scene("/odd.tif", "2023-01-05", transform=transform, nodata=None))
+        plans, rejects = plan_cubes(scenes, opts(align="reproject"))
+        assert [(r.href, r.reason) for r in rejects] == [("/odd.tif", "rotated" if transform[1] else "off-grid")]
+        assert "which it has no nodata value to mark (0 would pass for data)" in rejects[0].message
+        assert "gdal_edit.py -a_nodata" in rejects[0].message and [p.shape[0] for p in plans] == [3]
+    for transform in ((10.0, 0, 600000.0, 0, 10.0, 5300000.0), (0.0, 10.0, 600000.0, 10.0, 0.0, 5300000.0)):
+        plans, rejects = plan_cubes([make_scene("/turned.tif", transform=transform, nodata=None)], opts(align="reproject"))
+        assert not rejects and plans[0].sources[0][0][0].warp is not None
+
+
 def test_warped_and_north_up_scenes_of_one_grid_stack_apart() -> None:
     """A south-up file and a north-up file that cover the same grid are read differently, so they are not one acquisition."""
     up = make_scene("/s_2023-01-05_B02.tif", bands=("B02",), stack="/s", transform=(10.0, 0, 600000.0, 0, -10.0, 5300640.0))
