@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rasterio.crs import CRS as RasterioCRS
 
-__all__ = ["closest_epsg", "horizontal_crs"]
+__all__ = ["closest_epsg", "horizontal_crs", "is_engineering"]
 
 
 def horizontal_crs(crs: RasterioCRS) -> tuple[int | None, str | None, str]:
@@ -89,3 +89,18 @@ def closest_epsg(wkt: str) -> int | None:
     except CRSError:
         return None
     return None if code is None else int(code)
+
+
+def is_engineering(wkt: str) -> bool:
+    """Whether a CRS is an engineering (local) one (``LOCAL_CS``): coordinates on a plane tied to no datum, which no warp leaves.
+
+    >>> is_engineering('LOCAL_CS["site",UNIT["metre",1],AXIS["Easting",EAST],AXIS["Northing",NORTH]]')
+    True
+    """
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        return bool(CRS.from_wkt(wkt).type_name == "Engineering CRS")
+    except CRSError:
+        return False

@@ -31,7 +31,7 @@ from catalog.credentials import unsigned
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines import landsat
-from pipelines.crs import closest_epsg, horizontal_crs
+from pipelines.crs import closest_epsg, horizontal_crs, is_engineering
 from pipelines.errors import SceneError
 from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.hrefs import href_path
@@ -286,6 +286,14 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                     "the file has no CRS; assign one (e.g. gdal_edit.py -a_srs EPSG:n) and convert again", href=href, reason="missing-crs"
                 )
             epsg, vertical, wkt = horizontal_crs(ds.crs)
+            if not epsg and is_engineering(wkt):
+                raise SceneError(
+                    f"the CRS {ds.crs.to_string()[:80]} is an engineering (local) one, tied to no place on the Earth, and rumi "
+                    "stores EPSG codes only, which no warp reaches from it; assign the CRS its coordinates are in, if known "
+                    "(e.g. gdal_edit.py -a_srs EPSG:n)",
+                    href=href,
+                    reason="crs-not-epsg",
+                )
             if not epsg:
                 closest = closest_epsg(wkt)
                 target = "EPSG:n" if closest is None else f"EPSG:{closest}, the EPSG CRS closest to it but not the same"

@@ -419,6 +419,11 @@ class TestReadScene:
                 r"no EPSG code.* \(e\.g\. gdalwarp -t_srs EPSG:3035, the EPSG CRS closest to it but not the same\)",
             ),
             (
+                lambda p: _write_in_crs(p, 'LOCAL_CS["site grid",UNIT["metre",1],AXIS["Easting",EAST],AXIS["Northing",NORTH]]'),
+                "crs-not-epsg",
+                r"is an engineering \(local\) one, tied to no place on the Earth.* \(e\.g\. gdal_edit\.py -a_srs EPSG:n\)$",
+            ),
+            (
                 lambda p: _write_in_crs(p, CompoundCRS("Mollweide + EGM96 height", [MOLLWEIDE, "EPSG:5773"]).to_wkt()),
                 "crs-not-epsg",
                 r"the horizontal part of the CRS .* has no EPSG code",
