@@ -22,7 +22,7 @@ from catalog.grid import transform_bbox
 from catalog.load import load
 from catalog.search import search
 from rumi_core.cli.options import counted
-from rumi_core.errors import RumiError
+from rumi_core.errors import ResourceLimitError, RumiError
 from rumi_core.files import write_atomic
 from rumi_core.limits import DEFAULT_LIMITS
 
@@ -73,6 +73,9 @@ def read_catalog(
             limits=DEFAULT_LIMITS,
         )
         data = ds.data.values
+    except ResourceLimitError as err:
+        size = err.message.split(";", 1)[0]  # the library's advice is for Python callers
+        raise click.ClickException(f"{catalog}: {size}; narrow --bbox, or give a coarser --resolution with --crs") from err
     except RumiError as err:
         raise failure(catalog, err) from err
     if output.suffix.lower() == ".npy":

@@ -224,6 +224,7 @@ def test_rumi_read_catalog_refuses_an_output_larger_than_its_limit_before_readin
     grid = ["--crs", "EPSG:32632", "--resolution", "60"]
     result = CliRunner().invoke(cli, ["read", "--catalog", str(scene.catalog), "--bbox", "0,30,30,60", *grid, "-o", str(out)])
     assert result.exit_code == 1 and "above Limits.max_output_bytes" in result.output, result.output
+    assert result.output.rstrip().endswith("; narrow --bbox, or give a coarser --resolution with --crs")
     assert "Traceback" not in result.output and not out.exists()
 
 
