@@ -27,7 +27,7 @@ from rumi_core.times import parse_time
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["S2_BANDS", "make_scene", "write_geotiff", "write_series"]
+__all__ = ["S2_BANDS", "garble_first_block", "make_scene", "write_geotiff", "write_series"]
 
 S2_BANDS = ("B02", "B03", "B04", "B08")
 """Band tokens of the generated scenes: Sentinel-2 blue, green, red and near infrared."""
@@ -136,3 +136,16 @@ def make_scene(
         stack=stack or href,
         size=100,
     )
+
+
+def garble_first_block(path: str, fill: bytes = b"\xff") -> None:
+    """Overwrite the first block of band 1 of a GeoTIFF with ``fill`` bytes: its metadata still reads, its pixels do not.
+
+    The first block, not the last one, which reading a scene's metadata checks.
+    """
+    with rasterio.open(path) as ds:
+        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
+        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(fill * size)

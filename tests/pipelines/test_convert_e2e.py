@@ -24,7 +24,7 @@ from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.testing import write_geotiff, write_series
+from pipelines.testing import garble_first_block, write_geotiff, write_series
 from rumi_core.cli.main import cli
 
 
@@ -408,18 +408,12 @@ def test_a_block_that_fails_to_decode_leaves_its_scene_out_of_the_cube(tmp_path:
     Runs on the default two worker threads, where each bundle's frame places and failures are combined before the
     shuffle (pipelines.transforms.cube_parts), so the failure has to survive that combine.
     """
-    import rasterio
 
     dates = ["2024-04-02", "2024-04-07", "2024-04-12"]
     paths, _ = write_series(str(tmp_path / "scenes"), dates=dates, size=512, seed=4)
     write_series(str(tmp_path / "scenes"), dates=dates[:1], size=256, seed=5, prefix="S2_T32UQU", origin=(700000.0, 5300040.0))
     broken = sorted(p for p in paths if "20240407" in p)[1]
-    with rasterio.open(broken) as ds:  # the first block, not the last one, which reading the metadata checks
-        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
-        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
-    with open(broken, "r+b") as f:
-        f.seek(offset)
-        f.write(b"\xff" * size)
+    garble_first_block(broken)
     out = tmp_path / "out"
     summary = run([str(tmp_path / "scenes")], ConvertOptions(out=str(out), tile_size=256), ["--direct_num_workers=2"])
     assert [(e.shape[0], e.status) for e in summary.entries] == [(2, "written"), (1, "written")]
@@ -446,18 +440,13 @@ def test_the_second_pass_keeps_overwrite_and_what_the_manifest_recorded(tmp_path
     """A cube that only the second pass plans may already exist from an earlier run: ``--overwrite`` still rewrites it
     (the second pass skipped it), and a re-run that fails on the same scene skips it, where it was rewritten every run
     because the first pass had replaced the manifest that recorded it."""
-    import rasterio
 
     write_series(str(tmp_path / "scenes"), dates=["2024-04-02", "2024-04-07"], size=512, bands=("B02", "B03"), seed=9)
     out = tmp_path / "out"
     options = ConvertOptions(out=str(out), tile_size=256, frame_unit=0)
     (first,) = run([str(tmp_path / "scenes")], options).entries
     later, _ = write_series(str(tmp_path / "scenes"), dates=["2024-04-12"], size=512, bands=("B02", "B03"), seed=10)
-    with rasterio.open(later[0]) as ds:  # a block other than the last, which reading the metadata checks
-        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
-    with open(later[0], "r+b") as f:
-        f.seek(offset)
-        f.write(b"\xff" * 64)
+    garble_first_block(later[0])
     rewritten = run([str(tmp_path / "scenes")], dataclasses.replace(options, overwrite=True, compression="raster"))
     (entry,) = rewritten.entries
     assert (entry.cube_id, entry.status) == (first.cube_id, "written")

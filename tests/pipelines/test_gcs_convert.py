@@ -29,7 +29,7 @@ from pipelines.errors import OptionError
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.testing import write_series
+from pipelines.testing import garble_first_block, write_series
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -382,12 +382,7 @@ def test_a_scene_that_fails_to_read_in_a_bucket_is_left_out_of_its_cube(emulator
     dates = ["2023-01-05", "2023-02-04", "2023-03-06"]
     paths, cube = write_series(str(tmp_path / "scenes"), dates=dates, size=512, bands=("B02", "B03"), seed=6)
     broken = sorted(p for p in paths if "20230204" in p)[0]
-    with rasterio.open(broken) as ds:  # the first block: reading the metadata checks the last one
-        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
-        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
-    with open(broken, "r+b") as f:
-        f.seek(offset)
-        f.write(b"\x00" * size)
+    garble_first_block(broken, b"\x00")
     _upload_tree(tmp_path / "scenes", "archive/broken")
     options = ConvertOptions(out=f"gs://{BUCKET}/cubes/broken", tile_size=256, write_catalog=False)
     summary = run([f"gs://{BUCKET}/archive/broken/"], options)

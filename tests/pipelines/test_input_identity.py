@@ -18,7 +18,7 @@ from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.planning.hrefs import input_identity, one_href_per_file
-from pipelines.testing import write_series
+from pipelines.testing import garble_first_block, write_series
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -126,18 +126,11 @@ def test_an_archive_in_a_folder_and_through_a_link_to_it_is_one_input(tmp_path: 
 def test_no_signature_is_written_where_an_input_failed_or_was_dropped(tmp_path: Path) -> None:
     """Dead letters and a manifest's ``dropped`` hold unsigned URLs, as its ``inputs`` do; a scene whose pixels fail to
     read over a signed URL is still left out on the second pass, which names it by its dead letter's unsigned href."""
-    import rasterio
-
     served = tmp_path / "served"
     paths, _ = write_series(str(served), dates=["2024-04-02", "2024-04-07"], size=512, bands=("B04", "B08"), seed=6)
     write_series(str(served), dates=["2024-04-02"], size=512, bands=("B04", "B08"), seed=7, prefix="S2_T32UPV")
     broken = sorted(p for p in paths if "20240407" in p)[0]
-    with rasterio.open(broken) as ds:  # the first block: reading the metadata checks the last one
-        offset = int(ds.get_tag_item("BLOCK_OFFSET_0_0", "TIFF", bidx=1))
-        size = int(ds.get_tag_item("BLOCK_SIZE_0_0", "TIFF", bidx=1))
-    with open(broken, "r+b") as f:
-        f.seek(offset)
-        f.write(b"\xff" * size)
+    garble_first_block(broken)
     query = "X-Goog-Algorithm=GOOG4-RSA-SHA256&X-Goog-Credential=k&X-Goog-Signature=secret"
     with RangeRequestServer(served) as server:
         urls = [f"{server.url(name)}?{query}" for name in sorted(os.listdir(served))]
