@@ -93,7 +93,7 @@ def lonlat_boxes(bbox: Sequence[float]) -> list[tuple[float, float, float, float
     [(170.0, -20.0, 180.0, -10.0), (-180.0, -20.0, -175.0, -10.0)]
     """
     minx, miny, maxx, maxy = (float(v) for v in bbox)
-    if minx < maxx:
+    if minx <= maxx:  # a zero-width box is a meridian, not the whole Earth
         return [(minx, miny, maxx, maxy)]
     return [(minx, miny, 180.0, maxy), (-180.0, miny, maxx, maxy)]
 
