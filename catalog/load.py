@@ -114,7 +114,15 @@ def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
 
 
 def item_list(items: Iterable[Any] | Any) -> list[Any]:
-    """``items`` as a list: one item (a dict, a :class:`pystac.Item`, an href, a search hit) or an iterable of them."""
+    """``items`` as a list: one item (a dict, a :class:`pystac.Item`, an href, a search hit) or an iterable of them.
+
+    A :class:`pystac.ItemCollection` (what pystac-client's ``item_collection()``
+    returns) holds its items: it has a ``to_dict`` of its own, as an item has.
+    """
+    import pystac
+
+    if isinstance(items, pystac.ItemCollection):
+        return list(items)
     if isinstance(items, (str, os.PathLike, dict, SearchHit)) or hasattr(items, "to_dict"):
         return [items]
     return list(items)

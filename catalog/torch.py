@@ -186,17 +186,30 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         super().__init__()
         self._chips = _Chips(items, sampler=sampler, seed=seed, **options)
         self._epoch = 0
+        self._ranks = _rank()
 
     def __len__(self) -> int:
         """Samples this process reads in an epoch: all of them, or under :mod:`torch.distributed` its rank's share."""
-        _, ranks = _rank()
+        _, ranks = self._share()
         return -(-len(self._chips.sampler) // ranks)
+
+    def _share(self) -> tuple[int, int]:
+        """``(rank, world_size)``: this process's, or in a DataLoader worker its rank's, as the dataset last saw it.
+
+        A worker started by ``spawn`` or ``forkserver`` has no process group of
+        its own, so the rank is taken where the dataset is made and at each
+        :meth:`set_epoch`, in the rank's own process, as
+        :class:`~torch.utils.data.distributed.DistributedSampler` takes it.
+        """
+        live = _rank()
+        return live if live != (0, 1) else self._ranks
 
     def set_epoch(self, epoch: int) -> None:
         """Draw the random chips of epoch ``epoch`` (0 until called) from now on.
 
         Random positions are a pure function of ``(seed, epoch, index)``, so
-        each epoch gives other chips, the same for any ``num_workers``. Call
+        each epoch gives other chips, the same for any ``num_workers``. Under
+        :mod:`torch.distributed` it also takes this process's rank. Call
         it before each epoch's iteration, as for
         :class:`~torch.utils.data.distributed.DistributedSampler`: a
         DataLoader with ``persistent_workers=True`` keeps the epoch its
@@ -206,11 +219,12 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
             SelectorError: ``epoch`` is not an integer >= 0.
         """
         self._epoch = parse_int("epoch", epoch, least=0)
+        self._ranks = _rank()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         info = get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
-        rank, ranks = _rank()
+        rank, ranks = self._share()
         count = len(self._chips.sampler)
         for step in range(worker, -(-count // ranks), workers):
             yield self._chips.sample((rank + step * ranks) % count, self._epoch)

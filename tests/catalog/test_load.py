@@ -100,6 +100,17 @@ def test_load_without_bands_or_bbox_takes_every_band_over_the_items(scene: Scene
         assert ds.data.shape == (cube.layout.time_count, len(cube.bands), cube.grid.height, cube.grid.width)
 
 
+def test_an_item_collection_is_its_items(scene: Scene) -> None:
+    """What pystac-client's item_collection() returns: taken for one item, it failed with an AttributeError."""
+    import pystac
+
+    ids = ["A-2021-01", "A-2021-02"]
+    collection = pystac.ItemCollection([pystac.Item.from_file(p) for p in _items(scene, ids)])
+    listed = load(_items(scene, ids), bands=["nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    collected = load(collection, bands=["nir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
+    np.testing.assert_array_equal(collected.data.values, listed.data.values)
+
+
 def test_two_zones_are_warped_block_by_block(scene: Scene) -> None:
     ids = ["A-2021-01", "A-2021-02", "B-2021", "C-2021"]
     ds = load(

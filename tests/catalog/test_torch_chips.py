@@ -289,15 +289,19 @@ import json, os, sys
 import torch.distributed as dist
 from catalog.torch import RumiChipDataset
 dist.init_process_group("gloo", init_method=sys.argv[1], rank=int(sys.argv[2]), world_size=2)
+from torch.utils.data import DataLoader
 dataset = RumiChipDataset([sys.argv[3]], size=16, length=7, seed=5)
-print(json.dumps({"len": len(dataset), "index": [s["index"] for s in dataset]}))
+alone = [s["index"] for s in dataset]
+# Workers started by spawn have no process group: the rank is the one the dataset took in this process.
+loader = DataLoader(dataset, batch_size=None, num_workers=2, multiprocessing_context="spawn")
+print(json.dumps({"len": len(dataset), "index": alone, "workers": sorted(s["index"] for s in loader)}))
 dist.destroy_process_group()
 """
 
 
 def test_each_distributed_rank_reads_its_own_share_and_as_many_as_the_others(tmp_path: Path) -> None:
     """Two gloo ranks: samples 0, 2, 4, 6 and 1, 3, 5, 0 (the last taken again from the start), as DistributedSampler shares
-    indices; before, every rank read all seven."""
+    indices, also through DataLoader workers started by spawn; before, every rank read all seven."""
     import json
     import subprocess
     import sys
@@ -307,7 +311,10 @@ def test_each_distributed_rank_reads_its_own_share_and_as_many_as_the_others(tmp
     ranks = [subprocess.Popen([sys.executable, "-c", _RANK, init, str(r), path], stdout=subprocess.PIPE, text=True) for r in (0, 1)]
     shares = [json.loads(rank.communicate(timeout=300)[0]) for rank in ranks]
     assert [rank.returncode for rank in ranks] == [0, 0]
-    assert shares == [{"len": 4, "index": [0, 2, 4, 6]}, {"len": 4, "index": [1, 3, 5, 0]}]
+    assert shares == [
+        {"len": 4, "index": [0, 2, 4, 6], "workers": [0, 2, 4, 6]},
+        {"len": 4, "index": [1, 3, 5, 0], "workers": [0, 1, 3, 5]},
+    ]
 
 
 def test_a_stalled_server_ends_the_epoch_after_the_datasets_timeout(scene: Scene, served: RangeRequestServer) -> None:
