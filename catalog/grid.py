@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["EPSG_CODE", "Grid", "epsg_code", "file_grid", "transform_bbox"]
+__all__ = ["EPSG_CODE", "Grid", "epsg_code", "file_grid", "longitude_turns", "transform_bbox"]
 
 _WGS84 = "EPSG:4326"
 
@@ -212,15 +212,9 @@ class Grid:
         minx, miny, maxx, maxy = check_bbox(bbox)
         if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
             minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, self.crs)
-        turns: tuple[float, ...] = (0.0,)
-        if self.crs is not None:
-            from pyproj import CRS
-
-            if CRS.from_user_input(self.crs).is_geographic:
-                turns = (0.0, 360.0, -360.0)
         inverse = ~self.area_affine
         eps = 1e-9
-        for turn in turns:
+        for turn in longitude_turns(self.crs):
             cols, rows = zip(*(inverse @ (x + turn, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
             r0 = max(0, math.floor(min(rows) + eps))
             r1 = min(self.height, math.ceil(max(rows) - eps))
@@ -290,6 +284,20 @@ def epsg_code(text: str) -> str | None:
     except CRSError:
         return None
     return None if code is None else f"EPSG:{code}"
+
+
+def longitude_turns(crs: str | None) -> tuple[float, ...]:
+    """The shifts of longitude under which a box may meet a grid of ``crs``: a geographic grid may run past ±180°,
+    where a box on the other side of the antimeridian meets it 360° round; on any other grid, none.
+
+    >>> longitude_turns("EPSG:4326"), longitude_turns("EPSG:32633")
+    ((0.0, 360.0, -360.0), (0.0,))
+    """
+    if crs is None:
+        return (0.0,)
+    from pyproj import CRS
+
+    return (0.0, 360.0, -360.0) if CRS.from_user_input(crs).is_geographic else (0.0,)
 
 
 def transform_bbox(bbox: tuple[float, float, float, float], bbox_crs: str, crs: str) -> tuple[float, float, float, float]:

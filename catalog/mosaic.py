@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.errors import LoadError, SelectorError
-from catalog.grid import Grid, epsg_code, transform_bbox
+from catalog.grid import Grid, epsg_code, longitude_turns, transform_bbox
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -361,13 +361,18 @@ class Mosaic:
                 box = transform_bbox(box, self.out.crs, g.crs)
             except SelectorError:
                 return None
+        if box[0] > box[2]:  # a geographic source, and the tile across the antimeridian: its east end 360 degrees on
+            box = (box[0], box[1], box[2] + 360.0, box[3])
         inverse = ~g.area_affine
-        cols, rows = zip(*(inverse @ (x, y) for x in (box[0], box[2]) for y in (box[1], box[3])), strict=True)
-        reduction = max(1.0, (max(rows) - min(rows)) / WARP_TILE, (max(cols) - min(cols)) / WARP_TILE)
-        margin = math.ceil(_KERNEL_RADIUS.get(self.resampling, 1) * reduction) + 2
-        r0, r1 = max(0, math.floor(min(rows)) - margin), min(g.height, math.ceil(max(rows)) + margin)
-        c0, c1 = max(0, math.floor(min(cols)) - margin), min(g.width, math.ceil(max(cols)) + margin)
-        return ((r0, r1), (c0, c1)) if r0 < r1 and c0 < c1 else None
+        for turn in longitude_turns(g.crs):
+            cols, rows = zip(*(inverse @ (x + turn, y) for x in (box[0], box[2]) for y in (box[1], box[3])), strict=True)
+            reduction = max(1.0, (max(rows) - min(rows)) / WARP_TILE, (max(cols) - min(cols)) / WARP_TILE)
+            margin = math.ceil(_KERNEL_RADIUS.get(self.resampling, 1) * reduction) + 2
+            r0, r1 = max(0, math.floor(min(rows)) - margin), min(g.height, math.ceil(max(rows)) + margin)
+            c0, c1 = max(0, math.floor(min(cols)) - margin), min(g.width, math.ceil(max(cols)) + margin)
+            if r0 < r1 and c0 < c1:
+                return (r0, r1), (c0, c1)
+        return None
 
     def _warp_tile(self, g: Grid, tile: tuple[int, int], source: NDArray[np.float64], origin: tuple[int, int]) -> NDArray[np.float64]:
         """``(time, band, WARP_TILE, WARP_TILE)`` warped from ``source``, the window of ``g`` whose first pixel is ``origin``."""

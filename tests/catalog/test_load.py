@@ -406,3 +406,21 @@ def test_items_without_nodata_declare_none(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     with rasterio.open(out) as src:
         assert src.nodata is None
+
+
+def test_a_geographic_item_beside_the_antimeridian_is_warped_into_a_utm_zone_across_it(tmp_path: Path) -> None:
+    """A 512-pixel warp block at 1 km in UTM zone 60S spans 180 degrees: in longitude/latitude its box crosses the
+    antimeridian, and the item under it was skipped, a block of nodata (exit 0). Every pixel is the item's now."""
+    import json
+
+    from catalog.items import create_item
+
+    path = tmp_path / "dateline.rumi"
+    data = np.full((1, 1, 50, 100), 500, dtype=np.uint16)
+    blob = rumi_core.write(path, data, bands=["B1"], times=["2024-01-01"], crs=4326, transform=(0.01, 0, 178.9, 0, -0.01, -16.0))
+    path.with_suffix(".rumih").write_bytes(blob)
+    item = create_item(path, path.with_suffix(".rumih"), extra={"nodata": 0}, thumbnail=False)
+    (tmp_path / "item.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    ds = load([str(tmp_path / "item.json")], bbox=(179.2, -16.4, 179.5, -16.1), crs="EPSG:32760", resolution=1000)
+    values = ds.data.values
+    assert values.size > 0 and (values == 500).all(), np.unique(values)
