@@ -143,18 +143,26 @@ class Storage:
             self._http_pool = default_pool()
         return self._http_pool
 
-    def time_left(self, what: str = "") -> float | None:
-        """Seconds an operation started now may take: ``timeout``, less where the deadline is nearer.
+    def time_left(self) -> float | None:
+        """Seconds a remote operation started now may take: ``timeout``, less where the deadline is nearer (0 once it has passed).
 
-        Raises:
-            StorageError: the deadline has passed (``what`` names what was not asked).
+        A local file does not wait, and takes no notice of it.
         """
         if self._deadline is None:
             return self._timeout
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise StorageError("not asked: the time allowed ran out before it", href=what)
+        left = max(0.0, self._deadline - time.monotonic())
         return left if self._timeout is None else min(self._timeout, left)
+
+    def _remote_timeout(self, href: str) -> float | None:
+        """:meth:`time_left` for a request to ``href``, which is not sent once the deadline has passed.
+
+        Raises:
+            StorageError: the deadline has passed.
+        """
+        left = self.time_left()
+        if self._deadline is not None and left is not None and left <= 0:
+            raise StorageError("not asked: the time allowed ran out before it", href=href)
+        return left
 
     def open(self, href: str | os.PathLike[str], *, size: int | None = None) -> ByteSource:
         """Open a byte-range source for the stateless reader.
@@ -169,9 +177,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self.time_left(text))
+            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._remote_timeout(text))
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self.time_left(text))
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self._remote_timeout(text))
         try:
             return LocalFileSource(text)
         except OSError as err:
@@ -188,9 +196,9 @@ class Storage:
         text = os.fspath(href)
         kind = href_kind(text)
         if kind == "http":
-            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self.time_left(text))
+            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._remote_timeout(text))
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self.time_left(text)).read_all()
+            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._remote_timeout(text)).read_all()
         try:
             return Path(text).read_bytes()
         except OSError as err:

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from catalog.cli.options import command_storage, failure
+from catalog.cli.options import command_storage
 from catalog.cube import Cube
 from catalog.geotiff import export_geotiffs, export_targets
-from rumi_core.cli.options import OptionError, check_output_file, progress_bar, timeout_option
+from rumi_core.cli.options import OptionError, check_output_file, failure, progress_bar, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.sources import deadline
 
@@ -34,7 +34,7 @@ def export_command(target: str, output: Path, threads: int | None, progress: boo
     check_output_file(output)
     storage = command_storage(timeout)
     try:
-        with Cube.open(target, storage=storage) as cube, deadline(cube.source, storage.time_left(target)):
+        with Cube.open(target, storage=storage) as cube, deadline(cube.source, storage.time_left()):
             for target_path in export_targets(cube, output):
                 check_output_file(target_path)
             steps = cube.layout.time_count

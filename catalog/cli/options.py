@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
-import click
-
-from catalog.credentials import redacted
 from catalog.errors import SelectorError
 from catalog.selectors import check_bbox
 from catalog.storage import Storage
-from rumi_core.cli import options
+from rumi_core.cli.options import OptionError
 
-__all__ = ["command_storage", "failure", "parse_bbox", "parse_lonlat_bbox"]
+if TYPE_CHECKING:
+    import click
+
+__all__ = ["command_storage", "parse_bbox", "parse_lonlat_bbox"]
 
 
 def command_storage(timeout: float | None) -> Storage:
@@ -22,15 +23,6 @@ def command_storage(timeout: float | None) -> Storage:
     item, fetching its blob and reading the frames share it.
     """
     return Storage(timeout=timeout, deadline=None if timeout is None else time.monotonic() + timeout)
-
-
-def failure(target: object, err: BaseException) -> click.ClickException:
-    """:func:`rumi_core.cli.options.failure`, without the signatures and passwords of the URLs it names.
-
-    A command's error goes to terminals and CI logs that others read; the
-    URL the user gave, or a library's message quoting it, may be signed.
-    """
-    return click.ClickException(redacted(options.failure(target, err).message))
 
 
 def parse_lonlat_bbox(
@@ -49,8 +41,8 @@ def parse_bbox(
     try:
         parts = [float(v) for v in value.split(",")]
     except ValueError as err:
-        raise options.OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
+        raise OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
     try:
         return check_bbox(parts, antimeridian=antimeridian)
     except SelectorError as err:
-        raise options.OptionError(f"--bbox: {err}") from err
+        raise OptionError(f"--bbox: {err}") from err

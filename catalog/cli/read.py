@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from catalog.cli.options import command_storage, failure, parse_bbox
+from catalog.cli.options import command_storage, parse_bbox
 from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
 from catalog.geotiff import write_geotiff
 from catalog.grid import epsg_code
 from catalog.selectors import parse_band_selector, parse_time_selector
-from rumi_core.cli.options import OptionError, check_output_file, parse_window, progress_bar, read_header_file, timeout_option
+from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.files import write_atomic
 
@@ -169,7 +169,7 @@ def read_command(
                     threads=threads,
                     labels=suffix != ".npy",
                     progress=_locked(update),
-                    timeout=storage.time_left(target),
+                    timeout=storage.time_left(),
                 )
             bare = cube.item is None
             if suffix == ".npy":

@@ -16,12 +16,11 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from catalog.cli.options import failure
 from catalog.geotiff import write_geotiff
 from catalog.grid import transform_bbox
 from catalog.load import load
 from catalog.search import search
-from rumi_core.cli.options import counted
+from rumi_core.cli.options import counted, failure, shown
 from rumi_core.errors import ResourceLimitError, RumiError
 from rumi_core.files import write_atomic
 from rumi_core.limits import DEFAULT_LIMITS
@@ -59,7 +58,7 @@ def read_catalog(
     try:
         hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime, storage=storage)
         if not hits:
-            raise click.ClickException(f"{catalog}: no cube matches the bbox and datetime")
+            raise click.ClickException(shown(f"{catalog}: no cube matches the bbox and datetime"))
         # The whole output is computed: it is refused before any of it is planned when larger than one read's may be.
         ds = load(
             hits,
@@ -75,7 +74,7 @@ def read_catalog(
         data = ds.data.values
     except ResourceLimitError as err:
         size = err.message.split(";", 1)[0]  # the library's advice is for Python callers
-        raise click.ClickException(f"{catalog}: {size}; narrow --bbox, or give a coarser --resolution with --crs") from err
+        raise click.ClickException(shown(f"{catalog}: {size}; narrow --bbox, or give a coarser --resolution with --crs")) from err
     except RumiError as err:
         raise failure(catalog, err) from err
     if output.suffix.lower() == ".npy":

@@ -6,9 +6,9 @@ import json
 
 import click
 
-from catalog.cli.options import command_storage, failure, parse_lonlat_bbox
+from catalog.cli.options import command_storage, parse_lonlat_bbox
 from catalog.search import search
-from rumi_core.cli.options import timeout_option
+from rumi_core.cli.options import failure, timeout_option
 from rumi_core.errors import RumiError
 
 __all__ = ["search_command"]

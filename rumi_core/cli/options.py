@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 import click
 
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
 __all__ = [
+    "REDACT_ENTRY_POINTS",
     "OptionError",
     "check_output_file",
     "counted",
@@ -34,6 +35,7 @@ __all__ = [
     "probe_directory",
     "progress_bar",
     "read_header_file",
+    "shown",
     "timeout_option",
 ]
 
@@ -68,13 +70,32 @@ def one_line(err: BaseException) -> str:
     return " ".join(str(err).split())
 
 
+REDACT_ENTRY_POINTS: Final = "rumi.redact"
+"""Entry-point group of functions ``(text) -> text`` that take credentials out of what a command shows.
+
+The catalog package registers one that removes the signatures and
+passwords of URLs (its ``catalog.credentials``), which rumi_core knows
+nothing of; an entry point, as for ``rumi.sources``, since rumi_core must not
+import catalog.
+"""
+
+
+def shown(text: str) -> str:
+    """``text`` as a command may show it: passed through every function in :data:`REDACT_ENTRY_POINTS`."""
+    from importlib.metadata import entry_points
+
+    for hook in entry_points(group=REDACT_ENTRY_POINTS):
+        text = hook.load()(text)
+    return text
+
+
 def failure(target: object, err: BaseException) -> click.ClickException:
-    """A one-line ``Error: <target>: <message>`` (exit status 1) for a failed command.
+    """A one-line ``Error: <target>: <message>`` (exit status 1) for a failed command, :func:`shown`.
 
     The target is named once: not again when the message already names it.
     """
-    text = one_line(err)
-    where = os.fspath(target) if isinstance(target, (str, os.PathLike)) else str(target)
+    text = shown(one_line(err))
+    where = shown(os.fspath(target) if isinstance(target, (str, os.PathLike)) else str(target))
     return click.ClickException(text if where in text else f"{where}: {text}")
 
 

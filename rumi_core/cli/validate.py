@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from rumi_core.cli.options import header_option, one_line, read_header_file
+from rumi_core.cli.options import header_option, one_line, read_header_file, shown
 from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, RumiError, SourceError
 from rumi_core.sources import url_scheme
 from rumi_core.validate import validate
@@ -37,20 +37,28 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     try:
         structure = validate(file, blob, quick=quick)
     except SourceError as err:
-        click.echo(f"{file}: cannot read: {one_line(err)}", err=True)
+        _report(file, "cannot read", err)
         sys.exit(2)
     except ResourceLimitError as err:
         # Resource limits: exceeding one "does not make the rumi file invalid",
         # so this is not exit 1 but a failure to check (exit 2).
-        click.echo(f"{file}: cannot check: {one_line(err)}", err=True)
+        _report(file, "cannot check", err)
         sys.exit(2)
     except (InvalidHeaderError, HeaderMismatchError) as err:
-        click.echo(f"{file}: invalid: header blob {header_path}: {one_line(err)}", err=True)
+        _report(file, f"invalid: header blob {header_path}", err)
         sys.exit(1)
     except RumiError as err:
-        click.echo(f"{file}: invalid: {one_line(err)}", err=True)
+        _report(file, "invalid", err)
         sys.exit(1)
     lay = structure.head.layout
     what = "structure" if quick else f"structure and {lay.frame_count} frames"
     extra = f" and header blob {header_path}" if blob is not None else ""
-    click.echo(f"{file}: valid ({what}{extra} checked)")
+    click.echo(shown(f"{file}: valid ({what}{extra} checked)"))
+
+
+def _report(file: str, verdict: str, err: BaseException) -> None:
+    """``FILE: verdict: message`` on stderr, :func:`shown`, naming the file once where the message begins with it too."""
+    name, text = shown(file), shown(one_line(err))
+    if text.startswith(f"{name}: "):
+        text = text[len(name) + 2 :]
+    click.echo(f"{name}: {verdict}: {text}", err=True)
