@@ -16,8 +16,12 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
 
-__all__ = ["umask_mode", "write_atomic"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["atomic_file", "umask_mode", "write_atomic"]
 
 
 def umask_mode() -> int:
@@ -36,20 +40,29 @@ def umask_mode() -> int:
     return 0o666 & ~mask
 
 
-def write_atomic(path: str | os.PathLike[str], data: bytes, *, temp_dir: str | os.PathLike[str] | None = None) -> None:
-    """Write ``data`` to ``path`` whole: a temporary file, then a rename.
+@contextlib.contextmanager
+def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str] | None = None) -> Iterator[BinaryIO]:
+    """A file to write ``path`` through, published whole when the block ends: a temporary file, then a rename.
 
-    The temporary file is made in ``temp_dir``, which must be on the same
-    file system as ``path``, or beside ``path`` when it is None.
+    What is written streams to disk (``np.save(f, array)`` holds no second
+    copy of the array); a block that raises leaves nothing. The temporary file
+    is made in ``temp_dir``, which must be on the same file system as
+    ``path``, or beside ``path`` when it is None.
     """
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
             os.fchmod(f.fileno(), umask_mode())
         os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, temp_dir: str | os.PathLike[str] | None = None) -> None:
+    """Write ``data`` to ``path`` whole (:func:`atomic_file`)."""
+    with atomic_file(path, temp_dir=temp_dir) as f:
+        f.write(data)

@@ -11,7 +11,6 @@ when several time steps are read, with the CRS and the window's transform.
 
 from __future__ import annotations
 
-import io
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ from catalog.grid import epsg_code
 from catalog.selectors import parse_band_selector, parse_time_selector
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
-from rumi_core.files import write_atomic
+from rumi_core.files import atomic_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -173,9 +172,8 @@ def read_command(
                 )
             bare = cube.item is None
             if suffix == ".npy":
-                buf = io.BytesIO()
-                np.save(buf, result.data, allow_pickle=False)
-                write_atomic(output, buf.getvalue())
+                with atomic_file(output) as f:  # streamed: no second copy of the array in memory
+                    np.save(f, result.data, allow_pickle=False)
             else:
                 stack = result.as_cube()
                 t, b, h, w = stack.shape

@@ -10,7 +10,6 @@ written as a ``.npy`` of ``(T, B, h, w)`` or a ``.tif`` with one band per
 
 from __future__ import annotations
 
-import io
 from typing import TYPE_CHECKING
 
 import click
@@ -22,7 +21,7 @@ from catalog.load import load
 from catalog.search import search
 from rumi_core.cli.options import counted, failure, shown
 from rumi_core.errors import ResourceLimitError, RumiError
-from rumi_core.files import write_atomic
+from rumi_core.files import atomic_file
 from rumi_core.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
@@ -78,9 +77,8 @@ def read_catalog(
     except RumiError as err:
         raise failure(catalog, err) from err
     if output.suffix.lower() == ".npy":
-        buf = io.BytesIO()
-        np.save(buf, data, allow_pickle=False)
-        write_atomic(output, buf.getvalue())
+        with atomic_file(output) as written:  # streamed: no second copy of the array in memory
+            np.save(written, data, allow_pickle=False)
     else:
         from affine import Affine
 
