@@ -24,13 +24,22 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["DEFAULT_TIMEOUT", "STAC_API_TIMEOUT", "ReadOperation", "OperationSlot"]
+__all__ = ["DEFAULT_TIMEOUT", "STAC_API_TIMEOUT", "OperationSlot", "ReadOperation", "seconds_text"]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one remote read operation may take, every request and retry included."""
 
 STAC_API_TIMEOUT: Final = (10.0, 60.0)
 """Seconds to connect to a STAC API, and to wait for each answer (pystac-client, through requests, waits for ever unless told)."""
+
+
+def seconds_text(seconds: float) -> str:
+    """Seconds as a message gives them, to a tenth: what is left of a command's ``--timeout 1`` is 0.997 s.
+
+    >>> seconds_text(0.996975), seconds_text(120.0), seconds_text(29.99994)
+    ('1', '120', '30')
+    """
+    return f"{round(seconds, 1):g}"
 
 
 class ReadOperation:

@@ -42,7 +42,7 @@ import urllib3
 from urllib3.util import make_headers, parse_url
 from urllib3.util.retry import Retry
 
-from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation
+from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation, seconds_text
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
@@ -338,7 +338,7 @@ class HTTPRangeSource(RemoteRangeSource):
                     raise StorageError(f"{err} (retried {times})", href=self._url, status=err.status) from err
                 if err.retry_after is not None and not _sleep_within(op, err.retry_after):
                     raise StorageError(
-                        f"{err}; the server asked to retry in {err.retry_after:g} s, past the read's {op.seconds:g} s deadline",
+                        f"{err}; the server asked to retry in {err.retry_after:g} s, past the read's {seconds_text(op.seconds)} s deadline",
                         href=self._url,
                         status=err.status,
                     ) from err
@@ -447,7 +447,7 @@ def read_url(
     while True:
         left = op.remaining()
         if left <= 0:
-            raise StorageError(f"GET got no answer within {seconds:g} s", href=url)
+            raise StorageError(f"GET got no answer within {seconds_text(seconds)} s", href=url)
         try:
             resp = pool.request(
                 "GET",
@@ -460,7 +460,7 @@ def read_url(
         except urllib3.exceptions.HTTPError as err:
             cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
             failure = (
-                StorageError(f"GET got no answer within {seconds:g} s", href=url)
+                StorageError(f"GET got no answer within {seconds_text(seconds)} s", href=url)
                 if isinstance(cause, urllib3.exceptions.ReadTimeoutError)
                 else StorageError(f"GET failed: {cause}", href=url)
             )
@@ -477,7 +477,7 @@ def read_url(
             asked = _retry_after(resp.headers.get("Retry-After")) if policy.respect_retry_after_header else None
             if asked is not None:
                 failure = StorageError(
-                    f"GET did not succeed; the server asked to retry in {asked:g} s, past the {seconds:g} s timeout",
+                    f"GET did not succeed; the server asked to retry in {asked:g} s, past the {seconds_text(seconds)} s timeout",
                     href=url,
                     status=resp.status,
                 )

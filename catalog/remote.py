@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 from typing import TYPE_CHECKING
 
-from catalog.deadlines import OperationSlot, ReadOperation
+from catalog.deadlines import OperationSlot, ReadOperation, seconds_text
 from catalog.errors import StorageError
 
 if TYPE_CHECKING:
@@ -56,8 +56,7 @@ class RemoteRangeSource(abc.ABC):
         return self._slot.deadline(seconds)
 
     def _expired(self, op: ReadOperation, what: str) -> StorageError:
-        # A tenth of a second is what the deadline can be told to: a command's --timeout 1 leaves its read 0.997 s.
-        return StorageError(f"{what} did not finish within the read's {round(op.seconds, 1):g} s deadline", href=self._url)
+        return StorageError(f"{what} did not finish within the read's {seconds_text(op.seconds)} s deadline", href=self._url)
 
     @abc.abstractmethod
     def _fetch(self, offset: int, length: int) -> bytes:
