@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from catalog.bands import Band
 from catalog.deadlines import STAC_API_TIMEOUT
 from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
+from catalog.http import SIDECAR_ABSENT
 from catalog.index import INDEX_NAME, query_index, read_index_table
 from catalog.json_shape import OBJECT, json_object, list_mismatch
 from catalog.selectors import TimeRange, check_bbox, lonlat_boxes, parse_datetime
@@ -178,6 +179,26 @@ def _index_href(catalog_href: str, doc: dict[str, Any]) -> str:
     return join_href(catalog_href, INDEX_NAME)
 
 
+def _index_table(index_href: str, storage: Storage, *, required: bool) -> Any:
+    """The index at ``index_href``; unless ``required``, None where there is none, and the catalogue is walked instead.
+
+    A remote catalogue's index may be missing as a local one's may: the
+    server answers 404, or 403 to a reader who may not list a bucket.
+
+    Raises:
+        StorageError: the index cannot be read.
+    """
+    if href_kind(index_href) == "local":
+        return read_index_table(index_href) if required or os.path.isfile(index_href) else None
+    try:
+        data = storage.read(index_href)
+    except StorageError as err:
+        if required or err.status not in SIDECAR_ABSENT:
+            raise
+        return None
+    return read_index_table(data)
+
+
 def _read_stac(href: str, storage: Storage) -> dict[str, Any]:
     """The JSON object at ``href``, a catalogue, collection or item.
 
@@ -260,14 +281,11 @@ def search(
         # A bucket has no folders to list: a prefix names the catalogue whose root is <prefix>/catalog.json.
         href = href.rstrip("/") + "/catalog.json"
     if href.split("?", 1)[0].endswith(".parquet"):
-        index_href: str | None = href
+        index_href, table = href, _index_table(href, storage, required=True)
     else:
-        doc = _read_stac(href, storage)
-        index_href = _index_href(href, doc)
-        if href_kind(index_href) == "local" and not os.path.isfile(index_href):
-            index_href = None
-    if index_href is not None:
-        table = read_index_table(index_href if href_kind(index_href) == "local" else storage.read(index_href))
+        index_href = _index_href(href, _read_stac(href, storage))
+        table = _index_table(index_href, storage, required=False)
+    if table is not None:
         items = query_index(table, bbox=bbox, time=time)
         hits = [SearchHit.from_item(it, base=index_href) for it in items if _has_bands(it, wanted)]
     else:

@@ -123,6 +123,25 @@ def test_walk_without_index(catalogue: Path) -> None:
     assert hits[0].item_href is not None and hits[0].item_href.endswith("s2_jun.json")
 
 
+def test_a_remote_catalogue_without_index_is_walked(catalogue: Path, tmp_path: Path, gcs_upload: Any) -> None:
+    """As a local one is: the index looked for beside the root answers 404, and the items are read one by one.
+    A root that links an index which is not there is walked too, as a local one is."""
+    import json
+
+    from catalog.testing import RangeRequestServer
+
+    (catalogue / INDEX_NAME).unlink()
+    with RangeRequestServer(tmp_path / "data") as srv:
+        hits = search(srv.url("stac/catalog.json"), datetime="2021-06-01/..")
+    assert [h.id for h in hits] == ["s2_jun"] and hits[0].item_href is not None
+    root = json.loads((catalogue / "catalog.json").read_text())
+    assert any(link["rel"] == "alternate" for link in root["links"])  # it still links the index removed
+    for path in sorted(p for p in (tmp_path / "data").rglob("*") if p.is_file()):
+        url = gcs_upload(path, f"walked/{path.relative_to(tmp_path / 'data').as_posix()}")
+    prefix = url[: url.index("/walked/")] + "/walked/stac/"
+    assert [h.id for h in search(prefix, datetime="2021-06-01/..")] == ["s2_jun"]
+
+
 def test_remote_index_over_http(catalogue: Path, tmp_path: Path) -> None:
     from catalog.testing import RangeRequestServer
 
