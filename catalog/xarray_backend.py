@@ -14,7 +14,9 @@ Coordinates:
   intervals have CF bounds, ``time_bounds`` ``(time, nv)``, named by the
   ``bounds`` attribute of ``time`` (as :func:`catalog.load` has them);
 * ``band``: band names, with ``common_name`` and ``description`` (the band
-  texts) beside them;
+  texts) beside them, and each band's ``scale``, ``offset`` and ``unit``
+  (1, 0 and "" where the item states none): a physical value is
+  ``stored * scale + offset``;
 * ``y``, ``x``: pixel centres from the transform (pixel indices without a CRS);
 * ``spatial_ref``: a scalar with ``crs_wkt``, ``spatial_ref`` and
   ``GeoTransform`` (of pixel corners, as GDAL has it, also for PixelIsPoint),
@@ -134,11 +136,15 @@ def time_coords(bounds: ArrayLike, *, intervals: bool) -> dict[str, Any]:
 
 
 def band_coords(bands: Sequence[Band]) -> dict[str, Any]:
-    """``band`` (the names) with ``common_name`` ("" for none) and ``description`` (the name for none) beside it."""
+    """``band`` (the names) with ``common_name`` ("" for none), ``description`` (the name for none), ``scale`` (1 for
+    none), ``offset`` (0 for none) and ``unit`` ("" for none) beside it."""
     return {
         "band": ("band", np.array([b.name for b in bands], dtype=str)),
         "common_name": ("band", np.array([b.common_name or "" for b in bands], dtype=str)),
         "description": ("band", np.array([b.description or b.name for b in bands], dtype=str)),
+        "scale": ("band", np.array([1.0 if b.scale is None else b.scale for b in bands], dtype=np.float64)),
+        "offset": ("band", np.array([0.0 if b.offset is None else b.offset for b in bands], dtype=np.float64)),
+        "unit": ("band", np.array([b.unit or "" for b in bands], dtype=str)),
     }
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
+from catalog.bands import Band
 from catalog.geotiff import write_geotiff
 from catalog.grid import transform_bbox
 from catalog.load import load
@@ -86,6 +87,10 @@ def read_catalog(
         t, nb, h, w = data.shape
         whens = [str(v)[:19] + "Z" for v in ds.time.values]
         texts = [str(v) for v in ds.description.values]
+        radiometry = [
+            Band(str(name), scale=float(scale), offset=float(offset), unit=str(unit) or None)
+            for name, scale, offset, unit in zip(ds.band.values, ds.scale.values, ds.offset.values, ds.unit.values, strict=True)
+        ]
         write_geotiff(
             output,
             data.reshape(t * nb, h, w),
@@ -94,5 +99,6 @@ def read_catalog(
             descriptions=[f"{text} @ {when}" for when in whens for text in texts],
             nodata=ds.data.attrs.get("nodata"),
             band_tags=[{"TIME": when} for when in whens for _ in texts],
+            radiometry=radiometry * t,
         )
     click.echo(f"{output}: {data.dtype} {tuple(data.shape)} from {counted(len(hits), 'item')}")

@@ -424,3 +424,30 @@ def test_a_geographic_item_beside_the_antimeridian_is_warped_into_a_utm_zone_acr
     ds = load([str(tmp_path / "item.json")], bbox=(179.2, -16.4, 179.5, -16.1), crs="EPSG:32760", resolution=1000)
     values = ds.data.values
     assert values.size > 0 and (values == 500).all(), np.unique(values)
+
+
+def test_rumi_read_catalog_keeps_each_bands_scale_offset_and_unit(tmp_path: Path) -> None:
+    """As rumi export does: the bands' radiometry is a coordinate of the load (scale, offset, unit) and goes into the .tif."""
+    from click.testing import CliRunner
+
+    from catalog.collections import build_catalog
+    from catalog.items import create_item
+    from rumi_core.cli.main import cli
+
+    path = tmp_path / "l8.rumi"
+    data = np.arange(2 * 2 * 40 * 60, dtype=np.uint16).reshape(2, 2, 40, 60)
+    blob = rumi_core.write(
+        path, data, bands=["SR_B4", "ST_B10"], times=["2024-01-01", "2024-01-17"], crs=32633, transform=(30, 0, 300000, 0, -30, 5800000)
+    )
+    path.with_suffix(".rumih").write_bytes(blob)
+    stated = [{"scale": 2.75e-05, "offset": -0.2}, {"scale": 0.00341802, "offset": 149.0, "unit": "kelvin"}]
+    item = create_item(path, path.with_suffix(".rumih"), extra={"bands": stated}, thumbnail=False)
+    build_catalog([item], tmp_path / "stac", catalog_id="l8")
+    ds = load([str(p) for p in (tmp_path / "stac").rglob("l8.json")])
+    assert list(ds.scale.values) == [2.75e-05, 0.00341802] and list(ds.unit.values) == ["", "kelvin"]
+    out = tmp_path / "l8.tif"
+    result = CliRunner().invoke(cli, ["read", "--catalog", str(tmp_path / "stac"), "--bbox", "12.0,52.0,12.2,52.4", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    with rasterio.open(out) as src:
+        assert src.scales == (2.75e-05, 0.00341802) * 2 and src.offsets == (-0.2, 149.0) * 2
+        assert tuple(u or None for u in src.units) == (None, "kelvin") * 2
