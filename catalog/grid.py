@@ -27,6 +27,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -286,12 +287,15 @@ def epsg_code(text: str) -> str | None:
     return None if code is None else f"EPSG:{code}"
 
 
+@functools.lru_cache(maxsize=64)
 def longitude_turns(crs: str | None) -> tuple[float, ...]:
     """The shifts of longitude under which a box may meet a grid of ``crs``: a geographic grid may run past ±180°,
     where a box on the other side of the antimeridian meets it 360° round; on any other grid, none.
 
     >>> longitude_turns("EPSG:4326"), longitude_turns("EPSG:32633")
     ((0.0, 360.0, -360.0), (0.0,))
+
+    Cached by CRS: a warp asks it for every block of every item.
     """
     if crs is None:
         return (0.0,)

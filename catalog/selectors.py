@@ -106,6 +106,9 @@ def lonlat_union(boxes: Iterable[Sequence[float]]) -> tuple[float, float, float,
     maxx``, RFC 7946 §5.2) unless that stretch holds it. Taking the least
     ``minx`` and the greatest ``maxx`` instead would turn a box just across
     the antimeridian into one round the whole Earth, or into an inverted one.
+    (``antimeridian.bbox``, which draws an item's bbox, is wrong here: given
+    the union of several boxes it takes any parts touching ±180 for one box
+    across it, and leaves the others out.)
 
     >>> lonlat_union([(179, 50, -178, 52), (170, 40, 175, 41)])
     (170.0, 40.0, -178.0, 52.0)

@@ -353,6 +353,7 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
         unlisted=unlisted.files,
         unlisted_gone=unlisted.gone,
         unlisted_failed=unlisted.failed,
+        unlisted_path=options.unlisted_path,
     )
 
 

@@ -72,6 +72,8 @@ class Summary:
     """The inputs of :attr:`unlisted` that no longer exist."""
     unlisted_failed: tuple[str, ...] = ()
     """The inputs of :attr:`unlisted` that are dead letters of this run."""
+    unlisted_path: str = "unlisted.jsonl"
+    """Where :attr:`unlisted` are listed (:attr:`pipelines.options.ConvertOptions.unlisted_path`)."""
 
     @classmethod
     def from_files(
@@ -198,7 +200,7 @@ class Summary:
             lines.append(
                 f"{cubes} of earlier runs {verb} still in the output folder but in no manifest or catalogue, since this run "
                 f"wrote no cube holding all their inputs ({'; '.join([shown, *causes])}); they are listed in "
-                f"{os.path.join(os.path.dirname(self.manifest_path), 'unlisted.jsonl')} until a run holds their inputs again. "
+                f"{self.unlisted_path} until a run holds their inputs again. "
                 "Convert all inputs in one run to keep them listed, or give each set of inputs its own --out "
                 "(they may share a --catalog)"
             )
