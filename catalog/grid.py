@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["EPSG_CODE", "Grid", "epsg_code", "file_grid", "longitude_turns", "transform_bbox"]
+__all__ = ["EPSG_CODE", "Grid", "box_in", "epsg_code", "file_grid", "longitude_turns", "transform_bbox"]
 
 _WGS84 = "EPSG:4326"
 
@@ -176,6 +176,8 @@ class Grid:
         import shapely
         from pyproj import CRS, Transformer
 
+        from catalog.selectors import wrap_longitude
+
         ring = self.outline(densify=densify)
         if not shapely.LinearRing(ring).is_ccw:
             ring.reverse()
@@ -190,7 +192,7 @@ class Grid:
             to_lonlat = Transformer.from_crs(self.crs, _WGS84, always_xy=True)
             xs, ys = to_lonlat.transform([p[0] for p in ring], [p[1] for p in ring])
             ring = list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
-        wrapped = [(lon if -180.0 <= lon <= 180.0 else (lon + 180.0) % 360.0 - 180.0, lat) for lon, lat in ring]
+        wrapped = [(wrap_longitude(lon), lat) for lon, lat in ring]
         return antimeridian.fix_polygon(
             shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False
         )
@@ -202,17 +204,14 @@ class Grid:
 
         The box is transformed to the grid's CRS with densified edges, then
         to pixels through the inverse transform, rounded outwards and clipped
-        to the image. On a geographic grid that runs past ±180° of longitude,
-        a box on the other side of the antimeridian is taken 360° round.
+        to the image. A longitude/latitude box may cross the antimeridian
+        (:func:`box_in`). On a geographic grid that runs past ±180° of
+        longitude, a box on the other side of the antimeridian is taken 360° round.
 
         Raises:
             SelectorError: the box is malformed or does not overlap the raster.
         """
-        from catalog.selectors import check_bbox
-
-        minx, miny, maxx, maxy = check_bbox(bbox)
-        if self.crs is not None and bbox_crs is not None and bbox_crs != self.crs:
-            minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, self.crs)
+        minx, miny, maxx, maxy = box_in(bbox, bbox_crs, self.crs)
         inverse = ~self.area_affine
         eps = 1e-9
         for turn in longitude_turns(self.crs):
@@ -302,6 +301,47 @@ def longitude_turns(crs: str | None) -> tuple[float, ...]:
     from pyproj import CRS
 
     return (0.0, 360.0, -360.0) if CRS.from_user_input(crs).is_geographic else (0.0,)
+
+
+def box_in(bbox: Sequence[float], bbox_crs: str | None, crs: str | None) -> tuple[float, float, float, float]:
+    """``bbox``, given in ``bbox_crs``, as a box in ``crs`` with ``minx < maxx`` (edges densified, as in :func:`transform_bbox`).
+
+    A box in a geographic CRS may cross the antimeridian as STAC API and
+    RFC 7946 §5.2 write it, ``minx > maxx`` with both within -180..180;
+    and GDAL gives the bounds in a geographic CRS of a box across it so. Either
+    is returned with its east end 360° on (``179.5, …, -179.5, …`` becomes
+    ``179.5, …, 180.5, …``), the longitudes in which a grid past ±180° lies and
+    :func:`longitude_turns` turns. A ``None`` CRS on either side means no transformation.
+
+    >>> box_in((179.5, -17, -179.5, -16), "EPSG:4326", "EPSG:4326")
+    (179.5, -17.0, 180.5, -16.0)
+
+    Raises:
+        SelectorError: not four finite numbers; empty, or inverted in
+            other than that way; or ``bbox_crs`` is not a CRS.
+    """
+    from catalog.selectors import check_bbox
+
+    geographic = _is_geographic(bbox_crs)
+    # Strict: only a geographic box whose two longitudes are both in -180..180 may cross; anything else inverted is an error.
+    crosses = geographic and len(bbox) == 4 and -180.0 <= float(bbox[2]) < float(bbox[0]) <= 180.0
+    minx, miny, maxx, maxy = check_bbox(bbox, antimeridian=crosses)
+    if crosses:
+        maxx += 360.0
+    if bbox_crs is not None and crs is not None and bbox_crs != crs:
+        minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, crs)
+        if minx > maxx and _is_geographic(crs, "CRS"):
+            maxx += 360.0
+    return minx, miny, maxx, maxy
+
+
+def _is_geographic(crs: str | None, what: str = "bbox CRS") -> bool:
+    from pyproj.exceptions import CRSError
+
+    try:
+        return len(longitude_turns(crs)) > 1
+    except CRSError as err:
+        raise SelectorError(f"{what} {crs!r} is not a CRS") from err
 
 
 def transform_bbox(bbox: tuple[float, float, float, float], bbox_crs: str, crs: str) -> tuple[float, float, float, float]:

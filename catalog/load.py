@@ -49,7 +49,7 @@ import numpy as np
 
 from catalog.cube import Cube
 from catalog.errors import ItemError, LoadError, SelectorError
-from catalog.mosaic import WARP_TILE, Member, Mosaic, lattice_index, lattice_offset, output_grid
+from catalog.mosaic import WARP_TILE, Member, Mosaic, lattice_index, lattice_offsets, output_grid
 from catalog.search import SearchHit
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage
@@ -204,7 +204,9 @@ def load(
         bands: Band names (name, common name or description) or positions,
             resolved in each item; None for every band of the first item.
         bbox: ``(minx, miny, maxx, maxy)`` in ``bbox_crs``; None for the union
-            of the items.
+            of the items. In a geographic CRS it may cross the antimeridian
+            (``minx > maxx``); a geographic output across it has longitudes
+            past 180, and the items' union is the short way round.
         bbox_crs: CRS of ``bbox``.
         datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`; time
             steps outside it are left out, and items with none are skipped.
@@ -278,7 +280,7 @@ def load(
                 bands=tuple(band_pos),
                 times={key_index[k]: p for k, p in zip(tkeys, tpos, strict=True)},
                 nodata=tuple(_nodata_value(cube.bands[b]) for b in band_pos),
-                offset=lattice_offset(grid, out),
+                offsets=lattice_offsets(grid, out),
             )
         )
     dtype = np.result_type(*(c.layout.encoding.dtype for c in cubes)) if len(cubes) > 1 else cubes[0].layout.encoding.dtype
@@ -289,12 +291,12 @@ def load(
     n_bands = len(first.bands)
     chunks = dict(chunks or {})
     lay = first.cube.layout
-    aligned = first.offset is not None
+    aligned = first.offsets is not None
     # Blocks fall on the first item's tiles, or for a warped load on the lattice's squares of
     # WARP_TILE (a default block is one of them), so that no square is warped for two blocks.
     step_y = chunks.get("y", lay.tile_length if aligned else WARP_TILE)
     step_x = chunks.get("x", lay.tile_width if aligned else WARP_TILE)
-    start_y, start_x = (-first.offset[0], -first.offset[1]) if first.offset is not None else lattice_index(out)
+    start_y, start_x = (-first.offsets[0][0], -first.offsets[0][1]) if first.offsets else lattice_index(out)
     row_chunks = _axis_chunks(start_y % step_y, out.height, step_y)
     col_chunks = _axis_chunks(start_x % step_x, out.width, step_x)
     time_chunks = _axis_chunks(0, len(keys), chunks.get("time", len(keys)))

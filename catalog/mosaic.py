@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.errors import LoadError, SelectorError
-from catalog.grid import Grid, epsg_code, longitude_turns, transform_bbox
+from catalog.grid import Grid, box_in, epsg_code, longitude_turns
+from catalog.selectors import lonlat_union, lonlat_wrapped
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -65,22 +66,47 @@ class Member:
     """Output time index -> item time position."""
     nodata: tuple[float | None, ...]
     """Nodata of each selected band."""
-    offset: tuple[int, int] | None
-    """``(row, col)`` of the item's origin on the output lattice, or None when it must be warped."""
+    offsets: tuple[tuple[int, int], ...] | None
+    """``(row, col)`` of the item's origin on the output lattice, each way round the Earth it meets the output
+    (:func:`lattice_offsets`), or None when it must be warped."""
 
 
-def lattice_offset(grid: Grid, out: Grid) -> tuple[int, int] | None:
-    """The item's origin in whole output pixels, or None when its pixels are not the output's."""
+def lattice_offset(grid: Grid, out: Grid, turn: float = 0.0) -> tuple[int, int] | None:
+    """The item's origin, ``turn`` on in x, in whole output pixels, or None when its pixels are not the output's."""
     if grid.crs != out.crs:
         return None
     a, b, c, d, e, f = grid.area_affine[:6]
     oa, _, oc, _, oe, of = out.transform
     if abs(b) > _EPS or abs(d) > _EPS or abs(a - oa) > _EPS * abs(oa) or abs(e - oe) > _EPS * abs(oe):
         return None
-    col, row = (c - oc) / oa, (f - of) / oe
+    col, row = (c + turn - oc) / oa, (f - of) / oe
     if abs(col - round(col)) > 1e-3 or abs(row - round(row)) > 1e-3:
         return None
     return round(row), round(col)
+
+
+def lattice_offsets(grid: Grid, out: Grid) -> tuple[tuple[int, int], ...] | None:
+    """Each placement of the item on the output lattice that meets the output; None when it must be warped.
+
+    On a geographic output an item meets it as it lies, or 360° round
+    (:func:`~catalog.grid.longitude_turns`), or both: a global item under an
+    output across 180° fills the output's west part as it lies and its east
+    part 360° on. None also when a placement that meets the output is off the
+    lattice (a pixel size that does not divide 360°): the item is warped.
+    """
+    if lattice_offset(grid, out) is None:
+        return None
+    placed = []
+    for turn in longitude_turns(out.crs):
+        offset = lattice_offset(grid, out, turn)
+        x0 = grid.area_affine.c + turn
+        x1 = x0 + grid.area_affine.a * grid.width
+        if not (x0 < out.area_affine.c + out.area_affine.a * out.width and out.area_affine.c < x1):
+            continue
+        if offset is None:
+            return None
+        placed.append(offset)
+    return tuple(placed)
 
 
 def lattice_index(out: Grid) -> tuple[int, int]:
@@ -91,17 +117,6 @@ def lattice_index(out: Grid) -> tuple[int, int]:
     """
     t = out.affine
     return round(t.f / t.e), round(t.c / t.a)
-
-
-def _bbox_in(crs: str, bbox: Sequence[float], bbox_crs: str) -> tuple[float, float, float, float]:
-    if len(bbox) != 4:
-        raise SelectorError(f"a bbox is minx,miny,maxx,maxy, got {list(bbox)}")
-    minx, miny, maxx, maxy = (float(v) for v in bbox)
-    if not (minx < maxx and miny < maxy):
-        raise SelectorError(f"bbox {list(bbox)} is empty: it needs minx < maxx and miny < maxy")
-    if bbox_crs == crs:
-        return minx, miny, maxx, maxy
-    return transform_bbox((minx, miny, maxx, maxy), bbox_crs, crs)
 
 
 def _lattice(
@@ -160,12 +175,20 @@ def output_grid(
     for g in grids:
         if g.crs is None:
             raise LoadError("every item of a load needs a CRS")
-        gb = g.bounds()
-        corners.append(gb if g.crs == out_crs else _bbox_in(out_crs, gb, g.crs))
+        corners.append(box_in(g.bounds(), g.crs, out_crs))
+    # In a geographic CRS an item and the box meet wherever they do 360° round, and the items'
+    # union is the shortest stretch of longitude holding them: one just east of 180° and one
+    # just west of it make a box across it, not one round the Earth.
+    turns = longitude_turns(out_crs)
     if bbox is not None:
-        minx, miny, maxx, maxy = _bbox_in(out_crs, bbox, bbox_crs)
-        if not any(minx < c[2] and c[0] < maxx and miny < c[3] and c[1] < maxy for c in corners):
+        minx, miny, maxx, maxy = box_in(bbox, bbox_crs, out_crs)
+        if not any(minx < c[2] + t and c[0] + t < maxx and miny < c[3] and c[1] < maxy for c in corners for t in turns):
             raise SelectorError(f"bbox {tuple(bbox)} ({bbox_crs}) overlaps no item: it selects nothing")
+    elif len(turns) > 1:
+        union = lonlat_union(lonlat_wrapped(c) for c in corners)
+        assert union is not None
+        minx, miny, maxx, maxy = union
+        maxx += 360.0 if minx > maxx else 0.0
     else:
         minx, miny = min(c[0] for c in corners), min(c[1] for c in corners)
         maxx, maxy = max(c[2] for c in corners), max(c[3] for c in corners)
@@ -275,10 +298,10 @@ class Mosaic:
             band_pos = [member.bands[b] for b in bands]
             nodata = [member.nodata[b] for b in bands]
             part = _Part(member, wanted, band_pos, nodata, rows, cols, result, filled)
-            if member.offset is not None:
-                self._copy(part, member.offset)
-            else:
+            if member.offsets is None:
                 self._warp(part)
+            for offset in member.offsets or ():
+                self._copy(part, offset)
             if filled.all():
                 break
         return result
@@ -318,9 +341,17 @@ class Mosaic:
             for tr in range((base_r + part.rows[0]) // WARP_TILE, -(-(base_r + part.rows[1]) // WARP_TILE))
             for tc in range((base_c + part.cols[0]) // WARP_TILE, -(-(base_c + part.cols[1]) // WARP_TILE))
         ]
-        windows = {tile: w for tile in tiles if (w := self._source_window(part.member.grid, tile)) is not None}
-        if not windows:
-            return  # the block lies outside the item
+        # One read for each way round the Earth the block meets the item: a global item under a
+        # block across 180° is read at both its ends, not across its whole width.
+        by_turn: dict[float, dict[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]]] = {}
+        for tile in tiles:
+            for turn, window in self._source_windows(part.member.grid, tile):
+                by_turn.setdefault(turn, {})[tile] = window
+        for turn, windows in by_turn.items():
+            self._warp_windows(part, windows, turn)
+
+    def _warp_windows(self, part: _Part, windows: dict[tuple[int, int], tuple[tuple[int, int], tuple[int, int]]], turn: float) -> None:
+        """Warp the tiles ``windows`` holds from one read of the source pixels they need, taken ``turn`` round."""
         r0, c0 = min(w[0][0] for w in windows.values()), min(w[1][0] for w in windows.values())
         r1, c1 = max(w[0][1] for w in windows.values()), max(w[1][1] for w in windows.values())
         data = part.member.cube.read(
@@ -330,7 +361,9 @@ class Mosaic:
         source = data.astype(np.float64)
         source[~valid_mask(data, part.nodata)] = np.nan
         for (tile_r, tile_c), ((sr0, sr1), (sc0, sc1)) in windows.items():
-            warped = self._warp_tile(part.member.grid, (tile_r, tile_c), source[:, :, sr0 - r0 : sr1 - r0, sc0 - c0 : sc1 - c0], (sr0, sc0))
+            warped = self._warp_tile(
+                part.member.grid, (tile_r, tile_c), source[:, :, sr0 - r0 : sr1 - r0, sc0 - c0 : sc1 - c0], (sr0, sc0), turn
+            )
             # The tile's part inside the block.
             a0, a1 = max(tile_r, part.rows[0]), min(tile_r + WARP_TILE, part.rows[1])
             b0, b1 = max(tile_c, part.cols[0]), min(tile_c + WARP_TILE, part.cols[1])
@@ -345,8 +378,9 @@ class Mosaic:
 
         return self.out.affine @ Affine.translation(tile[1], tile[0])
 
-    def _source_window(self, g: Grid, tile: tuple[int, int]) -> tuple[tuple[int, int], tuple[int, int]] | None:
-        """The source pixels a tile's warp reads: those under it and every one a kernel reaches from them; None when none.
+    def _source_windows(self, g: Grid, tile: tuple[int, int]) -> list[tuple[float, tuple[tuple[int, int], tuple[int, int]]]]:
+        """The source pixels a tile's warp reads, those under it and every one a kernel reaches from them, with the turn
+        of longitude (:func:`~catalog.grid.longitude_turns`) at which they lie under it; one for each turn at which any do.
 
         GDAL widens a kernel by the reduction factor when the output is
         coarser than the source, so the margin grows with it. A function of
@@ -355,15 +389,12 @@ class Mosaic:
         affine = self._tile_affine(tile)
         minx, maxy = affine @ (0, 0)
         maxx, miny = affine @ (WARP_TILE, WARP_TILE)
-        box = (minx, miny, maxx, maxy)
-        if g.crs is not None and self.out.crs is not None and g.crs != self.out.crs:
-            try:
-                box = transform_bbox(box, self.out.crs, g.crs)
-            except SelectorError:
-                return None
-        if box[0] > box[2]:  # a geographic source, and the tile across the antimeridian: its east end 360 degrees on
-            box = (box[0], box[1], box[2] + 360.0, box[3])
+        try:
+            box = box_in((minx, miny, maxx, maxy), self.out.crs, g.crs)
+        except SelectorError:
+            return []
         inverse = ~g.area_affine
+        found = []
         for turn in longitude_turns(g.crs):
             cols, rows = zip(*(inverse @ (x + turn, y) for x in (box[0], box[2]) for y in (box[1], box[3])), strict=True)
             reduction = max(1.0, (max(rows) - min(rows)) / WARP_TILE, (max(cols) - min(cols)) / WARP_TILE)
@@ -371,17 +402,21 @@ class Mosaic:
             r0, r1 = max(0, math.floor(min(rows)) - margin), min(g.height, math.ceil(max(rows)) + margin)
             c0, c1 = max(0, math.floor(min(cols)) - margin), min(g.width, math.ceil(max(cols)) + margin)
             if r0 < r1 and c0 < c1:
-                return (r0, r1), (c0, c1)
-        return None
+                found.append((turn, ((r0, r1), (c0, c1))))
+        return found
 
-    def _warp_tile(self, g: Grid, tile: tuple[int, int], source: NDArray[np.float64], origin: tuple[int, int]) -> NDArray[np.float64]:
-        """``(time, band, WARP_TILE, WARP_TILE)`` warped from ``source``, the window of ``g`` whose first pixel is ``origin``."""
+    def _warp_tile(
+        self, g: Grid, tile: tuple[int, int], source: NDArray[np.float64], origin: tuple[int, int], turn: float
+    ) -> NDArray[np.float64]:
+        """``(time, band, WARP_TILE, WARP_TILE)`` warped from ``source``, the window of ``g`` whose first pixel is ``origin``,
+        placed ``turn`` degrees of longitude back (where the tile meets it)."""
         from affine import Affine
         from rasterio.enums import Resampling
         from rasterio.warp import reproject
 
         warped = np.full((*source.shape[:2], WARP_TILE, WARP_TILE), np.nan)
-        src_transform = g.area_affine @ Affine.translation(origin[1], origin[0])
+        # Placed where the tile lies, rather than left to GDAL to find 360° round.
+        src_transform = Affine.translation(-turn, 0.0) @ g.area_affine @ Affine.translation(origin[1], origin[0])
         with _WARP_LOCK:
             for i in range(source.shape[0]):
                 reproject(

@@ -43,10 +43,12 @@ __all__ = [
     "check_bbox",
     "lonlat_boxes",
     "lonlat_union",
+    "lonlat_wrapped",
     "parse_band_selector",
     "parse_datetime",
     "parse_time_selector",
     "time_positions",
+    "wrap_longitude",
 ]
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -96,6 +98,28 @@ def lonlat_boxes(bbox: Sequence[float]) -> list[tuple[float, float, float, float
     if minx <= maxx:  # a zero-width box is a meridian, not the whole Earth
         return [(minx, miny, maxx, maxy)]
     return [(minx, miny, 180.0, maxy), (-180.0, miny, maxx, maxy)]
+
+
+def lonlat_wrapped(bbox: Sequence[float]) -> tuple[float, float, float, float]:
+    """A longitude/latitude box with ``minx < maxx`` (which may run past ±180°) as RFC 7946 §5.2 writes it.
+
+    Longitudes are taken into -180..180, so a box past 180° crosses the
+    antimeridian (``minx > maxx``); a box 360° wide or wider is the whole circle.
+
+    >>> lonlat_wrapped((179.5, -17, 180.5, -16))
+    (179.5, -17.0, -179.5, -16.0)
+    >>> lonlat_wrapped((-190, 0, 170, 1))
+    (-180.0, 0.0, 180.0, 1.0)
+    """
+    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    if maxx - minx >= 360.0:
+        return -180.0, miny, 180.0, maxy
+    return wrap_longitude(minx), miny, wrap_longitude(maxx), maxy
+
+
+def wrap_longitude(lon: float) -> float:
+    """``lon`` taken into -180..180 (180 itself stays 180)."""
+    return lon if -180.0 <= lon <= 180.0 else (lon + 180.0) % 360.0 - 180.0
 
 
 def lonlat_union(boxes: Iterable[Sequence[float]]) -> tuple[float, float, float, float] | None:

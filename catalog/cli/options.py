@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING
 
 from catalog.errors import SelectorError
+from catalog.grid import box_in
 from catalog.selectors import check_bbox
 from catalog.storage import Storage
 from rumi_core.cli.options import OptionError
@@ -28,21 +29,36 @@ def command_storage(timeout: float | None) -> Storage:
 def parse_lonlat_bbox(
     ctx: click.Context | None, param: click.Parameter | None, value: str | None
 ) -> tuple[float, float, float, float] | None:
-    """:func:`parse_bbox` of a longitude/latitude box, which may cross the antimeridian (``rumi search``)."""
-    return parse_bbox(ctx, param, value, antimeridian=True)
+    """Parse ``"minx,miny,maxx,maxy"``, a longitude/latitude box that may cross the antimeridian (``rumi search``, :func:`check_bbox`)."""
+    parts = _numbers(value)
+    try:
+        return None if parts is None else check_bbox(parts, antimeridian=True)
+    except SelectorError as err:
+        raise OptionError(f"--bbox: {err}") from err
 
 
-def parse_bbox(
-    ctx: click.Context | None, param: click.Parameter | None, value: str | None, *, antimeridian: bool = False
-) -> tuple[float, float, float, float] | None:
-    """Parse ``"minx,miny,maxx,maxy"`` and check it as ``rumi search`` and ``rumi read`` both do (:func:`check_bbox`)."""
+def parse_bbox(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> tuple[float, float, float, float] | None:
+    """Parse ``"minx,miny,maxx,maxy"`` in the command's ``--bbox-crs`` (``rumi read``), checked as the read will check it (:func:`box_in`).
+
+    A box in a geographic CRS may cross the antimeridian, as ``rumi search``'s.
+    The command declares ``--bbox-crs`` eager, so that it is known here.
+    """
+    parts = _numbers(value)
+    if parts is None:
+        return None
+    bbox_crs = ctx.params.get("bbox_crs", "EPSG:4326") if ctx is not None else "EPSG:4326"
+    try:
+        box_in(parts, bbox_crs, None)
+    except SelectorError as err:
+        raise OptionError(f"--bbox: {err}") from err
+    minx, miny, maxx, maxy = parts
+    return minx, miny, maxx, maxy
+
+
+def _numbers(value: str | None) -> list[float] | None:
     if value is None:
         return None
     try:
-        parts = [float(v) for v in value.split(",")]
+        return [float(v) for v in value.split(",")]
     except ValueError as err:
         raise OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
-    try:
-        return check_bbox(parts, antimeridian=antimeridian)
-    except SelectorError as err:
-        raise OptionError(f"--bbox: {err}") from err

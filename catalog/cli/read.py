@@ -85,8 +85,12 @@ def _check_grid_options(crs: str | None, resolution: float | None) -> None:
 @click.option("--bands", help="Band positions or names, e.g. 0,2 or red,nir.")
 @click.option("--times", help="Time positions (1,3) or an ISO 8601 range (2021-01-01/2021-03-31, open ends '..').")
 @click.option("--window", callback=parse_window, help="Pixel window y0:y1,x0:x1.")
-@click.option("--bbox", callback=parse_bbox, help="Bounding box minx,miny,maxx,maxy in --bbox-crs.")
-@click.option("--bbox-crs", default="EPSG:4326", show_default=True, help="CRS of --bbox.")
+@click.option(
+    "--bbox",
+    callback=parse_bbox,
+    help="Bounding box minx,miny,maxx,maxy in --bbox-crs (in degrees, minx > maxx crosses the antimeridian).",
+)
+@click.option("--bbox-crs", default="EPSG:4326", show_default=True, is_eager=True, help="CRS of --bbox.")
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Fetch-and-decode threads (default: every CPU).")
 @click.option("--progress/--no-progress", default=None, help="Show a progress bar (default: when stderr is a terminal).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="Output .npy or .tif file.")

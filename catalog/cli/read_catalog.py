@@ -17,9 +17,10 @@ import numpy as np
 
 from catalog.bands import Band
 from catalog.geotiff import write_geotiff
-from catalog.grid import transform_bbox
+from catalog.grid import box_in
 from catalog.load import load
 from catalog.search import search
+from catalog.selectors import lonlat_wrapped
 from rumi_core.cli.options import counted, failure, shown
 from rumi_core.errors import ResourceLimitError, RumiError
 from rumi_core.files import atomic_file
@@ -35,7 +36,8 @@ __all__ = ["read_catalog"]
 
 
 def _lonlat(bbox: tuple[float, float, float, float], bbox_crs: str) -> tuple[float, float, float, float]:
-    return bbox if bbox_crs == "EPSG:4326" else transform_bbox(bbox, bbox_crs, "EPSG:4326")
+    """The box search takes: longitudes within -180..180, across the antimeridian as ``minx > maxx``."""
+    return lonlat_wrapped(box_in(bbox, bbox_crs, "EPSG:4326"))
 
 
 def read_catalog(
