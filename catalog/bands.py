@@ -137,6 +137,20 @@ class Band:
         object.__setattr__(self, "nodata", stac_nodata(self.nodata))
 
     @property
+    def nodata_value(self) -> float | None:
+        """The no-data value as a number (``"nan"``, ``"inf"`` and ``"-inf"`` as floats), as rasterio gives ``nodata``; None for none.
+
+        >>> Band("B1", nodata="nan").nodata_value, Band("B1", nodata=0).nodata_value, Band("B1").nodata_value
+        (nan, 0.0, None)
+        """
+        if self.nodata is None:
+            return None
+        try:
+            return float(self.nodata)
+        except ValueError:  # a text other than STAC's three: as if none
+            return None
+
+    @property
     def labels(self) -> tuple[str, ...]:
         """Every text a user may select this band by: name, common name, description."""
         return tuple(x for x in (self.name, self.common_name, self.description) if x)

@@ -117,6 +117,8 @@ class Chip:
     """Area transform of the window: where its top-left pixel corner lies (half a pixel off a PixelIsPoint item's own transform)."""
     times: tuple[int, ...]
     """POSIX seconds of each time step (interval starts)."""
+    nodata: tuple[float | None, ...]
+    """Each band's no-data value, from the item (``raster:bands``); None where it has none."""
 
 
 class ChipSampler:
@@ -462,4 +464,5 @@ class _ProcessState:
             crs=grid.crs if grid is not None else None,
             transform=grid.window_area_transform((rows, cols)) if grid is not None else None,
             times=tuple(int(secs[t * step]) for t in sel.times),
+            nodata=tuple(cube.bands[b].nodata_value for b in sel.bands),
         )

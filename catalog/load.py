@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
     import xarray as xr
 
-    from catalog.bands import Band
     from rumi_core.limits import Limits
 
 __all__ = ["item_list", "load", "open_cube"]
@@ -93,12 +92,6 @@ def _time_keys(cube: Cube, positions: Sequence[int]) -> list[tuple[int, int]]:
     if times.time_type == INTERVAL:
         return [(secs[2 * p], secs[2 * p + 1]) for p in positions]
     return [(secs[p], secs[p]) for p in positions]
-
-
-def _nodata_value(band: Band) -> float | None:
-    if band.nodata is None:
-        return None
-    return float(band.nodata)
 
 
 def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
@@ -279,7 +272,7 @@ def load(
                 grid=grid,
                 bands=tuple(band_pos),
                 times={key_index[k]: p for k, p in zip(tkeys, tpos, strict=True)},
-                nodata=tuple(_nodata_value(cube.bands[b]) for b in band_pos),
+                nodata=tuple(cube.bands[b].nodata_value for b in band_pos),
                 offsets=lattice_offsets(grid, out),
             )
         )

@@ -71,15 +71,6 @@ def _stretch(channel: NDArray[np.float64], nodata: float | None) -> NDArray[np.u
     return out
 
 
-def _nodata_value(value: float | str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        return None
-
-
 def _spans(kept: NDArray[np.int64], extent: int, tile: int) -> Iterator[tuple[int, int, NDArray[np.int64]]]:
     """``(start, end, kept positions inside)`` of each tile span along one axis that keeps a position."""
     for start in range(0, extent, tile):
@@ -131,7 +122,7 @@ def render_thumbnail(
             tiles.append(_as_float(tile[:, rows - r0][:, :, cols - c0]))
         strips.append(np.concatenate(tiles, axis=2))
     image = np.concatenate(strips, axis=1)
-    channels = [_stretch(image[i], _nodata_value(bands[p].nodata)) for i, p in enumerate(positions)]
+    channels = [_stretch(image[i], bands[p].nodata_value) for i, p in enumerate(positions)]
     buf = io.BytesIO()
     if len(channels) == 3:
         Image.fromarray(np.stack(channels, axis=-1)).save(buf, format="PNG", optimize=True)

@@ -17,6 +17,9 @@ Each sample is a dict:
   ``window_transform`` gives them (also for a PixelIsPoint item, whose own
   transform locates pixel centres); ``"time"``: POSIX seconds of each time
   step (int64);
+* ``"nodata"``: each band's no-data value from the item (float64, as
+  rasterio gives ``nodata``; NaN for a band without one), so that
+  ``(image != nodata[:, None, None]) & ~image.isnan()`` is where the chip holds data;
 * ``"item"``: the file's href; ``"window"``: ``[row0, col0]`` (int64);
   ``"index"``: the sample index.
 
@@ -40,6 +43,7 @@ PyTorch is optional for the catalog package: this module alone needs it.
 
 from __future__ import annotations
 
+import math
 import operator
 import warnings
 from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, TypedDict
@@ -71,6 +75,7 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
         "crs": chip.crs or "",
         "transform": torch.tensor(transform, dtype=torch.float64),
         "time": torch.tensor(chip.times, dtype=torch.int64),
+        "nodata": torch.tensor([math.nan if v is None else v for v in chip.nodata], dtype=torch.float64),
         "item": chip.item,
         "window": torch.tensor([chip.window[0][0], chip.window[1][0]], dtype=torch.int64),
         "index": chip.index,

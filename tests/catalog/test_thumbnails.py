@@ -12,7 +12,7 @@ from PIL import Image
 import rumi_core
 from catalog.extra_metadata import ExtraMetadata
 from catalog.items import _bands
-from catalog.thumbnails import _as_float, _nodata_value, _stretch, render_thumbnail, thumbnail_bands
+from catalog.thumbnails import _as_float, _stretch, render_thumbnail, thumbnail_bands
 from rumi_core.header import HeaderBlob
 from rumi_core.sources import LocalFileSource
 from rumi_core.testing import synthetic_scene
@@ -32,8 +32,6 @@ def test_thumbnail_samples_the_whole_image_across_partial_tiles(tmp_path: Path, 
     bands = _bands(rumi_core.info(source, header), ExtraMetadata.from_dict({}))
     png = render_thumbnail(source, header, bands, max_size=max_size)
     shown = np.asarray(Image.open(io.BytesIO(png)))
-    expected = np.stack(
-        [_stretch(_as_float(data[0, p, ::step, ::step]), _nodata_value(bands[p].nodata)) for p in thumbnail_bands(bands)], axis=-1
-    )
+    expected = np.stack([_stretch(_as_float(data[0, p, ::step, ::step]), bands[p].nodata_value) for p in thumbnail_bands(bands)], axis=-1)
     assert shown.shape == (-(-300 // step), -(-700 // step), 3)
     np.testing.assert_array_equal(shown, expected)

@@ -14,6 +14,8 @@ from rasterio.windows import Window
 import rumi_core
 from catalog.chips import SmallItemWarning
 from catalog.errors import SelectorError
+from catalog.extra_metadata import ExtraMetadata
+from catalog.items import create_item
 from catalog.selectors import parse_datetime
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (make install adds the local CPU wheel)")
@@ -330,3 +332,21 @@ def test_a_stalled_server_ends_the_epoch_after_the_datasets_timeout(scene: Scene
         served.inject(None)
     with pytest.raises(SelectorError, match=r"^timeout is a number of seconds above 0, got 0$"):
         RumiChipDataset(_urls(scene, served), size=32, length=2, timeout=0)
+
+
+def test_a_sample_carries_each_bands_nodata_to_mask_its_chip(tmp_path: Path) -> None:
+    """From the item's raster:bands; NaN for a bare file, which has none."""
+    path, _ = _write_item(tmp_path, "item", 20, 20)
+    item = create_item(path, extra=ExtraMetadata(id="item", nodata=4.0), thumbnail=False)
+    item_path = tmp_path / "item.json"
+    item.save_object(dest_href=str(item_path), include_self_link=False)
+    sample = RumiChipGridDataset([str(item_path)], bands=["nir", "red"], size=20)[0]
+    assert sample["nodata"].dtype == torch.float64 and sample["nodata"].tolist() == [4.0, 4.0]
+    image = sample["image"]
+    valid = (image != sample["nodata"][:, None, None]) & ~image.isnan()
+    assert valid.sum().item() == image.numel() - 1  # red's sample 4
+    assert not valid[0, 1, 0, 4]
+    bare = RumiChipGridDataset([path], size=20)[0]["nodata"]
+    assert bare.shape == (3,) and bare.isnan().all()
+    batch = next(iter(torch.utils.data.DataLoader(RumiChipGridDataset([str(item_path)], size=10), batch_size=4)))
+    assert batch["nodata"].shape == (4, 3)
