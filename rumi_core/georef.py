@@ -92,6 +92,11 @@ def epsg_kind(code: int) -> int:
         return MODEL_PROJECTED
     if crs.type_name == "Geographic 2D CRS":
         return MODEL_GEOGRAPHIC
+    # Strict reading for a 3D geographic CRS (EPSG:4979), which rumi-eo 0.26.1 writes under
+    # GTModelTypeGeoKey 2: that value is GeoTIFF's ModelTypeGeographic, a 2D latitude-longitude
+    # system, and the third axis is an ellipsoidal height, the vertical component the
+    # specification excludes ("No other CRS representation"). rumi convert stores such an
+    # input under its 2D CRS (EPSG:4326) and records the height's CRS beside the cube.
     raise CRSError(
         f"EPSG:{code} is a {crs.type_name}; rumi stores only 2D geographic and projected CRSs",
         field="GeoKeyDirectoryTag",
@@ -314,9 +319,10 @@ class Georeferencing:
             raise fail(f"ModelTransformationTag is not an affine matrix: {m}", "ModelTransformationTag", "The third row MUST be zero")
         coefficients = (m[0], m[1], m[3], m[4], m[5], m[7])
         # Strict reading: the specification sets no rule on the coefficient
-        # values, but a NaN or infinite one defines no affine transform and the
-        # only supported writer refuses it (_coefficients), so no compliant
-        # file carries one.
+        # values, but a NaN or infinite one defines no affine transform: no
+        # pixel has a place, and every footprint, window and warp of the file
+        # would be NaN. This writer refuses one (_coefficients); rumi-eo 0.26.1
+        # writes and reads it, and its files with one are refused here, by name.
         if not all(math.isfinite(v) for v in coefficients):
             raise fail(
                 f"ModelTransformationTag has a non-finite affine coefficient: {coefficients}",
