@@ -6,12 +6,13 @@ threads. Bounding each request alone lets a silent server hold a read for
 (:class:`~catalog.http.HTTPRangeSource`, :class:`~catalog.gcs.GCSSource`)
 hold a :class:`ReadOperation` while a read runs (their ``deadline()`` context,
 entered by :func:`rumi_core.sources.deadline`): every request checks the time
-left, and a failing range is retried once in the operation, not once per
-request or per thread.
+left, and a range that fails transiently is retried at most
+:data:`TRANSIENT_RETRIES` times in the operation, after growing pauses, not
+so often per request or per thread.
 
 >>> op = ReadOperation(30.0)
->>> op.may_retry((0, 100)), op.may_retry((0, 100))
-(True, False)
+>>> [op.retry_wait((0, 100)) for _ in range(4)], op.retries((0, 100))
+([0.5, 1.0, 2.0, None], 3)
 """
 
 from __future__ import annotations
@@ -24,10 +25,27 @@ from typing import TYPE_CHECKING, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["DEFAULT_TIMEOUT", "STAC_API_TIMEOUT", "OperationSlot", "ReadOperation", "seconds_text"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "FIRST_BACKOFF",
+    "STAC_API_TIMEOUT",
+    "TRANSIENT_RETRIES",
+    "OperationSlot",
+    "ReadOperation",
+    "retried_text",
+    "seconds_text",
+]
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one remote read operation may take, every request and retry included."""
+
+TRANSIENT_RETRIES: Final = 3
+"""Times one read operation asks again for a range that failed transiently (a connection error, a timeout, a 5xx)."""
+
+FIRST_BACKOFF: Final = 0.5
+"""Seconds before a range's first retry; each further one waits twice as long (0.5, 1, 2 s), as the exponential
+backoff of urllib3 and google-cloud-storage does: a server failing under load is not asked again at once, and a
+flaky one (a CDN's occasional 502) does not end a training epoch."""
 
 STAC_API_TIMEOUT: Final = (10.0, 60.0)
 """Seconds to connect to a STAC API, and to wait for each answer (pystac-client, through requests, waits for ever unless told)."""
@@ -42,6 +60,15 @@ def seconds_text(seconds: float) -> str:
     return f"{round(seconds, 1):g}"
 
 
+def retried_text(times: int) -> str:
+    """How often a range was asked again, as a failure's message says it.
+
+    >>> retried_text(0), retried_text(1), retried_text(3)
+    ('not retried', 'retried once', 'retried 3 times')
+    """
+    return "not retried" if times == 0 else "retried once" if times == 1 else f"retried {times} times"
+
+
 class ReadOperation:
     """The deadline of one read operation and the ranges it has already retried."""
 
@@ -49,20 +76,31 @@ class ReadOperation:
         self.seconds = seconds
         """The operation's whole budget, in seconds."""
         self.ends = time.monotonic() + seconds
-        self._retried: set[tuple[int, int]] = set()
+        self._retried: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
     def remaining(self) -> float:
         """Seconds left (negative once the deadline has passed)."""
         return self.ends - time.monotonic()
 
-    def may_retry(self, key: tuple[int, int]) -> bool:
-        """True the first time the range ``key`` fails, while time remains."""
+    def retry_wait(self, key: tuple[int, int]) -> float | None:
+        """Seconds to pause before asking again for the range ``key``, which just failed; None when it is not asked again.
+
+        None once it was retried :data:`TRANSIENT_RETRIES` times, or when the
+        pause would reach the deadline. Counted per operation, whichever thread asks.
+        """
         with self._lock:
-            if key in self._retried or self.remaining() <= 0:
-                return False
-            self._retried.add(key)
-            return True
+            done = self._retried.get(key, 0)
+            wait = FIRST_BACKOFF * float(2**done)
+            if done >= TRANSIENT_RETRIES or wait >= self.remaining():
+                return None
+            self._retried[key] = done + 1
+            return wait
+
+    def retries(self, key: tuple[int, int]) -> int:
+        """Times the range ``key`` was asked again."""
+        with self._lock:
+            return self._retried.get(key, 0)
 
 
 class OperationSlot:

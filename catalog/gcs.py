@@ -9,7 +9,8 @@ metadata ``GET``) only when :meth:`GCSSource.size` is called.
 Deadlines and retries belong to a read operation (:mod:`catalog.deadlines`):
 inside :meth:`GCSSource.deadline` every download waits at most the time left,
 google-cloud-storage's own retries are off, and a download that fails
-transiently is retried once in the operation.
+transiently is asked again after growing pauses, a bounded number of times
+in the operation (:meth:`~catalog.deadlines.ReadOperation.retry_wait`).
 
 The client honours ``STORAGE_EMULATOR_HOST`` (as google-cloud-storage does):
 with it set, requests go to the emulator with anonymous credentials. A
@@ -23,8 +24,10 @@ from __future__ import annotations
 import base64
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
+from catalog.deadlines import retried_text
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
@@ -133,7 +136,7 @@ class GCSSource(RemoteRangeSource):
         return self._size
 
     def _download(self, key: tuple[int, int], what: str, **kwargs: Any) -> bytes:
-        """One download with the operation's time left as its timeout, retried once if it fails transiently."""
+        """One download with the operation's time left as its timeout, retried after pauses if it fails transiently."""
         from google.api_core import exceptions as api_exceptions
         from google.auth.exceptions import GoogleAuthError
 
@@ -151,8 +154,10 @@ class GCSSource(RemoteRangeSource):
             except api_exceptions.RequestRangeNotSatisfiable:
                 return b""
             except transient as err:
-                if not op.may_retry(key):
-                    raise self._fail(f"{what} (retried once)", err) from err
+                wait = op.retry_wait(key)
+                if wait is None:
+                    raise self._fail(f"{what} ({retried_text(op.retries(key))})", err) from err
+                time.sleep(wait)
             except (api_exceptions.GoogleAPIError, GoogleAuthError) as err:
                 raise self._fail(what, err) from err
 

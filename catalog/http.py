@@ -18,8 +18,10 @@ Deadlines and retries belong to a read operation, not to a request: inside
 total deadline (:data:`DEFAULT_TIMEOUT` unless given), enforced while the
 body arrives, so a silent server or one dripping a byte at a time is
 abandoned when the operation's time is up. A range that fails with a
-connection error, a timeout or a ``5xx`` is retried once in the operation,
-then the read fails; the pool itself never retries a range request. A ``429``
+connection error, a timeout or a ``5xx`` is asked again after pauses of 0.5,
+1 and 2 s (:data:`~catalog.deadlines.TRANSIENT_RETRIES` times in the
+operation, within its deadline), then the read fails; the pool itself never
+retries a range request. A ``429``
 or ``503`` that says when to come back (``Retry-After``) is retried after that
 wait, never past the deadline: a wait that would pass it fails at once.
 
@@ -42,7 +44,7 @@ import urllib3
 from urllib3.util import make_headers, parse_url
 from urllib3.util.retry import Retry
 
-from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation, seconds_text
+from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation, retried_text, seconds_text
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
@@ -66,12 +68,12 @@ _RETRY_AFTER_STATUS = frozenset({429, 503})
 # A server that keeps asking for a wait is asked again at most this often per range, as often as
 # default_pool's Retry(total=3) would: the deadline alone would let ``Retry-After: 0`` spin.
 _ASKED_RETRIES = 3
-# Range requests are retried by the operation (once per range), never by the pool.
+# Range requests are retried by the operation (ReadOperation.retry_wait), never by the pool.
 _NO_RETRY = Retry(total=None, connect=0, read=0, status=0, other=0, redirect=5, raise_on_status=False)
 
 
 class _Transient(Exception):
-    """A failure worth one retry: a connection error, a timeout or a 5xx; ``retry_after`` is the wait a 429 or 503 asked for."""
+    """A failure worth a retry: a connection error, a timeout or a 5xx; ``retry_after`` is the wait a 429 or 503 asked for."""
 
     def __init__(self, message: str, status: int | None = None, retry_after: float | None = None) -> None:
         super().__init__(message)
@@ -315,32 +317,36 @@ class HTTPRangeSource(RemoteRangeSource):
             return self._size
 
     def _with_retry(self, key: tuple[int, int], what: str, attempt: Any) -> Any:
-        """Run ``attempt`` until it succeeds: once more after a failure, or as often as a 429 or 503 asks to, within the deadline.
+        """Run ``attempt`` until it succeeds: again after growing pauses when it fails, or as a 429 or 503 asks, within the deadline.
 
         A ``Retry-After`` is the server asking for a pause, not a failure. As
         urllib3's ``Retry(respect_retry_after_header=True)`` waits as asked on
         each such answer while its retry count lasts, a range is asked again
         after each pause, up to :data:`_ASKED_RETRIES` times and never past
-        the operation's deadline. Other failures keep the operation's one
-        retry per range.
+        the operation's deadline. Other failures take the operation's
+        retries of the range (:meth:`~catalog.deadlines.ReadOperation.retry_wait`),
+        pausing at least as long as a ``Retry-After`` asks.
         """
         op = self._slot.current()
-        retries = 0
+        retries = asked_retries = 0
         while True:
             try:
                 return attempt(op)
             except _Transient as err:
-                asked = err.retry_after is not None and retries < _ASKED_RETRIES
-                if not asked and not op.may_retry(key):
-                    if op.remaining() <= 0:
-                        raise self._expired(op, what) from err
-                    times = "once" if retries <= 1 else f"{retries} times"
-                    raise StorageError(f"{err} (retried {times})", href=self._url, status=err.status) from err
-                if err.retry_after is not None and not _sleep_within(op, err.retry_after):
+                if err.retry_after is not None and asked_retries < _ASKED_RETRIES:
+                    asked_retries += 1
+                    wait = err.retry_after
+                else:
+                    backoff = op.retry_wait(key)
+                    if backoff is None:
+                        if op.remaining() <= 0:
+                            raise self._expired(op, what) from err
+                        raise StorageError(f"{err} ({retried_text(retries)})", href=self._url, status=err.status) from err
+                    wait = max(backoff, err.retry_after or 0.0)
+                if not _sleep_within(op, wait):
+                    asked = f"the server asked to retry in {err.retry_after:g} s" if err.retry_after is not None else retried_text(retries)
                     raise StorageError(
-                        f"{err}; the server asked to retry in {err.retry_after:g} s, past the read's {seconds_text(op.seconds)} s deadline",
-                        href=self._url,
-                        status=err.status,
+                        f"{err}; {asked}, past the read's {seconds_text(op.seconds)} s deadline", href=self._url, status=err.status
                     ) from err
                 retries += 1
 
@@ -371,7 +377,7 @@ class HTTPRangeSource(RemoteRangeSource):
         return total
 
     def _fetch(self, offset: int, length: int) -> bytes:
-        """Fetch one range with one ``GET`` (and one retry within the operation).
+        """Fetch one range with one ``GET`` (and the operation's retries of it).
 
         Raises:
             StorageError: the server failed twice, the deadline passed, the

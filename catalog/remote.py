@@ -50,7 +50,8 @@ class RemoteRangeSource(abc.ABC):
         """Give every request inside the block, from any thread, one total deadline.
 
         ``seconds`` defaults to the source's ``timeout``. Each range that
-        fails transiently is retried once within the block. Nested blocks
+        fails transiently is retried within the block, after growing pauses and a
+        bounded number of times. Nested blocks
         keep the outer deadline.
         """
         return self._slot.deadline(seconds)
@@ -67,7 +68,7 @@ class RemoteRangeSource(abc.ABC):
         """Total size in bytes."""
 
     def read_range(self, offset: int, length: int) -> bytes:
-        """Fetch one range with one request (and one retry within the read operation).
+        """Fetch one range with one request (and the read operation's retries of it).
 
         Raises:
             StorageError: the range is negative, or the request failed.

@@ -10,6 +10,7 @@ elapsed time.
 from __future__ import annotations
 
 import struct
+import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -53,13 +54,33 @@ def test_a_stalled_server_ends_the_read_at_its_deadline(spread: Any, server: Ran
     assert asked and max(asked.values()) == 1
 
 
-def test_a_failing_range_is_retried_once_per_read_not_once_per_thread(spread: Any, server: RangeRequestServer) -> None:
+def test_a_failing_range_is_retried_three_times_per_read_not_per_thread(spread: Any, server: RangeRequestServer) -> None:
     server.inject(Fault("status", status=503))
-    with pytest.raises(StorageError, match=r"failed \(retried once\).*\(HTTP 503\)"):
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"failed \(retried 3 times\).*\(HTTP 503\)"):
         rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0, 3], threads=4, timeout=30)
+    assert time.monotonic() - started >= 0.5 + 1 + 2  # the pauses between the attempts
     asked = range_requests(server)
-    assert max(asked.values()) == 2
-    assert sum(asked.values()) <= 2 * 4  # at most one failing range per thread, each asked twice
+    assert max(asked.values()) == 4
+    assert sum(asked.values()) <= 4 * 4  # at most one failing range per thread, each asked four times
+
+
+def test_a_pause_that_would_pass_the_deadline_is_not_taken(spread: Any, server: RangeRequestServer) -> None:
+    """With 1 s the first pause (0.5 s) fits and the second (1 s) does not: the range is asked twice, and the read fails in time."""
+    server.inject(Fault("status", status=503))
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"failed \(retried once\).*\(HTTP 503\)"):
+        rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0], threads=1, timeout=1)
+    assert time.monotonic() - started < 1.0
+    assert max(range_requests(server).values()) == 2
+
+
+def test_a_flaky_server_fails_no_read(spread: Any, server: RangeRequestServer) -> None:
+    """Two failures in a row on one range, a CDN's passing 502s: the read waits them out and returns every pixel."""
+    server.inject(Fault("status", status=502, times=2))
+    out = rumi_core.read(HTTPRangeSource(server.url("cube.rumi")), spread.blob, bands=[0, 3], threads=1, timeout=30)
+    np.testing.assert_array_equal(out, spread.data[:, [0, 3]])
+    assert sorted(range_requests(server).values())[-1] == 3
 
 
 def test_a_range_that_fails_once_succeeds_on_its_retry(spread: Any, server: RangeRequestServer) -> None:

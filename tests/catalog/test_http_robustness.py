@@ -159,9 +159,9 @@ def test_a_pause_past_the_deadline_fails_at_once(scripted: ScriptedServer) -> No
 
 def test_a_server_that_keeps_asking_is_asked_a_bounded_number_of_times(scripted: ScriptedServer) -> None:
     scripted.script = [pause(503, "0")] * 10
-    with pytest.raises(StorageError, match=r"failed \(retried 4 times\) \(HTTP 503\)"):
+    with pytest.raises(StorageError, match=r"failed \(retried 6 times\) \(HTTP 503\)"):
         HTTPRangeSource(scripted.url(), timeout=30).read_range(0, 10)
-    assert len(scripted.seen) == 5  # three pauses as asked, then the one retry of any failure
+    assert len(scripted.seen) == 7  # three pauses as asked, then the three retries of any failure
 
 
 def test_a_silent_server_holds_a_whole_object_read_for_one_default_timeout(

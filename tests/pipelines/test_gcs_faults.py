@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from catalog.gcs import GCSSource
 from pipelines.bucket import RESUMABLE_CHUNK, GCSOutput, output_store
 from pipelines.convert import run
 from pipelines.options import ConvertOptions
@@ -119,24 +120,25 @@ class _FaultyProxy(ThreadingHTTPServer):
 
     Drops alternate between before forwarding and after the upstream has acted
     (so a retried upload, compose or delete finds its work already done).
-    Faults are transient: the retry of a faulted request (same method, path
-    and ranges) goes through. Counting alone does not promise that once
-    several threads send requests (two worker threads, the reader's decoding
-    threads): another thread's requests in between can land the retry on the
-    next multiple, and a read operation retries a range once.
+    Faults are transient: a faulted request (same method, path and ranges)
+    fails ``repeats`` times in a row, then its retry goes through. Counting
+    alone does not promise that once several threads send requests (two
+    worker threads, the reader's decoding threads): another thread's requests
+    in between can land the retry on the next multiple.
     """
 
     daemon_threads = True
 
-    def __init__(self, upstream: str, *, fail_every: int, drop_every: int) -> None:
+    def __init__(self, upstream: str, *, fail_every: int, drop_every: int, repeats: int = 1) -> None:
         super().__init__(("127.0.0.1", 0), _ProxyHandler)
         self.upstream = urlsplit(upstream).netloc
         self.fail_every = fail_every
         self.drop_every = drop_every
+        self.repeats = repeats
         self.count = 0
         self.faults: dict[str, int] = {"503": 0, "drop-before": 0, "drop-after": 0}
-        self.faulted: set[tuple[str, ...]] = set()
-        """Requests answered with a fault whose retry has not come yet."""
+        self.faulted: dict[tuple[str, ...], tuple[str, int]] = {}
+        """Requests answered with a fault whose retry has not come yet: the fault, and how often it is still to be answered."""
         self.lock = threading.Lock()
 
     @property
@@ -148,8 +150,12 @@ class _FaultyProxy(ThreadingHTTPServer):
             self.count += 1
             n = self.count
             if request in self.faulted:
-                self.faulted.discard(request)
-                return None
+                fault, left = self.faulted.pop(request)
+                if left == 0:
+                    return None
+                self.faulted[request] = (fault, left - 1)
+                self.faults[fault] += 1
+                return fault
             fault = None
             if n % self.fail_every == 0:
                 fault = "503"
@@ -157,7 +163,7 @@ class _FaultyProxy(ThreadingHTTPServer):
                 fault = "drop-before" if (n // self.drop_every) % 2 else "drop-after"
             if fault:
                 self.faults[fault] += 1
-                self.faulted.add(request)
+                self.faulted[request] = (fault, self.repeats - 1)
             return fault
 
 
@@ -237,3 +243,16 @@ def test_a_large_object_is_uploaded_resumably_through_faults(emulator: GCSEmulat
         assert store.read(f"gs://{BUCKET}/large/object") == data
     assert proxy.count > 3 and sum(proxy.faults.values()) > 0  # several chunk requests, some failed and were retried
     gc.collect()  # as above
+
+
+def test_a_range_that_fails_twice_in_a_row_is_read_on_its_third_attempt(emulator: GCSEmulator) -> None:
+    """GCSSource asks again after growing pauses: every third download answers 503 twice, and every range still comes back."""
+    data = os.urandom(4096)
+    GCSOutput().write(f"gs://{BUCKET}/ranges/object", data)
+    with _proxy(emulator.host, fail_every=3, drop_every=10**9, repeats=2) as proxy, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STORAGE_EMULATOR_HOST", proxy.host)
+        source = GCSSource(f"gs://{BUCKET}/ranges/object", size=len(data))
+        ranges = [(i * 256, 256) for i in range(8)]
+        with source.deadline(30):
+            assert source.read_ranges(ranges) == [data[o : o + n] for o, n in ranges]
+    assert proxy.faults["503"] >= 4  # at least two ranges failed twice each
