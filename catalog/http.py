@@ -148,6 +148,56 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+class _Expired(Exception):
+    """The operation's deadline passed while a body was arriving."""
+
+
+class _TooLong(Exception):
+    """A body ran past the bytes asked for."""
+
+
+def _read_body(op: ReadOperation, resp: Any, limit: int | None, what: str) -> bytes:
+    """Read the body of ``resp`` (asked for with ``preload_content=False``), checking the deadline between chunks.
+
+    Each wait for the socket is bounded by the time left, so a server that
+    sends one byte every few seconds is abandoned at the deadline too: a
+    socket timeout alone restarts with every byte.
+
+    Raises:
+        _Expired: the deadline passed.
+        _TooLong: more than ``limit`` bytes came.
+        _Transient: the connection failed mid-body.
+    """
+    chunks: list[bytes] = []
+    got = 0
+    try:
+        while True:
+            left = op.remaining()
+            if left <= 0:
+                raise _Expired
+            sock = getattr(getattr(resp, "connection", None), "sock", None)
+            if sock is not None:
+                sock.settimeout(left)
+            try:
+                chunk = resp.read1(_CHUNK)
+            except (urllib3.exceptions.HTTPError, OSError) as err:
+                if op.remaining() <= 0:
+                    raise _Expired from err
+                raise _Transient(f"{what} failed while reading the body: {err}") from err
+            if not chunk:
+                break
+            got += len(chunk)
+            if limit is not None and got > limit:
+                raise _TooLong
+            chunks.append(chunk)
+    except BaseException:
+        resp.close()  # the connection is mid-body: never hand it back to the pool
+        raise
+    finally:
+        resp.release_conn()
+    return b"".join(chunks)
+
+
 def _sleep_within(op: ReadOperation, seconds: float) -> bool:
     """Sleep ``seconds``, unless that would pass the operation's deadline: then return False at once."""
     if seconds > op.remaining():
@@ -272,39 +322,13 @@ class HTTPRangeSource(RemoteRangeSource):
             raise _Transient(f"{method} failed: {err}") from err
 
     def _body(self, op: ReadOperation, resp: Any, limit: int, what: str) -> bytes:
-        """Read a body of at most ``limit`` bytes, checking the deadline between chunks.
-
-        Each wait for the socket is bounded by the time left, so a server that
-        sends one byte every few seconds is abandoned at the deadline too.
-        """
-        chunks: list[bytes] = []
-        got = 0
+        """Read a body of at most ``limit`` bytes within the operation's deadline (:func:`_read_body`)."""
         try:
-            while True:
-                left = op.remaining()
-                if left <= 0:
-                    raise self._expired(op, what)
-                sock = getattr(getattr(resp, "connection", None), "sock", None)
-                if sock is not None:
-                    sock.settimeout(left)
-                try:
-                    chunk = resp.read1(_CHUNK)
-                except (urllib3.exceptions.HTTPError, OSError) as err:
-                    if op.remaining() <= 0:
-                        raise self._expired(op, what) from err
-                    raise _Transient(f"{what} failed while reading the body: {err}") from err
-                if not chunk:
-                    break
-                got += len(chunk)
-                if got > limit:
-                    raise StorageError(f"{what}: the server sent more than the {limit} bytes asked for", href=self._url)
-                chunks.append(chunk)
-        except BaseException:
-            resp.close()  # the connection is mid-body: never hand it back to the pool
-            raise
-        finally:
-            resp.release_conn()
-        return b"".join(chunks)
+            return _read_body(op, resp, limit, what)
+        except _Expired as err:
+            raise self._expired(op, what) from err
+        except _TooLong as err:
+            raise StorageError(f"{what}: the server sent more than the {limit} bytes asked for", href=self._url) from err
 
     def _learn_size(self, total: int | None) -> None:
         if total is not None:
@@ -462,6 +486,7 @@ def read_url(
                 redirect=True,
                 retries=_NO_RETRY,
                 timeout=urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, left), read=left),
+                preload_content=False,
             )
         except urllib3.exceptions.HTTPError as err:
             cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
@@ -474,8 +499,13 @@ def read_url(
             wait = policy.get_backoff_time()
         else:
             if resp.status == 200:
-                data: bytes = resp.data
-                return data
+                try:
+                    return _read_body(op, resp, None, "GET")
+                except _Expired as err:
+                    raise StorageError(f"GET did not finish within {seconds_text(seconds)} s", href=url) from err
+                except _Transient as err:
+                    raise StorageError(str(err), href=url) from err
+            resp.close()  # an error's body is not read: a server could drip it
             failure = StorageError("GET did not succeed", href=url, status=resp.status)
             if not policy.is_retry("GET", resp.status, "Retry-After" in resp.headers):
                 raise failure

@@ -30,11 +30,13 @@ BODY = bytes(range(256)) * 4
 
 @dataclass(frozen=True)
 class Answer:
-    """A scripted answer: a status with headers and no body, or (``silent``) none at all."""
+    """A scripted answer: a status with headers and no body, (``silent``) none at all, or (``drip``) the whole
+    ``BODY`` with status 200, one byte every ``drip`` seconds."""
 
     status: int = 503
     headers: dict[str, str] = field(default_factory=dict)
     silent: bool = False
+    drip: float | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,17 @@ class _Handler(BaseHTTPRequestHandler):
         answer = self.server.next_answer(Seen(self.command, time.monotonic(), self.headers.get("Authorization")))
         if answer is not None and answer.silent:
             self.server.stopping.wait()
+            self.close_connection = True
+            return
+        if answer is not None and answer.drip is not None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            for i in range(len(BODY)):
+                if self.server.stopping.wait(answer.drip):
+                    break
+                self.wfile.write(BODY[i : i + 1])
+                self.wfile.flush()
             self.close_connection = True
             return
         if answer is not None:
@@ -175,6 +188,16 @@ def test_a_silent_server_holds_a_whole_object_read_for_one_default_timeout(
         read_url(scripted.url())
     assert len(scripted.seen) == 1
     assert time.monotonic() - started < 60
+
+
+def test_a_whole_object_read_from_a_dripping_server_ends_at_its_timeout(scripted: ScriptedServer) -> None:
+    """A byte every 0.05 s would take 51 s for the whole body; each byte restarts a socket timeout, the deadline does not."""
+    scripted.script = [Answer(drip=0.05)]
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"x\.rumi: GET did not finish within 1 s"):
+        read_url(scripted.url(), timeout=1)
+    assert time.monotonic() - started < 10
+    assert len(scripted.seen) == 1
 
 
 def test_a_whole_object_read_waits_as_the_server_asks(scripted: ScriptedServer) -> None:
