@@ -149,6 +149,8 @@ def read_command(
             resolution=resolution,
             output=output,
             storage=command_storage(timeout),
+            threads=threads,
+            progress=progress,
         )
         return
     if when is not None or crs is not None or resolution is not None:

@@ -1,7 +1,10 @@
 """``rumi read --catalog``: search a catalogue and read the hits as one mosaic.
 
 The search takes ``--bbox`` (in ``--bbox-crs``, turned into longitude and
-latitude for the search) and ``--datetime``; the hits are loaded with
+latitude for the search), ``--datetime`` and the band names of ``--bands``
+(so that a catalogue whose cubes hold other bands, as ``rumi convert``
+writes a Landsat QA band or a Sentinel-2 resolution apart, gives the cubes
+that have them); the hits are loaded with
 :func:`catalog.load` (one lattice mosaicked, or warped onto ``--crs`` and
 ``--resolution``; overlaps take the first valid item in search order) and
 written as a ``.npy`` of ``(T, B, h, w)`` or a ``.tif`` with one band per
@@ -10,7 +13,8 @@ written as a ``.npy`` of ``(T, B, h, w)`` or a ``.tif`` with one band per
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import math
+from typing import TYPE_CHECKING, Any
 
 import click
 import numpy as np
@@ -21,14 +25,16 @@ from catalog.grid import box_in
 from catalog.load import load
 from catalog.search import search
 from catalog.selectors import lonlat_wrapped
-from rumi_core.cli.options import counted, failure, shown
+from rumi_core.cli.options import counted, failure, progress_bar, shown
 from rumi_core.errors import ResourceLimitError, RumiError
 from rumi_core.files import atomic_file
 from rumi_core.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from pathlib import Path
+
+    from numpy.typing import NDArray
 
     from catalog.storage import Storage
 
@@ -38,6 +44,22 @@ __all__ = ["read_catalog"]
 def _lonlat(bbox: tuple[float, float, float, float], bbox_crs: str) -> tuple[float, float, float, float]:
     """The box search takes: longitudes within -180..180, across the antimeridian as ``minx > maxx``."""
     return lonlat_wrapped(box_in(bbox, bbox_crs, "EPSG:4326"))
+
+
+def _computed(array: Any, update: Callable[[int], None] | None) -> NDArray[Any]:
+    """The dask ``array`` computed, calling ``update(1)`` as each of its blocks is done."""
+    if update is None:
+        return np.asarray(array)
+    from dask.callbacks import Callback
+
+    name = array.name
+
+    def finished(key: Any, *_: Any) -> None:
+        if isinstance(key, tuple) and key and key[0] == name:
+            update(1)
+
+    with Callback(posttask=finished):
+        return np.asarray(array)
 
 
 def read_catalog(
@@ -51,16 +73,24 @@ def read_catalog(
     resolution: float | None,
     output: Path,
     storage: Storage,
+    threads: int | None = None,
+    progress: bool | None = None,
 ) -> None:
     """Search ``catalog``, load the hits over ``bbox`` and save them as ``output``, asking everything through ``storage``.
+
+    ``threads`` fetch and decode each block; ``progress`` draws a bar of the
+    blocks computed (:func:`~rumi_core.cli.options.progress_bar`).
 
     Raises:
         click.ClickException: nothing matches, or a search, load or read failed.
     """
+    # Positions mean each cube's own bands: only names can say which cubes have them.
+    names = [b for b in bands if isinstance(b, str)] if bands is not None and all(isinstance(b, str) for b in bands) else None
     try:
-        hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime, storage=storage)
+        hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime, bands=names, storage=storage)
         if not hits:
-            raise click.ClickException(shown(f"{catalog}: no cube matches the bbox and datetime"))
+            asked = "the bbox, datetime and bands" if names else "the bbox and datetime"
+            raise click.ClickException(shown(f"{catalog}: no cube matches {asked}"))
         # The whole output is computed: it is refused before any of it is planned when larger than one read's may be.
         ds = load(
             hits,
@@ -71,9 +101,12 @@ def read_catalog(
             crs=crs,
             resolution=resolution,
             storage=storage,
+            threads=threads,
             limits=DEFAULT_LIMITS,
         )
-        data = ds.data.values
+        blocks = math.prod(len(c) for c in ds.data.chunks or ())
+        with progress_bar(blocks, label=f"read {counted(blocks, 'block')}", enabled=progress) as update:
+            data = _computed(ds.data.data, update)
     except ResourceLimitError as err:
         size = err.message.split(";", 1)[0]  # the library's advice is for Python callers
         raise click.ClickException(shown(f"{catalog}: {size}; narrow --bbox, or give a coarser --resolution with --crs")) from err

@@ -451,3 +451,34 @@ def test_rumi_read_catalog_keeps_each_bands_scale_offset_and_unit(tmp_path: Path
     with rasterio.open(out) as src:
         assert src.scales == (2.75e-05, 0.00341802) * 2 and src.offsets == (-0.2, 149.0) * 2
         assert tuple(u or None for u in src.units) == (None, "kelvin") * 2
+
+
+def test_rumi_read_catalog_reads_the_cubes_that_have_the_bands_asked_for(tmp_path: Path) -> None:
+    """rumi convert writes a Landsat scene's QA band as a cube of its own, over the same place: --bands b3 reads the
+    reflectance cube and leaves the QA cube out of the search, where loading both refused the QA cube. --threads and
+    --progress are used (a bar of the blocks read), as for one item."""
+    from click.testing import CliRunner
+
+    from catalog.collections import build_catalog
+    from catalog.items import create_item
+    from rumi_core.cli.main import cli
+
+    items = []
+    for name, bands in (("sr", ["b3", "b5"]), ("qa", ["fmask"])):
+        path = tmp_path / f"{name}.rumi"
+        data = np.full((1, len(bands), 40, 60), 7 if name == "sr" else 1, dtype=np.uint16)
+        blob = rumi_core.write(
+            path, data, bands=bands, times=["2024-01-01"], crs=32633, transform=(30, 0, 300000, 0, -30, 5800000), tile_size=16
+        )
+        path.with_suffix(".rumih").write_bytes(blob)
+        items.append(create_item(path, path.with_suffix(".rumih"), extra={"id": name, "dataset": name}, thumbnail=False))
+    build_catalog(reversed(items), tmp_path / "stac", catalog_id="landsat")
+    out = tmp_path / "b3.npy"
+    box = ["--bbox-crs", "EPSG:32633", "--bbox", "300000,5798800,301800,5800000"]  # the cubes' extent
+    args = ["read", "--catalog", str(tmp_path / "stac"), *box, "--bands", "b3", "-o", str(out)]
+    result = CliRunner().invoke(cli, [*args, "--threads", "1", "--progress"])
+    assert result.exit_code == 0, result.output
+    assert "read 12 blocks" in result.output  # 3 x 4 tiles of 16 pixels (click shows the label alone when stderr is no terminal)
+    assert (np.load(out) == 7).all() and np.load(out).shape == (1, 1, 40, 60)
+    result = CliRunner().invoke(cli, [*args[:-2], "-o", str(tmp_path / "x.npy"), "--bands", "ndvi"])
+    assert result.exit_code == 1 and "no cube matches the bbox, datetime and bands" in result.output
