@@ -235,6 +235,17 @@ def test_inverted_bbox_is_refused_alike(cube: tuple[Path, bytes, np.ndarray], tm
     assert "--bbox: bbox [14.0, 41.0, 15.0, 40.0] is empty or inverted" in one_line(result)
 
 
+@pytest.mark.parametrize("command", ["search", "read"])
+def test_a_bad_datetime_is_an_option_error_before_any_search(tmp_path: Path, command: str) -> None:
+    """Exit 2 and the option named, as for --bbox and --times; the catalogue need not even exist."""
+    args = [command, str(tmp_path / "nowhere"), "--datetime", "2008-99"]
+    if command == "read":
+        args = ["read", "--catalog", str(tmp_path / "nowhere"), "--bbox", "1,2,3,4", "--datetime", "2008-99", "-o", str(tmp_path / "x.npy")]
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert one_line(result) == "Error: --datetime: '2008-99' is not an ISO 8601 month: month 99 is not in 1..12"
+
+
 # -- small things ------------------------------------------------------------------------
 
 

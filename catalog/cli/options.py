@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 from catalog.errors import SelectorError
 from catalog.grid import box_in
-from catalog.selectors import check_bbox
+from catalog.selectors import TimeRange, check_bbox
 from catalog.storage import Storage
 from rumi_core.cli.options import OptionError
 
 if TYPE_CHECKING:
     import click
 
-__all__ = ["command_storage", "parse_bbox", "parse_lonlat_bbox"]
+__all__ = ["check_datetime", "command_storage", "parse_bbox", "parse_lonlat_bbox"]
 
 
 def command_storage(timeout: float | None) -> Storage:
@@ -62,3 +62,16 @@ def _numbers(value: str | None) -> list[float] | None:
         return [float(v) for v in value.split(",")]
     except ValueError as err:
         raise OptionError(f"--bbox: expected minx,miny,maxx,maxy such as 14.9,36.0,15.1,36.2, got {value!r}") from err
+
+
+def check_datetime(ctx: click.Context | None, param: click.Parameter | None, value: str | None) -> str | None:
+    """Check ``--datetime`` (an ISO 8601 instant, date or range ``A/B``, open ends ``..``) before anything is asked of a server.
+
+    The text itself is returned: the search parses it again, as a Python caller's would be.
+    """
+    if value is not None:
+        try:
+            TimeRange.parse(value)
+        except SelectorError as err:
+            raise OptionError(f"--datetime: {err}") from err
+    return value

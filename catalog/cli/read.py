@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import click
 import numpy as np
 
-from catalog.cli.options import command_storage, parse_bbox
+from catalog.cli.options import check_datetime, command_storage, parse_bbox
 from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
 from catalog.errors import SelectorError
@@ -72,7 +72,7 @@ def _check_grid_options(crs: str | None, resolution: float | None) -> None:
     help="Instead of ITEM_OR_FILE: search this catalogue (directory, catalog.json, index or STAC API) with --bbox and "
     "--datetime, and read every hit as one mosaic.",
 )
-@click.option("--datetime", "when", help="With --catalog: ISO 8601 range A/B (open ends '..'), or one date.")
+@click.option("--datetime", "when", callback=check_datetime, help="With --catalog: ISO 8601 range A/B (open ends '..'), or one date.")
 @click.option("--crs", help="With --catalog: output CRS (EPSG:n), to warp items from several grids onto one.")
 @click.option("--resolution", type=float, help="With --catalog and --crs: output pixel size in CRS units.")
 @click.option(

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from catalog.cli.options import command_storage, parse_lonlat_bbox
+from catalog.cli.options import check_datetime, command_storage, parse_lonlat_bbox
 from catalog.search import search
 from rumi_core.cli.options import failure, timeout_option
 from rumi_core.errors import RumiError
@@ -19,7 +19,7 @@ __all__ = ["search_command"]
 @click.option(
     "--bbox", callback=parse_lonlat_bbox, help="Longitude/latitude box minx,miny,maxx,maxy (minx > maxx crosses the antimeridian)."
 )
-@click.option("--datetime", "when", help="ISO 8601 range A/B (open ends '..'), or one date.")
+@click.option("--datetime", "when", callback=check_datetime, help="ISO 8601 range A/B (open ends '..'), or one date.")
 @click.option("--bands", help="Band names every hit must have, e.g. red,nir.")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="Most hits to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
