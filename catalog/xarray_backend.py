@@ -27,7 +27,8 @@ The variable carries ``AREA_OR_POINT`` and, when every band shares one
 (from the STAC item; a bare file has none), the no-data value as CF's
 ``_FillValue``, which rioxarray reports as ``rio.nodata``. Samples stay as
 stored, as with rioxarray's ``open_rasterio``; ``mask_and_scale=True``
-turns no-data samples into NaN (then ``rio.encoded_nodata`` holds the value).
+turns no-data samples into NaN (then ``rio.encoded_nodata`` holds the value)
+and leaves the per-band scale and offset to be applied from the coordinates.
 
 The target may be a ``.rumi`` path or URL, an item JSON path or URL, an item
 dict or a :class:`pystac.Item`.
@@ -225,9 +226,12 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     ) -> xr.Dataset:
         """Open a cube lazily; see the module documentation.
 
-        ``mask_and_scale=True`` applies CF decoding: samples equal to
-        ``_FillValue`` become NaN (integers become floats). By default the
-        samples stay as stored, like rioxarray's ``open_rasterio``.
+        ``mask_and_scale=True`` masks: samples equal to ``_FillValue`` become
+        NaN (integers become floats). It does not scale, as rioxarray's does
+        with one ``scale_factor``: a cube's bands each have their own, so they
+        stay band coordinates (``ds.data * ds.scale + ds.offset`` is the
+        physical value). By default the samples stay as stored, like
+        rioxarray's ``open_rasterio``.
 
         ``xr.open_dataset``'s other decoders (``decode_times``,
         ``decode_timedelta``, ``use_cftime``, ``concat_characters``,
