@@ -171,10 +171,15 @@ def _not_north_up(scene: Scene) -> str:
     """The message of a scene whose transform is not north-up: which way it is off, and how to have it warped."""
     a, b, _, d, e, _ = scene.transform
     how = "south-up (rows run north)" if b == 0 and d == 0 and a > 0 and e > 0 else "rotated, sheared or mirrored"
+    once = _ONCE_IT_HAS_NODATA if scene.nodata is None and not _turns_exactly(scene.transform) else ""
     return (
-        f"transform {scene.transform} is {how}; pass --align reproject to warp it onto a north-up grid,"
+        f"transform {scene.transform} is {how}; pass --align reproject to warp it onto a north-up grid{once},"
         f" or warp it first (e.g. gdalwarp -t_srs EPSG:{scene.epsg})"
     )
+
+
+_ONCE_IT_HAS_NODATA: Final = " once it has a nodata value to mark the pixels the warp leaves uncovered (e.g. gdal_edit.py -a_nodata N)"
+"""Advice to pass ``--align reproject`` to a scene without nodata: that warp would refuse it (:data:`_NOTHING_TO_FILL_WITH`)."""
 
 
 _NOTHING_TO_FILL_WITH: Final = (
@@ -524,7 +529,8 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, l
             placed.append((replace(acq, warp=warp), extent))
             continue
         # Warped onto the grid, its extent snaps outwards: an edge row or column is left uncovered.
-        fix = _NOTHING_TO_FILL_WITH if options.align == "reproject" else "; pass --align reproject to warp it onto that grid"
+        once = _ONCE_IT_HAS_NODATA if acq.nodata is None else ""
+        fix = _NOTHING_TO_FILL_WITH if options.align == "reproject" else f"; pass --align reproject to warp it onto that grid{once}"
         rejects += _reject(
             acq,
             "off-grid",

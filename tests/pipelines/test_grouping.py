@@ -203,6 +203,12 @@ def test_a_scene_without_nodata_is_warped_only_where_the_warp_covers_every_pixel
         assert [(r.href, r.reason) for r in rejects] == [("/odd.tif", "rotated" if transform[1] else "off-grid")]
         assert "which it has no nodata value to mark (0 would pass for data)" in rejects[0].message
         assert "gdal_edit.py -a_nodata" in rejects[0].message and [p.shape[0] for p in plans] == [3]
+        # Without --align reproject, the advice to pass it says what it needs first, rather than send the user into that refusal.
+        _, rejects = plan_cubes(scenes, opts())
+        assert "pass --align reproject to warp it onto" in rejects[0].message
+        assert (
+            "once it has a nodata value to mark the pixels the warp leaves uncovered (e.g. gdal_edit.py -a_nodata N)" in rejects[0].message
+        )
     for transform in ((10.0, 0, 600000.0, 0, 10.0, 5300000.0), (0.0, 10.0, 600000.0, 10.0, 0.0, 5300000.0)):
         plans, rejects = plan_cubes([make_scene("/turned.tif", transform=transform, nodata=None)], opts(align="reproject"))
         assert not rejects and plans[0].sources[0][0][0].warp is not None
