@@ -54,6 +54,7 @@ from catalog.storage import Storage, href_kind, is_rumi_href, sidecar_href
 from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
 from rumi_core.header import HeaderBlob, check_blob_fits
+from rumi_core.ifd import FILE_MAGIC, file_kind
 from rumi_core.reader import read_selection
 from rumi_core.selection import resolve_selection
 from rumi_core.sources import deadline
@@ -200,11 +201,18 @@ class Cube:
         href = os.fspath(target)
         if is_rumi_href(href):
             return cls._from_file(href, storage, header)
+        # A local file is known by its first bytes before it is read whole: a GeoTIFF given here may be gigabytes.
+        start = _local_start(href) if href_kind(href) == "local" else None
+        if start is not None and start.startswith(FILE_MAGIC):
+            return cls._from_file(href, storage, header)  # a rumi file under another name
+        if start is not None and file_kind(start) not in (None, "JSON text"):
+            raise ItemError(f"{href} is neither a rumi file nor a STAC item: it is {_kind_text(start)}")
         data = storage.read(href)
         try:
             doc = json_object(data)
         except ValueError as err:
-            raise ItemError(f"{href} is neither a rumi file nor a STAC item: it {err}") from err
+            what = _kind_text(data[:16]) if file_kind(data[:16]) else None
+            raise ItemError(f"{href} is neither a rumi file nor a STAC item: it {f'is {what}' if what else err}") from err
         return cls._from_item(single_item(doc, href), href, storage, header)
 
     @classmethod
@@ -517,3 +525,18 @@ class Cube:
     def __repr__(self) -> str:
         lay = self.layout
         return f"<catalog.Cube {lay.shape} {lay.encoding.name} {self.name!r}>"
+
+
+def _local_start(path: str) -> bytes | None:
+    """The first 16 bytes of a local file; None when it cannot be opened (reading it whole then says why)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(16)
+    except OSError:
+        return None
+
+
+def _kind_text(start: bytes) -> str:
+    """What :func:`~rumi_core.ifd.file_kind` says of a file, and for a TIFF how it becomes a rumi file."""
+    what = file_kind(start) or "unknown"
+    return f"{what} (rumi convert makes rumi files of GeoTIFFs)" if "TIFF" in what else what

@@ -29,7 +29,7 @@ import numpy as np
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.encodings import encoding_for_pair
 from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, RumiError
-from rumi_core.ifd import ParsedHead, base_frame_offset, frame_offsets
+from rumi_core.ifd import ParsedHead, base_frame_offset, file_kind, frame_offsets
 from rumi_core.layout import Layout
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 
@@ -241,7 +241,9 @@ def _fixed_fields(data: bytes) -> tuple[Layout, int, int]:
     """The layout, ``count_min`` and ``count_bits`` of the blob's 32-byte header, each checked (*Header blob*)."""
     (magic, version, width, length, times, tile_w, tile_l, spp, bps, fmt, unit, cmin, bits) = _FIXED.unpack_from(data)
     if magic != HEADER_MAGIC:
-        raise _fail(f"magic is {data[:4]!r}, expected b'LOVE'", "magic", 0, "A reader MUST reject any other value")
+        what = file_kind(data[:4])
+        given = f": the bytes given are {what}, not a header blob" if what else ""
+        raise _fail(f"magic is {data[:4]!r}, expected b'LOVE'{given}", "magic", 0, "A reader MUST reject any other value")
     if version != HEADER_VERSION:
         raise _fail(f"version is {version}, expected 1", "version", 4, "A reader that implements version 1 MUST reject any other value")
     for name, value, at in (("image_width", width, 6), ("image_length", length, 10), ("time_count", times, 14),

@@ -48,6 +48,7 @@ __all__ = [
     "base_frame_offset",
     "decode_head",
     "encode_head",
+    "file_kind",
     "frame_offsets",
 ]
 
@@ -224,21 +225,36 @@ class _Entry(NamedTuple):
 
 
 _KNOWN_STARTS: Final = (
+    (FILE_MAGIC, "a rumi file"),
+    (b"LOVE", "a rumi header blob"),  # rumi_core.header.HEADER_MAGIC, little-endian
     (b"{", "JSON text"),
     (b"II*\x00", "a little-endian TIFF"),
     (b"MM\x00*", "a big-endian TIFF"),
     (b"II+\x00", "a BigTIFF"),
+    (b"MM\x00+", "a BigTIFF"),
 )
-"""Starts of files often given where a rumi file is expected, and what they are."""
+"""Starts of files often given where another of them is expected, and what they are."""
+
+
+def file_kind(start: bytes) -> str | None:
+    r"""What a file whose first bytes are ``start`` is, if it is one of :data:`_KNOWN_STARTS`; None otherwise.
+
+    For messages about a file given in the wrong place: a GeoTIFF where a
+    rumi file is read, a rumi file where its header blob is, a blob where an item is.
+
+    >>> file_kind(b"II*\x00\x08"), file_kind(b' {"type"'), file_kind(b"LOVE"), file_kind(b"\x89PNG")
+    ('a little-endian TIFF', 'JSON text', 'a rumi header blob', None)
+    """
+    return next((name for prefix, name in _KNOWN_STARTS if start.lstrip().startswith(prefix)), None)
 
 
 def _looks_like(start: bytes) -> str:
-    """``": it is ..."`` for a file that starts like one of :data:`_KNOWN_STARTS`, else ``""``.
+    """``": the file is ..."`` for a file that starts like one of :data:`_KNOWN_STARTS`, else ``""``.
 
     >>> _looks_like(b'{"type"')
     ': the file is JSON text, not a rumi file'
     """
-    what = next((name for prefix, name in _KNOWN_STARTS if start.lstrip().startswith(prefix)), None)
+    what = file_kind(start)
     return f": the file is {what}, not a rumi file" if what else ""
 
 

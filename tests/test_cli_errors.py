@@ -246,6 +246,35 @@ def test_a_bad_datetime_is_an_option_error_before_any_search(tmp_path: Path, com
     assert one_line(result) == "Error: --datetime: '2008-99' is not an ISO 8601 month: month 99 is not in 1..12"
 
 
+def test_a_file_given_in_the_wrong_place_is_named_for_what_it_is(cube: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    """A GeoTIFF where a rumi file or item goes, a blob where a file goes, a file where its blob goes: each is said to be what it
+    is, with no decoder's message about bytes; a rumi file under another name is read as one."""
+    import rasterio
+
+    path, blob, data = cube
+    tif = tmp_path / "scene.tif"
+    with rasterio.open(tif, "w", driver="GTiff", width=8, height=8, count=1, dtype="uint8", crs="EPSG:32633",
+                       transform=rasterio.Affine(10, 0, 0, 0, -10, 0)) as dst:  # fmt: skip
+        dst.write(np.zeros((1, 8, 8), dtype=np.uint8))
+    for command in ("read", "export"):
+        result = invoke(command, str(tif), "-o", str(tmp_path / ("x.npy" if command == "read" else "x.tif")))
+        assert result.exit_code == 1
+        assert one_line(result) == (
+            f"Error: {tif} is neither a rumi file nor a STAC item: it is a little-endian TIFF (rumi convert makes rumi files of GeoTIFFs)"
+        )
+    blob_path = tmp_path / "cube.rumih"
+    blob_path.write_bytes(blob)
+    result = invoke("read", str(blob_path), "-o", str(tmp_path / "x.npy"))
+    assert one_line(result) == f"Error: {blob_path} is neither a rumi file nor a STAC item: it is a rumi header blob"
+    result = invoke("validate", str(path), "--header", str(path))
+    assert result.exit_code == 1 and "the bytes given are a rumi file, not a header blob" in result.output
+    renamed = tmp_path / "cube.bin"
+    renamed.write_bytes(path.read_bytes())
+    result = invoke("read", str(renamed), "--header", str(blob_path), "-o", str(tmp_path / "renamed.npy"))
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(tmp_path / "renamed.npy"), data)
+
+
 # -- small things ------------------------------------------------------------------------
 
 
