@@ -22,7 +22,7 @@ __all__ = ["header_command"]
     "--output",
     type=click.Path(path_type=Path),
     default=None,
-    help="Where to write the blob (default: FILE with suffix .rumih).",
+    help="Where to write the blob (default: FILE with suffix .rumih; for a URL, its file name in the current directory).",
 )
 def header_command(file: str, output: Path | None) -> None:
     """Build the header blob of FILE_OR_URL after checking it against the IFD."""
