@@ -31,6 +31,7 @@ from pipelines.folders import folder_files, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
 from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
+from pipelines.stac_shape import is_stac_document
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
 from rumi_core.cli.options import counted, probe_directory
@@ -396,6 +397,7 @@ def convert_command(
     _check_beam_args(beam_args, command)
     _check_runner(runner, beam_args, out)
     _check_sources(paths, stac_api=stac_api, bbox=bbox, datetime_=datetime_)
+    _check_sentinel2_options(paths, stac_api=stac_api, mgrs=mgrs, max_cloud=max_cloud, bands=bands, resolution=resolution)
     try:
         options = ConvertOptions(
             out=out,
@@ -468,6 +470,34 @@ def _check_sources(
         raise LineError("give either INPUTS or --stac-api, not both")
     if stac_api is None and (bbox is not None or datetime_):
         raise LineError("--bbox and --datetime refine a --stac-api search; give --stac-api URL")
+
+
+def _check_sentinel2_options(
+    paths: list[str], *, stac_api: str | None, mgrs: str | None, max_cloud: float | None, bands: str | None, resolution: str | None
+) -> None:
+    """Refuse the Sentinel-2 L2A options where they would do nothing, as ``--bbox`` is refused without ``--stac-api``.
+
+    ``--mgrs``, ``--max-cloud``, ``--bands`` and ``--resolution`` select among and
+    read Sentinel-2 L2A STAC items, which come from ``--stac-api`` or a STAC
+    document among INPUTS; files (GeoTIFFs, SAFE products) are converted as they
+    are. ``--collection`` names what ``--stac-api`` searches.
+    """
+    if stac_api is None and _given("collection"):
+        raise LineError("--collection names the collection a --stac-api search reads; give --stac-api URL")
+    if stac_api is not None or any(is_stac_document(p) for p in paths):
+        return
+    named = {"--mgrs": mgrs, "--max-cloud": max_cloud, "--bands": bands, "--resolution": resolution}
+    given = [name for name, value in named.items() if value is not None]
+    if given:
+        raise LineError(
+            f"{', '.join(given)} select{'' if len(given) > 1 else 's'} among Sentinel-2 L2A STAC items, which come from --stac-api or a"
+            " STAC document (.json, .geojson) among INPUTS, and there are none: files are converted as they are"
+        )
+
+
+def _given(parameter: str) -> bool:
+    """Whether the command line gave ``parameter`` (not its default)."""
+    return click.get_current_context().get_parameter_source(parameter) == click.core.ParameterSource.COMMANDLINE
 
 
 def _search_stac_api(

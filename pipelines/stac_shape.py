@@ -7,14 +7,26 @@ item and the field, not an ``AttributeError`` that fails the whole run.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from catalog.json_shape import NUMBER, item_problems, json_kind, mismatch
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["malformed"]
+__all__ = ["STAC_SUFFIXES", "is_stac_document", "malformed"]
+
+STAC_SUFFIXES: Final = (".json", ".geojson")
+"""Name endings of the inputs read as STAC documents (ItemCollections, items, catalogues, collections)."""
+
+
+def is_stac_document(text: str) -> bool:
+    """Whether an input is read as a STAC document: by its name (a URL's query aside), as discovery tells them from rasters.
+
+    >>> is_stac_document("s2/items.json"), is_stac_document("https://h/c.geojson?sig=1"), is_stac_document("b04.tif")
+    (True, True, False)
+    """
+    return text.lower().split("?", 1)[0].endswith(STAC_SUFFIXES)
 
 
 def malformed(item: Any) -> str | None:

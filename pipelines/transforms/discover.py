@@ -41,7 +41,7 @@ from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SU
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
-from pipelines.stac_shape import malformed
+from pipelines.stac_shape import is_stac_document, malformed
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.dead_letters import DeadLetter
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["RASTER_SUFFIXES", "DiscoverScenes", "asset_nodata", "asset_radiometry", "discover", "stac_scene_refs"]
 
 
-_STAC_SUFFIXES: Final = (".json", ".geojson")
 _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
@@ -238,7 +237,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     >>> discover("/nonexistent/*.tif")[0].reason
     'no-match'
     """
-    if text.lower().split("?", 1)[0].endswith(_STAC_SUFFIXES):
+    if is_stac_document(text):
         try:
             raw = Storage().read(text)
             document = json.loads(raw)

@@ -382,6 +382,10 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
         (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,13.5,52"], "--bbox: bbox [13.0, 52.0, 13.5, 52.0] is empty"),
         (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,193,53"], "is not in degrees"),
         (["--datetime", "2023-06-01/2023-06-30", str(tmp_path)], "--stac-api"),
+        # Where no STAC item can come from, the options that select among them would do nothing.
+        ([str(tmp_path), "--resolution", "10"], "--resolution selects among Sentinel-2 L2A STAC items"),
+        ([str(tmp_path), "--mgrs", "33UUU", "--max-cloud", "30"], "--mgrs, --max-cloud select among Sentinel-2 L2A STAC items"),
+        ([str(tmp_path), "--collection", "sentinel-2-l2a"], "--collection names the collection a --stac-api search reads"),
     ):
         result = runner.invoke(cli, ["convert", *args, "--out", str(tmp_path / "out")])
         assert result.exit_code == 2 and needle in result.output and "Traceback" not in result.output, result.output
