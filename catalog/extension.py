@@ -4,8 +4,10 @@ A STAC item of a rumi file carries, besides the standard projection,
 datacube, file and EO fields, a few properties that only make sense for rumi.
 They are prefixed ``rumi:`` and declared by the extension schema
 :data:`SCHEMA_URI`, which ships in this package
-(``catalog/schemas/rumi/v0.1.0/schema.json``) and is used offline by
-:mod:`catalog.validation`.
+(``catalog/schemas/rumi/v0.2.0/schema.json``) and is used offline by
+:mod:`catalog.validation`. Items written by earlier versions declare
+:data:`SCHEMA_URI_V0_1`, whose schema ships too: they differ in one meaning,
+``proj:transform`` of a PixelIsPoint item (see :meth:`catalog.grid.Grid.from_dict`).
 
 ========================  ==================================================
 ``rumi:version``          the rumi specification version, ``"0.1.0"``
@@ -16,7 +18,7 @@ They are prefixed ``rumi:`` and declared by the extension schema
 ``rumi:codec``            the compression graph (``{"name", "configuration"}``), if known
 ``rumi:lossy_bound``      the error bound of a lossy graph, absent when lossless
 ``rumi:dataset``          the dataset the cube belongs to (groups collections)
-``rumi:pixel_is_point``   true when the transform locates pixel centres
+``rumi:pixel_is_point``   true when the file's transform locates pixel centres
 ``rumi:vertical_crs``     the vertical CRS of height values (``"EPSG:3855"``)
 ``rumi:header``           the header blob, base64, when it is at most 4 KiB
 ``rumi:header_checksum``  multihash SHA2-256 of the header blob, inline or not
@@ -45,10 +47,13 @@ from typing import Any
 
 from catalog.errors import ItemError
 
-__all__ = ["INLINE_HEADER_LIMIT", "SCHEMA_URI", "TIME_TYPES", "VERTICAL_CRS", "RumiFields", "schema_path"]
+__all__ = ["INLINE_HEADER_LIMIT", "SCHEMA_URI", "SCHEMA_URI_V0_1", "TIME_TYPES", "VERTICAL_CRS", "RumiFields", "schema_path"]
 
-SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
+SCHEMA_URI = "https://rumi-forge.github.io/stac-extension/v0.2.0/schema.json"
 """Identifier of the ``rumi:`` extension schema (a copy ships in this package)."""
+
+SCHEMA_URI_V0_1 = "https://rumi-forge.github.io/stac-extension/v0.1.0/schema.json"
+"""The schema earlier items declare: there a PixelIsPoint item's ``proj:transform`` is its file's, of pixel centres."""
 
 INLINE_HEADER_LIMIT = 4096
 """Largest header blob, in bytes, that an item carries inline."""
@@ -63,11 +68,12 @@ TIME_TYPES = ("instant", "interval")
 _SHA256_MULTIHASH = re.compile(r"1220[0-9a-f]{64}")
 
 
-def schema_path() -> str:
-    """Return the local path of the ``rumi:`` extension schema."""
+def schema_path(uri: str = SCHEMA_URI) -> str:
+    """Return the local path of a ``rumi:`` extension schema, :data:`SCHEMA_URI` or :data:`SCHEMA_URI_V0_1`."""
     from importlib.resources import files
 
-    return str(files("catalog").joinpath("schemas", "rumi", "v0.1.0", "schema.json"))
+    version = uri.rsplit("/", 2)[-2]
+    return str(files("catalog").joinpath("schemas", "rumi", version, "schema.json"))
 
 
 @dataclass(frozen=True)

@@ -103,19 +103,30 @@ class Grid:
     # -- STAC projection fields ------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``proj:code``, ``proj:shape`` and ``proj:transform`` (and ``rumi:pixel_is_point`` when set)."""
+        """Return ``proj:code``, ``proj:shape`` and ``proj:transform`` (and ``rumi:pixel_is_point`` when set).
+
+        ``proj:transform`` locates pixel corners, as GDAL's geotransform and
+        rasterio's ``transform`` do for every raster, which is how odc-stac,
+        stackstac and rio-stac read it: for a PixelIsPoint grid it is half a
+        pixel back from the grid's own transform, and ``rumi:pixel_is_point``
+        says the file is PixelIsPoint.
+        """
         out: dict[str, Any] = {
             "proj:code": self.crs,
             "proj:shape": [self.height, self.width],
-            "proj:transform": list(self.transform),
+            "proj:transform": list(self.area_affine[:6]),
         }
         if self.pixel_is_point:
             out["rumi:pixel_is_point"] = True
         return out
 
     @classmethod
-    def from_dict(cls, properties: dict[str, Any]) -> Grid:
-        """Read the projection fields of item properties.
+    def from_dict(cls, properties: dict[str, Any], *, centre_transform: bool = False) -> Grid:
+        """Read the projection fields of item properties (:meth:`to_dict`).
+
+        ``centre_transform``: a PixelIsPoint item's ``proj:transform`` is its
+        file's own, of pixel centres, as items of the extension's v0.1.0 wrote it
+        (:data:`~catalog.extension.SCHEMA_URI_V0_1`); otherwise it locates pixel corners.
 
         Raises:
             ItemError: ``proj:shape`` or ``proj:transform`` is missing.
@@ -128,7 +139,10 @@ class Grid:
         code = properties.get("proj:code")
         if code is None and properties.get("proj:epsg") is not None:
             code = f"EPSG:{int(properties['proj:epsg'])}"
-        return cls(code, transform, height, width, bool(properties.get("rumi:pixel_is_point", False)))  # type: ignore[arg-type]
+        point = bool(properties.get("rumi:pixel_is_point", False))
+        if point and not centre_transform and len(transform) == 6:
+            transform = tuple((Affine(*transform) @ Affine.translation(0.5, 0.5))[:6])
+        return cls(code, transform, height, width, point)  # type: ignore[arg-type]
 
     # -- geometry ------------------------------------------------------------------------
 

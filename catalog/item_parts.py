@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
 from catalog.errors import ItemError
-from catalog.extension import TIME_TYPES, RumiFields
+from catalog.extension import SCHEMA_URI_V0_1, TIME_TYPES, RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, verify_header
 from catalog.json_shape import LIST, OBJECT, TEXT, item_problems, json_kind, list_mismatch, mismatch
@@ -211,7 +211,9 @@ class ItemParts:
         times = None
         if "time" in dims and dims["time"].get("values"):
             times = _times_from_values(dims["time"]["values"], props.get("rumi:time_type", "instant"))
-        grid = Grid.from_dict(props) if props.get("proj:transform") else None
+        extensions = doc.get("stac_extensions")
+        legacy = isinstance(extensions, list) and SCHEMA_URI_V0_1 in extensions
+        grid = Grid.from_dict(props, centre_transform=legacy) if props.get("proj:transform") else None
         parts = cls(data_href, blob, bands, times, grid)
         parts._check(doc.get("id"), data.get("file:size"))
         return parts

@@ -30,7 +30,7 @@ from importlib.resources import files
 from typing import Any, Protocol
 
 from catalog.errors import CatalogError
-from catalog.extension import SCHEMA_URI, schema_path
+from catalog.extension import SCHEMA_URI, SCHEMA_URI_V0_1, schema_path
 
 __all__ = ["STACValidationError", "SupportsToDict", "ValidationReport", "core_schema_map", "validate_stac"]
 
@@ -96,7 +96,8 @@ def core_schema_map() -> dict[str, str]:
     }
     for name in ("bands", "basics", "common", "data-values", "datetime", "instrument", "licensing", "provider"):
         out[f"{base}/item-spec/json-schema/{name}.json"] = str(spec.joinpath(f"{name}.json"))
-    out[SCHEMA_URI] = schema_path()
+    for uri in (SCHEMA_URI, SCHEMA_URI_V0_1):
+        out[uri] = schema_path(uri)
     projjson = _projjson_schema()
     if projjson is not None:
         for minor in range(4, 8):

@@ -10,6 +10,7 @@ on every raster of ``../shared/data`` that a rumi file can hold.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -73,6 +74,10 @@ def _check_export(source: Path, item: Path, tmp_path: Path) -> None:
         window_truth = src.window_transform(rasterio.windows.Window.from_slices(*window))
         xs, _ = src.xy([0] * src.width, list(range(src.width)))
         _, ys = src.xy(list(range(src.height)), [0] * src.height)
+    # STAC readers (odc-stac, stackstac, rio-stac) take proj:transform as GDAL's, of pixel corners, for every raster.
+    props = json.loads(item.read_text())["properties"]
+    assert _close(props["proj:transform"], truth, pixel), (source, props["proj:transform"], truth)
+    assert props.get("rumi:pixel_is_point", False) == (point == "Point")
     with Cube.open(str(item)) as cube:
         times = cube.times.time_count
         written = export_geotiffs(cube, tmp_path / f"{source.stem}.tif")
@@ -128,3 +133,28 @@ def test_every_real_raster_round_trips(shared_data: Path, tmp_path: Path) -> Non
     assert any(rasterio.open(p).tags().get("AREA_OR_POINT") == "Point" for p in map(Path, items))
     for source, item in sorted(items.items()):
         _check_export(Path(source), item, tmp_path)
+
+
+def test_an_item_of_extension_v0_1_0_keeps_its_meaning(tmp_path: Path) -> None:
+    """There a PixelIsPoint item's proj:transform was its file's own, of pixel centres: such an item still reads every
+    pixel where it belongs, and validates against the schema it declares."""
+    from catalog.extension import SCHEMA_URI, SCHEMA_URI_V0_1
+    from catalog.validation import validate_stac
+
+    src = tmp_path / "src"
+    src.mkdir()
+    data = np.arange(37 * 53, dtype="int16").reshape(1, 37, 53)
+    transform = (30, 0, 452490.5, 0, -30, 3408645.25)
+    path = Path(write_geotiff(str(src / "scene_B04.tif"), data, epsg=32616, transform=transform, tags={"AREA_OR_POINT": "Point"}))
+    _, items, _ = _convert([path], tmp_path)
+    item = items[str(path)]
+    doc = json.loads(item.read_text())
+    a, b, c, d, e, f = doc["properties"]["proj:transform"]
+    doc["properties"]["proj:transform"] = [a, b, c + 0.5 * a + 0.5 * b, d, e, f + 0.5 * d + 0.5 * e]  # as v0.1.0 wrote it
+    doc["stac_extensions"] = [SCHEMA_URI_V0_1 if uri == SCHEMA_URI else uri for uri in doc["stac_extensions"]]
+    item.write_text(json.dumps(doc))
+    validate_stac(doc)
+    with rasterio.open(path) as source, xr.open_dataset(item, engine="rumi") as ds:
+        xs, _ = source.xy([0] * source.width, list(range(source.width)))
+        np.testing.assert_allclose(ds.x.values, xs, rtol=0, atol=TOLERANCE * 30)
+        assert _close(ds["data"].rio.transform(), source.transform, 30)
