@@ -27,8 +27,10 @@ The variable carries ``AREA_OR_POINT`` and, when every band shares one
 (from the STAC item; a bare file has none), the no-data value as CF's
 ``_FillValue``, which rioxarray reports as ``rio.nodata``. Samples stay as
 stored, as with rioxarray's ``open_rasterio``; ``mask_and_scale=True``
-turns no-data samples into NaN (then ``rio.encoded_nodata`` holds the value)
-and leaves the per-band scale and offset to be applied from the coordinates.
+turns no-data samples into NaN (then ``rio.encoded_nodata`` holds the value).
+Where every band shares one scale and offset, the variable also carries them
+as CF's ``scale_factor`` and ``add_offset``, which ``mask_and_scale=True``
+applies; bands of several scales keep theirs as band coordinates only.
 
 The target may be a ``.rumi`` path or URL, an item JSON path or URL, an item
 dict or a :class:`pystac.Item`.
@@ -184,6 +186,11 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         # with mask_and_scale=False), and rioxarray reports it as rio.nodata /
         # rio.encoded_nodata.
         attrs["_FillValue"] = np.array(nodata).astype(lay.encoding.dtype)[()]
+    # CF's scale_factor and add_offset, where one pair holds for every band (as rioxarray sets them):
+    # xarray's mask_and_scale applies them, and rioxarray's to_raster writes them back.
+    radiometry = {(1.0 if b.scale is None else b.scale, 0.0 if b.offset is None else b.offset) for b in bands}
+    if len(radiometry) == 1 and radiometry != {(1.0, 0.0)}:
+        ((attrs["scale_factor"], attrs["add_offset"]),) = radiometry
     array = indexing.LazilyIndexedArray(RumiBackendArray(cube, threads=threads))
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     variable.encoding = {"preferred_chunks": preferred, "chunks": tuple(preferred.values()), "dtype": variable.dtype}
@@ -226,12 +233,12 @@ class RumiBackendEntrypoint(BackendEntrypoint):
     ) -> xr.Dataset:
         """Open a cube lazily; see the module documentation.
 
-        ``mask_and_scale=True`` masks: samples equal to ``_FillValue`` become
-        NaN (integers become floats). It does not scale, as rioxarray's does
-        with one ``scale_factor``: a cube's bands each have their own, so they
-        stay band coordinates (``ds.data * ds.scale + ds.offset`` is the
-        physical value). By default the samples stay as stored, like
-        rioxarray's ``open_rasterio``.
+        ``mask_and_scale=True`` applies CF decoding: samples equal to
+        ``_FillValue`` become NaN (integers become floats), and where every
+        band shares one scale and offset (``scale_factor``, ``add_offset``)
+        values become physical, as rioxarray's do. Bands of several scales keep
+        theirs as band coordinates only (``ds.data * ds.scale + ds.offset``).
+        By default the samples stay as stored, like rioxarray's ``open_rasterio``.
 
         ``xr.open_dataset``'s other decoders (``decode_times``,
         ``decode_timedelta``, ``use_cftime``, ``concat_characters``,

@@ -161,3 +161,40 @@ def test_auto_chunks(cube: Any) -> None:
         assert ds.band.dtype.kind == "U" and ds.description.dtype.kind == "U"
     loaded = load([str(cube.path)], bands=None, bbox=None).chunk("auto")
     np.testing.assert_array_equal(loaded["data"].values, cube.data)
+
+
+# rioxarray 0.19 composes affines with '*', which affine 3 deprecates.
+@pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning")
+def test_mask_and_scale_decodes_as_rioxarray_does_where_the_bands_share_a_scale(tmp_path: Path) -> None:
+    """One scale and offset for every band: CF's scale_factor and add_offset, which mask_and_scale=True applies as rioxarray
+    does to the same GeoTIFF; bands of several scales keep theirs as coordinates only, and their values as stored."""
+    import rasterio
+    import rioxarray
+
+    import rumi_core
+
+    data = np.arange(2 * 20 * 30, dtype=np.uint16).reshape(1, 2, 20, 30)
+    data[0, :, 0, :5] = 0
+    transform = (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+    path = tmp_path / "sr.rumi"
+    blob = rumi_core.write(path, data, bands=["B4", "B8"], times=["2024-01-01"], crs="EPSG:32633", transform=transform)
+    path.with_suffix(".rumih").write_bytes(blob)
+    tif = tmp_path / "sr.tif"
+    with rasterio.open(tif, "w", driver="GTiff", width=30, height=20, count=2, dtype="uint16", crs="EPSG:32633",
+                       transform=rasterio.Affine(*transform), nodata=0) as dst:  # fmt: skip
+        dst.write(data[0])
+        dst.scales, dst.offsets = (2.75e-05, 2.75e-05), (-0.2, -0.2)
+    for name, stated in (("same", [{"scale": 2.75e-05, "offset": -0.2}] * 2), ("apart", [{"scale": 2.75e-05}, {"scale": 0.01}])):
+        item = create_item(path, path.with_suffix(".rumih"), extra={"bands": stated, "nodata": 0}, thumbnail=False).to_dict()
+        with xr.open_dataset(cast("Any", item), engine="rumi", mask_and_scale=True) as ds:
+            decoded = ds["data"].isel(time=0).values
+        with xr.open_dataset(cast("Any", item), engine="rumi") as raw:
+            attrs = raw["data"].attrs
+        if name == "same":
+            assert (attrs["scale_factor"], attrs["add_offset"]) == (2.75e-05, -0.2)
+            with rioxarray.open_rasterio(tif, mask_and_scale=True) as expected:
+                np.testing.assert_allclose(decoded, expected.values, rtol=1e-6)
+            assert np.isnan(decoded[:, 0, :5]).all()
+        else:
+            assert "scale_factor" not in attrs and "add_offset" not in attrs
+            np.testing.assert_array_equal(decoded[:, 0, 5:], data[0, :, 0, 5:])
