@@ -208,6 +208,8 @@ class Cube:
         if start is not None and file_kind(start) not in (None, "JSON text"):
             raise ItemError(f"{href} is neither a rumi file nor a STAC item: it is {_kind_text(start)}")
         data = storage.read(href)
+        if data.startswith(FILE_MAGIC):
+            return cls._from_file(href, storage, header)  # a remote rumi file under another name
         try:
             doc = json_object(data)
         except ValueError as err:

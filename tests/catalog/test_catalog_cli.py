@@ -233,3 +233,13 @@ def test_legacy_options_still_work(cube: Any, tmp_path: Path, suffix: str) -> No
     else:
         with rasterio.open(out) as ds:
             np.testing.assert_array_equal(ds.read(), expected.reshape(4, 80, 115))
+
+
+def test_a_rumi_file_served_under_another_name_is_read_as_one(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    """As a local one is: its first bytes say what it is, where its name does not."""
+    (tmp_path / "cube.bin").write_bytes(cube.path.read_bytes())
+    (tmp_path / "cube.binh").write_bytes(cube.blob_path.read_bytes())
+    out = tmp_path / "out.npy"
+    result = CliRunner().invoke(cli, ["read", server.url("cube.bin"), "--window", "0:16,0:16", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(out), cube.data[:, :, :16, :16])
