@@ -97,12 +97,16 @@ def lattice_offsets(grid: Grid, out: Grid) -> tuple[tuple[int, int], ...] | None
     if lattice_offset(grid, out) is None:
         return None
     placed = []
+    res, left = out.area_affine.a, out.area_affine.c
     for turn in longitude_turns(out.crs):
-        offset = lattice_offset(grid, out, turn)
         x0 = grid.area_affine.c + turn
         x1 = x0 + grid.area_affine.a * grid.width
-        if not (x0 < out.area_affine.c + out.area_affine.a * out.width and out.area_affine.c < x1):
+        # Meets the output where it holds an output pixel's centre: a global item that ends 0.003° past
+        # 180° (0.007° pixels) does not meet it again 360° round, where no centre lies in that sliver.
+        first = max(0, math.ceil((x0 - left) / res - 0.5))
+        if not (first < out.width and left + (first + 0.5) * res < x1):
             continue
+        offset = lattice_offset(grid, out, turn)
         if offset is None:
             return None
         placed.append(offset)

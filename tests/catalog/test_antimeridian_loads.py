@@ -165,3 +165,16 @@ def test_rumi_read_takes_a_box_across_180(items: dict[str, pystac.Item], catalog
     result = CliRunner().invoke(cli, ["read", item_path, "--bbox-crs", "EPSG:32660", "--bbox", "8e5,5.6e6,7e5,5.7e6", "-o", str(out)])
     assert result.exit_code != 0
     assert "--bbox: bbox [800000.0, 5600000.0, 700000.0, 5700000.0] is empty or inverted" in result.output
+
+
+def test_a_global_item_a_sliver_past_180_is_copied_not_warped(tmp_path: Path) -> None:
+    """0.007° pixels do not divide 360°: the item ends 0.003° past 180°. 360° round, that sliver holds no output pixel's
+    centre, so the item still lies on the output's lattice once and is copied (int64 beyond 2**53 intact, chunks its tiles)."""
+    data = 2**60 + np.arange(4 * 51429, dtype=np.int64).reshape(1, 1, 4, 51429) * 3
+    path = tmp_path / "g.rumi"
+    blob = rumi_core.write(path, data, bands=["v"], times=["2024-01-01"], crs="EPSG:4326", transform=(0.007, 0, -180.0, 0, -0.007, 0.028))
+    (tmp_path / "g.rumih").write_bytes(blob)
+    item = create_item(path, tmp_path / "g.rumih", thumbnail=False)
+    ds = load([item])
+    assert ds.data.chunks[3][0] == 512  # the file's tiles, not the warp's squares
+    assert np.array_equal(ds.data.values, data)
