@@ -102,6 +102,13 @@ class ReadOperation:
         with self._lock:
             return self._retried.get(key, 0)
 
+    def gave_up(self, key: tuple[int, int], retries: int | None = None) -> str:
+        """Why the range ``key`` is not asked again, for its error: ``"retried 3 times"``, or with retries left, that the
+        pause before the next would pass the deadline. ``retries``: the count to give, if not the operation's own."""
+        done = self.retries(key)
+        text = retried_text(done if retries is None else retries)
+        return text if done >= TRANSIENT_RETRIES else f"{text}; another would pass the read's {seconds_text(self.seconds)} s deadline"
+
 
 class OperationSlot:
     """Where a source keeps the operation in progress; requests outside one get their own."""

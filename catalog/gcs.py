@@ -27,7 +27,6 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from catalog.deadlines import retried_text
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
@@ -156,7 +155,7 @@ class GCSSource(RemoteRangeSource):
             except transient as err:
                 wait = op.retry_wait(key)
                 if wait is None:
-                    raise self._fail(f"{what} ({retried_text(op.retries(key))})", err) from err
+                    raise self._fail(f"{what} ({op.gave_up(key)})", err) from err
                 time.sleep(wait)
             except (api_exceptions.GoogleAPIError, GoogleAuthError) as err:
                 raise self._fail(what, err) from err

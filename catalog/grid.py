@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
 
-__all__ = ["EPSG_CODE", "Grid", "box_in", "epsg_code", "file_grid", "longitude_turns", "transform_bbox"]
+__all__ = ["EPSG_CODE", "Grid", "box_in", "check_unwrapped", "epsg_code", "file_grid", "longitude_turns", "transform_bbox"]
 
 _WGS84 = "EPSG:4326"
 
@@ -342,11 +342,67 @@ def box_in(bbox: Sequence[float], bbox_crs: str | None, crs: str | None) -> tupl
     minx, miny, maxx, maxy = check_bbox(bbox, antimeridian=crosses)
     if crosses:
         maxx += 360.0
+        if maxx <= minx:  # 180,…,-180,…: no longitude at all
+            raise SelectorError(f"bbox {list(bbox)} is empty: across the antimeridian it needs minx > maxx, not 180 and -180")
     if bbox_crs is not None and crs is not None and bbox_crs != crs:
-        minx, miny, maxx, maxy = transform_bbox((minx, miny, maxx, maxy), bbox_crs, crs)
+        box = (minx, miny, maxx, maxy)
+        minx, miny, maxx, maxy = transform_bbox(box, bbox_crs, crs)
+        if _is_geographic(crs, "CRS") and not geographic:
+            # GDAL bounds a box round a pole by its edges, which miss longitudes (a square with a corner on
+            # the South Pole came back as -177.4..180): a box that holds a pole holds every longitude.
+            for pole in _poles_in(box, bbox_crs, crs):
+                minx, maxx = -180.0, 180.0
+                miny, maxy = (miny, 90.0) if pole > 0 else (-90.0, maxy)
         if minx > maxx and _is_geographic(crs, "CRS"):
             maxx += 360.0
     return minx, miny, maxx, maxy
+
+
+def _poles_in(box: tuple[float, float, float, float], box_crs: str, geographic: str) -> list[float]:
+    """The latitudes (90, -90) of the poles of ``geographic`` that lie in ``box``, a box of the projected ``box_crs`` (edges included)."""
+    to_box = _transformer(geographic, box_crs)
+    held = []
+    for lat in (90.0, -90.0):
+        x, y = to_box.transform(0.0, lat, errcheck=False)
+        if math.isfinite(x) and math.isfinite(y) and box[0] <= x <= box[2] and box[1] <= y <= box[3]:
+            held.append(lat)
+    return held
+
+
+@functools.lru_cache(maxsize=64)
+def _transformer(source: str, target: str) -> Any:
+    """A pyproj transformer, longitude first, cached: a warp asks for one per block of every item."""
+    from pyproj import Transformer
+
+    return Transformer.from_crs(source, target, always_xy=True)
+
+
+def check_unwrapped(bbox: Sequence[float], bbox_crs: str, crs: str) -> None:
+    """Refuse a longitude/latitude box across the antimeridian where ``crs`` tears there (Web Mercator, world projections).
+
+    Such a CRS puts the box's two sides at opposite ends of its x axis, and
+    the one box in it that holds both is the whole width of the world. A CRS
+    continuous across 180° (UTM 60, a polar stereographic one) takes the box whole.
+
+    Raises:
+        SelectorError: names the box and the CRS, and what to do.
+    """
+    if not _is_geographic(bbox_crs) or _is_geographic(crs, "CRS"):
+        return
+    minx, miny, maxx, maxy = box_in(bbox, bbox_crs, None)
+    seam = next((m for m in (180.0, -180.0) if minx < m < maxx), None)
+    if seam is None:
+        return
+    # Each side within -180..180, where the CRS defines it.
+    shift = 360.0 if seam < 0 else 0.0
+    west = transform_bbox((minx + shift, miny, 180.0, maxy), bbox_crs, crs)
+    east = transform_bbox((-180.0, miny, maxx + shift - 360.0, maxy), bbox_crs, crs)
+    widths = (west[2] - west[0]) + (east[2] - east[0])
+    if max(west[2], east[2]) - min(west[0], east[0]) > 2.0 * widths:
+        raise SelectorError(
+            f"bbox {list(bbox)} crosses the antimeridian, where {crs} tears: its two sides lie at the two ends of the CRS,"
+            " and a box holding both is the width of the world; load each side of 180° on its own, or give a CRS continuous there"
+        )
 
 
 def _is_geographic(crs: str | None, what: str = "bbox CRS") -> bool:

@@ -365,7 +365,7 @@ class HTTPRangeSource(RemoteRangeSource):
                     if backoff is None:
                         if op.remaining() <= 0:
                             raise self._expired(op, what) from err
-                        raise StorageError(f"{err} ({retried_text(retries)})", href=self._url, status=err.status) from err
+                        raise StorageError(f"{err} ({op.gave_up(key, retries)})", href=self._url, status=err.status) from err
                     wait = max(backoff, err.retry_after or 0.0)
                 if not _sleep_within(op, wait):
                     asked = f"the server asked to retry in {err.retry_after:g} s" if err.retry_after is not None else retried_text(retries)

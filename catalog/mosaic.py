@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from catalog.errors import LoadError, SelectorError
-from catalog.grid import Grid, box_in, epsg_code, longitude_turns
+from catalog.grid import Grid, box_in, check_unwrapped, epsg_code, longitude_turns
 from catalog.selectors import lonlat_union, lonlat_wrapped
 
 if TYPE_CHECKING:
@@ -185,6 +185,7 @@ def output_grid(
     # just west of it make a box across it, not one round the Earth.
     turns = longitude_turns(out_crs)
     if bbox is not None:
+        check_unwrapped(bbox, bbox_crs, out_crs)
         minx, miny, maxx, maxy = box_in(bbox, bbox_crs, out_crs)
         if not any(minx < c[2] + t and c[0] + t < maxx and miny < c[3] and c[1] < maxy for c in corners for t in turns):
             raise SelectorError(f"bbox {tuple(bbox)} ({bbox_crs}) overlaps no item: it selects nothing")

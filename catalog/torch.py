@@ -19,7 +19,9 @@ Each sample is a dict:
   step (int64);
 * ``"nodata"``: each band's no-data value from the item (float64, as
   rasterio gives ``nodata``; NaN for a band without one), so that
-  ``(image != nodata[:, None, None]) & ~image.isnan()`` is where the chip holds data;
+  ``(image != nodata[:, None, None]) & ~image.isnan()`` is where the chip holds data
+  (a 64-bit integer nodata beyond 2**53 is rounded there, as in rasterio: compare
+  with the item's own value for those);
 * ``"item"``: the file's href; ``"window"``: ``[row0, col0]`` (int64);
   ``"index"``: the sample index.
 

@@ -38,6 +38,10 @@ GRIDS: dict[str, tuple[str, tuple[float, float, float, float, float, float], int
 }
 
 
+CAP = ("EPSG:4326", (0.1, 0.0, -180.0, 0.0, -0.1, -60.0), 300, 3600)
+"""0.1° round the South Pole, from -60° (its own test)."""
+
+
 def _indices(height: int, width: int) -> np.ndarray:
     """``(1, 2, height, width)`` uint16: band 0 holds each pixel's row + 1, band 1 its column + 1 (0 is nodata)."""
     rows, cols = np.meshgrid(np.arange(height), np.arange(width), indexing="ij")
@@ -67,7 +71,7 @@ def catalog_root(items: dict[str, pystac.Item], tmp_path_factory: pytest.TempPat
 
 def _source_pixels(ds_x: np.ndarray, ds_y: np.ndarray, out_crs: str, name: str) -> tuple[np.ndarray, np.ndarray]:
     """Row and column (+1, as the bands hold them) of the source pixel whose footprint holds each output pixel centre."""
-    crs, (a, _, c, _, e, f), _, _ = GRIDS[name]
+    crs, (a, _, c, _, e, f), _, _ = GRIDS.get(name) or CAP
     x, y = np.meshgrid(ds_x, ds_y)
     sx, sy = Transformer.from_crs(out_crs, crs, always_xy=True).transform(x, y)
     if crs == "EPSG:4326":
@@ -178,3 +182,29 @@ def test_a_global_item_a_sliver_past_180_is_copied_not_warped(tmp_path: Path) ->
     ds = load([item])
     assert ds.data.chunks[3][0] == 512  # the file's tiles, not the warp's squares
     assert np.array_equal(ds.data.values, data)
+
+
+def test_a_warp_round_the_south_pole_reads_every_longitude(tmp_path: Path) -> None:
+    """EPSG:3031's lattice starts at the pole, so warp squares have a corner on it, where GDAL's bounds of a square
+    miss longitudes (-177.4..180 for one): the globe warped there must leave no output pixel empty."""
+    path = tmp_path / "cap.rumi"
+    blob = rumi_core.write(
+        path, _indices(300, 3600), bands=["row", "col"], times=["2024-01-01"], crs="EPSG:4326", transform=CAP[1], nodata=0
+    )
+    (tmp_path / "cap.rumih").write_bytes(blob)
+    cap = create_item(path, tmp_path / "cap.rumih", thumbnail=False)
+    # 20 km squares from the pole; the box straddles 180° (negative y in EPSG:3031).
+    ds = load([cap], crs="EPSG:3031", resolution=20000, bbox=(-400000, -2000000, 400000, -1200000), bbox_crs="EPSG:3031")
+    assert (ds.data.values != 0).all()
+    _check_warped(ds, "EPSG:3031", "cap")
+
+
+def test_a_box_across_180_is_refused_where_the_output_crs_tears_there(items: dict[str, pystac.Item]) -> None:
+    """In Web Mercator the two sides of the box lie at the two ends of the x axis: the output would be the width of the
+    world. Refused, naming the CRS; a CRS continuous there (UTM 60) takes the box."""
+    with pytest.raises(SelectorError, match=r"crosses the antimeridian, where EPSG:3857 tears"):
+        load([items["globe"]], bbox=(179.5, -0.5, -179.5, 0.5), crs="EPSG:3857", resolution=1000)
+    ds = load([items["globe"]], bbox=(179.5, -0.5, -179.5, 0.5), crs="EPSG:32660", resolution=10000)
+    assert ds.sizes["x"] < 20
+    with pytest.raises(SelectorError, match=r"is empty: across the antimeridian it needs minx > maxx, not 180 and -180"):
+        load([items["past180"]], bbox=(180, -16.2, -180, -16.1))
