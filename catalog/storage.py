@@ -84,20 +84,38 @@ def sidecar_href(href: str) -> str:
 
 
 def join_href(base: str | os.PathLike[str], href: str) -> str:
-    """Resolve ``href`` against the location of the document at ``base``.
+    """Resolve ``href`` against the location of the document at ``base``, as RFC 3986 resolves a reference.
 
-    An absolute href (a URL or an absolute path) is returned unchanged.
+    A URL (``http(s)://``, ``gs://``) is returned unchanged; so is an absolute
+    path or ``file:`` URL in a local document. In a remote document a path is
+    resolved against the document's URL, a root-relative one (``/data/x.rumi``)
+    to its server's or bucket's root, as a browser or GDAL resolves it.
+
+    >>> join_href("https://h/stac/item.json", "/data/x.rumi"), join_href("gs://b/stac/item.json", "../../../x.rumi")
+    ('https://h/data/x.rumi', 'gs://b/x.rumi')
+
+    Raises:
+        StorageError: a remote document names a local file (``file:``, a
+            drive) or another scheme: a document fetched from a server never
+            makes this machine read its own files.
     """
     base_text = os.fspath(base)
-    if href_kind(href) != "local" or urlsplit(href).scheme or os.path.isabs(href):
+    if href_kind(href) != "local":
         return href
     kind = href_kind(base_text)
+    if kind == "local":
+        if urlsplit(href).scheme or os.path.isabs(href):
+            return href
+        return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base_text)), href))
+    if urlsplit(href).scheme:
+        raise StorageError(
+            f"names {href!r}, a local file or a scheme other than http(s) and gs, which a remote document may not", href=base_text
+        )
     if kind == "http":
         return urljoin(base_text, href)
-    if kind == "gs":
-        bucket_and_path = base_text[5:]
-        return "gs://" + posixpath.normpath(posixpath.join(posixpath.dirname(bucket_and_path), href))
-    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base_text)), href))
+    bucket, _, path = base_text[len("gs://") :].partition("/")
+    joined = href if href.startswith("/") else posixpath.join(posixpath.dirname("/" + path), href)
+    return f"gs://{bucket}{posixpath.normpath(joined)}"
 
 
 class Storage:

@@ -243,3 +243,25 @@ def test_a_rumi_file_served_under_another_name_is_read_as_one(cube: Any, server:
     result = CliRunner().invoke(cli, ["read", server.url("cube.bin"), "--window", "0:16,0:16", "-o", str(out)])
     assert result.exit_code == 0, result.output
     np.testing.assert_array_equal(np.load(out), cube.data[:, :, :16, :16])
+
+
+def test_a_remote_items_hrefs_resolve_on_its_server_never_to_local_files(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    """RFC 3986: "/data/cube.rumi" in an item at http://host/stac/item.json is http://host/data/cube.rumi, not a path on this
+    machine; a file: URL in a remote item is refused, naming it, and nothing local is read."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "cube.rumi").write_bytes(cube.path.read_bytes())
+    (tmp_path / "stac").mkdir()
+    for name, data_href in (("rooted", "/data/cube.rumi"), ("local", f"file://{cube.path}")):
+        item = create_item(cube.path, cube.blob_path, data_href=data_href, thumbnail=False)
+        (tmp_path / "stac" / f"{name}.json").write_text(json.dumps(item.to_dict(include_self_link=False)))
+    out = tmp_path / "out.npy"
+    result = CliRunner().invoke(cli, ["read", server.url("stac/rooted.json"), "--window", "0:16,0:16", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(out), cube.data[:, :, :16, :16])
+    assert any(r.path == "/data/cube.rumi" for r in server.served)
+    result = CliRunner().invoke(cli, ["read", server.url("stac/local.json"), "-o", str(tmp_path / "no.npy")])
+    assert result.exit_code == 1
+    assert (
+        f"names 'file://{cube.path}', a local file or a scheme other than http(s) and gs, which a remote document may not" in result.output
+    )
+    assert not (tmp_path / "no.npy").exists()
