@@ -142,6 +142,17 @@ def _item_bands(item: dict[str, Any]) -> list[Band]:
     return [Band(str(v)) for v in values]
 
 
+def _self_url(item: dict[str, Any]) -> str | None:
+    """An item's ``self`` link, when it is a URL."""
+    links = item.get("links")
+    found = (
+        next((ln.get("href") for ln in links if isinstance(ln, dict) and ln.get("rel") == "self"), None)
+        if isinstance(links, list)
+        else None
+    )
+    return found if isinstance(found, str) and href_kind(found) != "local" else None
+
+
 def _has_bands(item: dict[str, Any], wanted: Sequence[str]) -> bool:
     bands = _item_bands(item)
     return all(any(b.matches(w) for b in bands) for w in wanted)
@@ -273,7 +284,9 @@ def search(
                 if missing.href != static:
                     raise
                 raise SearchError(f"{err}; nor is it the folder of a static catalogue (no {static})") from err
-        hits = [SearchHit.from_item(it, base=None) for it in found if _has_bands(it, wanted)]
+        # An API's items are remote documents: their relative hrefs resolve against their own URL (their
+        # self link), or the API's, never to a file on this machine (join_href).
+        hits = [SearchHit.from_item(it, base=_self_url(it) or href) for it in found if _has_bands(it, wanted)]
         return hits[:limit] if limit is not None else hits
     if href_kind(href) == "local" and os.path.isdir(href):
         href = os.path.join(href, "catalog.json")

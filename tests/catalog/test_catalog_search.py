@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from catalog.collections import build_catalog
 from catalog.cube import Cube
-from catalog.errors import CatalogError, SearchError
+from catalog.errors import CatalogError, SearchError, StorageError
 from catalog.index import INDEX_NAME
 from catalog.items import create_item
 from catalog.search import SearchHit, search
@@ -335,3 +335,21 @@ def test_a_stac_api_that_never_answers_is_given_up(monkeypatch: pytest.MonkeyPat
     finally:
         listener.close()
     assert "static catalogue" not in str(caught.value) and time.monotonic() - start < 30
+
+
+def test_a_stac_apis_relative_hrefs_resolve_against_its_urls(tmp_path: Path, make_cube: Callable[..., Any]) -> None:
+    """An API's items are remote documents: '/data/x.rumi' is a path on the API's server (RFC 3986), '../x.rumih' is
+    resolved against the item's URL (here the API's, as the item has no self link), and a file: URL is refused, never
+    opened on this machine."""
+    from catalog.testing import StaticStacApi
+
+    cube = make_cube(tmp_path, "x")
+    item = create_item(cube.path, cube.blob_path, data_href="/data/x.rumi", header_href="../x.rumih", thumbnail=False).to_dict()
+    item["collection"] = "c"
+    with StaticStacApi([item]) as api:
+        root = api.url.rstrip("/")
+        (hit,) = search(api.url)
+        assert (hit.data_href, hit.header_href) == (f"{root}/data/x.rumi", f"{root}/x.rumih")
+    item["assets"]["data"]["href"] = f"file://{cube.path}"
+    with StaticStacApi([item]) as api, pytest.raises(StorageError, match=r"names 'file://.*x\.rumi', a local file or a scheme other"):
+        search(api.url)
