@@ -96,8 +96,8 @@ def join_href(base: str | os.PathLike[str], href: str) -> str:
 
     Raises:
         StorageError: a remote document names a local file (``file:``, a
-            drive) or another scheme: a document fetched from a server never
-            makes this machine read its own files.
+            drive): a document fetched from a server never makes this
+            machine read its own files.
     """
     base_text = os.fspath(base)
     if href_kind(href) != "local":
@@ -107,10 +107,11 @@ def join_href(base: str | os.PathLike[str], href: str) -> str:
         if urlsplit(href).scheme or os.path.isabs(href):
             return href
         return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base_text)), href))
-    if urlsplit(href).scheme:
-        raise StorageError(
-            f"names {href!r}, a local file or a scheme other than http(s) and gs, which a remote document may not", href=base_text
-        )
+    scheme = urlsplit(href).scheme
+    if scheme == "file" or len(scheme) == 1:  # file:, or a drive (C:/x)
+        raise StorageError(f"names {href!r}, a file on this machine, which a remote document may not", href=base_text)
+    if scheme:  # another absolute URL (s3://...): not this machine's, and not relative
+        return href
     if kind == "http":
         return urljoin(base_text, href)
     bucket, _, path = base_text[len("gs://") :].partition("/")

@@ -33,11 +33,10 @@ nodata stays exact, which bilinear or cubic would break at every nodata edge).
 
 from __future__ import annotations
 
-import os
-import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from catalog.storage import join_href
 from pipelines.planning.scene import ProductBand, SceneRef
 from pipelines.rasters import gdal_path
 from pipelines.sentinel2.bands import S2Band, asset_resolution, band_for_asset, band_text
@@ -160,14 +159,6 @@ class S2Item:
         return f"{self.platform}/{self.tile}/{when}"
 
 
-def _resolve(href: str, base: str | None) -> str:
-    if base is None or "://" in href or os.path.isabs(href):
-        return href
-    if "://" in base:
-        return posixpath.join(posixpath.dirname(base), href)
-    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)), href))
-
-
 def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
     """Read a Sentinel-2 L2A item (check :func:`is_s2_l2a` first).
 
@@ -190,7 +181,7 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
         # B01_60m): the band's own is its cube's grid; the others are copies, never read.
         if band is None or "href" not in asset or band.id in assets or asset_resolution(key) not in (None, band.resolution):
             continue
-        assets[band.id] = _resolve(str(asset["href"]), base)
+        assets[band.id] = str(asset["href"]) if base is None else join_href(base, str(asset["href"]))
     cloud = props.get("eo:cloud_cover")
     return S2Item(
         id=str(item.get("id")),

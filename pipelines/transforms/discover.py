@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import posixpath
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -56,14 +55,6 @@ _SKIPPED_ROLES: Final = frozenset({"thumbnail", "overview", "metadata"})
 _GLOB_CHARS: Final = frozenset("*?[")
 STAGE = "DiscoverScenes"
 _NOT_UTF8: Final = "the name is not UTF-8 text (GDAL opens paths and STAC names files as UTF-8); rename it"
-
-
-def _resolve(href: str, base: str) -> str:
-    if is_url(href) or os.path.isabs(href):
-        return href
-    if is_url(base):
-        return posixpath.join(posixpath.dirname(base), href)
-    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(base)), href))
 
 
 def _is_geotiff(asset: Mapping[str, Any]) -> bool:
@@ -139,7 +130,7 @@ def _asset_refs(item: dict[str, Any], base: str) -> list[SceneRef]:
             continue
         bands = asset.get("eo:bands") or asset.get("bands") or []
         names = tuple(str(b.get("name") or "") for b in bands) if bands else (str(key),)
-        href = _resolve(asset["href"], base)
+        href = join_href(base, asset["href"])
         radiometry, nodata = asset_radiometry(asset, href), asset_nodata(asset, href)
         refs.append(SceneRef(href, time, str(item.get("id") or base), names, band_radiometry=radiometry, nodata=nodata))
     return refs

@@ -351,5 +351,8 @@ def test_a_stac_apis_relative_hrefs_resolve_against_its_urls(tmp_path: Path, mak
         (hit,) = search(api.url)
         assert (hit.data_href, hit.header_href) == (f"{root}/data/x.rumi", f"{root}/x.rumih")
     item["assets"]["data"]["href"] = f"file://{cube.path}"
-    with StaticStacApi([item]) as api, pytest.raises(StorageError, match=r"names 'file://.*x\.rumi', a local file or a scheme other"):
+    with (
+        StaticStacApi([item]) as api,
+        pytest.raises(StorageError, match=r"names 'file://.*x\.rumi', a file on this machine, which a remote"),
+    ):
         search(api.url)

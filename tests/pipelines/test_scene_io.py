@@ -364,6 +364,20 @@ class TestDiscover:
         with pytest.raises(ValueError, match="expected a STAC ItemCollection"):
             stac_scene_refs({"type": "Catalog"}, "x.json")
 
+    def test_a_remote_item_collections_hrefs_resolve_as_urls(self) -> None:
+        """RFC 3986, as for every remote STAC document (catalog.storage.join_href): a root-relative href is on the same server,
+        '..' stays on it, and a file: URL is a bad-stac dead letter naming it, never a local file to open."""
+        item = {"type": "Feature", "stac_version": "1.1.0", "id": "a", "geometry": None, "links": [],
+                "properties": {"datetime": "2023-06-01T10:00:00Z"},
+                "assets": {"B04": {"href": "/scenes/a_B04.tif", "type": "image/tiff; application=geotiff"},
+                           "B08": {"href": "../a_B08.tif", "type": "image/tiff; application=geotiff"}}}  # fmt: skip
+        found = stac_scene_refs({"type": "FeatureCollection", "features": [item]}, "https://h/stac/items.json")
+        assert sorted(r.href for r in found if isinstance(r, SceneRef)) == ["https://h/a_B08.tif", "https://h/scenes/a_B04.tif"]
+        item["assets"]["B04"]["href"] = "file:///etc/a_B04.tif"
+        found = stac_scene_refs({"type": "FeatureCollection", "features": [item]}, "https://h/stac/items.json")
+        (dead,) = [d for d in found if isinstance(d, DeadLetter)]
+        assert dead.reason == "bad-stac" and "names 'file:///etc/a_B04.tif', a file on this machine" in dead.message
+
 
 class TestReadScene:
     def test_series_scene(self, series: tuple[Path, list[str], Any]) -> None:
