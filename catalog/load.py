@@ -237,7 +237,7 @@ def load(
     import xarray as xr
     from dask.base import tokenize
 
-    from catalog.xarray_backend import band_coords, spatial_ref, time_coords
+    from catalog.xarray_backend import band_coords, scale_attrs, spatial_ref, time_coords
 
     storage = storage or Storage()
     targets = item_list(items)
@@ -315,17 +315,21 @@ def load(
         ),
     )
     out_t = out.affine
+    coord_bands = [first.cube.bands[b] for b in first.bands]
     coords: dict[str, Any] = {
         **time_coords(keys, intervals=any(k[0] != k[1] for k in keys)),
-        **band_coords([first.cube.bands[b] for b in first.bands]),
+        **band_coords(coord_bands),
         "y": ("y", out_t.f + out_t.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
         "x": ("x", out_t.c + out_t.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
         "spatial_ref": spatial_ref(out.crs, out.transform),
     }
-    attrs: dict[str, Any] = {"grid_mapping": "spatial_ref"}
+    # As open_dataset's variable: the output grid is of pixel areas (a PixelIsPoint item is placed by its corners).
+    attrs: dict[str, Any] = {"grid_mapping": "spatial_ref", "AREA_OR_POINT": "Area", **scale_attrs(coord_bands)}
     if first_nodata is not None or dtype.kind == "f":
         # As gdalwarp without a nodata: a gap of items that have none is 0, and 0 is no nodata of theirs.
+        # CF's _FillValue too, in the variable's dtype, so that xarray's decoding masks it as an opened file's.
         attrs["nodata"] = fill
+        attrs["_FillValue"] = np.array(fill).astype(dtype)[()]
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     ds = xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
     ds.set_close(functools.partial(_close_all, cubes))

@@ -46,7 +46,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from catalog.bands import common_nodata
+from catalog.bands import Band, common_nodata
 from catalog.cube import Cube
 from catalog.storage import is_rumi_href
 from rumi_core.times import INTERVAL
@@ -56,10 +56,9 @@ if TYPE_CHECKING:
 
     from numpy.typing import ArrayLike, NDArray
 
-    from catalog.bands import Band
     from catalog.storage import Storage
 
-__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "band_coords", "open_cube_dataset", "spatial_ref", "time_coords"]
+__all__ = ["RumiBackendArray", "RumiBackendEntrypoint", "band_coords", "open_cube_dataset", "scale_attrs", "spatial_ref", "time_coords"]
 
 
 class RumiBackendArray(BackendArray):
@@ -151,6 +150,24 @@ def band_coords(bands: Sequence[Band]) -> dict[str, Any]:
     }
 
 
+def scale_attrs(bands: Sequence[Band]) -> dict[str, float]:
+    """CF's ``scale_factor`` and ``add_offset`` where one pair holds for every band, as rioxarray sets them; else none.
+
+    xarray's ``mask_and_scale`` applies them, and rioxarray's ``to_raster``
+    writes them back. Bands of several scales keep theirs as band coordinates only.
+
+    >>> scale_attrs([Band("B4", scale=1e-4, offset=-0.1), Band("B8", scale=1e-4, offset=-0.1)])
+    {'scale_factor': 0.0001, 'add_offset': -0.1}
+    >>> scale_attrs([Band("B4", scale=1e-4), Band("B8")])
+    {}
+    """
+    radiometry = {(1.0 if b.scale is None else b.scale, 0.0 if b.offset is None else b.offset) for b in bands}
+    if len(radiometry) != 1 or radiometry == {(1.0, 0.0)}:
+        return {}
+    ((scale, offset),) = radiometry
+    return {"scale_factor": scale, "add_offset": offset}
+
+
 def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     """Build the lazy dataset of an opened cube (the dataset closes the cube)."""
     lay = cube.layout
@@ -186,11 +203,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         # with mask_and_scale=False), and rioxarray reports it as rio.nodata /
         # rio.encoded_nodata.
         attrs["_FillValue"] = np.array(nodata).astype(lay.encoding.dtype)[()]
-    # CF's scale_factor and add_offset, where one pair holds for every band (as rioxarray sets them):
-    # xarray's mask_and_scale applies them, and rioxarray's to_raster writes them back.
-    radiometry = {(1.0 if b.scale is None else b.scale, 0.0 if b.offset is None else b.offset) for b in bands}
-    if len(radiometry) == 1 and radiometry != {(1.0, 0.0)}:
-        ((attrs["scale_factor"], attrs["add_offset"]),) = radiometry
+    attrs.update(scale_attrs(bands))
     array = indexing.LazilyIndexedArray(RumiBackendArray(cube, threads=threads))
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     variable.encoding = {"preferred_chunks": preferred, "chunks": tuple(preferred.values()), "dtype": variable.dtype}

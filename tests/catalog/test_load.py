@@ -482,3 +482,30 @@ def test_rumi_read_catalog_reads_the_cubes_that_have_the_bands_asked_for(tmp_pat
     assert (np.load(out) == 7).all() and np.load(out).shape == (1, 1, 40, 60)
     result = CliRunner().invoke(cli, [*args[:-2], "-o", str(tmp_path / "x.npy"), "--bands", "ndvi"])
     assert result.exit_code == 1 and "no cube matches the bbox, datetime and bands" in result.output
+
+
+@pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning")  # rioxarray 0.19 composes affines with '*'
+def test_a_load_carries_cf_attributes_as_an_opened_file_does(tmp_path: Path) -> None:
+    """_FillValue, one scale_factor and add_offset, AREA_OR_POINT: xarray's decoding masks and scales a load as it does an
+    opened file, and rioxarray's to_raster writes nodata, scales and offsets back."""
+    pytest.importorskip("rioxarray", reason="rioxarray is not installed (pip install -e '.[test]')")
+    import xarray as xr
+
+    from catalog.items import create_item
+
+    path = tmp_path / "sr.rumi"
+    data = np.arange(2 * 20 * 30, dtype=np.uint16).reshape(1, 2, 20, 30)
+    blob = rumi_core.write(path, data, bands=["B4", "B8"], times=["2024-01-01"], crs=32633, transform=(10, 0, 500000, 0, -10, 4000000))
+    path.with_suffix(".rumih").write_bytes(blob)
+    stated = [{"scale": 2.75e-05, "offset": -0.2}] * 2
+    item = create_item(path, path.with_suffix(".rumih"), extra={"bands": stated, "nodata": 0}, thumbnail=False)
+    ds = load([item])
+    attrs = ds.data.attrs
+    assert (attrs["_FillValue"], attrs["scale_factor"], attrs["add_offset"], attrs["AREA_OR_POINT"]) == (0, 2.75e-05, -0.2, "Area")
+    decoded = xr.decode_cf(ds).data.values
+    expected = np.where(data == 0, np.nan, data * 2.75e-05 - 0.2)
+    np.testing.assert_allclose(decoded, expected, rtol=1e-6)
+    out = tmp_path / "sr.tif"
+    ds.data.isel(time=0).rio.to_raster(out)
+    with rasterio.open(out) as src:
+        assert src.nodata == 0 and src.scales == (2.75e-05, 2.75e-05) and src.offsets == (-0.2, -0.2)
