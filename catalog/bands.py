@@ -137,6 +137,15 @@ class Band:
         object.__setattr__(self, "nodata", stac_nodata(self.nodata))
 
     @property
+    def scale_offset(self) -> tuple[float, float]:
+        """``(scale, offset)`` of a physical value ``stored * scale + offset``: 1 and 0 where the item states none.
+
+        >>> Band("B1", scale=1e-4).scale_offset
+        (0.0001, 0.0)
+        """
+        return (1.0 if self.scale is None else float(self.scale), 0.0 if self.offset is None else float(self.offset))
+
+    @property
     def nodata_value(self) -> float | None:
         """The no-data value as a number (``"nan"``, ``"inf"`` and ``"-inf"`` as floats), as rasterio gives ``nodata``; None for none.
 

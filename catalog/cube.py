@@ -202,9 +202,8 @@ class Cube:
         if is_rumi_href(href):
             return cls._from_file(href, storage, header)
         # A local file is known by its first bytes before it is read whole: a GeoTIFF given here may be gigabytes.
+        # (is_rumi_href took a local rumi file under another name by its magic already.)
         start = _local_start(href) if href_kind(href) == "local" else None
-        if start is not None and start.startswith(FILE_MAGIC):
-            return cls._from_file(href, storage, header)  # a rumi file under another name
         if start is not None and file_kind(start) not in (None, "JSON text"):
             raise ItemError(f"{href} is neither a rumi file nor a STAC item: it is {_kind_text(start)}")
         data = storage.read(href)

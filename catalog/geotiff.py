@@ -131,8 +131,8 @@ def write_geotiff(
 
 def _state_radiometry(dst: Any, bands: Sequence[Band]) -> None:
     """Set the scales, offsets and units of an open dataset from ``bands``, where any band states one."""
-    scales = [1.0 if b.scale is None else float(b.scale) for b in bands]
-    offsets = [0.0 if b.offset is None else float(b.offset) for b in bands]
+    scales = [b.scale_offset[0] for b in bands]
+    offsets = [b.scale_offset[1] for b in bands]
     if any(s != 1.0 for s in scales) or any(o != 0.0 for o in offsets):
         dst.scales, dst.offsets = scales, offsets
     if any(b.unit for b in bands):

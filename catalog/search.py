@@ -106,7 +106,7 @@ class SearchHit:
 
         props = item.get("properties") or {}
         assets = item.get("assets") or {}
-        self_href = next((ln.get("href") for ln in item.get("links", []) if ln.get("rel") == "self"), None)
+        self_href = _self_href(item)
         start = props.get("start_datetime") or props.get("datetime")
         end = props.get("end_datetime") or props.get("datetime")
         return cls(
@@ -142,15 +142,21 @@ def _item_bands(item: dict[str, Any]) -> list[Band]:
     return [Band(str(v)) for v in values]
 
 
-def _self_url(item: dict[str, Any]) -> str | None:
-    """An item's ``self`` link, when it is a URL."""
+def _self_href(item: dict[str, Any]) -> str | None:
+    """The href of an item's ``self`` link, if it has one."""
     links = item.get("links")
     found = (
         next((ln.get("href") for ln in links if isinstance(ln, dict) and ln.get("rel") == "self"), None)
         if isinstance(links, list)
         else None
     )
-    return found if isinstance(found, str) and href_kind(found) != "local" else None
+    return found if isinstance(found, str) else None
+
+
+def _self_url(item: dict[str, Any]) -> str | None:
+    """An item's ``self`` link, when it is a URL."""
+    found = _self_href(item)
+    return found if found is not None and href_kind(found) != "local" else None
 
 
 def _has_bands(item: dict[str, Any], wanted: Sequence[str]) -> bool:

@@ -26,6 +26,7 @@ from urllib.parse import urljoin, urlsplit, urlunsplit
 from catalog.errors import StorageError
 from catalog.gcs import GCSSource, default_client
 from catalog.http import HTTPRangeSource, default_pool, read_url
+from rumi_core.ifd import FILE_MAGIC
 from rumi_core.sources import LocalFileSource
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def is_rumi_href(href: str | os.PathLike[str]) -> bool:
         return True
     try:
         with open(text, "rb") as f:
-            return f.read(4) == b"RUMI"
+            return f.read(len(FILE_MAGIC)) == FILE_MAGIC
     except OSError:
         return False
 

@@ -144,8 +144,8 @@ def band_coords(bands: Sequence[Band]) -> dict[str, Any]:
         "band": ("band", np.array([b.name for b in bands], dtype=str)),
         "common_name": ("band", np.array([b.common_name or "" for b in bands], dtype=str)),
         "description": ("band", np.array([b.description or b.name for b in bands], dtype=str)),
-        "scale": ("band", np.array([1.0 if b.scale is None else b.scale for b in bands], dtype=np.float64)),
-        "offset": ("band", np.array([0.0 if b.offset is None else b.offset for b in bands], dtype=np.float64)),
+        "scale": ("band", np.array([b.scale_offset[0] for b in bands], dtype=np.float64)),
+        "offset": ("band", np.array([b.scale_offset[1] for b in bands], dtype=np.float64)),
         "unit": ("band", np.array([b.unit or "" for b in bands], dtype=str)),
     }
 
@@ -161,7 +161,7 @@ def scale_attrs(bands: Sequence[Band]) -> dict[str, float]:
     >>> scale_attrs([Band("B4", scale=1e-4), Band("B8")])
     {}
     """
-    radiometry = {(1.0 if b.scale is None else b.scale, 0.0 if b.offset is None else b.offset) for b in bands}
+    radiometry = {b.scale_offset for b in bands}
     if len(radiometry) != 1 or radiometry == {(1.0, 0.0)}:
         return {}
     ((scale, offset),) = radiometry

@@ -85,7 +85,7 @@ def read_catalog(
         click.ClickException: nothing matches, or a search, load or read failed.
     """
     # Positions mean each cube's own bands: only names can say which cubes have them.
-    names = [b for b in bands if isinstance(b, str)] if bands is not None and all(isinstance(b, str) for b in bands) else None
+    names = [str(b) for b in bands] if bands and all(isinstance(b, str) for b in bands) else None
     try:
         hits = search(catalog, bbox=_lonlat(bbox, bbox_crs), datetime=datetime, bands=names, storage=storage)
         if not hits:
