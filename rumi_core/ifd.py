@@ -474,7 +474,6 @@ def decode_head(
             f"the file is {len(fixed)} bytes, shorter than the 292-byte header and IFD{_looks_like(fixed[:4])}",
             field="file",
             rule="It begins with the rumi file header and contains exactly one rumi IFD",
-            offset=len(fixed),
         )
     _check_file_header(fixed)
     entries = _read_entries(fixed)

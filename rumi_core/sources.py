@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rumi_core.errors import SourceError
@@ -97,6 +98,19 @@ class _SourceBase:
         self.close()
 
 
+def _not_a_file(mode: int) -> str | None:
+    """What a path of this ``st_mode`` is when positional reads cannot serve it (None for a file or block device)."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    return None
+
+
 _UNCHECKED_RANGE = 16 << 20
 """Bytes a local range may ask for without the file's size being looked up first."""
 
@@ -111,10 +125,18 @@ class LocalFileSource(_SourceBase):
         self._path = os.fspath(path)
         # Kept for pickling; a string test, not getcwd, for the absolute paths a read is mostly given.
         self._absolute = self._path if os.path.isabs(self._path) else os.path.abspath(self._path)
+        # O_NONBLOCK so that a named pipe given as a file fails here instead of
+        # waiting for a writer; it changes nothing for a regular file's reads.
+        flags = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
         try:
-            self._fd: int | None = os.open(self._path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+            fd = os.open(self._path, flags)
         except OSError as err:
             raise SourceError(f"cannot open {self._path}: {err.strerror}") from err
+        kind = _not_a_file(os.fstat(fd).st_mode)
+        if kind is not None:
+            os.close(fd)
+            raise SourceError(f"cannot open {self._path}: it is {kind}, not a file")
+        self._fd: int | None = fd
 
     def __reduce__(self) -> tuple[type[LocalFileSource], tuple[str]]:
         # A descriptor means nothing in another process: a pickled source opens its path again there

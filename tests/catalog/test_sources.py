@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import rumi_core
 from catalog.errors import StorageError
 from catalog.gcs import GCSSource
 from catalog.http import HTTPRangeSource, parse_content_range
 from catalog.storage import Storage, join_href
+from rumi_core.cli.main import cli
 from rumi_core.errors import SourceError
 from rumi_core.sources import ByteSource, LocalFileSource
 
@@ -242,6 +244,18 @@ def test_a_local_range_read_in_several_short_reads_is_whole(tmp_path: Path, monk
     with LocalFileSource(path) as source:
         whole, tail, past = source.read_ranges([(5, 9000), (10000, 500), (20000, 10)])
     assert whole == path.read_bytes()[5:9005] and tail == path.read_bytes()[10000:] and past == b""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are POSIX")
+def test_a_local_path_that_is_not_a_file_is_refused_as_it_opens(tmp_path: Path) -> None:
+    """A named pipe given as a file made ``rumi info`` wait for a writer forever; a directory failed on its first read."""
+    os.mkfifo(tmp_path / "pipe.rumi")
+    (tmp_path / "dir.rumi").mkdir()
+    for name, kind in (("pipe.rumi", "a named pipe"), ("dir.rumi", "a directory")):
+        with pytest.raises(SourceError, match=f"cannot open .*{name}: it is {kind}, not a file"):
+            LocalFileSource(tmp_path / name)
+    result = CliRunner().invoke(cli, ["info", str(tmp_path / "pipe.rumi")])
+    assert result.exit_code == 1 and "it is a named pipe, not a file" in result.output and result.exc_info[0] is SystemExit
 
 
 def test_readers_dropped_unclosed_give_their_file_descriptors_back(cube: Any) -> None:
