@@ -61,7 +61,7 @@ def seconds_text(seconds: float) -> str:
 
 
 def retried_text(times: int) -> str:
-    """How often a range was asked again, as a failure's message says it.
+    """How often a range or a whole GET was asked again, as a failure's message says it.
 
     >>> retried_text(0), retried_text(1), retried_text(3)
     ('not retried', 'retried once', 'retried 3 times')

@@ -460,8 +460,9 @@ def read_url(
 
     ``timeout`` is the whole budget, every attempt and wait included
     (:data:`DEFAULT_TIMEOUT` when None), as a range read's deadline is. The
-    pool's retry policy still says what is retried (connection errors, its
-    ``5xx``, the ``Retry-After`` it respects) and how long to back off, but
+    pool's retry policy still says what is retried (connection errors, also
+    one that breaks off mid-body, its ``5xx``, the ``Retry-After`` it
+    respects) and how long to back off, but
     each attempt gets only the time left, a wait for data that used it up is
     not tried again, and a wait that would pass the deadline fails at once:
     left to itself, the pool gives every attempt the whole timeout again.
@@ -473,7 +474,9 @@ def read_url(
     seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
     op = ReadOperation(seconds)
     target, sent = _credentials(url, headers)
-    policy = Retry.from_int(pool.connection_pool_kw.get("retries")).new(read=0)
+    # A read timeout needs no count of its own: each attempt waits at most the time left, so one
+    # that times out has used the deadline up, and the loop ends at its top.
+    policy = Retry.from_int(pool.connection_pool_kw.get("retries"))
     while True:
         left = op.remaining()
         if left <= 0:
@@ -490,12 +493,12 @@ def read_url(
             )
         except urllib3.exceptions.HTTPError as err:
             cause = err.reason if isinstance(err, urllib3.exceptions.MaxRetryError) else err
-            failure = (
-                StorageError(f"GET got no answer within {seconds_text(seconds)} s", href=url)
-                if isinstance(cause, urllib3.exceptions.ReadTimeoutError)
-                else StorageError(f"GET failed: {cause}", href=url)
-            )
-            policy = _next_attempt(policy, target, failure, error=cause)
+            if isinstance(cause, urllib3.exceptions.ReadTimeoutError):
+                message = f"GET got no answer within {seconds_text(seconds)} s"
+            else:
+                message = f"GET failed: {cause}"
+            policy = _next_attempt(policy, url, message, error=cause)
+            failure = StorageError(message, href=url)
             wait = policy.get_backoff_time()
         else:
             if resp.status == 200:
@@ -504,27 +507,34 @@ def read_url(
                 except _Expired as err:
                     raise StorageError(f"GET did not finish within {seconds_text(seconds)} s", href=url) from err
                 except _Transient as err:
-                    raise StorageError(str(err), href=url) from err
-            resp.close()  # an error's body is not read: a server could drip it
-            failure = StorageError("GET did not succeed", href=url, status=resp.status)
-            if not policy.is_retry("GET", resp.status, "Retry-After" in resp.headers):
-                raise failure
-            policy = _next_attempt(policy, target, failure, response=resp)
-            asked = _retry_after(resp.headers.get("Retry-After")) if policy.respect_retry_after_header else None
-            if asked is not None:
-                failure = StorageError(
-                    f"GET did not succeed; the server asked to retry in {asked:g} s, past the {seconds_text(seconds)} s timeout",
-                    href=url,
-                    status=resp.status,
-                )
-            wait = policy.get_backoff_time() if asked is None else asked
+                    # A connection that breaks off mid-body is a read error to the policy, as
+                    # urllib3 counts one while it preloads a body itself.
+                    policy = _next_attempt(policy, url, str(err), error=urllib3.exceptions.ProtocolError(str(err)))
+                    failure = StorageError(str(err), href=url)
+                    wait = policy.get_backoff_time()
+            else:
+                resp.close()  # an error's body is not read: a server could drip it
+                failure = StorageError("GET did not succeed", href=url, status=resp.status)
+                if not policy.is_retry("GET", resp.status, "Retry-After" in resp.headers):
+                    raise failure
+                policy = _next_attempt(policy, url, "GET did not succeed", response=resp)
+                asked = _retry_after(resp.headers.get("Retry-After")) if policy.respect_retry_after_header else None
+                if asked is not None:
+                    failure = StorageError(
+                        f"GET did not succeed; the server asked to retry in {asked:g} s, past the {seconds_text(seconds)} s timeout",
+                        href=url,
+                        status=resp.status,
+                    )
+                wait = policy.get_backoff_time() if asked is None else asked
         if not _sleep_within(op, wait):
             raise failure
 
 
-def _next_attempt(policy: Retry, url: str, failure: StorageError, *, response: Any = None, error: Exception | None = None) -> Retry:
-    """The retry policy after one more failed ``GET``; raise ``failure`` when it allows no more."""
+def _next_attempt(policy: Retry, url: str, message: str, *, response: Any = None, error: Exception | None = None) -> Retry:
+    """The retry policy after one more failed ``GET`` of ``url``; when it allows no more, raise the failure, ``message``
+    and how often the ``GET`` was retried."""
     try:
         return policy.increment("GET", url, response=response, error=error)
     except urllib3.exceptions.HTTPError:  # used up (MaxRetryError), or ``error`` itself when it may not be retried
-        raise failure from error
+        status = None if response is None else response.status
+        raise StorageError(f"{message} ({retried_text(len(policy.history))})", href=url, status=status) from error

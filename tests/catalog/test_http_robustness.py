@@ -30,13 +30,15 @@ BODY = bytes(range(256)) * 4
 
 @dataclass(frozen=True)
 class Answer:
-    """A scripted answer: a status with headers and no body, (``silent``) none at all, or (``drip``) the whole
-    ``BODY`` with status 200, one byte every ``drip`` seconds."""
+    """A scripted answer: a status with headers and no body, (``silent``) none at all, (``drip``) the whole
+    ``BODY`` with status 200, one byte every ``drip`` seconds, or (``cut``) status 200 with the whole ``BODY``'s
+    length and only its first ``cut`` bytes before the connection closes."""
 
     status: int = 503
     headers: dict[str, str] = field(default_factory=dict)
     silent: bool = False
     drip: float | None = None
+    cut: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,14 @@ class _Handler(BaseHTTPRequestHandler):
                     break
                 self.wfile.write(BODY[i : i + 1])
                 self.wfile.flush()
+            self.close_connection = True
+            return
+        if answer is not None and answer.cut is not None:
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(BODY)))
+            self.end_headers()
+            self.wfile.write(BODY[: answer.cut])
+            self.wfile.flush()
             self.close_connection = True
             return
         if answer is not None:
@@ -198,6 +208,20 @@ def test_a_whole_object_read_from_a_dripping_server_ends_at_its_timeout(scripted
         read_url(scripted.url(), timeout=1)
     assert time.monotonic() - started < 10
     assert len(scripted.seen) == 1
+
+
+def test_a_whole_object_read_is_asked_again_when_its_connection_breaks_off_mid_body(scripted: ScriptedServer) -> None:
+    """A body cut short by a reset or a restarting server failed the read (an item, a blob) at once; ranges retried."""
+    scripted.script = [Answer(cut=100), Answer(cut=700)]
+    assert read_url(scripted.url(), timeout=30) == BODY
+    assert len(scripted.seen) == 3
+
+
+def test_a_whole_object_read_that_always_breaks_off_fails_after_the_pools_retries(scripted: ScriptedServer) -> None:
+    scripted.script = [Answer(cut=100)] * 10
+    with pytest.raises(StorageError, match=r"x\.rumi: GET failed while reading the body: .* \(retried 3 times\)$"):
+        read_url(scripted.url(), timeout=30)
+    assert len(scripted.seen) == 4  # default_pool's Retry(total=3)
 
 
 def test_a_whole_object_read_waits_as_the_server_asks(scripted: ScriptedServer) -> None:
