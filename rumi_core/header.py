@@ -29,7 +29,7 @@ import numpy as np
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.encodings import encoding_for_pair
 from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, RumiError
-from rumi_core.ifd import ParsedHead, base_frame_offset, file_kind, frame_offsets
+from rumi_core.ifd import ParsedHead, base_frame_offset, end_of_frames, file_kind, frame_offsets, uniform_end_of_frames
 from rumi_core.layout import Layout
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 
@@ -75,7 +75,7 @@ class HeaderBlob:
         self._counts: NDArray[np.uint64] | None = counts
         self._count_min = int(counts.min()) if counts.size else 0
         self._offsets: NDArray[np.uint64] | None = None
-        self._trailer_offset = self.base_frame_offset + int(counts.sum(dtype=np.uint64))
+        self._trailer_offset = end_of_frames(self.base_frame_offset, counts)
 
     @classmethod
     def uniform(cls, layout: Layout, count: int) -> HeaderBlob:
@@ -91,7 +91,7 @@ class HeaderBlob:
         blob._counts = None
         blob._count_min = count
         blob._offsets = None
-        blob._trailer_offset = blob.base_frame_offset + count * layout.frame_count
+        blob._trailer_offset = uniform_end_of_frames(blob.base_frame_offset, count, layout.frame_count)
         return blob
 
     @property
@@ -222,9 +222,13 @@ class HeaderBlob:
                 "The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes and contain no padding",
             )
         limits.check("max_frames", n, "the blob's frame count N")
-        if bits == 0:
-            return cls.uniform(layout, cmin)
-        return cls(layout, _packed_counts(data, n, cmin, bits))
+        # The constructors' other refusals (a count of zero or past uint32) are checked above as the blob's
+        # own rules; what is left for them to refuse is an end of frames past uint64.
+        fld, at = ("count_min", 27) if bits == 0 else ("frame_byte_counts", HEADER_SIZE)
+        try:
+            return cls.uniform(layout, cmin) if bits == 0 else cls(layout, _packed_counts(data, n, cmin, bits))
+        except InvalidInputError as err:
+            raise _fail(err.message, fld, at, "Every reconstructed offset MUST fit in uint64") from err
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:

@@ -108,6 +108,26 @@ def _exact_sum(counts: NDArray[np.uint64]) -> int:
     return int(counts.sum(dtype=object))
 
 
+def end_of_frames(base: int, frame_byte_counts: NDArray[np.uint64]) -> int:
+    """The offset after the last frame (the trailer's), exact however many frames there are.
+
+    Raises:
+        InvalidInputError: it does not fit in uint64 (*Offset reconstruction*: every reconstructed offset MUST).
+    """
+    return _checked_offset(base + _exact_sum(frame_byte_counts))
+
+
+def _checked_offset(offset: int) -> int:
+    if offset > 0xFFFF_FFFF_FFFF_FFFF:
+        raise InvalidInputError("a reconstructed offset does not fit in uint64", field="TileOffsets")
+    return offset
+
+
+def uniform_end_of_frames(base: int, count: int, frame_count: int) -> int:
+    """:func:`end_of_frames` of ``frame_count`` frames of ``count`` bytes each."""
+    return _checked_offset(base + count * frame_count)
+
+
 def frame_offsets(base: int, frame_byte_counts: NDArray[np.uint64] | Sequence[int]) -> NDArray[np.uint64]:
     """Return ``N + 1`` offsets: every frame's start, then the trailer's.
 
@@ -115,9 +135,7 @@ def frame_offsets(base: int, frame_byte_counts: NDArray[np.uint64] | Sequence[in
         InvalidInputError: an offset does not fit in uint64.
     """
     counts = np.asarray(frame_byte_counts, dtype=np.uint64)
-    total = base + _exact_sum(counts)
-    if total > 0xFFFF_FFFF_FFFF_FFFF:
-        raise InvalidInputError("a reconstructed offset does not fit in uint64", field="TileOffsets")
+    end_of_frames(base, counts)
     out = np.empty(counts.size + 1, dtype=np.uint64)
     out[0] = base
     np.cumsum(counts, out=out[1:])

@@ -495,7 +495,7 @@ def read_selection(
     return out if layout.is_cube else out[0]
 
 
-def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any) -> Any:
+def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any, limits: Limits) -> Any:
     """Band positions of a selection that names bands (one request for the trailer's texts); others unchanged."""
     if isinstance(bands, str):
         bands = [bands]
@@ -505,7 +505,9 @@ def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any) -> Any:
     from rumi_core.structure import read_trailer
 
     lay = blob.layout
-    trailer = read_trailer(source, trailer_offset=blob.trailer_offset, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count)
+    trailer = read_trailer(
+        source, trailer_offset=blob.trailer_offset, samples_per_pixel=lay.samples_per_pixel, time_count=lay.time_count, limits=limits
+    )
     return band_positions(bands, trailer.band_texts)
 
 
@@ -569,7 +571,7 @@ def read(
     try:
         with deadline(src, timeout):
             blob = resolve_header(src, header, limits=limits)
-            positions = _band_positions(src, blob, bands)
+            positions = _band_positions(src, blob, bands, limits)
             sel = resolve_selection(blob.layout, bands=positions, times=times, window=window, limits=limits)
             return read_selection(src, blob, sel, threads=threads, verify=verify, limits=limits)
     finally:

@@ -153,9 +153,10 @@ class Trailer:
                 raise fail(f"the trailer ends inside the length of band text {b}", pos, fld="band_texts")
             (n,) = _LEN.unpack_from(data, pos)
             total += 2 + n
-            limits.check("max_band_text_bytes", total, f"band texts 0..{b}", offset=offset + pos)
+            # Invalid before too large: a length past the bytes there is a broken rule whatever the limits.
             if pos + 2 + n > len(data):
                 raise fail(f"band text {b} of {n} bytes runs past the end of the file", pos, fld="band_texts")
+            limits.check("max_band_text_bytes", total, f"band texts 0..{b}", offset=offset + pos)
             texts.append(bytes(data[pos + 2 : pos + 2 + n]))
             pos += 2 + n
         try:
@@ -166,9 +167,6 @@ class Trailer:
             raise fail("the trailer ends inside its time fields", pos, fld="time fields")
         tf = TimeFields.from_bytes(data[pos : pos + TIME_FIELDS.size])
         count = time_count * (2 if tf.time_type == INTERVAL else 1)
-        if tf.time_bits:
-            # A regular axis (time_bits = 0) is held as arithmetic, whatever C is.
-            limits.check("max_time_coordinates", count, "the time coordinate count C", offset=offset + pos)
         expected = pos + TIME_FIELDS.size + packed_size(count, min(tf.time_bits, 64))
         if tf.time_type in (1, 2) and tf.time_bits <= 64 and len(data) != expected:
             raise fail(
@@ -177,6 +175,10 @@ class Trailer:
                 TRAILER_SIZE_RULE,
                 "trailer size",
             )
+        if tf.time_bits:
+            # Checked once the size holds (that is arithmetic, and a file of the wrong size is invalid
+            # whatever the limits). A regular axis (time_bits = 0) is held as arithmetic, whatever C is.
+            limits.check("max_time_coordinates", count, "the time coordinate count C", offset=offset + pos)
         try:
             times, _ = TimeCoordinates.decode(tf, bytes(data[pos + TIME_FIELDS.size :]), time_count=time_count)
         except InvalidFileError as err:

@@ -185,6 +185,19 @@ def test_offsets_that_do_not_fit_uint64_are_refused_however_the_sum_wraps(base: 
             frame_offsets(base, counts)
 
 
+def test_a_blob_whose_frames_end_past_uint64_is_refused() -> None:
+    """2**33 - 2 frames of 2**32 - 1 bytes end past 2**64: its offsets would wrap, so it is invalid (*Offset
+    reconstruction*), once limits let a blob hold that many frames at all."""
+    # magic, version, width, length, T, tile width and length, B, bits, format, frame_unit, count_min, count_bits
+    data = struct.pack("<IHIIIHHHBBBIB", 0x45564F4C, 1, 2**32 - 1, 2, 1, 1, 1, 1, 8, 1, 0, 2**32 - 1, 0)
+    with pytest.raises(InvalidHeaderError, match="does not fit in uint64") as info:
+        HeaderBlob.from_bytes(data, limits=Limits(max_frames=2**34))
+    assert info.value.rule == "Every reconstructed offset MUST fit in uint64" and info.value.field == "count_min"
+    layout = HeaderBlob.from_bytes(data[:-5] + struct.pack("<IB", 1, 0), limits=Limits(max_frames=2**34)).layout
+    with pytest.raises(InvalidInputError, match="does not fit in uint64"):
+        HeaderBlob.uniform(layout, 2**32 - 1)
+
+
 @pytest.mark.parametrize("uniform", [False, True])
 def test_the_trailer_offset_of_a_blob_of_millions_of_frames_is_its_last_offset(uniform: bool) -> None:
     layout = Layout(10980, 10980, 73, 13, 256, 256, encoding_for_dtype(np.uint16), 0)

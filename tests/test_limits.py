@@ -190,11 +190,41 @@ def test_band_texts_past_the_limit_are_a_resource_limit_not_an_invalid_file(tmp_
     roomy = Limits(max_band_text_bytes=2 << 20)
     rumi_core.validate(path, blob, limits=roomy)
     assert list(rumi_core.info(path, limits=roomy).band_texts) == bands
+    np.testing.assert_array_equal(rumi_core.read(path, blob, bands=[bands[3]], limits=roomy), data[3:4])
     # One byte more than any trailer of the file can hold is still a malformed file.
     with path.open("ab") as f:
         f.write(bytes(28 + 20 * 65537 + 1))
     with pytest.raises(InvalidFileError, match="more than any trailer"):
         rumi_core.validate(path, limits=roomy)
+
+
+def test_band_names_are_found_under_the_limits_the_read_was_given(tmp_path: Path) -> None:
+    """Selecting bands by name reads the trailer's texts: under the read's limits, as a read without a blob does."""
+    path = tmp_path / "named.rumi"
+    blob = rumi_core.write(path, np.zeros((2, 4, 4), np.uint8), bands=["b1", "b2"], times=["2020-01-01"], tile_size=4)
+    tight = Limits(max_band_text_bytes=4)
+    for header, bands in ((None, [1]), (blob, ["b2"])):
+        with pytest.raises(ResourceLimitError, match="max_band_text_bytes"):
+            rumi_core.read(path, header, bands=bands, limits=tight)
+    assert rumi_core.read(path, blob, bands=[1], limits=tight).shape == rumi_core.read(path, blob, bands=["b2"]).shape == (1, 4, 4)
+
+
+def test_a_trailer_too_short_for_what_it_declares_is_invalid_whatever_the_limits(tmp_path: Path) -> None:
+    """A file is checked for being invalid before being too large to check: a trailer without the residuals or the band
+    text it declares is refused as invalid (*Trailer*), not as past a limit, which raised limits would lift."""
+    path = tmp_path / "one.rumi"
+    rumi_core.write(path, np.zeros((1, 8, 8), np.uint8), bands=["only"], times=["2020-01-01T00:00:01Z"], tile_size=8)
+    # frame_unit 1 keeps one frame for B = 1 whatever T; T = 100 coordinates of time_bits = 1 need 13 residual bytes.
+    data = bytearray(patch_value(patch_value(path.read_bytes(), 65000, 0, 1), 65001, 0, 100))
+    trailer = len(data) - 34  # magic and version, the text "only" and its length, the 22 bytes of time fields
+    data[trailer + 6 + 6 + 1] = 1  # time_bits
+    path.write_bytes(bytes(data))
+    with pytest.raises(InvalidFileError, match=r"the trailer is 34 bytes, expected exactly 28 \+ S"):
+        rumi_core.validate(path, limits=Limits(max_time_coordinates=10))
+    struct.pack_into("<H", data, trailer + 6, 0xFFFF)  # the band text's length, past the end of the file
+    path.write_bytes(bytes(data))
+    with pytest.raises(InvalidFileError, match="band text 0 of 65535 bytes runs past the end of the file"):
+        rumi_core.validate(path, limits=Limits(max_band_text_bytes=100))
 
 
 def test_read_refuses_boolean_bytes_other_than_0_and_1(tmp_path: Path) -> None:
