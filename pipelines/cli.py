@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 import click
 
@@ -540,9 +540,14 @@ def _keep_if_written(log: str) -> bool:
     return written
 
 
+_STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+"""The signals that end a run at once, with the word its message uses: Ctrl-C, and the stop of a service
+manager, a scheduler or ``kill``."""
+
+
 @contextlib.contextmanager
 def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[None]:
-    """Ctrl-C (SIGINT) ends the process at once, with status 130, for the duration.
+    """Ctrl-C (SIGINT) or SIGTERM ends the process at once, with status 130 or 143, for the duration.
 
     Beam answers a ``KeyboardInterrupt`` by tearing its DoFns down from the
     main thread while worker threads are still inside them: a raster GDAL is
@@ -551,16 +556,17 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
     a temporary name and renamed, so no partial file has a final name, and
     the same command resumes (finished cubes are skipped). Claims on bucket
     folders are withdrawn first (for at most 5 s), so that the next run need
-    not wait for them to lapse. A process whose
-    SIGINT is ignored (started by ``nohup``, or with ``&`` by a script) keeps
-    ignoring it.
+    not wait for them to lapse, and the run's log is removed, as with SIGINT
+    (systemd, Kubernetes and Airflow stop a task with SIGTERM). A signal the
+    process was started ignoring (SIGINT under ``nohup``, or with ``&`` by a
+    script) stays ignored.
     """
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def stop(signum: int, frame: object) -> None:
-        stream.write("\ninterrupted: no partial output has a final name; run the same command to resume\n")
+        stream.write(f"\n{_STOPPING_SIGNALS[signal.Signals(signum)]}: no partial output has a final name; run the same command to resume\n")
         stream.flush()
         if log is not None:
             with contextlib.suppress(OSError):
@@ -568,13 +574,16 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
         claims = sys.modules.get("pipelines.bucket_claims")  # imported by a run into a bucket, which may hold claims
         if claims is not None:
             claims.release_held(timeout=5.0)  # else the next run into the folder waits for them to lapse
-        os._exit(130)
+        os._exit(128 + signum)
 
-    previous = signal.signal(signal.SIGINT, stop)
+    previous = {sig: signal.getsignal(sig) for sig in _STOPPING_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}
+    for sig in previous:
+        signal.signal(sig, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _run_and_report(

@@ -75,7 +75,7 @@ from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
 from pipelines.run_lock import exclusive
 from pipelines.runners import DEFAULT_RUNNER, LOCAL_RUNNERS, local_workers, resolve_runner
-from pipelines.stale import earlier_cubes, settle, superseded_cubes, unlisted_cubes
+from pipelines.stale import earlier_cubes, hold_earlier, release_earlier, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary
 from pipelines.threaded_runner import ThreadedRunner
 from pipelines.transforms.assemble_files import AssembleFiles, SkipExisting, record_earlier_manifest
@@ -309,16 +309,21 @@ def run(
 
 
 def _local_folders(options: ConvertOptions) -> list[tuple[str, str]]:
-    """The local folders a run writes into, with their options: ``--out``, and a ``--catalog`` outside it."""
+    """The local folders a run writes into, with their options: ``--out``, and its catalogue's folder.
+
+    The catalogue's folder is locked also where it is the default ``OUT/stac``: another run
+    may name it with ``--catalog``, and the lock on ``OUT`` alone did not stop that run.
+    """
     folders = [] if is_gs(options.out) else [(options.out, "--out")]
-    if options.write_catalog and options.catalog is not None and not is_gs(options.catalog):
-        folders.append((os.fspath(options.catalog), "--catalog"))
+    if options.write_catalog and not is_gs(options.catalog_dir):
+        folders.append((options.catalog_dir, "--out" if options.catalog is None else "--catalog"))
     return folders
 
 
 def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Summary]) -> Summary:
     """:func:`run`, once its output folders are its own: ``one_pass`` runs the pipeline with the options it is given."""
     before = earlier_cubes(options)  # what this run may supersede
+    hold_earlier(options, before)
     start = time.monotonic()
     # Before the local runner starts its worker threads (see RasterDoFn.setup).
     limit_arenas(default_threads())
@@ -346,6 +351,7 @@ def _run_locked(options: ConvertOptions, one_pass: Callable[[ConvertOptions], Su
         logger.warning("cannot tell which earlier cubes this run supersedes: %s", err)
         return dataclasses.replace(summary, pruned=options.prune)
     unlisted = unlisted_cubes(options, before, summary.entries, settled, (d.href for d in summary.dead_letters))
+    release_earlier(options)
     return dataclasses.replace(
         summary,
         stale=settled.stale,

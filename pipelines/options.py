@@ -342,6 +342,13 @@ class ConvertOptions:
         return os.path.join(self.out, "unlisted.jsonl")
 
     @property
+    def settling_path(self) -> str:
+        """Where a run keeps the cubes it may supersede or leave unlisted until it has settled them:
+        ``OUT/.settling.jsonl``. It replaces the manifest they come from first, so a run killed in between
+        would forget them (:mod:`pipelines.stale`)."""
+        return os.path.join(self.out, ".settling.jsonl")
+
+    @property
     def catalog_dir(self) -> str:
         """Where the STAC catalogue is written: ``--catalog``, by default ``OUT/stac``."""
         return os.fspath(self.catalog) if self.catalog else os.path.join(self.out, "stac")

@@ -34,7 +34,17 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.transforms.manifest import ManifestEntry
 
-__all__ = ["Settled", "Unlisted", "earlier_cubes", "remove_cubes", "settle", "superseded_cubes", "unlisted_cubes"]
+__all__ = [
+    "Settled",
+    "Unlisted",
+    "earlier_cubes",
+    "hold_earlier",
+    "release_earlier",
+    "remove_cubes",
+    "settle",
+    "superseded_cubes",
+    "unlisted_cubes",
+]
 
 
 def _location(path: str) -> str:
@@ -57,15 +67,34 @@ def _catalogued(catalog_dirs: Iterable[str]) -> set[str]:
 
 
 def earlier_cubes(options: ConvertOptions) -> list[dict[str, Any]]:
-    """The cubes a run may supersede: the lines of the manifest before it, and the superseded and unlisted cubes earlier runs kept.
+    """The cubes a run may supersede: the lines of the manifest before it, the superseded and unlisted cubes earlier
+    runs kept, and those a killed run had not settled (:func:`hold_earlier`).
 
     A file that is not whole JSON lines (not one this tool wrote whole) gives none.
     """
     lines: list[dict[str, Any]] = []
-    for path in (options.manifest_path, options.superseded_path, options.unlisted_path):
+    for path in (options.manifest_path, options.superseded_path, options.unlisted_path, options.settling_path):
         with contextlib.suppress(ValueError):
             lines += load_jsonl(path)
     return lines
+
+
+def hold_earlier(options: ConvertOptions, before: Sequence[dict[str, Any]]) -> None:
+    """Keep ``before`` (:func:`earlier_cubes`) in ``OUT/.settling.jsonl`` until :func:`release_earlier`.
+
+    The run replaces the manifest before it settles which earlier cubes it
+    supersedes (:func:`settle`) or leaves unlisted (:func:`unlisted_cubes`).
+    Killed in between, it would leave them in no manifest and no list, and
+    no later run would name or prune them; the next run reads them here.
+    """
+    lines = {line["file"]: line for line in before if isinstance(line.get("file"), str)}
+    if lines:
+        write_jsonl(options.settling_path, [lines[name] for name in sorted(lines)])
+
+
+def release_earlier(options: ConvertOptions) -> None:
+    """Drop what :func:`hold_earlier` kept, once the run has settled it."""
+    remove_output(options.settling_path)
 
 
 def superseded_cubes(options: ConvertOptions, before: Sequence[dict[str, Any]], entries: Sequence[ManifestEntry]) -> list[dict[str, Any]]:

@@ -336,10 +336,31 @@ def _remove_stale(parent: str, name: str) -> None:
 
     The catalogue is written by one step of one run at a time (the run owns its
     catalogue folder), so any such sibling is a leftover, never work in progress.
+    A run killed inside :func:`_swap`, after it moved the catalogue aside and
+    before the new one took its place, leaves the only copy of the earlier
+    catalogue in ``-old``: it is put back first, since this run carries its
+    items over (a shared catalogue holds other runs' items).
     """
+    root = os.path.join(parent, name)
+    moved_aside = [entry for entry in os.listdir(parent) if entry.startswith(f".{name}-") and entry.endswith("-old")]
+    if moved_aside and not os.path.exists(os.path.join(root, "catalog.json")):
+        _put_back(os.path.join(parent, max(moved_aside, key=lambda entry: os.stat(os.path.join(parent, entry)).st_mtime_ns)), root)
     for entry in os.listdir(parent):
         if entry.startswith(f".{name}-") and entry.endswith(("-staging", "-old")):
             shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+
+
+def _put_back(old: str, root: str) -> None:
+    """Move the entries of catalogue folder ``old`` into ``root``, ``catalog.json`` last.
+
+    Into the folder, not in its place: the run holds its lock on that folder
+    (:mod:`pipelines.run_lock`). A root with its ``catalog.json`` is whole, so
+    a run killed while putting back finishes the move on its next run.
+    """
+    os.makedirs(root, exist_ok=True)
+    for entry in sorted(os.listdir(old), key=lambda entry: entry == "catalog.json"):
+        if not os.path.lexists(os.path.join(root, entry)):
+            os.rename(os.path.join(old, entry), os.path.join(root, entry))
 
 
 def _tree_files(top: str) -> dict[str, str]:

@@ -15,11 +15,13 @@ so the comparison tests the crash-safety logic, not the measured codec choice.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -186,13 +188,17 @@ def test_temporaries_of_files_written_into_the_output_folder_are_made_in_its_wor
         assert any(kind in name for name in staged), f"no {kind} temporary in .staging: {staged}"
 
 
-def _interrupted_while_reading(command: list[str], out: Path, **popen: Any) -> tuple[int, str]:
-    """Start ``command``, send SIGINT to its process group once a frame part is written; its status and standard error."""
+def _interrupted_while_reading(command: list[str], out: Path, stop: Callable[[int], None] | None = None, **popen: Any) -> tuple[int, str]:
+    """Start ``command``, and once a frame part is written send SIGINT to its process group (or ``stop`` its process
+    id); its status and standard error."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True, **popen)
     while process.poll() is None and not _has_part(out):
         time.sleep(0.002)
     assert process.poll() is None, "the run finished before a frame part was seen; the interrupt point was not exercised"
-    os.killpg(process.pid, signal.SIGINT)
+    if stop is None:
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        stop(process.pid)
     _, stderr = process.communicate(timeout=300)
     return process.returncode, stderr
 
@@ -206,6 +212,25 @@ def test_ctrl_c_ends_the_run_at_once_then_rerun_is_byte_identical(scenes: str, c
     assert returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted: no partial output has a final name; run the same command to resume"
     assert "Traceback" not in stderr and "Fatal Python error" not in stderr
+    subprocess.run(command, check=True, capture_output=True)
+    assert _snapshot(out) == clean
+
+
+def test_sigterm_ends_the_run_as_ctrl_c_does(scenes: str, clean: dict[str, str], tmp_path: Path) -> None:
+    """SIGTERM, as systemd, Kubernetes, Airflow or ``kill`` stop a task, to the run's process alone: it died at once
+    without a word, leaving its log behind; now it ends as Ctrl-C does, with status 143 (128 + SIGTERM)."""
+    out = tmp_path / "out"
+    command = _command(scenes, out)
+    stopped: list[int] = []
+
+    def terminate(pid: int) -> None:
+        stopped.append(pid)
+        os.kill(pid, signal.SIGTERM)
+
+    returncode, stderr = _interrupted_while_reading(command, out, stop=terminate)
+    assert returncode == 128 + signal.SIGTERM, stderr
+    assert stderr.strip().splitlines()[-1] == "terminated: no partial output has a final name; run the same command to resume"
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"rumi-convert-{stopped[0]}-*"))  # its log went with it
     subprocess.run(command, check=True, capture_output=True)
     assert _snapshot(out) == clean
 

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 
+from pipelines.convert import _local_folders
 from pipelines.errors import OptionError
+from pipelines.options import ConvertOptions
 from pipelines.run_lock import exclusive
 from pipelines.testing import write_series
 from rumi_core.cli.main import cli
@@ -45,6 +47,41 @@ def test_a_second_run_into_a_busy_out_or_catalog_stops_before_it_starts(tmp_path
     for same in (out, tmp_path / "link", f"{out}/"):  # one folder named twice is locked once
         with exclusive([(str(out), "--out"), (str(same), "--catalog")]):
             pass
+
+
+def test_a_run_naming_another_runs_default_catalogue_stops_before_it_starts(tmp_path: Path) -> None:
+    """A run into ``X`` writes its catalogue into ``X/stac``; a run into ``Y`` with ``--catalog X/stac`` beside it was
+    not stopped (each locked another folder): one of them lost its items, or failed on the other's staging folder."""
+    write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=64, seed=2)
+    first = ConvertOptions(out=str(tmp_path / "X"))
+    command = ["convert", str(tmp_path / "scenes"), "--out", str(tmp_path / "Y"), "--catalog", first.catalog_dir, "--no-progress"]
+    with exclusive(_local_folders(first)):  # the folders the run into X holds while it runs
+        busy = CliRunner().invoke(cli, command)
+    assert busy.exit_code == 1 and f"--catalog: another rumi convert is writing into {first.catalog_dir}" in busy.output, busy.output
+
+
+def test_a_catalogue_a_killed_run_had_moved_aside_is_put_back(tmp_path: Path) -> None:
+    """A run killed between moving the catalogue aside and putting the new one in its place left the earlier
+    catalogue only in ``.NAME-*-old``, which the next run removed as litter: a shared catalogue lost other runs' items."""
+    shared = tmp_path / "shared"
+    for name, origin in (("a", (600000.0, 5300040.0)), ("b", (700000.0, 5300040.0))):
+        write_series(str(tmp_path / name), dates=["2023-01-05"], size=64, seed=2, origin=origin)
+    runs = [
+        ["convert", str(tmp_path / name), "--out", str(tmp_path / f"out-{name}"), "--catalog", str(shared), "--no-progress"]
+        for name in ("a", "b")
+    ]
+    assert CliRunner().invoke(cli, runs[0]).exit_code == 0
+
+    def items() -> list[str]:
+        return sorted(p.name for p in shared.rglob("*.json") if p.name not in ("catalog.json", "collection.json"))
+
+    assert len(items()) == 1
+    os.rename(shared, tmp_path / ".shared-0123-old")  # where a kill inside the swap leaves it
+    shared.mkdir()  # and the folder the next run's lock makes
+    done = CliRunner().invoke(cli, runs[1])
+    assert done.exit_code == 0, done.output
+    assert len(items()) == 2
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
 
 
 def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ from rumi_core.cli.main import cli
 if TYPE_CHECKING:
     from pathlib import Path
 
+    import pytest
+
 
 def test_a_run_given_other_inputs_names_the_earlier_cubes_it_leaves_unlisted(tmp_path: Path) -> None:
     write_series(str(tmp_path / "a"), dates=["2023-01-05"], size=(40, 56), seed=3)
@@ -141,3 +143,34 @@ def test_a_cube_whose_scene_left_the_archive_is_named_on_every_run_until_its_inp
     back = convert()
     assert "in no manifest" not in back and not (out / "unlisted.jsonl").exists(), back
     assert [p.name for p in out.glob("*.rumi")] == [both.name]  # the one-date cube of the nights between is superseded, pruned
+
+
+def test_a_run_killed_after_replacing_the_manifest_leaves_its_earlier_cubes_to_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run replaces the manifest, then settles which earlier cubes it supersedes or leaves unlisted. Killed in between,
+    the earlier cubes were in no manifest or list: the next run, even with --prune, neither pruned nor named them."""
+    import pipelines.convert
+
+    scenes = tmp_path / "a"
+    paths, _ = write_series(str(scenes), dates=["2023-01-05", "2023-02-04"], size=(40, 56), seed=6)
+    later = [path for path in paths if "20230204" in path]
+    for path in later:
+        os.rename(path, tmp_path / os.path.basename(path))
+    out = tmp_path / "out"
+    command = ["convert", str(scenes), "--out", str(out), "--tile-size", "32", "--no-progress"]
+    assert CliRunner().invoke(cli, command).exit_code == 0
+    (one_date,) = out.glob("*.rumi")
+    for path in later:
+        os.rename(tmp_path / os.path.basename(path), path)
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt  # the kill, once the pass has published its cubes and manifest
+
+    with monkeypatch.context() as patched:
+        patched.setattr(pipelines.convert, "settle", killed)
+        assert CliRunner().invoke(cli, command).exit_code != 0
+    assert one_date.name not in (out / "manifest.jsonl").read_text()
+    resumed = CliRunner().invoke(cli, [*command, "--prune"])
+    assert f"pruned 1 cube of earlier runs that this run's supersede: {one_date.name}" in resumed.output, resumed.output
+    assert not one_date.exists() and not (out / ".settling.jsonl").exists()
