@@ -14,10 +14,13 @@ google-cloud-storage, and no process ever holds a whole cube:
   (:func:`~pipelines.crc32c.crc32c_combine`), so
   no byte has to be downloaded to know the object is the concatenation.
 
-Writes that publish (the header blob, the file) carry the generation
-precondition ``if_generation_match=0``: a concurrent or retried assembler
+Writes that publish (the header blob, the file) carry a generation
+precondition: ``if_generation_match=0`` where no object is there, else the
+generation of the object they replace. A concurrent or retried assembler
 cannot overwrite a finished object, it gets ``412 Precondition Failed`` and
-compares what is there with what it would have written.
+compares what is there with what it would have written; and an object of
+another mode or codec is replaced in place, never deleted first, so readers
+find the earlier file until the new one is there.
 
 Every request goes through google-cloud-storage's retry policy
 (:data:`google.cloud.storage.retry.DEFAULT_RETRY`: 429, 5xx, connection
@@ -159,7 +162,7 @@ class GCSOutput:
         client_factory: Creates a ``google.cloud.storage.Client``; one per
             thread, as a client is not shared between threads.
             :func:`catalog.gcs.default_client` when None.
-        preconditions: Send ``if_generation_match=0`` on publishing writes.
+        preconditions: Send ``if_generation_match`` on publishing writes.
             gcp-storage-emulator answers 400 to a compose that carries one, so
             the default is on unless ``STORAGE_EMULATOR_HOST`` is set.
     """
@@ -168,7 +171,7 @@ class GCSOutput:
         self._factory = client_factory or default_client
         self._local = threading.local()
         self.preconditions = (not emulated()) if preconditions is None else preconditions
-        """Whether publishing writes carry ``if_generation_match=0``."""
+        """Whether publishing writes carry ``if_generation_match``."""
 
     @property
     def client(self) -> Any:
@@ -188,23 +191,23 @@ class GCSOutput:
 
         return DEFAULT_RETRY
 
-    def write(self, url: str, data: bytes, *, if_absent: bool = False) -> bool:
+    def write(self, url: str, data: bytes, *, if_generation: int | None = None) -> bool:
         """Upload ``data`` to ``url``; whether it was written.
 
         Args:
             url: ``gs://bucket/name``.
             data: The object's bytes.
-            if_absent: Publish: only create the object, never replace one
-                (``if_generation_match=0`` when preconditions are on). False
-                when an object was already there.
+            if_generation: Publish: write only in place of this generation
+                of the object, 0 for none (``if_generation_match``, when
+                preconditions are on). False when another was there.
         """
         from google.api_core.exceptions import PreconditionFailed
 
         blob = self._blob(url)
         blob.chunk_size = RESUMABLE_CHUNK  # above it, a resumable upload in chunks of this size
-        if if_absent and self.preconditions:
+        if if_generation is not None and self.preconditions:
             try:
-                blob.upload_from_string(data, if_generation_match=0, retry=self._retry(), checksum="crc32c")
+                blob.upload_from_string(data, if_generation_match=if_generation, retry=self._retry(), checksum="crc32c")
             except PreconditionFailed:
                 return False
             return True
@@ -291,13 +294,15 @@ class GCSOutput:
             list(pool.map(self.delete, found))
         return len(found)
 
-    def compose(self, sources: Sequence[str], dest: str, *, if_absent: bool = False, metadata: Mapping[str, str] | None = None) -> bool:
+    def compose(
+        self, sources: Sequence[str], dest: str, *, if_generation: int | None = None, metadata: Mapping[str, str] | None = None
+    ) -> bool:
         """Compose at most :data:`COMPOSE_LIMIT` objects of one bucket into ``dest``; whether it was written.
 
         Args:
             sources: ``gs://`` URLs, in order.
             dest: The object to create.
-            if_absent: Publish: never replace an existing ``dest`` (see :meth:`write`).
+            if_generation: Publish: only in place of this generation of ``dest``, 0 for none (see :meth:`write`).
             metadata: Custom metadata of ``dest``.
         """
         from google.api_core.exceptions import PreconditionFailed
@@ -308,9 +313,9 @@ class GCSOutput:
         if metadata:
             blob.metadata = dict(metadata)
         parts = [self._blob(s) for s in sources]
-        if if_absent and self.preconditions:
+        if if_generation is not None and self.preconditions:
             try:
-                blob.compose(parts, if_generation_match=0, retry=self._retry())
+                blob.compose(parts, if_generation_match=if_generation, retry=self._retry())
             except PreconditionFailed:
                 return False
             return True

@@ -171,13 +171,7 @@ def _compose_and_publish(
         raise VerificationError(f"{assembled.url}: {err}") from err
     blob = header.to_bytes()
     verify_file(source, blob, plan, rasters, frames=options.verify_frames)
-    _remove_stale(path, blob_path, assembled, blob, _object_metadata(plan, codec))
-    if not store.write(blob_path, blob, if_absent=True) and store.read(blob_path) != blob:
-        raise AssemblyError(f"{blob_path}: another assembler published a different header blob meanwhile")
-    if not store.compose([assembled.url], path, if_absent=True, metadata=_object_metadata(plan, codec)):
-        other = store.stat(path)
-        if other is None or (other.size, other.crc32c) != (assembled.size, assembled.crc32c):
-            raise AssemblyError(f"{path}: another assembler published a different file meanwhile")
+    _publish(path, blob_path, assembled, blob, _object_metadata(plan, codec))
     final = store.stat(path)
     if final is None or (final.size, final.crc32c) != (assembled.size, assembled.crc32c):
         raise AssemblyError(f"{path}: the published object is not the verified one")
@@ -188,23 +182,35 @@ def _compose_and_publish(
     return final, blob
 
 
-def _remove_stale(path: str, blob_path: str, assembled: ObjectStat, blob: bytes, metadata: Mapping[str, str]) -> None:
-    """Delete a published pair that differs from what is about to be published (another mode, bound or codec).
+def _publish(path: str, blob_path: str, assembled: ObjectStat, blob: bytes, metadata: Mapping[str, str]) -> None:
+    """Publish the header blob, then the file, each in place of what is there.
 
-    The file goes first, so no file is ever left without its blob. A pair equal
-    to this one (published meanwhile by a concurrent attempt) is left alone, so
-    the publishing writes' preconditions keep it.
+    A pair of another mode, bound or codec is replaced object by object, never
+    deleted first: a run killed in between leaves the earlier file where its
+    item points, and the next run replaces it. The blob goes first, so the
+    item's own copy of the earlier header still reads the earlier file. A pair
+    equal to this one (published meanwhile by a concurrent attempt) is left
+    alone, and a write that finds another generation than the one it replaces
+    compares what is there with its own.
+
+    Raises:
+        AssemblyError: another assembler published different bytes meanwhile.
     """
     store = output_store()
+    held = store.stat(blob_path)
+    if held is None or store.read(blob_path) != blob:
+        replaced = 0 if held is None else held.generation
+        if not store.write(blob_path, blob, if_generation=replaced) and store.read(blob_path) != blob:
+            raise AssemblyError(f"{blob_path}: another assembler published a different header blob meanwhile")
     old = store.stat(path)
-    same_file = old is not None and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
-    if old is not None and not (same_file and all(old.metadata.get(k) == metadata[k] for k in _REQUEST)):
-        store.delete(path, generation=old.generation)
-        old = None
-    if old is None:
-        existing = store.stat(blob_path)
-        if existing is not None and store.read(blob_path) != blob:
-            store.delete(blob_path, generation=existing.generation)
+    same = old is not None and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
+    if same and old is not None and all(old.metadata.get(k) == metadata[k] for k in _REQUEST):
+        return
+    replaced = 0 if old is None else old.generation
+    if not store.compose([assembled.url], path, if_generation=replaced, metadata=metadata):
+        other = store.stat(path)
+        if other is None or (other.size, other.crc32c) != (assembled.size, assembled.crc32c):
+            raise AssemblyError(f"{path}: another assembler published a different file meanwhile")
 
 
 class _CountedSource:

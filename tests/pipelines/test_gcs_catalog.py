@@ -182,12 +182,12 @@ def test_publish_writes_the_root_last_and_a_failed_publish_converges(
     dies_at_root = [False]
     real_write = GCSOutput.write
 
-    def spy(self: GCSOutput, url: str, data: bytes, *, if_absent: bool = False) -> bool:
+    def spy(self: GCSOutput, url: str, data: bytes, *, if_generation: int | None = None) -> bool:
         if dies_at_root[0] and url.endswith("/catalog.json"):
             dies_at_root[0] = False
             raise ConnectionError("the publishing process died")
         written.append(url)
-        return real_write(self, url, data, if_absent=if_absent)
+        return real_write(self, url, data, if_generation=if_generation)
 
     monkeypatch.setattr(GCSOutput, "write", spy)
     write_catalog(summary.entries, out=out, root=f"{out}/stac-b")

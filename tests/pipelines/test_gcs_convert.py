@@ -12,6 +12,7 @@ tested against a fake client at the google-cloud-storage boundary
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import TYPE_CHECKING, Any
@@ -241,16 +242,20 @@ class _PreconditionBucket:
 
 
 def test_a_published_object_is_never_overwritten() -> None:
-    """A second assembler's publishing writes fail their precondition and leave the first one's bytes."""
+    """A second assembler's publishing writes fail their precondition and leave the first one's bytes; a write in place
+    of the generation it read replaces it, once."""
     fake = _PreconditionBucket()
     store = GCSOutput(lambda: fake, preconditions=True)
-    assert store.write("gs://b/x.rumih", b"first", if_absent=True)
-    assert not store.write("gs://b/x.rumih", b"second", if_absent=True)
+    assert store.write("gs://b/x.rumih", b"first", if_generation=0)
+    assert not store.write("gs://b/x.rumih", b"second", if_generation=0)
     store.write("gs://b/tmp/a", b"frames")
-    assert store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_absent=True)
+    assert store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_generation=0)
     store.write("gs://b/tmp/a", b"other frames")
-    assert not store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_absent=True)
+    assert not store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_generation=0)
     assert fake.objects["x.rumih"] == b"first" and fake.objects["x.rumi"] == b"frames"
+    assert store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_generation=1)
+    assert not store.compose(["gs://b/tmp/a"], "gs://b/x.rumi", if_generation=1)
+    assert fake.objects["x.rumi"] == b"other frames" and fake.generations["x.rumi"] == 2
     # Temporaries are not published: a retry rewrites them with the same name.
     assert fake.generations["tmp/a"] == 2
 
@@ -297,6 +302,47 @@ def test_a_cube_written_with_another_compression_is_written_again(emulator: GCSE
         stat = output_store().stat(f"{out}/{entry.file}")
         assert stat is not None and stat.metadata["rumi-compression"] == '"auto"'
         assert json.loads(stat.metadata["rumi-codec"]) == entry.codec == fresh.codec and entry.extra["crc32c"] == fresh.extra["crc32c"]
+
+
+def test_a_cube_replaced_in_a_bucket_stays_readable_until_its_new_file_is_there(
+    emulator: GCSEmulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run with another compression deleted the published file and blob before publishing its own: killed in between,
+    the item pointed to no file until a run finished. Now each object is replaced in place, the blob first."""
+    from catalog.cube import Cube
+
+    paths, cube = write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(64, 48), seed=6)
+    out = f"gs://{BUCKET}/cubes/replaced"
+    options = ConvertOptions(out=out, tile_size=32, frame_unit=0, compression="raster")
+    (first,) = run(sorted(paths), options).entries
+    deleted: list[str] = []
+    real_delete, real_compose = GCSOutput.delete, GCSOutput.compose
+
+    def delete(self: GCSOutput, url: str, **kwargs: Any) -> None:
+        deleted.append(url)
+        real_delete(self, url, **kwargs)
+
+    def killed_at_publishing(self: GCSOutput, sources: Any, dest: str, **kwargs: Any) -> bool:
+        if dest == f"{out}/{first.file}":
+            raise ConnectionError("the publishing process died")  # between the blob and the file
+        return real_compose(self, sources, dest, **kwargs)
+
+    monkeypatch.setattr(GCSOutput, "delete", delete)
+    monkeypatch.setattr(GCSOutput, "compose", killed_at_publishing)
+    again = dataclasses.replace(options, compression="auto")
+    with pytest.raises(RuntimeError, match="the publishing process died"):
+        run(sorted(paths), again)
+    assert not [url for url in deleted if url.endswith((".rumi", ".rumih"))]
+    (item_href,) = [url for url in output_store().listing(f"{out}/stac") if url.endswith(f"/{first.cube_id}.json")]
+    with Cube.open(item_href) as earlier:
+        np.testing.assert_array_equal(earlier.read().data, cube[0])  # one date: an Image
+    monkeypatch.setattr(GCSOutput, "compose", real_compose)
+    (entry,) = run(sorted(paths), again).entries
+    assert entry.status == "written" and entry.file == first.file
+    stat = output_store().stat(f"{out}/{entry.file}")
+    assert stat is not None and stat.metadata["rumi-compression"] == '"auto"'
+    with Cube.open(item_href) as replaced:
+        np.testing.assert_array_equal(replaced.read().data, cube[0])
 
 
 def test_gs_in_local_out(emulator: GCSEmulator, tmp_path: Path) -> None:
