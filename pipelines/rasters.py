@@ -300,6 +300,27 @@ def file_size(href: str) -> int | None:
         return None
 
 
+def _turned_scales(source: rasterio.Affine, target: rasterio.Affine) -> dict[str, str]:
+    """GDAL's ``XSCALE`` and ``YSCALE`` of a warp from a rotated or turned raster onto a north-up grid of its CRS.
+
+    They are target pixels per source pixel along each target axis, which size
+    the resampling kernel. GDAL works them out per chunk from how many source
+    columns and rows a chunk spans, which is right for a north-up source and
+    wrong for a turned one (its columns run along the target's rows): bilinear
+    and cubic then smoothed a raster turned by 90 degrees whose pixel centres
+    fall on the grid's. Here they come from the two transforms, exactly.
+    Empty (GDAL's own) for a north-up source.
+    """
+    if source.b == 0 and source.d == 0:
+        return {}
+    back = ~source  # world to source pixel: the linear part maps a target pixel's axes into source pixels
+    scales = {}
+    for name, (dx, dy) in (("XSCALE", (target.a, target.d)), ("YSCALE", (target.b, target.e))):
+        u, v = back.a * dx + back.b * dy, back.d * dx + back.e * dy
+        scales[name] = repr(1.0 / float(np.hypot(u, v)))
+    return scales
+
+
 class RasterCache:
     """Open datasets of one worker, least recently used closed first.
 
@@ -340,13 +361,19 @@ class RasterCache:
         masked = warp is None and has_internal_mask(src)
         handles: tuple[Any, ...] = (src,)
         if warp is not None:
+            target = rasterio.Affine(*warp.transform)
             vrt = WarpedVRT(
                 src,
                 crs=src.crs,
-                transform=rasterio.Affine(*warp.transform),
+                transform=target,
                 width=warp.width,
                 height=warp.height,
                 resampling=Resampling[warp.resampling],
+                # Each band's nodata masks that band alone, as an unwarped read does. GDAL's default
+                # (since 3.7) takes a pixel as nodata only where every band is, then interpolates a
+                # band's nodata sample among valid ones, and a result equal to nodata becomes nodata + 1.
+                UNIFIED_SRC_NODATA="NO",
+                **_turned_scales(src.transform, target),
             )
             handles = (src, vrt)
         self._open[key] = (handles, masked)

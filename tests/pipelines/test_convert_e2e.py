@@ -385,20 +385,27 @@ def test_an_item_collections_nodata_reaches_the_catalogue(tmp_path: Path) -> Non
         ("transposed", (0.0, 10.0, 600000.0, -10.0, 0.0, 5300000.0), np.transpose),  # rows run east, columns south
     ],
 )
+@pytest.mark.parametrize("resampling", ["nearest", "bilinear"])
 def test_not_north_up_rasters_are_warped_upright_with_align_reproject(
-    tmp_path: Path, name: str, transform: tuple[float, ...], turn: Any
+    tmp_path: Path, name: str, transform: tuple[float, ...], turn: Any, resampling: str
 ) -> None:
-    """Every pixel centre of the upright grid falls on a source pixel's centre: nearest resampling moves samples unchanged."""
-    data = np.random.default_rng(3).integers(1, 4000, size=(1, 40, 70), dtype=np.uint16)
+    """Every pixel centre of the upright grid falls on a source pixel's centre: resampling moves samples unchanged.
+
+    Each band's nodata is its own: a sample of nodata beside valid samples of other bands stays nodata. GDAL's warper
+    took a pixel as nodata only where every band was, and bilinear made such a sample 1, the value after nodata.
+    """
+    data = np.random.default_rng(3).integers(1, 4000, size=(3, 40, 70), dtype=np.uint16)
+    data[0, 5:9, 10:30] = data[1, 20:22, :] = 0  # nodata in one band only
     path = write_geotiff(str(tmp_path / f"{name}.tif"), data, epsg=32632, transform=transform, nodata=0)
     refused = run([path], ConvertOptions(out=str(tmp_path / "refused"), time="2023-01-01"))
     assert [(d.reason, "pass --align reproject" in d.message) for d in refused.dead_letters] == [("rotated", True)]
     out = tmp_path / "out"
-    summary = run([path], ConvertOptions(out=str(out), time="2023-01-01", align="reproject", tile_size=32))
+    options = ConvertOptions(out=str(out), time="2023-01-01", align="reproject", tile_size=32, resampling=resampling)
+    summary = run([path], options)
     assert not summary.dead_letters
     (entry,) = load_jsonl(str(out / "manifest.jsonl"))
     assert entry["transform"][4] < 0 and entry["transform"][1] == entry["transform"][3] == 0.0
-    assert np.array_equal(_read(out, entry)[0], turn(data[0]))
+    assert np.array_equal(_read(out, entry), np.stack([turn(band) for band in data]))
 
 
 def test_a_block_that_fails_to_decode_leaves_its_scene_out_of_the_cube(tmp_path: Path) -> None:
