@@ -31,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidInputError
-from rumi_core.files import umask_mode
+from rumi_core.files import naming_errors, umask_mode
 from rumi_core.ifd import base_frame_offset, encode_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 
@@ -98,7 +98,7 @@ class FileAssembler:
         self._fd, self._tmp = tempfile.mkstemp(prefix=".", suffix=".rumi.partial", dir=directory)
         self._open = True
         if self._announced is not None:
-            self._hashed = _HashedWriter(self._fd)
+            self._hashed = _HashedWriter(self._fd, self.path)
         try:
             if self._announced is None:
                 os.lseek(self._fd, self._base, os.SEEK_SET)
@@ -112,7 +112,7 @@ class FileAssembler:
         if self._hashed is not None:
             self._hashed.append(data)
         else:
-            _write_all(self._fd, data)
+            _write_all(self._fd, data, self.path)
 
     def _check_next(self, size: int) -> None:
         index = len(self._counts)
@@ -185,15 +185,16 @@ class FileAssembler:
                 f"only {len(self._counts)} of {self.layout.frame_count} frames were written", field="frames", rule="Every frame is present"
             )
         self._write(self._trailer)
-        if self._hashed is None:
-            head = encode_head(self.layout, self.georef, self._counts)
-            if os.pwrite(self._fd, head, 0) != len(head):
-                raise OSError(f"{self._tmp}: the head was written short")
         sha256 = None if self._hashed is None else self._hashed.finish()
-        # mkstemp creates the file 0600; a published file gets the mode open()
-        # would give it under the process's umask.
-        os.fchmod(self._fd, umask_mode())
-        os.fsync(self._fd)
+        with naming_errors(self.path):
+            if self._hashed is None:
+                head = encode_head(self.layout, self.georef, self._counts)
+                if os.pwrite(self._fd, head, 0) != len(head):
+                    raise OSError(f"{self.path}: the head was written short")
+            # mkstemp creates the file 0600; a published file gets the mode open()
+            # would give it under the process's umask.
+            os.fchmod(self._fd, umask_mode())
+            os.fsync(self._fd)
         self._close()
         blob = build_header(self._tmp, limits=self._own_limits())
         os.replace(self._tmp, self.path)
@@ -251,8 +252,9 @@ class _HashedWriter:
     frames of 8 KiB take 4.5 s to assemble, and 1.2 s in batches.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, name: str) -> None:
         self._fd = fd
+        self._name = name
         self._sha = hashlib.sha256()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="rumi-sha256")
         self._buffers = [bytearray(_BATCH_BYTES), bytearray(_BATCH_BYTES)]
@@ -287,7 +289,7 @@ class _HashedWriter:
         if not self._filled:
             return
         batch = memoryview(self._buffers[self._turn])[: self._filled]
-        _write_all(self._fd, batch)
+        _write_all(self._fd, batch, self._name)
         self._pending[self._turn] = self._pool.submit(self._sha.update, batch)
         self._turn, self._filled = 1 - self._turn, 0
         pending = self._pending[self._turn]
@@ -309,11 +311,12 @@ class _HashedWriter:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
-    """Write all of ``data`` to ``fd`` at its position."""
+def _write_all(fd: int, data: bytes | bytearray | memoryview, name: str) -> None:
+    """Write all of ``data`` to ``fd`` at its position; a failure names ``name``, the file being made."""
     view = memoryview(data).cast("B")
-    while view:
-        view = view[os.write(fd, view) :]
+    with naming_errors(name):
+        while view:
+            view = view[os.write(fd, view) :]
 
 
 def _read_exactly(fd: int, offset: int, view: memoryview) -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, BinaryIO
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["atomic_file", "umask_mode", "write_atomic"]
+__all__ = ["atomic_file", "naming_errors", "umask_mode", "write_atomic"]
 
 
 def umask_mode() -> int:
@@ -41,6 +41,22 @@ def umask_mode() -> int:
 
 
 @contextlib.contextmanager
+def naming_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Make an :class:`OSError` of the block that names no file name ``path``.
+
+    A write that fails for want of room (ENOSPC), past a file-size limit
+    (EFBIG) or on a failing disk (EIO) names no file: "[Errno 28] No space
+    left on device" alone, from a run that writes hundreds of files.
+    """
+    try:
+        yield
+    except OSError as err:
+        if err.filename is not None or err.errno is None:
+            raise
+        raise OSError(err.errno, err.strerror, os.fspath(path)) from err
+
+
+@contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str] | None = None) -> Iterator[BinaryIO]:
     """A file to write ``path`` through, published whole when the block ends: a temporary file, then a rename.
 
@@ -52,7 +68,7 @@ def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
     try:
-        with os.fdopen(fd, "wb") as f:
+        with naming_errors(target), os.fdopen(fd, "wb") as f:
             yield f
             os.fchmod(f.fileno(), umask_mode())
         os.replace(tmp, target)

@@ -55,3 +55,37 @@ def test_a_failed_write_removes_its_temporary(tmp_path: Path, monkeypatch: pytes
         write_atomic(tmp_path / "out.bin", b"x", temp_dir=work)
     assert not list(work.iterdir())
     assert [p.name for p in tmp_path.iterdir()] == ["work"]
+
+
+_PAST_THE_FILE_SIZE_LIMIT = """
+import resource, sys
+import numpy as np
+import rumi_core
+from rumi_core.files import write_atomic
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # Python ignores SIGXFSZ: a write past it is EFBIG
+for label, call in (
+    ("write_atomic", lambda: write_atomic(sys.argv[1] + "/doc.json", bytes(8192))),
+    ("write", lambda: rumi_core.write(sys.argv[1] + "/big.rumi", np.random.default_rng(0).integers(0, 65535, (1, 64, 64), "uint16"),
+                                      bands=["b"], times=["2020-01-01"], compression="portable")),
+):
+    try:
+        call()
+    except OSError as err:
+        print(label, err.errno, err.filename)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="RLIMIT_FSIZE is POSIX")
+def test_a_write_that_fails_for_want_of_room_names_the_file(tmp_path: Path) -> None:
+    """ENOSPC, EFBIG and EIO of a write name no file ("[Errno 27] File too large" alone, from a run writing hundreds of
+    files); the error names the file being made. Here a file-size limit stands in for a full disk."""
+    import errno
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _PAST_THE_FILE_SIZE_LIMIT, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines() == [
+        f"write_atomic {errno.EFBIG} {tmp_path}/doc.json",
+        f"write {errno.EFBIG} {tmp_path}/big.rumi",
+    ], done.stderr
+    assert sorted(os.listdir(tmp_path)) == []  # nothing partial left

@@ -47,7 +47,7 @@ from pipelines.errors import AssemblyError
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.frames import FrameFailure
-from rumi_core.files import write_atomic
+from rumi_core.files import naming_errors, write_atomic
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -146,12 +146,13 @@ class PartWriter:
             return FramePart(key.index, size, os.path.dirname(path), 0)
         part = self._file(key.cube_id)
         views = [memoryview(PART_RECORD.pack(key.index, size)), memoryview(frame).cast("B")]
-        while views:  # a regular file takes it in one call; a short write continues where it stopped
-            done = os.writev(part.fd, views)
-            while views and done >= views[0].nbytes:
-                done -= views.pop(0).nbytes
-            if views:
-                views[0] = views[0][done:]
+        with naming_errors(part.path):
+            while views:  # a regular file takes it in one call; a short write continues where it stopped
+                done = os.writev(part.fd, views)
+                while views and done >= views[0].nbytes:
+                    done -= views.pop(0).nbytes
+                if views:
+                    views[0] = views[0][done:]
         offset = part.end + PART_RECORD.size
         part.end = offset + size
         return FramePart(key.index, size, part.path, offset)
