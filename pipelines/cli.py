@@ -13,6 +13,7 @@ import contextlib
 import glob
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -545,6 +546,22 @@ _STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "termi
 manager, a scheduler or ``kill``."""
 
 
+_BEAM_WRAPPED: Final = re.compile(r"^(?:RuntimeError: )?(?P<cause>\w+: .*?) \[while running '(?P<step>[^']+)'\]$")
+"""How Beam's local runners report an exception of a step: in a ``RuntimeError``, naming the step after it."""
+
+
+def _unwrapped(line: str) -> str:
+    """A failed step's last line without Beam's wrapping: the exception first, then the step it was raised in.
+
+    >>> _unwrapped("RuntimeError: OSError: [Errno 27] File too large: 'x.part' [while running 'Convert/WriteParts/Write']")
+    "OSError: [Errno 27] File too large: 'x.part' (in the step Convert/WriteParts/Write)"
+    >>> _unwrapped("the worker fell over")
+    'the worker fell over'
+    """
+    match = _BEAM_WRAPPED.match(line)
+    return line if match is None else f"{match['cause']} (in the step {match['step']})"
+
+
 @contextlib.contextmanager
 def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[None]:
     """Ctrl-C (SIGINT) or SIGTERM ends the process at once, with status 130 or 143, for the duration.
@@ -625,7 +642,7 @@ def _run_and_report(
         logger.debug("the conversion failed", exc_info=True)
         # The last line that says something: gRPC's errors end in a lone ">".
         lines = [line.strip() for line in str(err).splitlines() if any(c.isalnum() for c in line)]
-        last = (lines[-1] if lines else type(err).__name__)[:500]
+        last = _unwrapped(lines[-1] if lines else type(err).__name__)[:500]
         kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
         # An input's signed URL may be in it: the line goes to terminals and CI logs.
         raise click.ClickException(f"the conversion failed: {redacted(last)} (rerun with -vv for details{kept})") from err

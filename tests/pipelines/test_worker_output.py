@@ -72,6 +72,8 @@ def test_a_failed_step_is_one_line_and_its_tracebacks_are_in_a_file(scenes: str,
     assert done.returncode == 1
     (line,) = done.stderr.splitlines()
     assert line.startswith("Error: the conversion failed: ") and "Not a directory" in line and "Traceback" not in line
+    # The exception first, without Beam's RuntimeError around it, then the step it was raised in.
+    assert re.match(r"Error: the conversion failed: \w+: .* \(in the step Convert/[\w/]+\) \(rerun with -vv", line), line
     (log,) = _logs(line, r"Beam's output is in (\S+)\)")
     assert "Traceback (most recent call last)" in log.read_text()
     log.unlink()
