@@ -32,13 +32,19 @@ __all__ = ["exclusive"]
 def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
     """Hold an exclusive lock on each ``(folder, option)``, creating the folder; release them on exit.
 
+    A folder made here that is still empty on exit is removed: a run that
+    wrote nothing into its catalogue's folder leaves none.
+
     Raises:
         OptionError: another process holds a folder's lock (names the option and the folder).
     """
     held: list[int] = []
     seen: set[str] = set()
+    made: list[str] = []
     try:
         for folder, option in folders:
+            if not os.path.lexists(folder):
+                made.append(folder)
             os.makedirs(folder, exist_ok=True)
             real = os.path.realpath(folder)
             if real in seen:  # --catalog in --out itself, or a link to it: one folder, one lock
@@ -58,3 +64,6 @@ def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
     finally:
         for fd in held:
             os.close(fd)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):  # not empty, or gone
+                os.rmdir(folder)

@@ -332,7 +332,7 @@ def check_catalog_root(root: str, out: str) -> None:
 
 
 def _remove_stale(parent: str, name: str) -> None:
-    """Remove ``.<name>-*-staging`` and ``.<name>-*-old`` folders that a killed run left beside the catalogue.
+    """Remove the ``.<name>-<token>-staging`` and ``-old`` folders that a killed run left beside the catalogue.
 
     The catalogue is written by one step of one run at a time (the run owns its
     catalogue folder), so any such sibling is a leftover, never work in progress.
@@ -342,12 +342,14 @@ def _remove_stale(parent: str, name: str) -> None:
     items over (a shared catalogue holds other runs' items).
     """
     root = os.path.join(parent, name)
-    moved_aside = [entry for entry in os.listdir(parent) if entry.startswith(f".{name}-") and entry.endswith("-old")]
+    # The exact names write_catalog gives: a prefix would take a neighbour's (".stac-eu-…" beside "stac").
+    ours = re.compile(rf"\.{re.escape(name)}-[0-9a-f]{{32}}-(?P<kind>staging|old)")
+    found = [(entry, match["kind"]) for entry in os.listdir(parent) if (match := ours.fullmatch(entry))]
+    moved_aside = [entry for entry, kind in found if kind == "old"]
     if moved_aside and not os.path.exists(os.path.join(root, "catalog.json")):
         _put_back(os.path.join(parent, max(moved_aside, key=lambda entry: os.stat(os.path.join(parent, entry)).st_mtime_ns)), root)
-    for entry in os.listdir(parent):
-        if entry.startswith(f".{name}-") and entry.endswith(("-staging", "-old")):
-            shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
+    for entry, _ in found:
+        shutil.rmtree(os.path.join(parent, entry), ignore_errors=True)
 
 
 def _put_back(old: str, root: str) -> None:

@@ -59,7 +59,11 @@ def main() -> None:
     Ctrl-C ends a command with status 130 (128 + SIGINT), as a shell reports an
     interrupted program, where click would print "Aborted!" and exit 1. A
     process started with SIGINT ignored (``nohup``, ``&`` in a script) keeps ignoring it.
+    SIGTERM ends it alike, with status 143, unwinding as an exit does (its
+    temporary files go), where the process died on the spot.
     """
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _exit_on_interrupt)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_on_interrupt)
     cli()

@@ -235,9 +235,11 @@ def test_sigterm_ends_the_run_as_ctrl_c_does(scenes: str, clean: dict[str, str],
     assert _snapshot(out) == clean
 
 
-def test_ctrl_c_before_the_run_starts_is_status_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_before_the_run_starts_ends_it_with_128_plus_the_signal(tmp_path: Path, stop: signal.Signals) -> None:
     """Ctrl-C while ``rumi`` still prepares (here, a STAC API search that gets no answer): status 130, as a shell
-    reports an interrupted program, not click's "Aborted!" and 1; nothing is written."""
+    reports an interrupted program, not click's "Aborted!" and 1; nothing is written. SIGTERM alike, with 143, where
+    the process died on the spot (status -15)."""
     import socket
 
     listener = socket.socket()
@@ -251,12 +253,12 @@ def test_ctrl_c_before_the_run_starts_is_status_130(tmp_path: Path) -> None:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, text=True)
     try:
         connection, _ = listener.accept()  # the search has started and waits for its answer
-        os.killpg(process.pid, signal.SIGINT)
+        os.killpg(process.pid, stop)
         _, stderr = process.communicate(timeout=60)
         connection.close()
     finally:
         listener.close()
-    assert process.returncode == 130, stderr
+    assert process.returncode == 128 + stop, stderr
     assert "Aborted!" not in stderr and "Traceback" not in stderr, stderr
     assert not out.exists()
 

@@ -37,7 +37,7 @@ def test_a_second_run_into_a_busy_out_or_catalog_stops_before_it_starts(tmp_path
         busy = CliRunner().invoke(cli, command)
     assert busy.exit_code == 1, busy.output
     assert f"Error: --out: another rumi convert is writing into {out}; wait for it to end" in busy.output
-    assert os.listdir(out) == []  # nothing of the refused run
+    assert not out.exists()  # nothing of the refused run, and the holder's folder, empty, went with its lock
     with exclusive([(str(shared), "--catalog")]):
         busy = CliRunner().invoke(cli, [*command, "--catalog", str(shared)])
     assert busy.exit_code == 1 and "--catalog: another rumi convert is writing into" in busy.output, busy.output
@@ -60,6 +60,21 @@ def test_a_run_naming_another_runs_default_catalogue_stops_before_it_starts(tmp_
     assert busy.exit_code == 1 and f"--catalog: another rumi convert is writing into {first.catalog_dir}" in busy.output, busy.output
 
 
+def test_a_run_that_writes_no_catalogue_leaves_no_catalogue_folder(tmp_path: Path) -> None:
+    """The lock on the default OUT/stac made the folder: a run of unreadable inputs left it empty, and ``rumi search``
+    then looked for its catalog.json. A refused run leaves nothing of its own at all."""
+    (tmp_path / "scenes").mkdir()
+    (tmp_path / "scenes" / "bad.tif").write_text("not a raster")
+    out = tmp_path / "out"
+    done = CliRunner().invoke(cli, ["convert", str(tmp_path / "scenes"), "--out", str(out), "--no-progress"])
+    assert done.exit_code == 1 and "nothing was produced" in done.output, done.output
+    assert (out / "dead-letter.jsonl").is_file() and not (out / "stac").exists()
+    other = tmp_path / "other"
+    with exclusive(_local_folders(ConvertOptions(out=str(out)))):
+        refused = CliRunner().invoke(cli, ["convert", str(tmp_path / "scenes"), "--out", str(other), "--catalog", str(out / "stac")])
+    assert refused.exit_code == 1 and not other.exists() and not (out / "stac").exists(), refused.output
+
+
 def test_a_catalogue_a_killed_run_had_moved_aside_is_put_back(tmp_path: Path) -> None:
     """A run killed between moving the catalogue aside and putting the new one in its place left the earlier
     catalogue only in ``.NAME-*-old``, which the next run removed as litter: a shared catalogue lost other runs' items."""
@@ -76,12 +91,15 @@ def test_a_catalogue_a_killed_run_had_moved_aside_is_put_back(tmp_path: Path) ->
         return sorted(p.name for p in shared.rglob("*.json") if p.name not in ("catalog.json", "collection.json"))
 
     assert len(items()) == 1
-    os.rename(shared, tmp_path / ".shared-0123-old")  # where a kill inside the swap leaves it
+    os.rename(shared, tmp_path / f".shared-{'0' * 32}-old")  # where a kill inside the swap leaves it
     shared.mkdir()  # and the folder the next run's lock makes
+    neighbour = tmp_path / f".shared-eu-{'1' * 32}-old"  # another catalogue's, "shared-eu", killed alike
+    neighbour.mkdir()
+    (neighbour / "catalog.json").write_text("{}")
     done = CliRunner().invoke(cli, runs[1])
     assert done.exit_code == 0, done.output
     assert len(items()) == 2
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [neighbour.name]
 
 
 def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
