@@ -541,11 +541,6 @@ def _keep_if_written(log: str) -> bool:
     return written
 
 
-_STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
-"""The signals that end a run at once, with the word its message uses: Ctrl-C, and the stop of a service
-manager, a scheduler or ``kill``."""
-
-
 _BEAM_WRAPPED: Final = re.compile(r"^(?:RuntimeError: )?(?P<cause>\w+: .*?) \[while running '(?P<step>[^']+)'\]$")
 """How Beam's local runners report an exception of a step: in a ``RuntimeError``, naming the step after it."""
 
@@ -560,6 +555,11 @@ def _unwrapped(line: str) -> str:
     """
     match = _BEAM_WRAPPED.match(line)
     return line if match is None else f"{match['cause']} (in the step {match['step']})"
+
+
+_STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+"""The signals that end a run at once, with the word its message uses: Ctrl-C, and the stop of a service
+manager, a scheduler or ``kill``."""
 
 
 @contextlib.contextmanager
