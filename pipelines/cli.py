@@ -31,6 +31,7 @@ from pipelines.errors import OptionError
 from pipelines.folders import folder_files, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
+from pipelines.run_lock import remove_empty_made
 from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
 from pipelines.stac_shape import is_stac_document
 from pipelines.worker_output import worker_output_to
@@ -591,6 +592,7 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
         claims = sys.modules.get("pipelines.bucket_claims")  # imported by a run into a bucket, which may hold claims
         if claims is not None:
             claims.release_held(timeout=5.0)  # else the next run into the folder waits for them to lapse
+        remove_empty_made()  # the catalogue's folder, made for its lock, when nothing was written into it
         os._exit(128 + signum)
 
     previous = {sig: signal.getsignal(sig) for sig in _STOPPING_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}

@@ -25,7 +25,10 @@ from pipelines.errors import OptionError
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
 
-__all__ = ["exclusive"]
+__all__ = ["exclusive", "remove_empty_made"]
+
+_MADE: list[list[str]] = []
+"""The folders each :func:`exclusive` in progress in this process made, in the order made."""
 
 
 @contextlib.contextmanager
@@ -41,6 +44,7 @@ def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
     held: list[int] = []
     seen: set[str] = set()
     made: list[str] = []
+    _MADE.append(made)
     try:
         for folder, option in folders:
             if not os.path.lexists(folder):
@@ -64,6 +68,20 @@ def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
     finally:
         for fd in held:
             os.close(fd)
-        for folder in reversed(made):
-            with contextlib.suppress(OSError):  # not empty, or gone
-                os.rmdir(folder)
+        _MADE[:] = [other for other in _MADE if other is not made]
+        _remove_empty(made)
+
+
+def remove_empty_made() -> None:
+    """Remove the folders every :func:`exclusive` in progress made that are still empty.
+
+    For a run ended by a signal, which leaves at once, without unwinding.
+    """
+    while _MADE:
+        _remove_empty(_MADE.pop())
+
+
+def _remove_empty(made: list[str]) -> None:
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # not empty, or gone
+            os.rmdir(folder)

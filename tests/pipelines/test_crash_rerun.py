@@ -231,6 +231,7 @@ def test_sigterm_ends_the_run_as_ctrl_c_does(scenes: str, clean: dict[str, str],
     assert returncode == 128 + signal.SIGTERM, stderr
     assert stderr.strip().splitlines()[-1] == "terminated: no partial output has a final name; run the same command to resume"
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"rumi-convert-{stopped[0]}-*"))  # its log went with it
+    assert not (out / "stac").exists()  # nor the empty catalogue folder its lock made
     subprocess.run(command, check=True, capture_output=True)
     assert _snapshot(out) == clean
 
