@@ -74,7 +74,7 @@ from pipelines.jsonl import load_jsonl
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
 from pipelines.run_lock import exclusive
-from pipelines.runners import DEFAULT_RUNNER, LOCAL_RUNNERS, local_workers, resolve_runner
+from pipelines.runners import DEFAULT_RUNNER, LOCAL_RUNNERS, RUNNER_NAMES, local_workers, quiet_dask, resolve_runner
 from pipelines.stale import earlier_cubes, hold_earlier, release_earlier, settle, superseded_cubes, unlisted_cubes
 from pipelines.summary import Summary
 from pipelines.threaded_runner import ThreadedRunner
@@ -226,6 +226,8 @@ def _build(
     runner = resolve_runner(given) or given  # an unknown name is Beam's to refuse
     if runner in LOCAL_RUNNERS:
         args += local_workers(args)
+    if runner == RUNNER_NAMES["DaskRunner"]:
+        quiet_dask()
     pipeline_options = PipelineOptions(args)
     standard = pipeline_options.view_as(StandardOptions)
     standard.runner = runner

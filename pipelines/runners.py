@@ -12,6 +12,7 @@ would configure logging before ``rumi -v`` does.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import TYPE_CHECKING, Any, Final
@@ -25,6 +26,7 @@ __all__ = [
     "MAX_WORKERS_PER_CORE",
     "RUNNER_NAMES",
     "local_workers",
+    "quiet_dask",
     "resolve_runner",
     "stock_worker_image",
     "usable_cores",
@@ -52,6 +54,30 @@ def resolve_runner(name: str) -> str | None:
         return name
     names = {n.lower(): RUNNER_NAMES.get(n, n) for n in (*StandardOptions.KNOWN_RUNNER_NAMES, *RUNNER_NAMES)}
     return names.get(name.lower()) or names.get(f"{name.lower()}runner")
+
+
+def _not_a_changed_run_spec(record: logging.LogRecord) -> bool:
+    return "Detected different `run_spec`" not in record.getMessage()
+
+
+def quiet_dask() -> None:
+    """Keep dask.distributed's chatter off the terminal for a DaskRunner run, as Beam's workers' is.
+
+    Its INFO lines (cluster start, workers, plugins) show with ``-v``. Its
+    warning that a key came again with another ``run_spec`` is dropped: Beam's
+    DaskRunner sends its stages' keys again, and a run of a few cubes printed
+    it 18 to 328 times, identical on every runner's bytes. Its other warnings
+    (a worker past its memory budget) still show. ``distributed`` sets its
+    loggers' levels from dask's configuration as it is imported, and its
+    worker processes inherit that configuration, so both are set.
+    """
+    import dask
+    import distributed  # noqa: F401 - its loggers are set as it is imported
+
+    if logging.getLogger().getEffectiveLevel() > logging.INFO:
+        dask.config.set({"logging.distributed": "warning"})
+        logging.getLogger("distributed").setLevel(logging.WARNING)
+    logging.getLogger("distributed.scheduler").addFilter(_not_a_changed_run_spec)
 
 
 MAX_WORKERS_PER_CORE: Final = 16

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -149,7 +150,9 @@ def test_portable_runner_with_external_worker_pool(scenes: str, reference: dict[
         assert _convert(scenes, tmp_path / "out", args, runner="PortableRunner") == reference
 
 
-def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tmp_path: Path) -> None:
+def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Same bytes as the in-memory runner; and none of dask's warnings that Beam's stages came again with another
+    ``run_spec``, which a run of a few cubes printed up to hundreds of times."""
     from dask.distributed import LocalCluster
 
     # The scheduler always serves HTTP; with no address it tries port 8787 and
@@ -157,9 +160,11 @@ def test_dask_runner_on_local_cluster(scenes: str, reference: dict[str, str], tm
     cluster: Any = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address="127.0.0.1:0")
     try:
         args = [f"--dask_client_address={cluster.scheduler_address}", "--dask_npartitions=4"]
-        assert _convert(scenes, tmp_path, args, runner="DaskRunner") == reference  # Beam knows it only by its qualified name
+        with caplog.at_level(logging.WARNING, logger="distributed"):
+            assert _convert(scenes, tmp_path, args, runner="DaskRunner") == reference  # Beam knows it only by its qualified name
     finally:
         cluster.close()
+    assert not [r for r in caplog.records if "run_spec" in r.getMessage()]
 
 
 def _convert_to_bucket(scenes: str, prefix: str, beam_args: list[str], runner: str | None = None) -> dict[str, str]:
