@@ -203,8 +203,11 @@ def _publish(path: str, blob_path: str, assembled: ObjectStat, blob: bytes, meta
         if not store.write(blob_path, blob, if_generation=replaced) and store.read(blob_path) != blob:
             raise AssemblyError(f"{blob_path}: another assembler published a different header blob meanwhile")
     old = store.stat(path)
-    same = old is not None and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
-    if same and old is not None and all(old.metadata.get(k) == metadata[k] for k in _REQUEST):
+    if (
+        old is not None
+        and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
+        and all(old.metadata.get(k) == metadata[k] for k in _REQUEST)
+    ):
         return
     replaced = 0 if old is None else old.generation
     if not store.compose([assembled.url], path, if_generation=replaced, metadata=metadata):

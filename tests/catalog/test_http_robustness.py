@@ -64,23 +64,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.stopping.wait()
             self.close_connection = True
             return
-        if answer is not None and answer.drip is not None:
+        if answer is not None and (answer.drip is not None or answer.cut is not None):
+            # The whole body announced; then a byte at a time (drip), or its first bytes only (cut).
             self.send_response(200)
             self.send_header("Content-Length", str(len(BODY)))
             self.end_headers()
-            for i in range(len(BODY)):
-                if self.server.stopping.wait(answer.drip):
+            pieces = [BODY[i : i + 1] for i in range(len(BODY))] if answer.drip is not None else [BODY[: answer.cut]]
+            for piece in pieces:
+                if answer.drip is not None and self.server.stopping.wait(answer.drip):
                     break
-                self.wfile.write(BODY[i : i + 1])
+                self.wfile.write(piece)
                 self.wfile.flush()
-            self.close_connection = True
-            return
-        if answer is not None and answer.cut is not None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(BODY)))
-            self.end_headers()
-            self.wfile.write(BODY[: answer.cut])
-            self.wfile.flush()
             self.close_connection = True
             return
         if answer is not None:
