@@ -7,6 +7,7 @@ import json
 import click
 
 from catalog.cli.options import check_datetime, command_storage, parse_lonlat_bbox
+from catalog.credentials import unsigned
 from catalog.search import search
 from rumi_core.cli.options import failure, timeout_option
 from rumi_core.errors import RumiError
@@ -33,7 +34,11 @@ def search_command(
     as_json: bool,
     timeout: float | None,
 ) -> None:
-    """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL)."""
+    """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL).
+
+    The table shows each file's href without a password or signature, as errors do: it goes to terminals and
+    logs. ``--json`` prints each hit as found, hrefs whole, for a program to read them with.
+    """
     wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
     try:
         hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit, storage=command_storage(timeout))
@@ -45,7 +50,7 @@ def search_command(
     if not hits:
         click.echo("no cube matches", err=True)
         return
-    rows = [(h.id, f"{h.start} .. {h.end}", ",".join(h.bands), h.data_href or "") for h in hits]
+    rows = [(h.id, f"{h.start} .. {h.end}", ",".join(h.bands), unsigned(h.data_href or "")) for h in hits]
     header = ("id", "time", "bands", "data")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     for r in [header, *rows]:

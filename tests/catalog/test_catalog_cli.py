@@ -10,6 +10,7 @@ import pytest
 import rasterio
 from click.testing import CliRunner
 
+from catalog.collections import build_catalog
 from catalog.items import create_item
 from rumi_core.cli.main import cli
 
@@ -263,3 +264,15 @@ def test_a_remote_items_hrefs_resolve_on_its_server_never_to_local_files(cube: A
     assert result.exit_code == 1
     assert f"names 'file://{cube.path}', a file on this machine, which a remote document may not" in result.output
     assert not (tmp_path / "no.npy").exists()
+
+
+def test_the_search_table_shows_no_password_or_signature(cube: Any, server: RangeRequestServer) -> None:
+    """Hrefs found under a root given with ``user:password@`` and a signed query carry both; the table shows
+    neither, as an error would not. ``--json`` keeps each href whole, for a program to read the file with."""
+    build_catalog([create_item(cube.path, cube.blob_path, thumbnail=False)], cube.path.parent / "stac", catalog_id="c")
+    root = server.url("stac/catalog.json").replace("://", "://alice:s3cr3t@") + "?X-Goog-Signature=deadbeef&v=2"
+    table = CliRunner().invoke(cli, ["search", root])
+    assert table.exit_code == 0, table.output
+    assert "://alice@" in table.output and "s3cr3t" not in table.output and "deadbeef" not in table.output, table.output
+    hits = json.loads(CliRunner().invoke(cli, ["search", root, "--json"]).output)
+    assert hits[0]["data"].startswith(server.url("").replace("://", "://alice:s3cr3t@")), hits
