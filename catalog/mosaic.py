@@ -422,11 +422,14 @@ class Mosaic:
         warped = np.full((*source.shape[:2], WARP_TILE, WARP_TILE), np.nan)
         # Placed where the tile lies, rather than left to GDAL to find 360° round.
         src_transform = Affine.translation(-turn, 0.0) @ g.area_affine @ Affine.translation(origin[1], origin[0])
+        # Band by band: GDAL weighs a kernel's invalid samples one way for a single band and another for several bands
+        # whose NaN differ (a mask per band), so a band's values at the edge of its NaN changed with the bands loaded
+        # beside it. It costs no more: 13 bands of a 512² tile across two UTM zones took 360 ms of CPU so, 373 ms in one call.
         with _WARP_LOCK:
-            for i in range(source.shape[0]):
+            for i, b in np.ndindex(source.shape[:2]):
                 reproject(
-                    np.ascontiguousarray(source[i]),
-                    warped[i],
+                    np.ascontiguousarray(source[i, b]),
+                    warped[i, b],
                     src_transform=src_transform,
                     src_crs=g.crs,
                     src_nodata=np.nan,

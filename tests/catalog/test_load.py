@@ -364,6 +364,24 @@ def test_a_warped_load_does_not_depend_on_its_chunks(tmp_path: Path, resampling:
     np.testing.assert_array_equal(inner, whole[:, :, 30:70, 20:70])
 
 
+@pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
+def test_a_warped_band_does_not_depend_on_the_bands_loaded_with_it(tmp_path: Path, resampling: str) -> None:
+    """A band's warped values are the same loaded alone or beside others whose NaN lie elsewhere. GDAL weighs a kernel's
+    invalid samples otherwise for several bands whose NaN differ, so a band's NaN block grew at its edge when it was loaded
+    beside another band."""
+    data = np.random.default_rng(4).random((1, 2, 150, 170)) * 100
+    data[0, 0, 40:70, 50:90] = np.nan
+    data[0, 1, 90:110, 20:40] = np.nan
+    path = tmp_path / "two.rumi"
+    rumi_core.write(path, data, bands=["a", "b"], times=["2021-01-01"], crs="EPSG:4326",
+                    transform=(0.0001, 0.0, 14.0, 0.0, -0.0001, 52.0), tile_size=64)  # fmt: skip
+    both = load([str(path)], bands=["a", "b"], bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling).data.values
+    for i, band in enumerate(("a", "b")):
+        alone = load([str(path)], bands=[band], bbox=None, crs="EPSG:32633", resolution=10, resampling=resampling).data.values
+        assert np.isnan(alone).any() and np.isfinite(alone).any()
+        np.testing.assert_array_equal(both[:, i], alone[:, 0], err_msg=band)
+
+
 def test_warped_integers_are_rounded_and_clamped(tmp_path: Path) -> None:
     """A warped value going to an integer type is the nearest integer inside the type's range, as GDAL writes it: a cubic
     kernel's overshoot past 255 is 255 in uint8 (it wrapped to a small number), and a bilinear 7.6 is 8 (it was 7)."""
