@@ -182,30 +182,38 @@ class Grid:
         the outline is a plain polygon.
 
         Raises:
-            ItemError: the grid has no CRS.
+            ItemError: the grid has no CRS, covers no area (its corners
+                collapse to a point or a line in float64, or lie at
+                infinity), or has corners with no longitude and latitude.
         """
         if self.crs is None:
             raise ItemError("an ungeoreferenced raster has no footprint")
         import antimeridian
         import shapely
-        from pyproj import CRS, Transformer
+        from pyproj import CRS
 
         from catalog.selectors import wrap_longitude
 
+        corners = self.corners()
+        area = shapely.Polygon(corners).area
+        if not (math.isfinite(area) and area > 0):
+            shown = ", ".join(f"({x:g}, {y:g})" for x, y in corners)
+            raise ItemError(f"the grid covers {'no' if area == 0 else 'no finite'} area: its corners are {shown}")
         ring = self.outline(densify=densify)
         if not shapely.LinearRing(ring).is_ccw:
             ring.reverse()
         outline = shapely.Polygon(ring)
         poles = {90.0: False, -90.0: False}
         if not CRS.from_user_input(self.crs).is_geographic:
-            to_grid = Transformer.from_crs(_WGS84, self.crs, always_xy=True)
+            to_grid = _transformer(_WGS84, self.crs)
             for lat in poles:
                 x, y = to_grid.transform(0.0, lat, errcheck=False)
                 poles[lat] = math.isfinite(x) and math.isfinite(y) and outline.contains(shapely.Point(x, y))
         if self.crs != _WGS84:
-            to_lonlat = Transformer.from_crs(self.crs, _WGS84, always_xy=True)
-            xs, ys = to_lonlat.transform([p[0] for p in ring], [p[1] for p in ring])
+            xs, ys = _transformer(self.crs, _WGS84).transform([p[0] for p in ring], [p[1] for p in ring])
             ring = list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
+            if not all(math.isfinite(v) for point in ring for v in point):
+                raise ItemError(f"the grid's outline has no longitude and latitude in places: its corners lie outside {self.crs}'s domain")
         wrapped = [(wrap_longitude(lon), lat) for lon, lat in ring]
         return antimeridian.fix_polygon(
             shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False

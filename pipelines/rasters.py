@@ -71,9 +71,11 @@ __all__ = [
     "GDAL_HTTP_DEADLINES",
     "GDAL_HTTP_MAX_RETRY",
     "GEOTIFF_SUFFIXES",
+    "MAX_BLOCK_BYTES",
     "MIN_GDAL_CACHE_BYTES",
     "RASTER_SUFFIXES",
     "RasterCache",
+    "block_bytes",
     "file_size",
     "fit_block_cache",
     "gdal_env",
@@ -109,6 +111,25 @@ GDAL_CACHE_BYTES: Final = 16 << 20
 
 MIN_GDAL_CACHE_BYTES: Final = 1 << 20
 """The least GDAL block cache :func:`fit_block_cache` sets (GDAL's own default, before any, is 5 % of RAM)."""
+
+MAX_BLOCK_BYTES: Final = 1 << 30
+"""The most a source's block (tile or strip) may decode to, all bands of a pixel-interleaved one.
+
+GDAL decodes a whole block to read any pixel of it, so a worker's memory
+follows its sources' blocks whatever the tile size. A few bytes of TIFF
+can declare one block of 100,000 x 100,000 pixels (18.6 GiB): read, it
+took the worker down, and the run with it. A fixed bound, not a share of
+the machine's memory, so that the same scene is refused or converted on
+every machine. 1 GiB admits a Sentinel-2 10 m band in one strip (241 MB),
+or four of them interleaved (964 MB); a 745 MiB strip converted at a peak
+of 1.9 GB."""
+
+
+def block_bytes(dataset: Any) -> int:
+    """The bytes the largest block of ``dataset`` decodes to: every band of a block, for pixel-interleaved files."""
+    bands = dataset.count if dataset.interleaving == Interleaving.pixel else 1
+    return int(max(h * w * np.dtype(t).itemsize for (h, w), t in zip(dataset.block_shapes, dataset.dtypes, strict=True))) * bands
+
 
 GDAL_HTTP_DEADLINES: Final = {"GDAL_HTTP_CONNECTTIMEOUT": 30, "GDAL_HTTP_LOW_SPEED_TIME": 60, "GDAL_HTTP_LOW_SPEED_LIMIT": 1}
 """Seconds to connect, and the seconds under 1 byte/s after which GDAL gives a transfer up (libcurl's own default: never)."""

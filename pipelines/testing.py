@@ -27,7 +27,7 @@ from rumi_core.times import parse_time
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["S2_BANDS", "garble_first_block", "make_scene", "write_geotiff", "write_series"]
+__all__ = ["S2_BANDS", "garble_first_block", "make_scene", "write_geotiff", "write_huge_block", "write_series"]
 
 S2_BANDS = ("B02", "B03", "B04", "B08")
 """Band tokens of the generated scenes: Sentinel-2 blue, green, red and near infrared."""
@@ -149,3 +149,13 @@ def garble_first_block(path: str, fill: bytes = b"\xff") -> None:
     with open(path, "r+b") as f:
         f.seek(offset)
         f.write(fill * size)
+
+
+def write_huge_block(path: str, *, size: int = 25000, epsg: int = 32632, origin: tuple[float, float] = (600000.0, 5300000.0)) -> str:
+    """Write a dated GeoTIFF of ``size`` x ``size`` uint16 pixels in one deflated strip, left sparse (about 400 bytes
+    on disk), and return its path: a block of 1.2 GiB decoded at the default size, past what a worker may decode."""
+    profile = {"driver": "GTiff", "width": size, "height": size, "count": 1, "dtype": "uint16", "crs": f"EPSG:{epsg}"}
+    transform = rasterio.Affine(10.0, 0.0, origin[0], 0.0, -10.0, origin[1])
+    with rasterio.open(path, "w", transform=transform, compress="deflate", blockysize=size, sparse_ok=True, **profile) as dst:
+        dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+    return path

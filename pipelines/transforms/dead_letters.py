@@ -29,6 +29,7 @@ REASONS: Final = {
     "bad-stac": "a STAC ItemCollection cannot be read",
     "bad-name": "the path is not UTF-8 text, which GDAL and STAC hrefs need",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
+    "large-blocks": "a tile or strip of the file decodes to more than 1 GiB, which GDAL decodes whole to read any pixel of it",
     "subdatasets": "the file is a container of subdatasets (NetCDF, HDF) with no bands of its own",
     "no-geotransform": "the file is located by ground control points, RPCs or nothing, not by a geotransform",
     "missing-crs": "the file has no CRS",
@@ -36,10 +37,14 @@ REASONS: Final = {
     "unsupported-dtype": "the sample type is not a rumi sample encoding, or bands differ in type",
     "bad-nodata": "the file's nodata value is no sample of its type, or its bands state different ones (a cube's bands share one)",
     "masked": "the file has a mask band (internal or .msk) but no nodata value for the pixels it masks",
+    "bad-transform": "the geotransform places the file nowhere on the Earth (not finite, no area, or outside its CRS's domain)",
     "rotated": "the transform is rotated, sheared or not north-up (see --align reproject)",
     "unknown-time": "no acquisition time was found and --time gives none",
     "bad-time": "a time source holds an invalid time",
-    "bad-metadata": "a product's metadata file (a SAFE's MTD_MSIL2A.xml, a Landsat _MTL.json) cannot be read or lacks a band's factors",
+    "bad-metadata": (
+        "a product's metadata file (a SAFE's MTD_MSIL2A.xml, a Landsat _MTL.json) cannot be read or lacks a band's factors, "
+        "or the file's own band metadata is not UTF-8 text or not finite"
+    ),
     "incomplete-scene": "another band file of its scene could not be read, so the scene is left out whole",
     "dtype-mismatch": "the dtype or nodata differs from the other scenes of its group",
     "band-count-mismatch": "the band set differs from the other scenes of its group",

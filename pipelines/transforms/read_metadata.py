@@ -28,6 +28,7 @@ from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
 from catalog.credentials import unsigned
+from catalog.errors import ItemError
 from catalog.extension import VERTICAL_CRS
 from catalog.grid import Grid
 from pipelines import landsat
@@ -37,7 +38,16 @@ from pipelines.planning.bands import band_name, band_token, stack_id
 from pipelines.planning.hrefs import href_path
 from pipelines.planning.scene import Radiometry, Scene, SceneRef, SourceBand, nodata_key
 from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
-from pipelines.rasters import file_size, gdal_env, gdal_path, has_internal_mask, mask_location, raster_error_text
+from pipelines.rasters import (
+    MAX_BLOCK_BYTES,
+    block_bytes,
+    file_size,
+    gdal_env,
+    gdal_path,
+    has_internal_mask,
+    mask_location,
+    raster_error_text,
+)
 from pipelines.sentinel2 import safe
 from pipelines.sidecars import MetadataError
 from pipelines.transforms import frames
@@ -56,11 +66,78 @@ STAGE: Final = "ReadSceneMetadata"
 """The stage named by the dead letters of scenes whose metadata could not be read or is refused."""
 
 
-def _check_last_block(ds: rasterio.io.DatasetReader) -> None:
+def _check_blocks(ds: rasterio.io.DatasetReader, href: str) -> None:
+    """Refuse blocks larger than :data:`~pipelines.rasters.MAX_BLOCK_BYTES`, then read the last one.
+
+    Raises:
+        SceneError: ``large-blocks``.
+    """
+    need = block_bytes(ds)
+    if need > MAX_BLOCK_BYTES:
+        (block_h, block_w), *_ = sorted(ds.block_shapes, key=lambda shape: -shape[0] * shape[1])
+        raise SceneError(
+            f"its blocks of {block_w} x {block_h} pixels decode to {need / 2**30:.1f} GiB each, and GDAL decodes a whole block "
+            f"to read any pixel of it; a block may decode to at most {MAX_BLOCK_BYTES >> 30} GiB. Tile it first "
+            "(e.g. gdal_translate -co TILED=YES -co COMPRESS=DEFLATE in.tif out.tif)",
+            href=href,
+            reason="large-blocks",
+        )
     block_h, block_w = ds.block_shapes[-1]
     row = (ds.height - 1) // block_h * block_h
     col = (ds.width - 1) // block_w * block_w
     ds.read(ds.count, window=Window(col, row, min(block_w, ds.width - col), min(block_h, ds.height - row)))
+
+
+def _placed_grid(crs: str, transform: tuple[float, ...], height: int, width: int, point: bool, href: str) -> Grid:
+    """The scene's grid, once its footprint is known to lie on the Earth (what its catalogue item will show).
+
+    Raises:
+        SceneError: ``bad-transform``: a coefficient is not finite, the
+            corners collapse to a point or a line in float64 or lie at
+            infinity (a pixel size of 1e-300 or 1e300, an origin of 1e308),
+            or they have no longitude and latitude in the CRS.
+    """
+    try:
+        grid = Grid(crs, transform, height, width, point)  # type: ignore[arg-type]
+        grid.footprint(densify=8)  # as the item draws it
+    except ItemError as err:
+        raise SceneError(
+            f"its georeferencing places it nowhere on the Earth: {err}; "
+            "correct the geotransform (e.g. gdal_edit.py -a_ullr ulx uly lrx lry)",
+            href=href,
+            reason="bad-transform",
+        ) from err
+    return grid
+
+
+def _band_texts(ds: rasterio.io.DatasetReader, href: str) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:
+    """The bands' descriptions and units.
+
+    Raises:
+        SceneError: ``bad-metadata``, one of them is not UTF-8 text.
+    """
+    try:
+        return tuple(ds.descriptions), tuple(ds.units)
+    except UnicodeDecodeError as err:
+        raise SceneError(
+            f"a band description or unit is not UTF-8 text ({err.object[max(0, err.start - 20) : err.end + 20]!r}); "
+            "rewrite it as UTF-8 and convert again",
+            href=href,
+            reason="bad-metadata",
+        ) from err
+
+
+def _finite(value: float, what: str, href: str) -> float:
+    """``value``, which the file states as ``what``.
+
+    Raises:
+        SceneError: ``bad-metadata``, the value is not finite.
+    """
+    if not math.isfinite(value):
+        raise SceneError(
+            f"{what} is {value}, not a finite number; correct it (e.g. gdal_edit.py -scale 1 -offset 0)", href=href, reason="bad-metadata"
+        )
+    return value
 
 
 def _no_bands(ds: rasterio.io.DatasetReader) -> str:
@@ -93,6 +170,12 @@ def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
             " orthorectify it first (e.g. gdalwarp -rpc -t_srs EPSG:n)"
         )
     gcps, gcp_crs = ds.gcps
+    if len(gcps) == 1:
+        # A GeoTIFF tiepoint without a usable ModelPixelScaleTag (absent, or 0): GDAL gives it as one GCP.
+        return (
+            "the file has one tiepoint and no pixel size (its ModelPixelScale is 0 or missing), so nothing places its other "
+            "pixels; set the pixel size (e.g. gdal_edit.py -tr xres yres) and convert again"
+        )
     if gcps:
         where = f" in {gcp_crs.to_string()[:80]}" if gcp_crs else ""
         return (
@@ -328,23 +411,25 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                     reason="bad-nodata",
                 )
             tags = {**ds.tags(ns="IMAGERY"), **ds.tags()}
+            point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
+            grid = _placed_grid(f"EPSG:{int(epsg)}", tuple(float(v) for v in ds.transform[:6]), ds.height, ds.width, point, href)
             token = band_token(href) if ds.count == 1 else None
             hints = ref.band_names if ref.band_names and len(ref.band_names) == ds.count else None
             if hints is None:
                 hints = safe.file_band_texts(href, ds.count)  # a SAFE's JP2s have no band descriptions
+            descriptions, units = _band_texts(ds, href)
             bands = tuple(
                 SourceBand(
                     index=i,
-                    name=band_name(description=ds.descriptions[i - 1], hint=hints[i - 1] if hints else None, token=token, index=i),
-                    description=ds.descriptions[i - 1],
-                    scale=float(ds.scales[i - 1]),
-                    offset=float(ds.offsets[i - 1]),
-                    unit=ds.units[i - 1] or None,
+                    name=band_name(description=descriptions[i - 1], hint=hints[i - 1] if hints else None, token=token, index=i),
+                    description=descriptions[i - 1],
+                    scale=_finite(float(ds.scales[i - 1]), f"band {i}'s scale", href),
+                    offset=_finite(float(ds.offsets[i - 1]), f"band {i}'s offset", href),
+                    unit=units[i - 1] or None,
                 )
                 for i in range(1, ds.count + 1)
             )
-            _check_last_block(ds)
-            transform = tuple(float(v) for v in ds.transform[:6])
+            _check_blocks(ds, href)
             nodata = None if ds.nodata is None else _file_nodata(float(ds.nodata), dtype, href)
             bands, nodata = _described_bands(ref, bands, nodata, dtype)
             if nodata is None and has_internal_mask(ds):
@@ -357,8 +442,6 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                     href=href,
                     reason="masked",
                 )
-            point = tags.get("AREA_OR_POINT", "Area").lower() == "point"
-            height, width = ds.height, ds.width
     except RasterioError as err:
         hint = ""
         if href_path(href).lower().endswith(".hgt") and not _SRTM_TILE.fullmatch(posixpath.basename(href_path(href))):
@@ -380,7 +463,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         )
     return Scene(
         href=href,
-        grid=Grid(f"EPSG:{int(epsg)}", transform, height, width, point),  # type: ignore[arg-type]
+        grid=grid,
         dtype=dtype,
         nodata=nodata,
         bands=bands,

@@ -24,7 +24,7 @@ from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.testing import garble_first_block, write_geotiff, write_series
+from pipelines.testing import garble_first_block, write_geotiff, write_huge_block, write_series
 from rumi_core.cli.main import cli
 
 
@@ -441,6 +441,32 @@ def test_a_block_that_fails_to_decode_leaves_its_scene_out_of_the_cube(tmp_path:
     clean = run([str(kept)], ConvertOptions(out=str(tmp_path / "clean"), tile_size=256), ["--direct_num_workers=2"])
     (entry,) = clean.entries
     assert file_sha256(str(out / f"{summary.entries[0].cube_id}.rumi")) == file_sha256(str(tmp_path / "clean" / f"{entry.cube_id}.rumi"))
+
+
+def test_hostile_scenes_are_dead_letters_and_the_others_convert(tmp_path: Path) -> None:
+    """A scene declaring a 1.2 GiB block, one whose pixels are 1e-300 m, one scaled by NaN and one whose description is
+    not UTF-8 each become a dead letter, and the run converts the rest. Before, each ended the whole run (the block after
+    an attempt to allocate it whole; the NaN scale after its cube's files had their final names, with no manifest)."""
+    scenes = tmp_path / "scenes"
+    paths, data = write_series(str(scenes), dates=["2024-04-02"], size=64, seed=6)
+    dated = {"TIFFTAG_DATETIME": "2024:05:01 00:00:00"}
+    write_huge_block(str(scenes / "huge.tif"))
+    write_geotiff(str(scenes / "tiny.tif"), data[0, :1], epsg=32632, transform=(1e-300, 0, 600000, 0, -1e-300, 5300000), tags=dated)
+    write_geotiff(str(scenes / "nan_scale.tif"), data[0, :1], epsg=32632, transform=(10, 0, 600000, 0, -10, 5300000), tags=dated)
+    with rasterio.open(scenes / "nan_scale.tif", "r+") as dst:
+        dst.scales = (float("nan"),)
+    write_geotiff(str(scenes / "text.tif"), data[0, :1], epsg=32632, transform=(10, 0, 600000, 0, -10, 5300000), tags=dated,
+                  descriptions=["BADBADBAD"])  # fmt: skip
+    (scenes / "text.tif").write_bytes((scenes / "text.tif").read_bytes().replace(b"BADBADBAD", b"B\xffD\xfeBADBA"))
+    out = tmp_path / "out"
+    summary = run([str(scenes)], ConvertOptions(out=str(out), tile_size=32), ["--direct_num_workers=2"])
+    letters = {(Path(d["href"]).name, d["reason"]) for d in load_jsonl(str(out / "dead-letter.jsonl"))}
+    assert letters == {("huge.tif", "large-blocks"), ("tiny.tif", "bad-transform"), ("nan_scale.tif", "bad-metadata"),
+                       ("text.tif", "bad-metadata")}  # fmt: skip
+    (entry,) = summary.entries
+    assert entry.status == "written" and len(paths) == 4
+    np.testing.assert_array_equal(_read(out, load_jsonl(str(out / "manifest.jsonl"))[0]), data[0])  # one date: an Image
+    assert sorted(p.name for p in out.iterdir() if p.suffix in (".rumi", ".rumih")) == [f"{entry.cube_id}.rumi", f"{entry.cube_id}.rumih"]
 
 
 def test_the_second_pass_keeps_overwrite_and_what_the_manifest_recorded(tmp_path: Path) -> None:

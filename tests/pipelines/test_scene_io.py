@@ -7,10 +7,11 @@ import json
 import math
 import os
 import re
+import struct
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from pipelines.planning.grouping import plan_cubes
 from pipelines.planning.scene import SceneRef
 from pipelines.rasters import RasterCache
 from pipelines.sentinel2.testing import l2a_metadata, write_safe
-from pipelines.testing import write_geotiff
+from pipelines.testing import write_geotiff, write_huge_block
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.discover import asset_nodata, asset_radiometry, discover, stac_scene_refs
 from pipelines.transforms.frames import LazyCube, fill_value, read_frame
@@ -79,6 +80,37 @@ def _write_cint16(path: str) -> None:
     with rasterio.open(path, "w", transform=rasterio.Affine(*T), **profile) as dst:
         dst.write(np.ones((1, 8, 8), np.complex64))
         dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+
+
+_PIXEL_SCALE: Final = struct.pack("<3d", 10.5, 10.5, 0.0)
+"""The ModelPixelScaleTag :func:`_write_hostile` writes, for a test to overwrite in the file's bytes."""
+
+
+def _write_hostile(
+    path: str,
+    *,
+    pixel: tuple[float, float] = (10.5, -10.5),
+    origin: float = 600000.0,
+    patch: tuple[bytes, bytes] | None = None,
+    scales: tuple[float, ...] | None = None,
+    offsets: tuple[float, ...] | None = None,
+) -> None:
+    """A dated 50 x 40 GeoTIFF in EPSG:32632 described "BADBADBAD", with the given georeferencing and factors, and
+    ``patch`` replaced in its bytes (GDAL rewrites the directory on update, so every copy)."""
+    import rasterio
+
+    transform = (pixel[0], 0.0, origin, 0.0, pixel[1], 5300000.0)
+    write_geotiff(
+        path, _data(), epsg=32632, transform=transform, tags={"TIFFTAG_DATETIME": "2020:01:01 00:00:00"}, descriptions=["BADBADBAD"]
+    )
+    if scales or offsets:
+        with rasterio.open(path, "r+") as dst:
+            dst.scales = scales or dst.scales
+            dst.offsets = offsets or dst.offsets
+    if patch:
+        data = Path(path).read_bytes()
+        assert patch[0] in data
+        Path(path).write_bytes(data.replace(*patch))
 
 
 class _RangeHandler(SimpleHTTPRequestHandler):
@@ -453,6 +485,51 @@ class TestReadScene:
         if reason is None:
             assert read_scene(SceneRef(path)).dtype == "int8"
             return
+        with pytest.raises(SceneError, match=message) as info:
+            read_scene(SceneRef(path))
+        assert info.value.reason == reason and info.value.href == path
+
+    @pytest.mark.parametrize(
+        ("make", "reason", "message"),
+        [
+            (lambda p: _write_hostile(p, pixel=(1e-300, -1e-300)), "bad-transform", r"nowhere on the Earth: the grid covers no area"),
+            (lambda p: _write_hostile(p, pixel=(1e300, -1e300)), "bad-transform", r"nowhere on the Earth: the grid covers no finite area"),
+            (lambda p: _write_hostile(p, origin=1.7e308), "bad-transform", r"covers no area: its corners are \(1\.7e\+308, "),
+            (lambda p: _write_hostile(p, origin=1e12), "bad-transform", r"corners lie outside EPSG:32632's domain"),
+            (
+                lambda p: _write_hostile(p, patch=(_PIXEL_SCALE, struct.pack("<3d", math.nan, 10.5, 0.0))),
+                "bad-transform",
+                r"a transform has six finite coefficients, got \(nan, ",
+            ),
+            (lambda p: _write_hostile(p, patch=(_PIXEL_SCALE, bytes(24))), "no-geotransform", r"one tiepoint and no pixel size"),
+            (
+                lambda p: _write_hostile(p, patch=(b"BADBADBAD", b"B\xffD\xfeBADBA")),
+                "bad-metadata",
+                r"a band description or unit is not UTF-8 text \(b'B\\xffD",
+            ),
+            (lambda p: _write_hostile(p, scales=(math.inf,)), "bad-metadata", r"band 1's scale is inf, not a finite number"),
+            (lambda p: _write_hostile(p, offsets=(math.nan,)), "bad-metadata", r"band 1's offset is nan, not a finite number"),
+            (write_huge_block, "large-blocks", r"blocks of 25000 x 25000 pixels decode to 1\.2 GiB each.*at most 1 GiB"),
+        ],
+        ids=[
+            "pixel 1e-300",
+            "pixel 1e300",
+            "origin 1e308",
+            "outside the CRS",
+            "NaN pixel",
+            "no pixel size",
+            "description",
+            "scale",
+            "offset",
+            "one huge strip",
+        ],
+    )
+    def test_hostile_metadata_is_refused_naming_what_failed(self, tmp_path: Path, make: Any, reason: str, message: str) -> None:
+        """Georeferencing, band texts, factors and blocks no scene can have are dead letters of their own scene, never an
+        error that ended the run (a huge block was allocated whole, and ran the worker out of memory), nor an item with a
+        null bbox or a cube whose name held 309 digits."""
+        path = str(tmp_path / "hostile.tif")
+        make(path)
         with pytest.raises(SceneError, match=message) as info:
             read_scene(SceneRef(path))
         assert info.value.reason == reason and info.value.href == path
