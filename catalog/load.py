@@ -43,7 +43,8 @@ from __future__ import annotations
 import functools
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -56,7 +57,7 @@ from catalog.storage import Storage
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Sequence
 
     import xarray as xr
 
@@ -94,8 +95,46 @@ def _time_keys(cube: Cube, positions: Sequence[int]) -> list[tuple[int, int]]:
     return [(secs[p], secs[p]) for p in positions]
 
 
-def _axis_chunks(start: int, length: int, step: int) -> tuple[int, ...]:
-    """Chunk sizes along an axis of ``length`` whose boundaries fall on multiples of ``step`` (from ``start``)."""
+_DIMS: Final = ("time", "band", "y", "x")
+"""The dimensions of a load, in order."""
+
+
+def _chunk_steps(chunks: Mapping[str, int | str | None] | int | None) -> dict[str, int | None]:
+    """``chunks`` as a step per dimension it names: a number of elements, or None for the whole axis.
+
+    As dask and xarray read them: a number for every dimension, or by
+    dimension a positive number, ``-1`` or None for one chunk along it, and
+    ``"auto"`` for the default (a dimension left out is the default too).
+
+    Raises:
+        LoadError: a dimension that is not one of ``_DIMS``, or a size
+            that is none of the above.
+    """
+    if chunks is None:
+        return {}
+    given = dict.fromkeys(_DIMS, chunks) if isinstance(chunks, int) and not isinstance(chunks, bool) else chunks
+    if not isinstance(given, Mapping):
+        raise LoadError(f"chunks is {chunks!r}: give a mapping of {', '.join(_DIMS)} to sizes, or one size for all")
+    steps: dict[str, int | None] = {}
+    for dim, size in given.items():
+        if dim not in _DIMS:
+            raise LoadError(f"chunks names {dim!r}, which is no dimension of a load; they are {', '.join(_DIMS)}")
+        if size == "auto":
+            continue
+        if size is None or (isinstance(size, int | np.integer) and not isinstance(size, bool) and size == -1):
+            steps[dim] = None
+        elif isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0:
+            steps[dim] = int(size)
+        else:
+            raise LoadError(f"chunks[{dim!r}] is {size!r}: give a positive number of elements, -1 or None for the whole axis, or 'auto'")
+    return steps
+
+
+def _axis_chunks(start: int, length: int, step: int | None) -> tuple[int, ...]:
+    """Chunk sizes along an axis of ``length`` whose boundaries fall on multiples of ``step`` (from ``start``); one
+    chunk when ``step`` is None."""
+    if step is None:
+        return (length,)
     sizes: list[int] = []
     pos = start
     end = start + length
@@ -182,7 +221,7 @@ def load(
     datetime: str | TimeRange | None = None,
     crs: str | None = None,
     resolution: float | tuple[float, float] | None = None,
-    chunks: Mapping[str, int] | None = None,
+    chunks: Mapping[str, int | str | None] | int | None = None,
     resampling: str = "nearest",
     storage: Storage | None = None,
     threads: int | None = None,
@@ -208,10 +247,13 @@ def load(
         crs: Output CRS, an EPSG code ("EPSG:32633", or any text PROJ reads as exactly that CRS);
             None keeps the items' common lattice.
         resolution: Output pixel size in ``crs`` units, one number or ``(x, y)``.
-        chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``).
-            By default a chunk holds every time step and band of one tile
-            of the first item (whole frames), or 512 pixels square when warping.
-        resampling: A :class:`rasterio.enums.Resampling` name, for warped items.
+        chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``),
+            or one size for all, as dask takes them (``-1`` or None: the
+            whole axis; ``"auto"``: the default). By default a chunk holds
+            every time step and band of one tile of the first item (whole
+            frames), or 512 pixels square when warping.
+        resampling: A :class:`rasterio.enums.Resampling` name GDAL's warper
+            takes (:data:`rasterio.warp.SUPPORTED_RESAMPLING`), for warped items.
         storage: Storage access; a default :class:`Storage` when None.
         threads: Fetch-and-decode threads of each chunk's read.
         limits: For a caller that computes the whole output (``rumi read
@@ -227,7 +269,8 @@ def load(
         ``description``), ``y``, ``x`` and ``spatial_ref``.
 
     Raises:
-        LoadError: the items do not fit one output grid as asked.
+        LoadError: the items do not fit one output grid as asked, or
+            ``chunks`` or ``resampling`` is none of the above.
         SelectorError: a band, the bbox or the datetime selects nothing.
         ItemError: an item does not describe a rumi file.
         StorageError: an item or blob cannot be fetched.
@@ -236,9 +279,14 @@ def load(
     import dask.array as da
     import xarray as xr
     from dask.base import tokenize
+    from rasterio.warp import SUPPORTED_RESAMPLING
 
     from catalog.xarray_backend import band_coords, scale_attrs, spatial_ref, time_coords
 
+    steps = _chunk_steps(chunks)
+    methods = [method.name for method in SUPPORTED_RESAMPLING]
+    if resampling not in methods:
+        raise LoadError(f"resampling {resampling!r} is none of GDAL's warper's: {', '.join(methods)}")
     storage = storage or Storage()
     targets = item_list(items)
     if not targets:
@@ -282,18 +330,17 @@ def load(
 
     first = members[0]
     n_bands = len(first.bands)
-    chunks = dict(chunks or {})
     lay = first.cube.layout
     aligned = first.offsets is not None
     # Blocks fall on the first item's tiles, or for a warped load on the lattice's squares of
     # WARP_TILE (a default block is one of them), so that no square is warped for two blocks.
-    step_y = chunks.get("y", lay.tile_length if aligned else WARP_TILE)
-    step_x = chunks.get("x", lay.tile_width if aligned else WARP_TILE)
+    step_y = steps.get("y", lay.tile_length if aligned else WARP_TILE)
+    step_x = steps.get("x", lay.tile_width if aligned else WARP_TILE)
     start_y, start_x = (-first.offsets[0][0], -first.offsets[0][1]) if first.offsets else lattice_index(out)
-    row_chunks = _axis_chunks(start_y % step_y, out.height, step_y)
-    col_chunks = _axis_chunks(start_x % step_x, out.width, step_x)
-    time_chunks = _axis_chunks(0, len(keys), chunks.get("time", len(keys)))
-    band_chunks = _axis_chunks(0, n_bands, chunks.get("band", n_bands))
+    row_chunks = _axis_chunks(start_y % step_y if step_y else 0, out.height, step_y)
+    col_chunks = _axis_chunks(start_x % step_x if step_x else 0, out.width, step_x)
+    time_chunks = _axis_chunks(0, len(keys), steps.get("time"))
+    band_chunks = _axis_chunks(0, n_bands, steps.get("band"))
     mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
 
     array = da.map_blocks(
@@ -311,7 +358,7 @@ def load(
             repr(bands),
             repr(time_range),
             resampling,
-            sorted(chunks.items()),
+            (row_chunks, col_chunks, time_chunks, band_chunks),
         ),
     )
     out_t = out.affine

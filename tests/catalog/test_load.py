@@ -364,6 +364,42 @@ def test_a_warped_load_does_not_depend_on_its_chunks(tmp_path: Path, resampling:
     np.testing.assert_array_equal(inner, whole[:, :, 30:70, 20:70])
 
 
+@pytest.mark.parametrize("warped", [False, True], ids=["aligned", "warped"])
+def test_chunks_are_taken_as_dask_takes_them(tmp_path: Path, warped: bool) -> None:
+    """-1 and None are one chunk along an axis, "auto" and a left-out dimension the default, one number is every
+    dimension's; the values never change. -1 looped for ever, growing a list until the machine's memory ran out."""
+    data = np.random.default_rng(3).integers(0, 3000, size=(2, 2, 150, 170)).astype("uint16")
+    path = tmp_path / "c.rumi"
+    rumi_core.write(path, data, bands=["a", "b"], times=["2021-01-01", "2021-01-02"], crs="EPSG:4326",
+                    transform=(0.0001, 0.0, 14.0, 0.0, -0.0001, 52.0), tile_size=64)  # fmt: skip
+    target = {"crs": "EPSG:32633", "resolution": 10} if warped else {}
+    default = load([str(path)], bands=None, bbox=None, **target)
+    whole = load([str(path)], bands=None, bbox=None, chunks={"x": -1, "y": None, "time": -1}, **target)
+    assert whole.data.chunks == ((2,), (2,), (default.sizes["y"],), (default.sizes["x"],))
+    auto = load([str(path)], bands=None, bbox=None, chunks={"x": "auto", "band": 1}, **target)
+    assert auto.data.chunks == ((2,), (1, 1), *default.data.chunks[2:])
+    every = load([str(path)], bands=None, bbox=None, chunks=40, **target)
+    assert every.data.chunks[:2] == ((2,), (2,)) and max(every.data.chunks[2]) == max(every.data.chunks[3]) == 40
+    for ds in (whole, auto, every):
+        np.testing.assert_array_equal(ds.data.values, default.data.values)
+    for bad, message in [
+        ({"lat": 10}, "chunks names 'lat', which is no dimension of a load; they are time, band, y, x"),
+        ({"y": 0}, r"chunks\['y'\] is 0: give a positive number"),
+        ({"x": 1.5}, r"chunks\['x'\] is 1.5"),
+        ([64, 64], r"chunks is \[64, 64\]: give a mapping"),
+    ]:
+        with pytest.raises(LoadError, match=message):
+            load([str(path)], bands=None, bbox=None, chunks=bad)  # type: ignore[arg-type]
+
+
+def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:
+    """A misspelt method is a :class:`LoadError` naming the methods, from ``load`` itself: it was a bare KeyError from
+    inside a dask task, once values were asked for."""
+    item = _lonlat_item(tmp_path, "v", np.ones((1, 64, 64), dtype=np.uint16))
+    with pytest.raises(LoadError, match="resampling 'bilinar' is none of GDAL's warper's: nearest, bilinear, cubic"):
+        load([item], bands=None, bbox=None, crs="EPSG:32633", resolution=10, resampling="bilinar")
+
+
 @pytest.mark.parametrize("resampling", ["bilinear", "cubic"])
 def test_a_warped_band_does_not_depend_on_the_bands_loaded_with_it(tmp_path: Path, resampling: str) -> None:
     """A band's warped values are the same loaded alone or beside others whose NaN lie elsewhere. GDAL weighs a kernel's
