@@ -212,7 +212,7 @@ class Cube:
         try:
             doc = json_object(data)
         except ValueError as err:
-            what = _kind_text(data[:16]) if file_kind(data[:16]) else None
+            what = _kind_text(data[:16]) if file_kind(data[:16]) not in (None, "JSON text") else None  # JSON: the parser's words
             raise ItemError(f"{href} is neither a rumi file nor a STAC item: it {f'is {what}' if what else err}") from err
         return cls._from_item(single_item(doc, href), href, storage, header)
 

@@ -21,7 +21,19 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["BAND_LISTS", "LIST", "NUMBER", "OBJECT", "TEXT", "item_problems", "json_kind", "json_object", "list_mismatch", "mismatch"]
+__all__ = [
+    "BAND_LISTS",
+    "LIST",
+    "NUMBER",
+    "OBJECT",
+    "TEXT",
+    "item_problems",
+    "json_kind",
+    "json_object",
+    "json_value",
+    "list_mismatch",
+    "mismatch",
+]
 
 OBJECT: Final = "an object"
 LIST: Final = "a list"
@@ -67,17 +79,30 @@ def list_mismatch(value: Any, entries: str, field: str) -> str | None:
     return None
 
 
+def json_value(data: bytes | str) -> Any:
+    """The JSON value ``data`` holds.
+
+    Raises:
+        ValueError: ``data`` is not UTF-8 JSON (``"is not JSON: ..."``), or
+            nests arrays and objects deeper than Python's parser goes (about
+            a thousand levels), which it raised as a ``RecursionError``.
+    """
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"is not JSON: {err}") from err
+    except RecursionError as err:
+        raise ValueError("is not JSON this reader can take: its arrays and objects nest deeper than Python's parser goes") from err
+
+
 def json_object(data: bytes) -> dict[str, Any]:
     """The JSON object ``data`` holds, a STAC catalogue, collection or item.
 
     Raises:
-        ValueError: ``data`` is not UTF-8 JSON (``"is not JSON: ..."``), or
-            holds another value than an object (``"is a list, not an object"``).
+        ValueError: ``data`` is not JSON (:func:`json_value`), or holds
+            another value than an object (``"is a list, not an object"``).
     """
-    try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"is not JSON: {err}") from err
+    doc = json_value(data)
     problem = mismatch(doc, OBJECT, "it", required=True)
     if problem is not None:
         raise ValueError(problem.removeprefix("it "))

@@ -19,11 +19,11 @@ without an MTL keep what their files say.
 
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from typing import TYPE_CHECKING, Any, Final
 
+from catalog.json_shape import json_value
 from pipelines.planning.hrefs import href_path
 from pipelines.sidecars import MetadataError, parsed_sidecar
 
@@ -67,9 +67,9 @@ def mtl_groups(text: str) -> dict[str, dict[str, str]]:
                 groups.setdefault(stack[-1], {})[key] = value
         return groups
     try:
-        document = json.loads(text)
+        document = json_value(text)
     except ValueError as err:
-        raise MetadataError(f"not JSON: {err}") from err
+        raise MetadataError(str(err).removeprefix("is ")) from err
 
     def walk(name: str, node: Any) -> None:
         if isinstance(node, dict):

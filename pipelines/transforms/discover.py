@@ -20,7 +20,6 @@ An input that finds nothing, or a STAC file that cannot be read, becomes a
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ import apache_beam as beam
 from apache_beam.pvalue import PCollection
 
 from catalog.bands import common_nodata, nodata_mismatch
-from catalog.json_shape import json_kind
+from catalog.json_shape import json_kind, json_value
 from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.folders import folder_files, pattern_files
@@ -231,7 +230,10 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     if is_stac_document(text):
         try:
             raw = Storage().read(text)
-            document = json.loads(raw)
+            try:
+                document = json_value(raw)
+            except ValueError as err:
+                return [DeadLetter(text, "bad-stac", f"the STAC ItemCollection {err}", STAGE)]
             if isinstance(document, dict) and document.get("type") in ("Catalog", "Collection"):
                 document = _catalog_items(text, raw)
             listed = stac_scene_refs(document, text, s2)

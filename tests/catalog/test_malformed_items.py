@@ -85,3 +85,19 @@ def test_a_document_that_is_no_item_is_one_line(tmp_path: Path, document: Any, m
     path.write_text(json.dumps(document))
     result = CliRunner().invoke(cli, ["read", str(path), "--output", str(tmp_path / "out.tif")])
     assert result.exit_code == 1 and message in result.output and "Traceback" not in result.output, result.output
+
+
+@pytest.mark.parametrize("command", ["read", "search", "catalog"])
+def test_json_nested_deeper_than_the_parser_goes_is_one_line(tmp_path: Path, command: str) -> None:
+    """Python's parser gives up on deep nesting with a RecursionError, which every reader showed as a traceback."""
+    deep = '{"type": "Feature", "properties": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path = tmp_path / ("catalog.json" if command != "read" else "item.json")
+    path.write_text(deep)
+    args = {
+        "read": ["read", str(path), "--output", str(tmp_path / "out.npy")],
+        "search": ["search", str(path)],
+        "catalog": ["read", "--catalog", str(path), "--bbox", "10,50,11,51", "--output", str(tmp_path / "out.npy")],
+    }[command]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and isinstance(result.exception, SystemExit), result.output
+    assert "nest deeper than Python's parser goes" in result.output and str(path) in result.output, result.output

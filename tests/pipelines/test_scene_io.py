@@ -395,6 +395,13 @@ class TestDiscover:
         assert isinstance(found, DeadLetter) and found.reason == "no-match"
         with pytest.raises(ValueError, match="expected a STAC ItemCollection"):
             stac_scene_refs({"type": "Catalog"}, "x.json")
+        path.write_text('{"type": "FeatureCollection", "features": ' + "[" * 100_000 + "]" * 100_000 + "}")
+        (found,) = discover(str(path))  # Python's parser gives up with a RecursionError, which ended the run
+        assert isinstance(found, DeadLetter) and found.reason == "bad-stac"
+        assert (
+            found.message
+            == "the STAC ItemCollection is not JSON this reader can take: its arrays and objects nest deeper than Python's parser goes"
+        )
 
     def test_a_remote_item_collections_hrefs_resolve_as_urls(self) -> None:
         """RFC 3986, as for every remote STAC document (catalog.storage.join_href): a root-relative href is on the same server,
