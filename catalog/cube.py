@@ -42,6 +42,7 @@ from catalog.item_parts import ItemParts, single_item
 from catalog.items import time_values
 from catalog.json_shape import TEXT, json_object, mismatch
 from catalog.selectors import (
+    ReadSelectors,
     TimeRange,
     band_positions,
     bands_from_texts,
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
     from affine import Affine
     from numpy.typing import NDArray
 
-    from catalog.selectors import ReadSelectors
     from rumi_core.layout import Layout
     from rumi_core.selection import ReadSelection
     from rumi_core.sources import ByteSource
@@ -377,8 +377,13 @@ class Cube:
         """Turn selectors (:class:`~catalog.selectors.ReadSelectors`) into band positions, time positions and a pixel window.
 
         Raises:
+            TypeError: a keyword is no selector (``band=`` for ``bands=``
+                would otherwise read every band, over HTTP the whole cube).
             SelectorError: a selector matches nothing, or ``bbox`` and ``window`` are both given.
         """
+        unknown = sorted(set(selectors) - set(ReadSelectors.__annotations__))
+        if unknown:
+            raise TypeError(f"unexpected keyword argument {unknown[0]!r}; the selectors are {', '.join(ReadSelectors.__annotations__)}")
         band_pos = self._band_positions(selectors.get("bands"))
         time_pos = self._time_positions(selectors.get("times"))
         bbox = selectors.get("bbox")

@@ -215,7 +215,7 @@ def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, p
 def load(
     items: Iterable[Any] | Any,
     *,
-    bands: Sequence[int | str] | None = None,
+    bands: str | Sequence[int | str] | None = None,
     bbox: Sequence[float] | None = None,
     bbox_crs: str = "EPSG:4326",
     datetime: str | TimeRange | None = None,
@@ -234,7 +234,8 @@ def load(
             hrefs or the hits of :func:`catalog.search`. Their order sets the
             priority of overlaps (first valid wins).
         bands: Band names (name, common name or description) or positions,
-            resolved in each item; None for every band of the first item.
+            resolved in each item (one name alone as a text); None for every
+            band of the first item.
         bbox: ``(minx, miny, maxx, maxy)`` in ``bbox_crs``; None for the union
             of the items. In a geographic CRS it may cross the antimeridian
             (``minx > maxx``); a geographic output across it has longitudes
@@ -291,10 +292,10 @@ def load(
     targets = item_list(items)
     if not targets:
         raise LoadError("load needs at least one item")
-    time_range = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
+    time_range = TimeRange.given(datetime)
     cubes: list[Cube] = []
     try:
-        selected = _open_members(targets, cubes, bands=bands, time_range=time_range, storage=storage)
+        selected = _open_members(targets, cubes, bands=[bands] if isinstance(bands, str) else bands, time_range=time_range, storage=storage)
         if not cubes:
             raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
         grids = [c.grid for c in cubes if c.grid is not None]

@@ -240,7 +240,7 @@ def search(
     *,
     bbox: Sequence[float] | None = None,
     datetime: str | TimeRange | None = None,
-    bands: Sequence[str] | None = None,
+    bands: str | Sequence[str] | None = None,
     limit: int | None = None,
     storage: Storage | None = None,
 ) -> list[SearchHit]:
@@ -251,7 +251,7 @@ def search(
             index (local or URL), or a STAC API URL.
         bbox: ``(minx, miny, maxx, maxy)`` in longitude/latitude; ``minx > maxx`` crosses the antimeridian.
         datetime: ``"A/B"`` (open ends ``..``) or a :class:`TimeRange`.
-        bands: Band names every hit must have.
+        bands: Band names every hit must have; one name alone as a text.
         limit: Most hits returned.
         storage: Storage access for remote catalogues and indexes.
 
@@ -260,18 +260,18 @@ def search(
 
     Raises:
         SearchError: the target cannot be searched.
-        SelectorError: ``datetime`` is malformed.
+        SelectorError: ``datetime`` is malformed, or neither text nor a :class:`TimeRange`.
         StorageError: a remote catalogue or index cannot be fetched.
     """
     storage = storage or Storage()
-    time = TimeRange.parse(datetime) if isinstance(datetime, str) else datetime
+    time = TimeRange.given(datetime)
     if bbox is not None:
         try:
             bbox = check_bbox(bbox, antimeridian=True)
         except SelectorError as err:
             raise SearchError(str(err)) from err
     href = os.fspath(target)
-    wanted = list(bands or [])
+    wanted = [bands] if isinstance(bands, str) else list(bands or [])
     if _is_api(href):
         try:
             found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)

@@ -222,6 +222,20 @@ class TimeRange:
         end = None if b.strip() in ("", "..") else parse_datetime(b, end=True)
         return cls(start, end)
 
+    @classmethod
+    def given(cls, value: str | TimeRange | None, what: str = "datetime") -> TimeRange | None:
+        """``value``, a range or its text (:meth:`parse`), as a range; None stays None.
+
+        Raises:
+            SelectorError: ``value`` is neither (a ``datetime.datetime``, a
+                tuple), or text that is not a range.
+        """
+        if value is None or isinstance(value, TimeRange):
+            return value
+        if isinstance(value, str):
+            return cls.parse(value)
+        raise SelectorError(f"{what} is a {type(value).__name__}: give 'A/B' text (open ends '..'), one date, or a TimeRange")
+
     def meets(self, start: int, end: int) -> bool:
         """Whether ``[start, end]`` intersects this range."""
         return (self.end is None or start <= self.end) and (self.start is None or end >= self.start)

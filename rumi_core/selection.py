@@ -51,6 +51,8 @@ def _positions(value: Sequence[int] | None, total: int, name: str) -> Sequence[i
         return range(total)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [int(value)]
+    if isinstance(value, (str, bytes)):  # not its characters, one by one
+        raise SelectionError(f"{name} positions are integers, got {value!r}")
     out = []
     for v in value:
         try:

@@ -83,6 +83,13 @@ def test_frame_count_limit_applies_to_a_blob(cube_file: tuple[Path, bytes, np.nd
 # -- selections ------------------------------------------------------------------------
 
 
+def test_a_dataset_takes_band_positions_not_a_name(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    """A text given for positions is refused whole: it was read character by character ("got 'r'")."""
+    path, blob, _ = cube_file
+    with rumi_core.open(path, blob) as ds, pytest.raises(SelectionError, match="band positions are integers, got 'red'"):
+        ds.read(bands="red")  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize(
     ("selection", "match"),
     [

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from catalog.collections import build_catalog
 from catalog.cube import Cube
-from catalog.errors import CatalogError, SearchError, StorageError
+from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
 from catalog.index import INDEX_NAME
 from catalog.items import create_item
 from catalog.search import SearchHit, search
@@ -179,6 +179,16 @@ def test_search_command_json_and_table(catalogue: Path) -> None:
     table = runner.invoke(cli, ["search", str(catalogue), "--bands", "coastal"])
     assert table.exit_code == 0
     assert "other_jan" in table.output and "s2_jan" not in table.output
+
+
+def test_one_band_name_is_a_text_and_datetime_a_text_or_range(catalogue: Path) -> None:
+    """A text is one band name, as in :func:`catalog.load` (it was taken letter by letter, and found no hit); a datetime of
+    another type is a :class:`SelectorError` naming the forms (an AttributeError before)."""
+    import datetime as dt
+
+    assert [h.id for h in search(catalogue, bands="coastal")] == [h.id for h in search(catalogue, bands=["coastal"])] == ["other_jan"]
+    with pytest.raises(SelectorError, match="datetime is a datetime: give 'A/B' text"):
+        search(catalogue, datetime=dt.datetime(2021, 6, 1))  # type: ignore[arg-type]
 
 
 def test_search_errors(catalogue: Path, tmp_path: Path) -> None:

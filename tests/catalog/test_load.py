@@ -392,6 +392,14 @@ def test_chunks_are_taken_as_dask_takes_them(tmp_path: Path, warped: bool) -> No
             load([str(path)], bands=None, bbox=None, chunks=bad)  # type: ignore[arg-type]
 
 
+def test_one_band_name_may_be_a_text(scene: Scene) -> None:
+    """As in :func:`catalog.search`: ``bands="red"`` is ``["red"]``, not the bands 'r', 'e' and 'd'."""
+    items = _items(scene, ["A-2021-01"])
+    one = load(items, bands="red", bbox=None)
+    assert list(one.band.values) == ["B4"]
+    np.testing.assert_array_equal(one.data.values, load(items, bands=["red"], bbox=None).data.values)
+
+
 def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     """A misspelt method is a :class:`LoadError` naming the methods, from ``load`` itself: it was a bare KeyError from
     inside a dask task, once values were asked for."""

@@ -68,6 +68,14 @@ def test_window_read_of_an_item_requests_only_frames(
     assert result.times == ("2021-01-11T00:00:00Z", "2021-01-21T10:30:00Z")
 
 
+def test_a_keyword_that_is_no_selector_is_refused_before_any_request(cube: Any, server: RangeRequestServer) -> None:
+    """``band=`` for ``bands=`` read every band of every date, over HTTP the whole cube, and said nothing."""
+    c = Cube.open(server.url("cube.rumi"))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'band'; the selectors are bands, times, bbox, bbox_crs, window"):
+        c.read(band=[0], times=[0])  # type: ignore[call-arg]
+    assert server.requests("cube.rumi") == 0
+
+
 def test_blob_is_fetched_once_when_not_inline(cube: Any, server: RangeRequestServer) -> None:
     write_item(cube, inline=False)
     with Cube.open(server.url("item.json")) as c:
