@@ -31,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from rumi_core.errors import InvalidInputError
-from rumi_core.files import naming_errors, umask_mode
+from rumi_core.files import naming_errors, umask_mode, writable_path
 from rumi_core.ifd import base_frame_offset, encode_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 
@@ -79,7 +79,7 @@ class FileAssembler:
                 f"{trailer.times.time_count} time coordinates for {layout.time_count} time steps; every step needs one",
                 field="times",
             )
-        self.path = os.fspath(path)
+        self.path = writable_path(path)
         self.layout = layout
         self.georef = georef
         self._trailer = trailer.to_bytes()

@@ -13,15 +13,22 @@ would give them, not :func:`tempfile.mkstemp`'s 0600.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
+from rumi_core.errors import InvalidInputError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["atomic_file", "naming_errors", "umask_mode", "write_atomic"]
+__all__ = ["atomic_file", "naming_errors", "umask_mode", "writable_path", "write_atomic"]
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
+"""A URL's scheme and ``://``: a name a local write would take for folders (``http:/host/...``)."""
 
 
 def umask_mode() -> int:
@@ -38,6 +45,25 @@ def umask_mode() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return 0o666 & ~mask
+
+
+def writable_path(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+    """``path`` as text, once a file can be written there: before any work, and naming ``path``, not a temporary name.
+
+    Raises:
+        InvalidInputError: ``path`` is a URL (writes are local; upload the file after).
+        IsADirectoryError: ``path`` is a directory.
+        FileNotFoundError: the folder ``path`` would be in does not exist.
+    """
+    text = os.fsdecode(path)
+    if _URL.match(text):
+        raise InvalidInputError(f"{text} is a URL, and files are written locally: write it to a local path, then upload it", field="path")
+    if os.path.isdir(text):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file to write", text)
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(errno.ENOENT, f"cannot write {os.path.basename(text)} in a folder that does not exist", folder)
+    return text
 
 
 @contextlib.contextmanager
@@ -65,7 +91,7 @@ def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str
     is made in ``temp_dir``, which must be on the same file system as
     ``path``, or beside ``path`` when it is None.
     """
-    target = Path(path)
+    target = Path(writable_path(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
     try:
         with naming_errors(target), os.fdopen(fd, "wb") as f:

@@ -31,6 +31,7 @@ from rumi_core.codecs import BoundedCodec, FrameCodec, bounded_encoding_check, p
 from rumi_core.compression import DECODE_FLOOR, MODES, CompressionChoice, parse_frame_unit_choice, parse_mode, select_layout
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
+from rumi_core.files import writable_path
 from rumi_core.georef import Georeferencing
 from rumi_core.ifd import base_frame_offset
 from rumi_core.layout import Layout
@@ -362,8 +363,10 @@ def write(
 
     Raises:
         InvalidInputError: an input cannot be stored, or the bound cannot be
-            honoured; nothing was written.
+            honoured, or ``path`` is a URL; nothing was written.
         CRSError: the CRS has no EPSG code.
+        IsADirectoryError: ``path`` is a folder.
+        FileNotFoundError: the folder of ``path`` does not exist.
 
     Example:
         >>> import numpy as np, tempfile, os
@@ -373,6 +376,9 @@ def write(
         32
     """
     # Every input is checked before the (measuring) choice of compression.
+    writable_path(path)
+    if not hasattr(data, "shape"):  # nested lists, as NumPy takes them
+        data = np.asarray(data)
     checked = plan_write(
         data.shape,
         data.dtype,

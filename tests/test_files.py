@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from typing import TYPE_CHECKING
 
@@ -89,3 +90,38 @@ def test_a_write_that_fails_for_want_of_room_names_the_file(tmp_path: Path) -> N
         f"write {errno.EFBIG} {tmp_path}/big.rumi",
     ], done.stderr
     assert sorted(os.listdir(tmp_path)) == []  # nothing partial left
+
+
+@pytest.mark.parametrize("how", ["write", "assemble", "atomic"])
+def test_a_path_no_file_can_be_written_at_is_named_before_any_work(tmp_path: Path, how: str) -> None:
+    """A missing folder, a folder and a URL are refused naming what the caller gave. Before, the error named a hidden
+    temporary (``nodir/.x7ph2v.rumi.partial``), a folder's temporary went into its parent, and a URL became the
+    local folders ``http:/host/``."""
+    import numpy as np
+
+    import rumi_core
+    from rumi_core.assemble import FileAssembler
+    from rumi_core.errors import InvalidInputError
+    from rumi_core.files import atomic_file
+    from rumi_core.writer import plan_write
+
+    plan = plan_write((1, 16, 16), np.dtype("uint16"), bands=["a"], times=["2020-01-01"])
+
+    def attempt(path: str | bytes) -> None:
+        if how == "write":
+            rumi_core.write(path, np.zeros((1, 16, 16), "uint16"), bands=["a"], times=["2020-01-01"])
+        elif how == "assemble":
+            FileAssembler(path, plan.layout, plan.georef, plan.trailer).abort()
+        else:
+            with atomic_file(path) as f:
+                f.write(b"x")
+
+    with pytest.raises(FileNotFoundError, match=re.escape(f"cannot write x.rumi in a folder that does not exist: '{tmp_path / 'nodir'}'")):
+        attempt(str(tmp_path / "nodir" / "x.rumi"))
+    with pytest.raises(IsADirectoryError, match=re.escape(f"is a folder, not a file to write: '{tmp_path}'")):
+        attempt(str(tmp_path))
+    with pytest.raises(InvalidInputError, match=re.escape("http://127.0.0.1:9/x.rumi is a URL, and files are written locally")):
+        attempt("http://127.0.0.1:9/x.rumi")
+    assert sorted(os.listdir(tmp_path)) == [] and not any(n.endswith(".partial") for n in os.listdir(tmp_path.parent))
+    attempt(os.fsencode(tmp_path / "b.rumi"))  # a bytes path, as os takes one
+    assert os.listdir(tmp_path) == ([] if how == "assemble" else ["b.rumi"])

@@ -205,6 +205,12 @@ def test_every_dtype_round_trips(tmp_path: Path, dtype: str, shape: tuple[int, .
 UNIT_CASES = [(b, t, u) for b, t in [(1, 1), (3, 1), (1, 3), (3, 2)] for u in valid_units(b, t)]
 
 
+def test_nested_lists_are_written_as_numpy_takes_them(tmp_path: Path) -> None:
+    """Data without a ``shape`` is :func:`numpy.asarray`'s (it was an AttributeError on ``shape``)."""
+    rumi_core.write(tmp_path / "l.rumi", [[[1, 2], [3, 4]]], bands=["a"], times=["2020-01-01"])
+    np.testing.assert_array_equal(rumi_core.read(tmp_path / "l.rumi"), np.asarray([[[1, 2], [3, 4]]]))
+
+
 @pytest.mark.parametrize(("bands", "times", "unit"), UNIT_CASES, ids=[f"B{b}-T{t}-unit{u}" for b, t, u in UNIT_CASES])
 def test_every_valid_frame_unit_round_trips(tmp_path: Path, bands: int, times: int, unit: int) -> None:
     shape = (times, bands, 9, 10) if times > 1 else (bands, 9, 10)

@@ -37,7 +37,7 @@ def search_command(
     """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL).
 
     The table shows each file's href without a password or signature, as errors do: it goes to terminals and
-    logs. ``--json`` prints each hit as found, hrefs whole, for a program to read them with.
+    logs. --json prints each hit as found, hrefs whole, for a program to read them with.
     """
     wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
     try:
