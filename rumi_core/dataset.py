@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from rumi_core.header import HeaderBlob
+from rumi_core.header import BlobArgument, HeaderBlob
 from rumi_core.info import Info, info
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import read_selection, resolve_header
@@ -38,7 +38,7 @@ class Dataset:
     def __init__(
         self,
         source: ByteSource | str | os.PathLike[str] | bytes,
-        header: HeaderBlob | bytes | None = None,
+        header: BlobArgument | None = None,
         *,
         metadata: bool = True,
         limits: Limits = DEFAULT_LIMITS,
@@ -130,7 +130,7 @@ class Dataset:
 
 def open(  # noqa: A001 - mirrors the built-in, as rasterio.open does
     source: ByteSource | str | os.PathLike[str] | bytes,
-    header: HeaderBlob | bytes | None = None,
+    header: BlobArgument | None = None,
     *,
     metadata: bool = True,
     limits: Limits = DEFAULT_LIMITS,
@@ -139,8 +139,9 @@ def open(  # noqa: A001 - mirrors the built-in, as rasterio.open does
 
     Args:
         source: A local path, the file's bytes, or any :class:`ByteSource`.
-        header: The file's header blob. When None, it is built from the
-            file's head (*Creating the header blob*).
+        header: The file's header blob: parsed, its bytes, or the path of its
+            ``.rumih`` file. When None, it is built from the file's head
+            (*Creating the header blob*).
         metadata: Read the head and trailer now, for :attr:`Dataset.info`
             (and check ``header`` against the file). With ``False`` and a
             ``header``, opening reads nothing and every read fetches frames

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 
@@ -39,11 +39,13 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
 __all__ = [
+    "BlobArgument",
     "HEADER_MAGIC",
     "check_blob_fits",
     "HEADER_SIZE",
     "HEADER_VERSION",
     "HeaderBlob",
+    "blob_bytes",
     "build_header",
     "header_from_head",
 ]
@@ -232,9 +234,41 @@ class HeaderBlob:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
-        """Read and parse a ``.rumih`` file."""
-        with open(path, "rb") as f:
-            return cls.from_bytes(f.read(), limits=limits)
+        """Read and parse a ``.rumih`` file (:func:`blob_bytes`)."""
+        return cls.from_bytes(blob_bytes(path, limits=limits), limits=limits)
+
+    @classmethod
+    def given(cls, header: BlobArgument, *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
+        """``header`` as a parsed blob: a :class:`HeaderBlob`, a blob's bytes, or the path of a ``.rumih`` file."""
+        return header if isinstance(header, HeaderBlob) else cls.from_bytes(blob_bytes(header, limits=limits), limits=limits)
+
+
+BlobArgument: TypeAlias = "HeaderBlob | bytes | bytearray | memoryview | str | os.PathLike[str]"
+"""What a reader takes for a file's header blob: parsed, its bytes, or the path of its ``.rumih`` file."""
+
+
+def blob_bytes(header: bytes | bytearray | memoryview | str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
+    """A blob's bytes: ``header`` itself, or the bytes of the file it names, read whole.
+
+    A file larger than any blob of ``limits.max_frames`` frames is refused
+    unread: the rumi file given for its blob may be gigabytes.
+
+    Raises:
+        InvalidHeaderError: the file is larger than a blob can be.
+        OSError: the file cannot be read.
+    """
+    if not isinstance(header, (str, os.PathLike)):
+        return bytes(header)
+    with open(header, "rb") as f:
+        size, most = os.fstat(f.fileno()).st_size, HEADER_SIZE + packed_size(limits.max_frames, 32)
+        if size > most:
+            raise InvalidHeaderError(
+                f"{os.fspath(header)} is {size} bytes, more than a blob of at most {limits.max_frames} frames can be ({most}); "
+                "is it a rumi file rather than its .rumih?",
+                field="blob size",
+                rule="The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes",
+            )
+        return f.read()
 
 
 def _fail(msg: str, fld: str, at: int, rule: str) -> InvalidHeaderError:

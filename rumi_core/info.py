@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from rumi_core.georef import PIXEL_IS_POINT
-from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.header import BlobArgument, HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.sources import ByteSource, deadline, open_source
 from rumi_core.structure import read_structure
@@ -107,7 +107,7 @@ class Info:
 
 def info(
     source: ByteSource | str | os.PathLike[str] | bytes,
-    header: HeaderBlob | bytes | bytearray | memoryview | None = None,
+    header: BlobArgument | None = None,
     *,
     limits: Limits = DEFAULT_LIMITS,
     timeout: float | None = None,
@@ -133,7 +133,7 @@ def info(
             src.close()
     head = structure.head
     if header is not None:
-        blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header, limits=limits)
+        blob = HeaderBlob.given(header, limits=limits)
         check_against_head(blob, head)
     return Info(
         layout=head.layout,

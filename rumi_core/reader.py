@@ -48,7 +48,7 @@ import numpy as np
 
 from rumi_core.codecs import decode_into_place
 from rumi_core.errors import FrameDecodeError, InvalidFileError
-from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits, header_from_head
+from rumi_core.header import BlobArgument, HeaderBlob, blob_bytes, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.selection import OutputPlan, ReadSelection, place_frame, resolve_selection
@@ -75,19 +75,18 @@ __all__ = [
 ]
 
 
-def resolve_header(
-    source: ByteSource, header: HeaderBlob | bytes | bytearray | memoryview | None, *, limits: Limits = DEFAULT_LIMITS
-) -> HeaderBlob:
-    """Return the blob to read with, building it from the file when none is given.
+def resolve_header(source: ByteSource, header: BlobArgument | None, *, limits: Limits = DEFAULT_LIMITS) -> HeaderBlob:
+    """Return the blob to read with (:data:`~rumi_core.header.BlobArgument`), building it from the file when none is given.
 
     Raises:
         InvalidHeaderError: the given blob is malformed.
         InvalidFileError: no blob was given and the file is not compliant.
+        OSError: the blob's file cannot be read.
     """
     if isinstance(header, HeaderBlob):
         return header
     if header is not None:
-        return _parsed_blob(bytes(header), limits)
+        return _parsed_blob(blob_bytes(header, limits=limits), limits)
     from rumi_core.structure import read_structure
 
     head = read_structure(source, limits=limits).head
@@ -513,7 +512,7 @@ def _band_positions(source: ByteSource, blob: HeaderBlob, bands: Any, limits: Li
 
 def read(
     source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview,
-    header: HeaderBlob | bytes | bytearray | memoryview | None = None,
+    header: BlobArgument | None = None,
     *,
     bands: Sequence[int | str] | None = None,
     times: Sequence[int] | None = None,
@@ -527,8 +526,9 @@ def read(
 
     Args:
         source: A local path, the file's bytes, or any :class:`ByteSource`.
-        header: The file's header blob. When None, it is built from the file
-            (which reads the head and trailer once).
+        header: The file's header blob: parsed, its bytes, or the path of its
+            ``.rumih`` file. When None, it is built from the file (which reads
+            the head and trailer once).
         bands: Band positions or names (``["red", "nir"]``, ``[0, "B8"]``), in
             the order wanted; None for all. Names are matched as ``rumi read``
             matches them (the band's name, EO common name or any part of its

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rumi_core.header import HeaderBlob, check_against_head
+from rumi_core.header import BlobArgument, HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import decode_checked
 from rumi_core.sources import ByteSource, open_source
@@ -70,7 +70,7 @@ def _check_batch(check: Callable[[int, bytes], None], bounds: list[int], data: m
 
 def validate(
     source: ByteSource | str | os.PathLike[str] | bytes,
-    header: HeaderBlob | bytes | bytearray | memoryview | None = None,
+    header: BlobArgument | None = None,
     *,
     quick: bool = False,
     threads: int | None = None,
@@ -80,7 +80,7 @@ def validate(
 
     Args:
         source: Path, bytes or :class:`ByteSource` of the ``.rumi`` file.
-        header: The blob that should describe the file, if any.
+        header: The blob that should describe the file, if any: parsed, its bytes, or its ``.rumih`` file's path.
         quick: Skip decoding the frames.
         threads: Decoding threads; None uses every CPU available.
         limits: Resource limits checked before allocating or decoding.
@@ -100,7 +100,7 @@ def validate(
     try:
         structure = read_structure(src, limits=limits)
         if header is not None:
-            blob = header if isinstance(header, HeaderBlob) else HeaderBlob.from_bytes(header, limits=limits)
+            blob = HeaderBlob.given(header, limits=limits)
             check_against_head(blob, structure.head)
         if not quick:
             _check_frames(src, structure, threads=threads or default_threads(), limits=limits)

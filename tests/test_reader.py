@@ -17,7 +17,7 @@ import rasterio.windows
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource, reader
 from rumi_core.encodings import encoding_for_dtype
-from rumi_core.errors import HeaderMismatchError, ResourceLimitError, SelectionError, SourceError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
 from rumi_core.layout import Layout
 from rumi_core.reader import plan_requests, resolve_header
@@ -81,6 +81,23 @@ def test_frame_count_limit_applies_to_a_blob(cube_file: tuple[Path, bytes, np.nd
 
 
 # -- selections ------------------------------------------------------------------------
+
+
+def test_a_header_may_be_its_rumih_files_path(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    """read, open, info and validate take the blob's path as ``rumi read --header`` does: a text was a TypeError, and a
+    Path's encoded name was parsed as a 7-byte blob. A file larger than any blob is refused unread."""
+    path, blob, data = cube_file
+    (tmp_path / "cube.rumih").write_bytes(blob)
+    for given in (tmp_path / "cube.rumih", str(tmp_path / "cube.rumih")):
+        np.testing.assert_array_equal(rumi_core.read(path, given, times=[1]), data[[1]])
+        with rumi_core.open(path, given) as ds:
+            assert ds.header.to_bytes() == blob
+        assert rumi_core.info(path, given).shape == data.shape
+        rumi_core.validate(path, given)
+    with pytest.raises(InvalidHeaderError, match=r"cube\.rumi is \d+ bytes, more than a blob of at most 4 frames can be \(48\)"):
+        rumi_core.read(path, path, limits=Limits(max_frames=4))
+    with pytest.raises(FileNotFoundError):
+        rumi_core.read(path, tmp_path / "none.rumih")
 
 
 def test_a_dataset_takes_band_positions_not_a_name(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
