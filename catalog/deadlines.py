@@ -18,6 +18,7 @@ so often per request or per thread.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from typing import TYPE_CHECKING, Final
@@ -28,10 +29,12 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_TIMEOUT",
     "FIRST_BACKOFF",
+    "NO_DEADLINE",
     "STAC_API_TIMEOUT",
     "TRANSIENT_RETRIES",
     "OperationSlot",
     "ReadOperation",
+    "budget",
     "retried_text",
     "seconds_text",
 ]
@@ -49,6 +52,31 @@ flaky one (a CDN's occasional 502) does not end a training epoch."""
 
 STAC_API_TIMEOUT: Final = (10.0, 60.0)
 """Seconds to connect to a STAC API, and to wait for each answer (pystac-client, through requests, waits for ever unless told)."""
+
+
+NO_DEADLINE: Final = 1e7
+"""The budget of an operation given ``inf`` seconds: 116 days, which no clock or socket timeout overflows
+(urllib3 took ``inf`` as a socket timeout and failed with an OverflowError)."""
+
+
+def budget(seconds: float | None) -> float:
+    """``seconds`` as an operation's budget: :data:`DEFAULT_TIMEOUT` for None, :data:`NO_DEADLINE` at most.
+
+    >>> budget(None), budget(2), budget(float("inf"))
+    (120.0, 2.0, 10000000.0)
+
+    Raises:
+        ValueError: ``seconds`` is not a number above 0 (NaN, 0, a text).
+    """
+    if seconds is None:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        value = math.nan
+    if isinstance(seconds, (bool, str)) or not value > 0:
+        raise ValueError(f"a timeout is a number of seconds above 0 (inf for none), got {seconds!r}")
+    return min(value, NO_DEADLINE)
 
 
 def seconds_text(seconds: float) -> str:
@@ -114,7 +142,7 @@ class OperationSlot:
     """Where a source keeps the operation in progress; requests outside one get their own."""
 
     def __init__(self, timeout: float | None) -> None:
-        self.timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        self.timeout = budget(timeout)
         """The default budget of an operation, in seconds."""
         self._operation: ReadOperation | None = None
         self._lock = threading.Lock()
@@ -132,7 +160,7 @@ class OperationSlot:
         with self._lock:
             outer = self._operation
             if outer is None:
-                self._operation = ReadOperation(self.timeout if seconds is None else float(seconds))
+                self._operation = ReadOperation(self.timeout if seconds is None else budget(seconds))
         try:
             yield
         finally:

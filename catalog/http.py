@@ -44,7 +44,7 @@ import urllib3
 from urllib3.util import make_headers, parse_url
 from urllib3.util.retry import Retry
 
-from catalog.deadlines import DEFAULT_TIMEOUT, ReadOperation, retried_text, seconds_text
+from catalog.deadlines import ReadOperation, budget, retried_text, seconds_text
 from catalog.errors import StorageError
 from catalog.remote import RemoteRangeSource
 
@@ -471,7 +471,7 @@ def read_url(
         StorageError: the request failed or did not answer ``200``.
     """
     pool = pool or default_pool()
-    seconds = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+    seconds = budget(timeout)
     op = ReadOperation(seconds)
     target, sent = _credentials(url, headers)
     # A read timeout needs no count of its own: each attempt waits at most the time left, so one

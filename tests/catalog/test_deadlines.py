@@ -9,6 +9,8 @@ elapsed time.
 
 from __future__ import annotations
 
+import math
+import re
 import struct
 import time
 from collections import Counter
@@ -22,6 +24,7 @@ import rumi_core
 from catalog.cube import Cube
 from catalog.errors import StorageError
 from catalog.http import HTTPRangeSource
+from catalog.storage import Storage
 from catalog.testing import Fault
 from rumi_core.cli.main import cli
 from rumi_core.errors import HeaderMismatchError
@@ -111,6 +114,19 @@ def test_a_cube_read_takes_a_timeout(spread: Any, server: RangeRequestServer) ->
             cube.read(bands=[0], times=[0], threads=2, timeout=1)
         server.inject(None)
         np.testing.assert_array_equal(cube.read(bands=[0], times=[0], timeout=30).data, spread.data[[0]][:, [0]])
+
+
+def test_an_infinite_timeout_is_none_and_a_nan_one_is_refused(spread: Any, server: RangeRequestServer) -> None:
+    """``inf`` waits as long as a read takes (urllib3 failed on it with OverflowError: timestamp out of range); NaN, 0 and
+    a text are refused naming the value (NaN was urllib3's ValueError)."""
+    with Cube.open(server.url("cube.rumi"), storage=Storage(timeout=math.inf)) as cube:
+        np.testing.assert_array_equal(cube.read(bands=[0], times=[0], timeout=math.inf).data, spread.data[[0]][:, [0]])
+        np.testing.assert_array_equal(
+            rumi_core.read(server.url("cube.rumi"), bands=[0], times=[0], timeout=math.inf), spread.data[[0]][:, [0]]
+        )
+        for bad in (math.nan, 0, "5"):
+            with pytest.raises(ValueError, match=re.escape(f"a timeout is a number of seconds above 0 (inf for none), got {bad!r}")):
+                cube.read(bands=[0], times=[0], timeout=bad)  # type: ignore[arg-type]
 
 
 def test_rumi_read_and_export_take_timeout_seconds(spread: Any, server: RangeRequestServer, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+import catalog.deadlines
 import catalog.http
 from catalog.errors import StorageError
 from catalog.http import HTTPRangeSource, read_url
@@ -185,7 +186,7 @@ def test_a_silent_server_holds_a_whole_object_read_for_one_default_timeout(
     scripted: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With no timeout given, the default one is the whole budget: a wait for data that used it up is not tried again."""
-    monkeypatch.setattr(catalog.http, "DEFAULT_TIMEOUT", 2.0)
+    monkeypatch.setattr(catalog.deadlines, "DEFAULT_TIMEOUT", 2.0)
     scripted.script = [Answer(silent=True)] * 4
     started = time.monotonic()
     with pytest.raises(StorageError, match=r"x\.rumi: GET got no answer within 2 s"):
