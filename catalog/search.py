@@ -259,10 +259,12 @@ def search(
         The hits, in index (or API) order.
 
     Raises:
-        SearchError: the target cannot be searched.
+        SearchError: the target cannot be searched, or ``limit`` is below 1.
         SelectorError: ``datetime`` is malformed, or neither text nor a :class:`TimeRange`.
         StorageError: a remote catalogue or index cannot be fetched.
     """
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise SearchError(f"limit is a number of hits, at least 1 (None for all), got {limit!r}")  # -1 returned none
     storage = storage or Storage()
     time = TimeRange.given(datetime)
     if bbox is not None:

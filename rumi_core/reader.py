@@ -53,7 +53,7 @@ from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.selection import OutputPlan, ReadSelection, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, is_local, known_size, open_source
-from rumi_core.threads import default_threads, run_together
+from rumi_core.threads import run_together, thread_count
 
 if TYPE_CHECKING:
     import os
@@ -196,9 +196,10 @@ def plan_requests(
 
 def _workers(layout: Layout, frame_count: int, threads: int | None) -> int:
     """Threads that decode a read of ``frame_count`` frames: one for frames under :data:`PARALLEL_FRAME_BYTES`."""
+    count = thread_count(threads)
     if layout.max_decoded_frame_bytes < PARALLEL_FRAME_BYTES:
         return 1
-    return max(1, min(threads or default_threads(), frame_count))
+    return max(1, min(count, frame_count))
 
 
 def _requests(

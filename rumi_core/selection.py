@@ -56,6 +56,8 @@ def _positions(value: Sequence[int] | None, total: int, name: str) -> Sequence[i
     out = []
     for v in value:
         try:
+            if isinstance(v, bool):  # True is 1 to operator.index, and no position to a caller
+                raise TypeError(v)
             i = operator.index(v)
         except TypeError as err:
             raise SelectionError(f"{name} positions are integers, got {v!r}") from err

@@ -21,10 +21,14 @@ import queue
 import threading
 from typing import TYPE_CHECKING, Final, TypeVar
 
+import numpy as np
+
+from rumi_core.errors import RumiError
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-__all__ = ["default_threads", "run_together"]
+__all__ = ["default_threads", "run_together", "thread_count"]
 
 T = TypeVar("T")
 
@@ -35,6 +39,19 @@ def default_threads() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def thread_count(threads: int | None) -> int:
+    """``threads`` as a count: :func:`default_threads` for None or 0.
+
+    Raises:
+        RumiError: ``threads`` is not a whole number of at least 0 (a bool, -1, 1.5).
+    """
+    if threads is None or (isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads == 0):
+        return default_threads()
+    if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 0:
+        raise RumiError(f"threads is a number of threads, at least 1 (None or 0 for every CPU), got {threads!r}")
+    return int(threads)
 
 
 class _Job:

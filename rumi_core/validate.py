@@ -25,7 +25,7 @@ from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import decode_checked
 from rumi_core.sources import ByteSource, open_source
 from rumi_core.structure import FileStructure, read_structure
-from rumi_core.threads import default_threads, run_together
+from rumi_core.threads import run_together, thread_count
 
 if TYPE_CHECKING:
     import os
@@ -103,7 +103,7 @@ def validate(
             blob = HeaderBlob.given(header, limits=limits)
             check_against_head(blob, structure.head)
         if not quick:
-            _check_frames(src, structure, threads=threads or default_threads(), limits=limits)
+            _check_frames(src, structure, threads=thread_count(threads), limits=limits)
         return structure
     finally:
         if owned:

@@ -37,6 +37,8 @@ def window_ranges(window: Any) -> WindowRanges:
         window = window.toranges()
     try:
         (r0, r1), (c0, c1) = window
+        if any(isinstance(v, bool) for v in (r0, r1, c0, c1)):  # an int to operator.index, no pixel to a caller
+            raise TypeError("a bool")
         r0, r1, c0, c1 = operator.index(r0), operator.index(r1), operator.index(c0), operator.index(c1)
     except (TypeError, ValueError) as err:
         raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {window!r}") from err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import sys
 import time
 from collections import OrderedDict
@@ -17,7 +18,7 @@ import rasterio.windows
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource, reader
 from rumi_core.encodings import encoding_for_dtype
-from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, SelectionError, SourceError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, RumiError, SelectionError, SourceError
 from rumi_core.heap import MAX_TOP_PAD, keep_heap_slack
 from rumi_core.layout import Layout
 from rumi_core.reader import plan_requests, resolve_header
@@ -115,6 +116,8 @@ def test_a_dataset_takes_band_positions_not_a_name(cube_file: tuple[Path, bytes,
         ({"bands": [0, 1, 9]}, r"band position 9 is outside 0\.\.3"),
         ({"bands": []}, "select at least one band position"),
         ({"bands": [1.0]}, "band positions are integers, got 1.0"),
+        ({"bands": [True]}, "band positions are integers, got True"),
+        ({"window": ((False, True), (0, 10))}, r"or a rasterio Window, got \(\(False, True\), \(0, 10\)\)"),
         ({"times": [3]}, r"time position 3 is outside 0\.\.2"),
         ({"times": [-3]}, r"time position -3 is outside 0\.\.2"),
         ({"times": []}, "select at least one time position"),
@@ -135,6 +138,20 @@ def test_selection_errors(cube_file: tuple[Path, bytes, np.ndarray], selection: 
         with pytest.raises(SelectionError, match=match):
             rumi_core.read(source, blob, **selection)
         assert source.ranges == []
+
+
+@pytest.mark.parametrize("threads", [-1, 1.5, True, "2"])
+def test_threads_that_are_no_count_are_refused_before_any_request(cube_file: tuple[Path, bytes, np.ndarray], threads: Any) -> None:
+    """-1 and 1.5 were taken for one thread, True for one."""
+    path, blob, _ = cube_file
+    with CountingSource(LocalFileSource(path)) as source:
+        with pytest.raises(
+            RumiError, match=re.escape(f"threads is a number of threads, at least 1 (None or 0 for every CPU), got {threads!r}")
+        ):
+            rumi_core.read(source, blob, threads=threads)
+        assert source.ranges == []
+    with pytest.raises(RumiError, match="threads is a number of threads"):
+        rumi_core.validate(path, blob, threads=threads)
 
 
 def test_an_unknown_band_name_costs_the_trailer_only(cube_file: tuple[Path, bytes, np.ndarray]) -> None:

@@ -189,6 +189,8 @@ def test_one_band_name_is_a_text_and_datetime_a_text_or_range(catalogue: Path) -
     assert [h.id for h in search(catalogue, bands="coastal")] == [h.id for h in search(catalogue, bands=["coastal"])] == ["other_jan"]
     with pytest.raises(SelectorError, match="datetime is a datetime: give 'A/B' text"):
         search(catalogue, datetime=dt.datetime(2021, 6, 1))  # type: ignore[arg-type]
+    with pytest.raises(SearchError, match=r"limit is a number of hits, at least 1 \(None for all\), got -1"):
+        search(catalogue, limit=-1)  # it returned no hit
 
 
 def test_search_errors(catalogue: Path, tmp_path: Path) -> None:
