@@ -130,6 +130,36 @@ def _chunk_steps(chunks: Mapping[str, int | str | None] | int | None) -> dict[st
     return steps
 
 
+CHUNK_BYTES: Final = 128 << 20
+"""The most bytes a default chunk of a load holds: dask's own default (``array.chunk-size``).
+
+A chunk held every date and band of a tile: 1.26 GB for 10 dates of 240
+bands in 512² tiles, and reading one pixel of it took 4.4 GiB."""
+
+MIN_CHUNK_SIDE: Final = 256
+"""The fewest pixels a default chunk spans down and across: whole tiles of at least this many.
+
+Tiles of 16 pixels made a task per tile: 102,400 of them for a 5120² image, whose whole read took 31.5 s."""
+
+
+def _whole_tiles(tile: int) -> int:
+    """A default chunk's side along an axis of ``tile``-pixel tiles: the fewest whole tiles spanning :data:`MIN_CHUNK_SIDE`."""
+    return tile * -(-MIN_CHUNK_SIDE // tile)
+
+
+def _layer_steps(times: int, bands: int, layer_bytes: int) -> tuple[int | None, int | None]:
+    """Default time and band steps of chunks whose one band at one time takes ``layer_bytes``: every time and band
+    while they fit :data:`CHUNK_BYTES`, else one time step and as many bands as fit (at least one).
+
+    >>> _layer_steps(20, 4, 512 * 512 * 2), _layer_steps(10, 240, 512 * 512 * 2), _layer_steps(3, 1000, 512 * 512 * 2)
+    ((None, None), (1, None), (1, 256))
+    """
+    if times * bands * layer_bytes <= CHUNK_BYTES:
+        return None, None
+    fit = max(1, CHUNK_BYTES // layer_bytes)
+    return 1, (None if bands <= fit else fit)
+
+
 def _axis_chunks(start: int, length: int, step: int | None) -> tuple[int, ...]:
     """Chunk sizes along an axis of ``length`` whose boundaries fall on multiples of ``step`` (from ``start``); one
     chunk when ``step`` is None."""
@@ -251,8 +281,10 @@ def load(
         chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``),
             or one size for all, as dask takes them (``-1`` or None: the
             whole axis; ``"auto"``: the default). By default a chunk holds
-            every time step and band of one tile of the first item (whole
-            frames), or 512 pixels square when warping.
+            whole tiles of the first item, at least 256 pixels square (whole
+            frames), or 512 pixels square when warping; and every time step
+            and band of them, up to 128 MiB (dask's chunk size): past that, one
+            time step and as many bands as fit.
         resampling: A :class:`rasterio.enums.Resampling` name GDAL's warper
             takes (:data:`rasterio.warp.SUPPORTED_RESAMPLING`), for warped items.
         storage: Storage access; a default :class:`Storage` when None.
@@ -335,13 +367,15 @@ def load(
     aligned = first.offsets is not None
     # Blocks fall on the first item's tiles, or for a warped load on the lattice's squares of
     # WARP_TILE (a default block is one of them), so that no square is warped for two blocks.
-    step_y = steps.get("y", lay.tile_length if aligned else WARP_TILE)
-    step_x = steps.get("x", lay.tile_width if aligned else WARP_TILE)
+    step_y = steps.get("y", _whole_tiles(lay.tile_length) if aligned else WARP_TILE)
+    step_x = steps.get("x", _whole_tiles(lay.tile_width) if aligned else WARP_TILE)
     start_y, start_x = (-first.offsets[0][0], -first.offsets[0][1]) if first.offsets else lattice_index(out)
     row_chunks = _axis_chunks(start_y % step_y if step_y else 0, out.height, step_y)
     col_chunks = _axis_chunks(start_x % step_x if step_x else 0, out.width, step_x)
-    time_chunks = _axis_chunks(0, len(keys), steps.get("time"))
-    band_chunks = _axis_chunks(0, n_bands, steps.get("band"))
+    pixels = max(row_chunks) * max(col_chunks) * np.dtype(dtype).itemsize
+    time_step, band_step = _layer_steps(len(keys), n_bands, pixels)
+    time_chunks = _axis_chunks(0, len(keys), steps.get("time", time_step))
+    band_chunks = _axis_chunks(0, n_bands, steps.get("band", band_step))
     mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
 
     array = da.map_blocks(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import re
 from typing import TYPE_CHECKING
 
@@ -85,8 +86,8 @@ def test_one_grid_mosaics_and_stacks_without_resampling(scene: Scene) -> None:
     np.testing.assert_allclose(ds.x.values, ONE_GRID_BBOX[0] + 30 + 60 * np.arange(ds.sizes["x"]))
     np.testing.assert_allclose(ds.y.values, ONE_GRID_BBOX[3] - 30 - 60 * np.arange(ds.sizes["y"]))
     assert ds.spatial_ref.attrs["GeoTransform"].split()[:2] == ["734880.0", "60.0"]
-    # Chunks are unions of whole 32 x 32 frames of the lattice (A's origin is 2 columns, 1 row in).
-    assert ds.data.chunks[2][:2] == (1, 32) and ds.data.chunks[3][:2] == (2, 32)
+    # Chunks are unions of whole 32 x 32 frames of the lattice, 256 pixels square from A's origin (2 columns, 1 row in).
+    assert ds.data.chunks[2:] == ((1, 134), (2, 150))
     # The overlap takes A where A is valid, B elsewhere; the corners no tile covers stay NaN.
     assert np.isnan(expected[:, :, -1, 0]).all() and np.isnan(expected[:, :, 0, -1]).all()
 
@@ -400,6 +401,27 @@ def test_one_band_name_may_be_a_text(scene: Scene) -> None:
     np.testing.assert_array_equal(one.data.values, load(items, bands=["red"], bbox=None).data.values)
 
 
+def test_default_chunks_hold_at_most_128_mib_and_256_pixels_of_tiny_tiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk held every date and band of one tile: 1.26 GB for 10 dates of 240 bands in 512² tiles, and a pixel read
+    took 4.4 GiB; and one 16-pixel tile, so a 5120² image was 102,400 tasks. Values never depend on the chunks."""
+    many = tmp_path / "many.rumi"
+    rumi_core.write(many, np.zeros((3, 300, 8, 8), dtype="float64"), bands=[f"b{i}" for i in range(300)],
+                    times=["2021-01-01", "2021-01-02", "2021-01-03"], crs="EPSG:32633", transform=(10, 0, 500000, 0, -10, 4000000),
+                    tile_size=8)  # fmt: skip
+    assert load([str(many)], bands=None, bbox=None).data.chunks == ((3,), (300,), (8,), (8,))  # 450 KiB
+    # Rather than write 128 MiB: 64 KiB hold 128 bands and times of 512 bytes.
+    monkeypatch.setattr(importlib.import_module("catalog.load"), "CHUNK_BYTES", 64 << 10)
+    assert load([str(many)], bands=None, bbox=None).data.chunks == ((1, 1, 1), (128, 128, 44), (8,), (8,))
+    monkeypatch.undo()
+    tiny = tmp_path / "tiny.rumi"
+    data = np.arange(2 * 600 * 520, dtype="uint16").reshape(2, 1, 600, 520)
+    rumi_core.write(tiny, data, bands=["v"], times=["2021-01-01", "2021-01-02"], crs="EPSG:32633",
+                    transform=(10, 0, 500000, 0, -10, 4000000), tile_size=16)  # fmt: skip
+    ds = load([str(tiny)], bands=None, bbox=None)
+    assert ds.data.chunks == ((2,), (1,), (256, 256, 88), (256, 256, 8))
+    np.testing.assert_array_equal(ds.data.values, data)
+
+
 def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     """A misspelt method is a :class:`LoadError` naming the methods, from ``load`` itself: it was a bare KeyError from
     inside a dask task, once values were asked for."""
@@ -528,7 +550,7 @@ def test_rumi_read_catalog_reads_the_cubes_that_have_the_bands_asked_for(tmp_pat
     items = []
     for name, bands in (("sr", ["b3", "b5"]), ("qa", ["fmask"])):
         path = tmp_path / f"{name}.rumi"
-        data = np.full((1, len(bands), 40, 60), 7 if name == "sr" else 1, dtype=np.uint16)
+        data = np.full((1, len(bands), 300, 600), 7 if name == "sr" else 1, dtype=np.uint16)
         blob = rumi_core.write(
             path, data, bands=bands, times=["2024-01-01"], crs=32633, transform=(30, 0, 300000, 0, -30, 5800000), tile_size=16
         )
@@ -536,12 +558,12 @@ def test_rumi_read_catalog_reads_the_cubes_that_have_the_bands_asked_for(tmp_pat
         items.append(create_item(path, path.with_suffix(".rumih"), extra={"id": name, "dataset": name}, thumbnail=False))
     build_catalog(reversed(items), tmp_path / "stac", catalog_id="landsat")
     out = tmp_path / "b3.npy"
-    box = ["--bbox-crs", "EPSG:32633", "--bbox", "300000,5798800,301800,5800000"]  # the cubes' extent
+    box = ["--bbox-crs", "EPSG:32633", "--bbox", "300000,5791000,318000,5800000"]  # the cubes' extent
     args = ["read", "--catalog", str(tmp_path / "stac"), *box, "--bands", "b3", "-o", str(out)]
     result = CliRunner().invoke(cli, [*args, "--threads", "1", "--progress"])
     assert result.exit_code == 0, result.output
-    assert "read 12 blocks" in result.output  # 3 x 4 tiles of 16 pixels (click shows the label alone when stderr is no terminal)
-    assert (np.load(out) == 7).all() and np.load(out).shape == (1, 1, 40, 60)
+    assert "read 6 blocks" in result.output  # 2 x 3 of 16 tiles of 16 pixels (click shows the label alone when stderr is no terminal)
+    assert (np.load(out) == 7).all() and np.load(out).shape == (1, 1, 300, 600)
     result = CliRunner().invoke(cli, [*args[:-2], "-o", str(tmp_path / "x.npy"), "--bands", "ndvi"])
     assert result.exit_code == 1 and "no cube matches the bbox, datetime and bands" in result.output
 
