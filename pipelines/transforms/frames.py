@@ -50,6 +50,7 @@ import numpy as np
 from apache_beam.coders import Coder
 from apache_beam.coders.typecoders import registry
 from apache_beam.pvalue import AsDict, AsList, PCollection
+from rasterio.enums import Interleaving
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
@@ -240,6 +241,58 @@ def read_band_window(
     return out
 
 
+STACK_READ_BYTES: Final = 256 << 20
+"""The most a window of every band of a pixel-interleaved file may take when its bands are read together.
+
+A run's window of 240 bands of 512 x 512 uint16 is 126 MB; a larger stack
+is read a band at a time, decoding its blocks once per band."""
+
+
+def read_stack_window(
+    plan: CubePlan, rasters: RasterCache, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int]
+) -> dict[int, NDArray[Any]]:
+    """Band ``b`` at time ``t`` over the window, by band; with it every other band of its file there, when the file is
+    pixel-interleaved.
+
+    Such a file (GDAL's default layout, Planet's, NAIP's) holds every band in
+    each block, and GDAL decodes a whole block to read one band of it: read
+    band by band, a window of 13 bands cost 13 decodes of its blocks (0.86 s
+    against 0.08 s at once, 1024² of 256² blocks). The bands read together
+    are those of the cube at time ``t`` whose one source is band of the same
+    file, unwarped and unmasked, covering the whole window, in one read of at
+    most :data:`STACK_READ_BYTES`; any other is read alone
+    (:func:`read_band_window`).
+
+    Raises:
+        SceneError: a source file cannot be read (reason ``read-failed``).
+    """
+    if not _stacked(plan, t, b, rows, cols):
+        return {b: read_band_window(plan, rasters, t, b, rows, cols)}
+    source = plan.sources[t][b][0]
+    together = [j for j, found in enumerate(plan.sources[t]) if _stacked(plan, t, j, rows, cols) and found[0].href == source.href]
+    window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
+    shape = (rows[1] - rows[0], cols[1] - cols[0])
+    try:
+        dataset, masked = rasters.open(source.href, None)
+        layered = dataset.interleaving == Interleaving.pixel and dataset.count > 1
+        if masked or not layered or len(together) * math.prod(shape) * np.dtype(plan.dtype).itemsize > STACK_READ_BYTES:
+            return {b: read_band_window(plan, rasters, t, b, rows, cols)}
+        fit_block_cache(dataset, source.band, window)
+        with gdal_env(source.href):
+            data: NDArray[Any] = dataset.read([plan.sources[t][j][0].band for j in together], window=window)
+    except RasterioError as err:
+        message = f"reading bands {[plan.sources[t][j][0].band for j in together]} window {window} failed: {raster_error_text(err)}"
+        raise SceneError(message, href=source.href, reason="read-failed") from err
+    # As _read_source: GDAL would convert another type with its own rounding, so NumPy casts it.
+    return {j: np.ascontiguousarray(data[i], dtype=plan.dtype) for i, j in enumerate(together)}
+
+
+def _stacked(plan: CubePlan, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int]) -> bool:
+    """Whether band ``b`` at time ``t`` has one unwarped source covering the whole window (so it may be read with others)."""
+    sources = plan.sources[t][b]
+    return len(sources) == 1 and sources[0].warp is None and sources[0].window(rows, cols) == (tuple(rows), tuple(cols))
+
+
 class LazyCube:
     """A cube plan as a read-on-demand ``(T, B, Y, X)`` array.
 
@@ -251,8 +304,9 @@ class LazyCube:
     the whole region the first time a window inside it asks for that band
     and time, and windows inside it are cut from that read: the frames of a
     source run (:func:`run_frames`) cost one GDAL read, which decodes each
-    source block once. Only the last band and time read is kept, so a region
-    suits frames that each hold one band and time. Bands with a warped source
+    source block once. Only the last band and time read is kept (the bands
+    of a pixel-interleaved file together), so a region suits frames that
+    each hold one band and time. Bands with a warped source
     are read window by window: GDAL's warper need not give the same pixels
     for a window as for a larger one around it, and verification reads
     frames one by one.
@@ -265,7 +319,7 @@ class LazyCube:
         self.dtype = np.dtype(plan.dtype)
         self.region = region
         """Cube rows and columns read as one window per band and time, or None."""
-        self._kept: tuple[int, int, NDArray[Any]] | None = None
+        self._kept: tuple[int, dict[int, NDArray[Any]]] | None = None
 
     def _read(self, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int], out: NDArray[Any]) -> None:
         region = self.region
@@ -284,16 +338,21 @@ class LazyCube:
         read_band_window(self.plan, self.rasters, t, b, rows, cols, out=out)
 
     def _layer(self, t: int, b: int, region: tuple[tuple[int, int], tuple[int, int]]) -> NDArray[Any] | None:
-        """Band ``b`` at time ``t`` over ``region``, read once while it is the last asked for; None where a source is warped."""
+        """Band ``b`` at time ``t`` over ``region``, read once while it is the last asked for; None where a source is warped.
+
+        The bands of one pixel-interleaved file (:func:`read_stack_window`)
+        are read together, and kept together while their time is the last
+        asked for.
+        """
         kept = self._kept
-        if kept is not None and kept[:2] == (t, b):
-            return kept[2]
+        if kept is not None and kept[0] == t and b in kept[1]:
+            return kept[1][b]
         if any(source.warp is not None for source in self.plan.sources[t][b]):
             return None
         self._kept = None  # before the read, so a failed one keeps nothing
-        layer = read_band_window(self.plan, self.rasters, t, b, *region)
-        self._kept = (t, b, layer)
-        return layer
+        layers = read_stack_window(self.plan, self.rasters, t, b, *region)
+        self._kept = (t, layers)
+        return layers[b]
 
     def __getitem__(self, key: tuple[Any, ...]) -> NDArray[Any]:
         if len(key) == 3 and key[0] is Ellipsis:  # data[..., rows, cols]: every time and band
@@ -345,40 +404,52 @@ def _run_grid(layout: Layout) -> tuple[int, int]:
     return -(-layout.tiles_down // down), -(-layout.tiles_across // across)
 
 
+def _run_times(layout: Layout) -> int:
+    """Source runs at one square: one per time step for tiles, one for cells."""
+    return layout.time_count if layout.unit.holds == "tile" else 1
+
+
 def run_count(layout: Layout) -> int:
     """How many source runs (:func:`run_frames`) a layout has."""
     down, across = _run_grid(layout)
-    return down * across * layout.frames_per_location
+    return down * across * _run_times(layout)
 
 
 def run_frames(layout: Layout, run: int) -> tuple[int, ...]:
-    """The frame indices of source run ``run``: the tiles of a square of about :data:`RUN_SPAN` pixels, one band and time.
+    """The frame indices of source run ``run``: the tiles of a square of about :data:`RUN_SPAN` pixels, every band of one time.
 
-    One worker reads a run's frames together, as one window over the run
-    for their band and time (:class:`LazyCube`'s region) through one open
+    One worker reads a run's frames together, band after band, as one window
+    over the run for each band (:class:`LazyCube`'s region) through one open
     dataset: GDAL decodes each source block under it once, where tile by
     tile it decoded a block once per tile row crossing it (64-pixel tiles on
     256-pixel blocks: 4 times), and a file is not reopened for nearly every
     frame (random order, 80 files and 16 open datasets: 1.2 ms of
-    ``rasterio.open`` per frame). A cell frame, which reads every band and
-    time of its tile, is a run of its own. A frame's index is its tile's
-    position times the frames of a location, plus its place among them
-    (specification, *Frame index*), so a run's frames step by the frames of a
-    location. Runs are numbered by row of runs, then run along it, then
-    place; a run's frames are in tile order, row by row.
+    ``rasterio.open`` per frame). The bands of one time go together because
+    a file that stores them pixel-interleaved (GDAL's default, and Planet's,
+    NAIP's, most stacks') has every band in each block: read one band at a
+    time, each block was decoded once per band, and GDAL keeps the other
+    bands' share in its cache only until another run's reads evict it (13
+    bands: 9.2 s, against 5.6 s for the same pixels stored band by band). A
+    cell frame, which reads every band and time of its tile, is a run of its
+    own. Runs are numbered by row of runs, then run along it, then time; a
+    run's frames are band by band, each in tile order, row by row (the
+    indices, specification *Frame index*, place a tile's frames by band and
+    time).
 
     >>> from types import SimpleNamespace as NS
-    >>> layout = NS(tiles_down=3, tiles_across=3, tile_length=512, tile_width=512, frames_per_location=2, unit=NS(holds="tile"))
+    >>> layout = NS(tiles_down=3, tiles_across=3, tile_length=512, tile_width=512, samples_per_pixel=2, time_count=1,
+    ...             unit=NS(holds="tile"), frame_index=lambda row, col, band, time: (row * 3 + col) * 2 + band)
     >>> [run_frames(layout, r) for r in range(run_count(layout))]
-    [(0, 2, 6, 8), (1, 3, 7, 9), (4, 10), (5, 11), (12, 14), (13, 15), (16,), (17,)]
+    [(0, 2, 6, 8, 1, 3, 7, 9), (4, 10, 5, 11), (12, 14, 13, 15), (16, 17)]
     """
-    per = layout.frames_per_location
-    spatial_run, place = divmod(run, per)
+    spatial_run, time = divmod(run, _run_times(layout))
     run_row, run_col = divmod(spatial_run, _run_grid(layout)[1])
     down, across = _run_tiles(layout)
     rows = range(run_row * down, min((run_row + 1) * down, layout.tiles_down))
     cols = range(run_col * across, min((run_col + 1) * across, layout.tiles_across))
-    return tuple((row * layout.tiles_across + col) * per + place for row in rows for col in cols)
+    if layout.unit.holds == "cell":
+        return tuple(row * layout.tiles_across + col for row in rows for col in cols)
+    return tuple(layout.frame_index(row, col, band, time) for band in range(layout.samples_per_pixel) for row in rows for col in cols)
 
 
 def _run_region(layout: Layout, frames: Sequence[int]) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -391,8 +462,9 @@ def shard_source_runs(shard: int, plans: Sequence[CubePlan], shards: int) -> Ite
     """The source runs of shard ``shard``, as ``(cube_id, frame indices)``: every ``shards``-th run of the plans in id order.
 
     >>> from types import SimpleNamespace as NS
-    >>> layout = dict(tiles_down=1, tile_length=512, tile_width=512, frames_per_location=1, unit=NS(holds="tile"))
-    >>> plans = [NS(cube_id=c, layout=NS(tiles_across=n, **layout)) for c, n in (("b", 6), ("a", 5))]
+    >>> layout = dict(tiles_down=1, tile_length=512, tile_width=512, samples_per_pixel=1, time_count=1, unit=NS(holds="tile"))
+    >>> plans = [NS(cube_id=c, layout=NS(tiles_across=n, frame_index=lambda row, col, band, time: col, **layout))
+    ...          for c, n in (("b", 6), ("a", 5))]
     >>> list(shard_source_runs(1, plans, 2))
     [('a', (2, 3)), ('b', (0, 1)), ('b', (4, 5))]
     """
@@ -461,7 +533,7 @@ class _ReadFrameFn(RasterDoFn):
         cube_id, indices = run
         plan = plans[cube_id]
         layout = plan.layout
-        # A run's frames share one band and time: one window over the run.
+        # A run's frames share one time, and take the bands in turn: one window over the run per band.
         region = _run_region(layout, indices) if len(indices) > 1 else None
         region_bytes = 0 if region is None else math.prod(hi - lo for lo, hi in region) * np.dtype(plan.dtype).itemsize
         keep_heap_slack(FRAME_WORKING_SET * layout.max_decoded_frame_bytes + region_bytes)

@@ -679,7 +679,8 @@ class TestFrames:
     def test_a_source_run_reads_each_band_and_time_once(
         self, series: tuple[Path, list[str], np.ndarray[Any, Any]], monkeypatch: pytest.MonkeyPatch, unit: int, span: int
     ) -> None:
-        """A run's tile frames, cut from one window per band and time, are the frames read one by one; cells are read per frame."""
+        """A run's tile frames, every band of one time cut from one window per band, are the frames read one by one; cells
+        are read per frame."""
         from pipelines.transforms import frames as frames_module
         from rumi_core.writer import frame_samples
 
@@ -706,12 +707,49 @@ class TestFrames:
                 assert [key.index for key, _ in got] == list(indices)
                 for key, samples in got:
                     assert np.array_equal(samples, frame_samples(cube, layout, key.index))
-                per_frame = layout.samples_per_pixel * layout.time_count if layout.unit.holds == "cell" else 1
-                assert len(reads) == (per_frame * len(indices) if layout.unit.holds == "cell" or len(indices) == 1 else 1)
+                if layout.unit.holds == "cell":
+                    assert len(reads) == layout.samples_per_pixel * layout.time_count * len(indices)
+                else:
+                    (t,) = {time for time, _ in reads}
+                    assert reads == [(t, b) for b in range(layout.samples_per_pixel)]
                 covered.extend(indices)
             assert sorted(covered) == list(range(layout.frame_count))
         finally:
             fn.teardown()
+
+    @pytest.mark.parametrize("interleave", ["pixel", "band"])
+    def test_the_bands_of_a_pixel_interleaved_file_are_read_together(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interleave: str
+    ) -> None:
+        """A run of a 5-band pixel-interleaved file reads its window once for every band, where band by band GDAL decoded
+        each block 5 times (a 240-band scene converted in 124.8 s, 7.9 s so); a band-interleaved one is read band by band.
+        The frames are the same."""
+        import rasterio
+
+        from pipelines.transforms import frames as frames_module
+        from rumi_core.writer import frame_samples
+
+        data = _data((5, 70, 90), seed=4)
+        path = str(tmp_path / f"{interleave}.tif")
+        profile = {"driver": "GTiff", "width": 90, "height": 70, "count": 5, "dtype": "uint16", "crs": "EPSG:32632"}
+        with rasterio.open(path, "w", transform=rasterio.Affine(*T), interleave=interleave, **profile) as dst:
+            dst.write(data)
+            dst.update_tags(TIFFTAG_DATETIME="2020:01:01 00:00:00")
+        (plan,), _ = plan_cubes([read_scene(SceneRef(path))], ConvertOptions(out="o", tile_size=32))
+        alone: list[int] = []
+        real = frames_module.read_band_window
+        monkeypatch.setattr(frames_module, "read_band_window", lambda p, r, t, b, *a, **kw: alone.append(b) or real(p, r, t, b, *a, **kw))
+        fn = frames_module._ReadFrameFn()
+        fn.setup()
+        try:
+            (run,) = [frames_module.run_frames(plan.layout, r) for r in range(frames_module.run_count(plan.layout))]
+            got = dict(fn.process((plan.cube_id, run), {plan.cube_id: plan}))
+        finally:
+            fn.teardown()
+        assert alone == ([] if interleave == "pixel" else [0, 1, 2, 3, 4])
+        assert sorted(key.index for key in got) == list(range(plan.layout.frame_count))
+        for key, samples in got.items():
+            assert np.array_equal(samples, frame_samples(data[None], plan.layout, key.index))
 
     def test_a_source_run_that_fails_reports_every_frame_after_one_read(
         self, series: tuple[Path, list[str], np.ndarray[Any, Any]], monkeypatch: pytest.MonkeyPatch
@@ -721,11 +759,11 @@ class TestFrames:
         _, paths, _ = series
         (plan,), _ = plan_cubes([read_scene(SceneRef(p)) for p in paths], ConvertOptions(out="o", tile_size=32))
         indices = frames_module.run_frames(plan.layout, 0)
-        assert len(indices) == 9
+        assert len(indices) == 9 * plan.layout.samples_per_pixel  # 3 x 3 tiles of every band
         os.unlink(plan.sources[0][0][0].href)
         reads: list[int] = []
-        real = frames_module._read_source
-        monkeypatch.setattr(frames_module, "_read_source", lambda *a, **kw: reads.append(1) or real(*a, **kw))
+        real = RasterCache.open
+        monkeypatch.setattr(RasterCache, "open", lambda *a, **kw: reads.append(1) or real(*a, **kw))
         fn = frames_module._ReadFrameFn()
         fn.setup()
         try:

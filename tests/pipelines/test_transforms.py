@@ -341,40 +341,39 @@ def test_band_windows_read_in_place_or_cast_as_numpy_casts(series: Series, optio
 @pytest.mark.parametrize("holds", ["tile", "cell"])
 @pytest.mark.parametrize("tile", [64, 300, 512, 2048])
 def test_source_runs_of_all_shards_cover_every_frame_once(tile: int, holds: str) -> None:
-    """Every frame is in exactly one run of one shard; a run's frames share a band, a time and a RUN_SPAN square; a cell is one."""
+    """Every frame is in exactly one run of one shard; a run's frames are every band of one time in a RUN_SPAN square,
+    band after band; a cell is one."""
     from types import SimpleNamespace
 
     from pipelines.transforms.frames import RUN_SPAN, shard_source_runs
 
-    shapes = {"a": (3, 40, 4), "b": (1, 1, 1), "c": (17, 4, 6)}  # tiles down, tiles across, frames per location
-    plans = [
-        SimpleNamespace(
-            cube_id=c,
-            layout=SimpleNamespace(
-                tiles_down=d,
-                tiles_across=a,
-                tile_length=tile,
-                tile_width=tile,
-                frames_per_location=p if holds == "tile" else 1,
-                unit=SimpleNamespace(holds=holds),
-            ),
-        )
-        for c, (d, a, p) in shapes.items()
-    ]
-    if holds == "cell":
-        shapes = {c: (d, a, 1) for c, (d, a, _) in shapes.items()}
+    shapes = {"a": (3, 40, 2, 2), "b": (1, 1, 1, 1), "c": (17, 4, 3, 2)}  # tiles down, tiles across, bands, times
+
+    def layout(down: int, across: int, bands: int, times: int) -> SimpleNamespace:
+        def frame_index(row: int, col: int, band: int, time: int) -> int:  # frame unit 0 (specification, Frame index)
+            return ((row * across + col) * bands + band) * times + time
+
+        return SimpleNamespace(tiles_down=down, tiles_across=across, tile_length=tile, tile_width=tile, samples_per_pixel=bands,
+                               time_count=times, unit=SimpleNamespace(holds=holds), frame_index=frame_index)  # fmt: skip
+
+    plans = [SimpleNamespace(cube_id=c, layout=layout(*shape)) for c, shape in shapes.items()]
     side = max(1, RUN_SPAN // tile) if holds == "tile" else 1  # tiles a run spans each way
     for shards in (1, 5, 64):
         runs = [run for shard in range(shards) for run in shard_source_runs(shard, plans, shards)]
-        for cube, (down, across, per) in shapes.items():
+        for cube, (down, across, bands, times) in shapes.items():
+            per = bands * times if holds == "tile" else 1
             frames = [i for c, run in runs if c == cube for i in run]
             assert sorted(frames) == list(range(down * across * per))
             for c, run in runs:
                 if c == cube:
-                    assert len({i % per for i in run}) == 1  # one band and time
+                    places = [divmod(i % per, times) if holds == "tile" else (0, 0) for i in run]  # (band, time)
+                    assert len({t for _, t in places}) == 1  # one time
+                    assert [b for b, _ in places] == sorted(b for b, _ in places)  # band after band
+                    in_run = len({b for b, _ in places})
+                    assert in_run == (bands if holds == "tile" else 1)  # every band
                     rows = {(i // per) // across for i in run}
                     cols = {(i // per) % across for i in run}
-                    assert len(run) == len(rows) * len(cols)  # a rectangle of tiles
+                    assert len(run) == len(rows) * len(cols) * in_run  # a rectangle of tiles for each band
                     assert len({r // side for r in rows}) == 1 and len({c // side for c in cols}) == 1  # within one square
                     # As large as the cube allows.
                     assert len(rows) == min(side, down - min(rows)) and len(cols) == min(side, across - min(cols))
