@@ -5,9 +5,9 @@ keyed :class:`~pipelines.transforms.frames.FrameKey`. Its samples come from wind
 rasterio reads, so no worker ever holds a whole cube or a whole scene: a
 tile frame (units 0 and 9) is one window of one band of one file; a cell
 frame is that window for every band and time. Tile frames are read a
-source run at a time (:func:`run_frames`): the tiles of one band and time in
-a square of about :data:`RUN_SPAN` pixels, read as one window and cut into
-frames.
+source run at a time (:func:`run_frames`): the tiles of every band of one
+time in a square of about :data:`RUN_SPAN` pixels, each band read as one
+window (the bands of a pixel-interleaved file as one) and cut into frames.
 
 :class:`LazyCube` presents a plan as a ``(T, B, Y, X)`` array whose slices
 are read on demand, and :func:`read_frame` hands it to
