@@ -9,6 +9,7 @@ import click
 import numpy as np
 from click.testing import CliRunner
 
+import rumi_core
 from rumi_core.cli.main import cli
 from rumi_core.header import HeaderBlob
 
@@ -57,6 +58,15 @@ def test_info_text_lists_bands(cube_file: tuple[Path, bytes, np.ndarray]) -> Non
     assert result.exit_code == 0
     assert "B8, NIR" in result.output
     assert "EPSG:32633" in result.output
+
+
+def test_info_shows_control_characters_of_a_band_text_escaped(tmp_path: Path) -> None:
+    """A newline, carriage return or terminal escape in a band text broke the listing or drove the terminal."""
+    path = tmp_path / "c.rumi"
+    rumi_core.write(path, np.zeros((2, 8, 8), "uint8"), bands=["red\nline\r\x1b[31m\x07", "nir"], times=["2020-01-01"])
+    result = CliRunner().invoke(cli, ["info", str(path)])
+    assert result.exit_code == 0
+    assert "    0: red\\nline\\r\\x1b[31m\\x07\n" in result.output and "\x1b" not in result.output, result.output
 
 
 def test_info_on_a_broken_file_names_the_rule(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from rumi_core.cli.options import failure, header_option, read_header_file, timeout_option
+from rumi_core.cli.options import failure, header_option, printable, read_header_file, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.info import info
 
@@ -33,6 +33,6 @@ def info_command(file: str, header_path: str | None, as_json: bool, timeout: flo
         if key in ("bands", "times") and isinstance(value, list):
             click.echo(f"{key:<{width}}  {len(value)}")
             for i, v in enumerate(value):
-                click.echo(f"{'':<{width}}    {i}: {v}")
+                click.echo(f"{'':<{width}}    {i}: {printable(str(v))}")
             continue
         click.echo(f"{key:<{width}}  {value}")

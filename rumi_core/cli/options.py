@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -68,6 +69,19 @@ def counted(n: int, noun: str) -> str:
 def one_line(err: BaseException) -> str:
     """The error's message on one line: decoder messages can span several."""
     return " ".join(str(err).split())
+
+
+_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with its control characters escaped, as Python writes them: a file's band text may hold a newline, a
+    carriage return or a terminal escape, which would break a listing or drive the terminal.
+
+    >>> printable("B4\\n\\x1b[31mred")
+    'B4\\\\n\\\\x1b[31mred'
+    """
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 REDACT_ENTRY_POINTS: Final = "rumi.redact"
