@@ -54,6 +54,11 @@ EPSG_CODE: Final = re.compile(r"EPSG:[0-9]+")
 """How a CRS is written: ``EPSG:`` and a code."""
 
 
+def _is_number(value: Any) -> bool:
+    """Whether ``value`` is a JSON number (a bool is not)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class Grid:
     """CRS, transform and shape of a raster."""
@@ -129,13 +134,20 @@ class Grid:
         (:data:`~catalog.extension.SCHEMA_URI_V0_1`); otherwise it locates pixel corners.
 
         Raises:
-            ItemError: ``proj:shape`` or ``proj:transform`` is missing.
+            ItemError: ``proj:shape`` or ``proj:transform`` is missing, or not
+                two integers and six numbers (as the projection extension's
+                schema reads them: 64.0 is an integer, 64.5 and "64" are not).
         """
         try:
-            height, width = (int(v) for v in properties["proj:shape"])
-            transform = tuple(float(v) for v in properties["proj:transform"][:6])
-        except (KeyError, TypeError, ValueError) as err:
+            shape, coefficients = properties["proj:shape"], properties["proj:transform"]
+        except KeyError as err:
             raise ItemError(f"the item lacks a valid proj:shape and proj:transform ({err})") from err
+        if not (isinstance(shape, list) and len(shape) == 2 and all(_is_number(v) and float(v).is_integer() for v in shape)):
+            raise ItemError(f"proj:shape is [rows, columns], two integers, got {shape!r}")
+        if not (isinstance(coefficients, list) and len(coefficients) in (6, 9) and all(_is_number(v) for v in coefficients)):
+            raise ItemError(f"proj:transform is six (or nine) numbers, got {coefficients!r}")
+        height, width = (int(v) for v in shape)
+        transform = tuple(float(v) for v in coefficients[:6])
         code = properties.get("proj:code")
         if code is None and properties.get("proj:epsg") is not None:
             code = f"EPSG:{int(properties['proj:epsg'])}"

@@ -50,6 +50,9 @@ CASES = [
     ("properties.rumi:time_type", "sometimes", "rumi:time_type is 'sometimes', not 'instant' or 'interval'"),
     ("properties.rumi:tile_size", [0, -1], r"rumi:tile_size is \[tile_length, tile_width\], two integers 1..65535"),
     ("properties.proj:code", "EPSG:abc", "a CRS is 'EPSG:' and a code, got 'EPSG:abc'"),
+    ("properties.proj:shape", [64.5, 64], r"proj:shape is \[rows, columns\], two integers, got \[64.5, 64\]"),  # was 64 rows
+    ("properties.proj:shape", ["64", "64"], r"proj:shape is \[rows, columns\], two integers, got \['64', '64'\]"),
+    ("properties.proj:transform", ["10", 0, 0, 0, -10, 0], r"proj:transform is six \(or nine\) numbers, got \['10', "),
     ("properties.rumi:vertical_crs", 5, "rumi:vertical_crs is a number, not a text"),
     ("properties.rumi:vertical_crs", "EPSG:99999", "rumi:vertical_crs is EPSG:99999, which is not in the EPSG registry"),
 ]
