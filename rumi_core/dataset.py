@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from rumi_core.errors import SourceError
 from rumi_core.header import BlobArgument, HeaderBlob
 from rumi_core.info import Info, info
 from rumi_core.limits import DEFAULT_LIMITS, Limits
@@ -45,6 +46,7 @@ class Dataset:
     ) -> None:
         self._source, self._owned = open_source(source)
         self._limits = limits
+        self._closed = False
         try:
             self.info: Info | None = info(self._source, header, limits=limits) if metadata else None
             """Head and trailer summary, or None when opened with ``metadata=False``."""
@@ -106,15 +108,23 @@ class Dataset:
                 a boolean byte is neither 0 nor 1.
             FrameDecodeError: a frame is corrupt or decodes to the wrong size.
             ResourceLimitError: the read exceeds the dataset's limits.
-            SourceError: the storage failed.
+            SourceError: the storage failed, or the dataset is closed.
         """
+        if self._closed:
+            raise SourceError(f"{self._source.name} is closed")
         sel = resolve_selection(self.layout, bands=bands, times=times, window=window, limits=self._limits)
         return read_selection(self._source, self.header, sel, threads=threads, verify=verify, limits=self._limits)
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: reads then fail, whatever the source (as rasterio's ``closed``)."""
+        return self._closed
+
     def close(self) -> None:
-        """Close the source if this dataset opened it."""
-        if self._owned:
+        """Close the source if this dataset opened it; a second call does nothing."""
+        if self._owned and not self._closed:
             self._source.close()
+        self._closed = True
 
     def __enter__(self) -> Dataset:
         return self
@@ -125,7 +135,8 @@ class Dataset:
     def __repr__(self) -> str:
         lay = self.layout
         kind = "Cube" if lay.is_cube else "Image"
-        return f"<rumi_core.Dataset {kind} {lay.shape} {lay.encoding.name} {self._source.name!r}>"
+        state = "closed " if self._closed else ""
+        return f"<{state}rumi_core.Dataset {kind} {lay.shape} {lay.encoding.name} {self._source.name!r}>"
 
 
 def open(  # noqa: A001 - mirrors the built-in, as rasterio.open does

@@ -393,6 +393,20 @@ def test_open_is_a_context_manager(cube_file: tuple[Path, bytes, np.ndarray]) ->
         source.read_ranges([(0, 4)])
 
 
+def test_a_closed_dataset_says_so_and_reads_nothing_whatever_its_source(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    """As rasterio's: ``closed`` is true after close, a second close does nothing, and a read fails. A dataset of bytes
+    (or over HTTP) went on reading after close."""
+    path, blob, _ = cube_file
+    for source in (path, path.read_bytes()):
+        ds = rumi_core.open(source, blob)
+        assert not ds.closed
+        ds.close()
+        ds.close()
+        assert ds.closed and repr(ds).startswith("<closed rumi_core.Dataset")
+        with pytest.raises(SourceError, match="is closed"):
+            ds.read(times=[0])
+
+
 def test_open_does_not_close_a_source_it_was_given(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
     path, blob, data = cube_file
     with CountingSource(LocalFileSource(path)) as source:
