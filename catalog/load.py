@@ -44,7 +44,7 @@ import functools
 import math
 import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import numpy as np
 
@@ -99,6 +99,11 @@ _DIMS: Final = ("time", "band", "y", "x")
 """The dimensions of a load, in order."""
 
 
+def _is_integer(value: object) -> TypeGuard[int | np.integer[Any]]:
+    """Whether ``value`` is a Python or NumPy integer, not a bool."""
+    return isinstance(value, int | np.integer) and not isinstance(value, bool)
+
+
 def _chunk_steps(chunks: Mapping[str, int | str | None] | int | None) -> dict[str, int | None]:
     """``chunks`` as a step per dimension it names: a number of elements, or None for the whole axis.
 
@@ -112,18 +117,18 @@ def _chunk_steps(chunks: Mapping[str, int | str | None] | int | None) -> dict[st
     """
     if chunks is None:
         return {}
-    given = dict.fromkeys(_DIMS, chunks) if isinstance(chunks, int) and not isinstance(chunks, bool) else chunks
+    given = dict.fromkeys(_DIMS, chunks) if _is_integer(chunks) else chunks
     if not isinstance(given, Mapping):
         raise LoadError(f"chunks is {chunks!r}: give a mapping of {', '.join(_DIMS)} to sizes, or one size for all")
     steps: dict[str, int | None] = {}
     for dim, size in given.items():
         if dim not in _DIMS:
             raise LoadError(f"chunks names {dim!r}, which is no dimension of a load; they are {', '.join(_DIMS)}")
-        if size == "auto":
+        if isinstance(size, str) and size == "auto":
             continue
-        if size is None or (isinstance(size, int | np.integer) and not isinstance(size, bool) and size == -1):
+        if size is None or (_is_integer(size) and size == -1):
             steps[dim] = None
-        elif isinstance(size, int | np.integer) and not isinstance(size, bool) and size > 0:
+        elif _is_integer(size) and size > 0:
             steps[dim] = int(size)
         else:
             raise LoadError(f"chunks[{dim!r}] is {size!r}: give a positive number of elements, -1 or None for the whole axis, or 'auto'")
