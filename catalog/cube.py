@@ -163,6 +163,7 @@ class Cube:
         self.item = item
         """The item this cube was opened from, as a dict, or None."""
         self._owned = owned
+        self._closed = False
         self._sidecar: str | None = None
         """The ``<file>h`` the blob was read from, when it was found beside the file."""
 
@@ -445,7 +446,10 @@ class Cube:
             StorageError: the storage failed.
             FrameDecodeError: a frame is corrupt.
             ChangedFileError: the file was rewritten after its item was read.
+            StorageError: the cube is closed.
         """
+        if self._closed:
+            raise StorageError("the cube is closed", href=self.name)
         with deadline(self._source, timeout):  # one deadline for every request of the read, labels included
             sel = self.selection(**selectors)
             try:
@@ -517,10 +521,16 @@ class Cube:
         """The byte source of the file."""
         return self._source
 
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called: reads then fail, whatever the storage (as rasterio's ``closed``)."""
+        return self._closed
+
     def close(self) -> None:
-        """Close the byte source."""
-        if self._owned:
+        """Close the byte source; a second call does nothing."""
+        if self._owned and not self._closed:
             self._source.close()
+        self._closed = True
 
     def __enter__(self) -> Cube:
         return self
@@ -530,7 +540,7 @@ class Cube:
 
     def __repr__(self) -> str:
         lay = self.layout
-        return f"<catalog.Cube {lay.shape} {lay.encoding.name} {self.name!r}>"
+        return f"<{'closed ' if self._closed else ''}catalog.Cube {lay.shape} {lay.encoding.name} {self.name!r}>"
 
 
 def _local_start(path: str) -> bytes | None:

@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+import numpy as np
 from affine import Affine
 
 from catalog.errors import ItemError, SelectorError
@@ -54,9 +55,14 @@ EPSG_CODE: Final = re.compile(r"EPSG:[0-9]+")
 """How a CRS is written: ``EPSG:`` and a code."""
 
 
-def _is_number(value: Any) -> bool:
-    """Whether ``value`` is a JSON number (a bool is not)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _numbers(value: Any, counts: tuple[int, ...]) -> bool:
+    """Whether ``value`` is a list or tuple of ``counts`` numbers, Python's or NumPy's (pystac keeps what it is given:
+    ``ds.shape``, ``ds.transform[:6]``); a bool or a text is none."""
+    return (
+        isinstance(value, list | tuple)
+        and len(value) in counts
+        and all(isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) for v in value)
+    )
 
 
 @dataclass(frozen=True)
@@ -142,9 +148,9 @@ class Grid:
             shape, coefficients = properties["proj:shape"], properties["proj:transform"]
         except KeyError as err:
             raise ItemError(f"the item lacks a valid proj:shape and proj:transform ({err})") from err
-        if not (isinstance(shape, list) and len(shape) == 2 and all(_is_number(v) and float(v).is_integer() for v in shape)):
+        if not (_numbers(shape, (2,)) and all(float(v).is_integer() for v in shape)):
             raise ItemError(f"proj:shape is [rows, columns], two integers, got {shape!r}")
-        if not (isinstance(coefficients, list) and len(coefficients) in (6, 9) and all(_is_number(v) for v in coefficients)):
+        if not _numbers(coefficients, (6, 9)):
             raise ItemError(f"proj:transform is six (or nine) numbers, got {coefficients!r}")
         height, width = (int(v) for v in shape)
         transform = tuple(float(v) for v in coefficients[:6])
@@ -196,7 +202,8 @@ class Grid:
         Raises:
             ItemError: the grid has no CRS, covers no area (its corners
                 collapse to a point or a line in float64, or lie at
-                infinity), or has corners with no longitude and latitude.
+                infinity), or has fewer than three points of its outline
+                with a longitude and latitude.
         """
         if self.crs is None:
             raise ItemError("an ungeoreferenced raster has no footprint")
@@ -223,9 +230,12 @@ class Grid:
                 poles[lat] = math.isfinite(x) and math.isfinite(y) and outline.contains(shapely.Point(x, y))
         if self.crs != _WGS84:
             xs, ys = _transformer(self.crs, _WGS84).transform([p[0] for p in ring], [p[1] for p in ring])
-            ring = list(zip((float(x) for x in xs), (float(y) for y in ys), strict=True))
-            if not all(math.isfinite(v) for point in ring for v in point):
-                raise ItemError(f"the grid's outline has no longitude and latitude in places: its corners lie outside {self.crs}'s domain")
+            # Points past the CRS's domain have none (EASE-Grid 1.0's corners lie just beyond its sphere's): the
+            # outline runs through the others, as long as they still enclose an area.
+            ring = [(float(x), float(y)) for x, y in zip(xs, ys, strict=True) if math.isfinite(x) and math.isfinite(y)]
+            if len(set(ring)) < 3:
+                raise ItemError(f"the grid's outline has no longitude and latitude: it lies outside {self.crs}'s domain")
+            ring.append(ring[0])
         wrapped = [(wrap_longitude(lon), lat) for lon, lat in ring]
         return antimeridian.fix_polygon(
             shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False

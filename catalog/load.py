@@ -104,19 +104,22 @@ def _is_integer(value: object) -> TypeGuard[int | np.integer[Any]]:
     return isinstance(value, int | np.integer) and not isinstance(value, bool)
 
 
-def _chunk_steps(chunks: Mapping[str, int | str | None] | int | None) -> dict[str, int | None]:
+def _chunk_steps(chunks: Mapping[str, int | str | None] | int | str | None) -> dict[str, int | None]:
     """``chunks`` as a step per dimension it names: a number of elements, or None for the whole axis.
 
-    As dask and xarray read them: a number for every dimension, or by
-    dimension a positive number, ``-1`` or None for one chunk along it, and
-    ``"auto"`` for the default (a dimension left out is the default too).
+    As dask and xarray read them: None or ``"auto"`` for the default, a
+    number for every dimension (``-1``: one chunk), or by dimension a
+    positive number, ``-1`` or None for one chunk along it, and ``"auto"``
+    for the default (a dimension left out is the default too).
 
     Raises:
         LoadError: a dimension that is not one of ``_DIMS``, or a size
             that is none of the above.
     """
-    if chunks is None:
+    if chunks is None or (isinstance(chunks, str) and chunks == "auto"):
         return {}
+    if _is_integer(chunks) and not (chunks > 0 or chunks == -1):
+        raise LoadError(f"chunks is {chunks!r}: give a positive number of elements, or -1 for one chunk")
     given = dict.fromkeys(_DIMS, chunks) if _is_integer(chunks) else chunks
     if not isinstance(given, Mapping):
         raise LoadError(f"chunks is {chunks!r}: give a mapping of {', '.join(_DIMS)} to sizes, or one size for all")
@@ -256,7 +259,7 @@ def load(
     datetime: str | TimeRange | None = None,
     crs: str | None = None,
     resolution: float | tuple[float, float] | None = None,
-    chunks: Mapping[str, int | str | None] | int | None = None,
+    chunks: Mapping[str, int | str | None] | int | str | None = None,
     resampling: str = "nearest",
     storage: Storage | None = None,
     threads: int | None = None,
@@ -284,8 +287,8 @@ def load(
             None keeps the items' common lattice.
         resolution: Output pixel size in ``crs`` units, one number or ``(x, y)``.
         chunks: Chunk sizes by dimension (``time``, ``band``, ``y``, ``x``),
-            or one size for all, as dask takes them (``-1`` or None: the
-            whole axis; ``"auto"``: the default). By default a chunk holds
+            or one size for all, as dask takes them (``-1``, or None by
+            dimension: the whole axis; ``"auto"`` or None: the default). By default a chunk holds
             whole tiles of the first item, at least 256 pixels square (whole
             frames), or 512 pixels square when warping; and every time step
             and band of them, up to 128 MiB (dask's chunk size): past that, one

@@ -9,7 +9,7 @@ import click
 from catalog.cli.options import check_datetime, command_storage, parse_lonlat_bbox
 from catalog.credentials import unsigned
 from catalog.search import search
-from rumi_core.cli.options import failure, timeout_option
+from rumi_core.cli.options import failure, printable, timeout_option
 from rumi_core.errors import RumiError
 
 __all__ = ["search_command"]
@@ -37,7 +37,8 @@ def search_command(
     """Search CATALOG_OR_API (a catalogue directory or catalog.json, an items.parquet, or a STAC API URL).
 
     The table shows each file's href without a password or signature, as errors do: it goes to terminals and
-    logs. --json prints each hit as found, hrefs whole, for a program to read them with.
+    logs; control characters in a catalogue's texts are escaped. --json prints each hit as found, hrefs whole,
+    for a program to read them with.
     """
     wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
     try:
@@ -50,7 +51,7 @@ def search_command(
     if not hits:
         click.echo("no cube matches", err=True)
         return
-    rows = [(h.id, f"{h.start} .. {h.end}", ",".join(h.bands), unsigned(h.data_href or "")) for h in hits]
+    rows = [tuple(map(printable, (h.id, f"{h.start} .. {h.end}", ",".join(h.bands), unsigned(h.data_href or "")))) for h in hits]
     header = ("id", "time", "bands", "data")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     for r in [header, *rows]:

@@ -35,4 +35,4 @@ def info_command(file: str, header_path: str | None, as_json: bool, timeout: flo
             for i, v in enumerate(value):
                 click.echo(f"{'':<{width}}    {i}: {printable(str(v))}")
             continue
-        click.echo(f"{key:<{width}}  {value}")
+        click.echo(f"{key:<{width}}  {printable(str(value))}")

@@ -10,6 +10,7 @@ import pytest
 import rasterio
 from click.testing import CliRunner
 
+import rumi_core
 from catalog.collections import build_catalog
 from catalog.items import create_item
 from rumi_core.cli.main import cli
@@ -276,3 +277,15 @@ def test_the_search_table_shows_no_password_or_signature(cube: Any, server: Rang
     assert "://alice@" in table.output and "s3cr3t" not in table.output and "deadbeef" not in table.output, table.output
     hits = json.loads(CliRunner().invoke(cli, ["search", root, "--json"]).output)
     assert hits[0]["data"].startswith(server.url("").replace("://", "://alice:s3cr3t@")), hits
+
+
+def test_the_search_table_escapes_control_characters(tmp_path: Path) -> None:
+    """A band text with a newline or a terminal escape broke the table's rows or drove the terminal."""
+    path = tmp_path / "c.rumi"
+    blob = rumi_core.write(path, np.zeros((2, 8, 8), "uint8"), bands=["red\nline\x1b[31m", "nir"], times=["2020-01-01"],
+                           crs="EPSG:32633", transform=(10, 0, 500000, 0, -10, 4000000))  # fmt: skip
+    (tmp_path / "c.rumih").write_bytes(blob)
+    build_catalog([create_item(path, tmp_path / "c.rumih", thumbnail=False)], tmp_path / "stac", catalog_id="c")
+    table = CliRunner().invoke(cli, ["search", str(tmp_path / "stac")])
+    assert table.exit_code == 0, table.output
+    assert "\x1b" not in table.output and len(table.output.splitlines()) == 2 and "\\n" in table.output, table.output

@@ -19,6 +19,7 @@ from pyproj import Transformer
 
 import rumi_core
 from catalog.collections import build_catalog
+from catalog.errors import ItemError
 from catalog.grid import Grid
 from catalog.index import INDEX_NAME
 from catalog.items import create_item
@@ -93,6 +94,17 @@ def test_a_footprint_round_a_pole_reaches_it_over_every_longitude(items: dict[st
     shape = shapely.geometry.shape(item.geometry)
     assert all(shape.covers(shapely.Point(lon, 89.9)) for lon in range(-180, 181, 15))
     assert not shape.covers(shapely.Point(0.0, 80.0))
+
+
+def test_a_grid_whose_corners_lie_past_its_crss_domain_has_the_footprint_of_the_rest() -> None:
+    """EASE-Grid 1.0 North (EPSG:3408, NSIDC's 25 km grid) reaches just past its sphere's Lambert azimuthal domain at its
+    four corners: its outline runs through the other points, round the pole, where a scene of it was refused as placed
+    nowhere on the Earth. A grid with no point inside its CRS's domain has no footprint."""
+    grid = Grid("EPSG:3408", (25067.525, 0.0, -9036842.762, 0.0, -25067.525, 9036842.762), 721, 721)
+    footprint = grid.footprint()
+    assert footprint.is_valid and footprint.covers(shapely.Point(0.0, 89.9)) and footprint.covers(shapely.Point(100.0, 0.0))
+    with pytest.raises(ItemError, match="the grid's outline has no longitude and latitude: it lies outside EPSG:32632's domain"):
+        Grid("EPSG:32632", (10.0, 0.0, 1e12, 0.0, -10.0, 5e6), 40, 50).footprint()
 
 
 @pytest.fixture(scope="module")

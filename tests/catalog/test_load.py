@@ -381,6 +381,8 @@ def test_chunks_are_taken_as_dask_takes_them(tmp_path: Path, warped: bool) -> No
     assert auto.data.chunks == ((2,), (1, 1), *default.data.chunks[2:])
     every = load([str(path)], bands=None, bbox=None, chunks=40, **target)
     assert every.data.chunks[:2] == ((2,), (2,)) and max(every.data.chunks[2]) == max(every.data.chunks[3]) == 40
+    assert load([str(path)], bands=None, bbox=None, chunks="auto", **target).data.chunks == default.data.chunks
+    assert load([str(path)], bands=None, bbox=None, chunks=-1, **target).data.chunks == whole.data.chunks
     for ds in (whole, auto, every):
         np.testing.assert_array_equal(ds.data.values, default.data.values)
     for bad, message in [
@@ -388,6 +390,7 @@ def test_chunks_are_taken_as_dask_takes_them(tmp_path: Path, warped: bool) -> No
         ({"y": 0}, r"chunks\['y'\] is 0: give a positive number"),
         ({"x": 1.5}, r"chunks\['x'\] is 1.5"),
         ([64, 64], r"chunks is \[64, 64\]: give a mapping"),
+        (0, r"chunks is 0: give a positive number of elements, or -1 for one chunk"),
     ]:
         with pytest.raises(LoadError, match=message):
             load([str(path)], bands=None, bbox=None, chunks=bad)  # type: ignore[arg-type]

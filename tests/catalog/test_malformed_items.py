@@ -76,6 +76,23 @@ def test_a_malformed_item_is_one_line_naming_its_field(
     assert not (tmp_path / "out.tif").exists()
 
 
+def test_projection_fields_may_be_tuples_and_numpy_numbers(cube: Any) -> None:
+    """pystac keeps what it is given, and ``ProjectionExtension.ext(item).shape = ds.shape`` gives a tuple, NumPy
+    arrays' shapes and transforms NumPy numbers: each is the integers or numbers the schema reads."""
+    import numpy as np
+
+    from catalog.grid import Grid
+
+    props = create_item(cube.path, cube.blob_path, thumbnail=False).to_dict()["properties"]
+    expected = Grid.from_dict(props)
+    for shape, transform in [
+        (tuple(props["proj:shape"]), tuple(props["proj:transform"])),
+        ([np.int64(v) for v in props["proj:shape"]], [np.float64(v) for v in props["proj:transform"]]),
+        ([float(v) for v in props["proj:shape"]], props["proj:transform"]),  # 64.0 is an integer to JSON Schema
+    ]:
+        assert Grid.from_dict({**props, "proj:shape": shape, "proj:transform": transform}) == expected
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from catalog.cube import Cube
-from catalog.errors import SelectorError
+from catalog.errors import SelectorError, StorageError
 from catalog.items import create_item
 from rumi_core.reader import plan_requests
 from rumi_core.selection import resolve_selection
@@ -74,6 +74,18 @@ def test_a_keyword_that_is_no_selector_is_refused_before_any_request(cube: Any, 
     with pytest.raises(TypeError, match="unexpected keyword argument 'band'; the selectors are bands, times, bbox, bbox_crs, window"):
         c.read(band=[0], times=[0])  # type: ignore[call-arg]
     assert server.requests("cube.rumi") == 0
+
+
+def test_a_closed_cube_reads_nothing(cube: Any, server: RangeRequestServer) -> None:
+    """A cube over HTTP went on reading after close; it now says it is closed, as a local one's file does."""
+    c = Cube.open(server.url("cube.rumi"))
+    c.close()
+    c.close()
+    assert c.closed and repr(c).startswith("<closed catalog.Cube")
+    before = server.requests("cube.rumi")
+    with pytest.raises(StorageError, match=r"cube\.rumi: the cube is closed"):
+        c.read(bands=[0], times=[0])
+    assert server.requests("cube.rumi") == before
 
 
 def test_blob_is_fetched_once_when_not_inline(cube: Any, server: RangeRequestServer) -> None:
