@@ -12,8 +12,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from affine import Affine
 
-from rumi_core.errors import SourceError
+from rumi_core.errors import RumiError, SourceError
+from rumi_core.georef import PIXEL_IS_POINT
 from rumi_core.header import BlobArgument, HeaderBlob
 from rumi_core.info import Info, info
 from rumi_core.limits import DEFAULT_LIMITS, Limits
@@ -69,9 +71,63 @@ class Dataset:
         return self.layout.shape
 
     @property
-    def dtype(self) -> Any:
+    def dtype(self) -> np.dtype[Any]:
         """NumPy dtype of the samples."""
         return self.layout.encoding.dtype
+
+    @property
+    def name(self) -> str:
+        """The path or URL the dataset reads."""
+        return self._source.name
+
+    @property
+    def count(self) -> int:
+        """Bands (``B``), as rasterio's ``count``."""
+        return self.layout.samples_per_pixel
+
+    @property
+    def height(self) -> int:
+        """Rows (``Y``)."""
+        return self.layout.image_length
+
+    @property
+    def width(self) -> int:
+        """Columns (``X``)."""
+        return self.layout.image_width
+
+    @property
+    def crs(self) -> str | None:
+        """``"EPSG:n"``, or None for a raster without a CRS (*Undefined georeferencing*).
+
+        Raises:
+            RumiError: the dataset was opened with ``metadata=False``, so the head was not read.
+        """
+        return self._info("crs").georef.crs
+
+    @property
+    def transform(self) -> Affine:
+        """The transform of pixel corners, as rasterio gives it: half a pixel back for a PixelIsPoint file.
+
+        Raises:
+            RumiError: the dataset was opened with ``metadata=False``.
+        """
+        georef = self._info("transform").georef
+        shift = Affine.translation(-0.5, -0.5) if georef.raster_type == PIXEL_IS_POINT else Affine.identity()
+        return Affine(*georef.transform[:6]) @ shift
+
+    @property
+    def descriptions(self) -> tuple[str, ...]:
+        """The band texts, as rasterio's ``descriptions``.
+
+        Raises:
+            RumiError: the dataset was opened with ``metadata=False``.
+        """
+        return self._info("descriptions").band_texts
+
+    def _info(self, what: str) -> Info:
+        if self.info is None:
+            raise RumiError(f"{what} is in the file's head and trailer, which a dataset opened with metadata=False does not read")
+        return self.info
 
     def read(
         self,

@@ -393,6 +393,27 @@ def test_open_is_a_context_manager(cube_file: tuple[Path, bytes, np.ndarray]) ->
         source.read_ranges([(0, 4)])
 
 
+def test_a_dataset_has_rasterios_names_for_what_it_holds(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    """``count``, ``height``, ``width``, ``crs``, ``transform`` (of pixel corners, as rasterio gives a PixelIsPoint file's)
+    and ``descriptions``, where a rasterio user looks; those of the head say why they are missing with metadata=False."""
+    from affine import Affine
+
+    path, blob, _ = cube_file
+    with rumi_core.open(path) as ds:
+        assert (ds.count, ds.height, ds.width, ds.crs, ds.name) == (4, 100, 130, "EPSG:32633", str(path))
+        assert ds.transform == Affine(10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+        assert ds.descriptions == ("B2, Blue", "B3, Green", "B4, Red", "B8, NIR")
+    point = tmp_path / "point.rumi"
+    rumi_core.write(point, np.zeros((1, 4, 4), "uint8"), bands=["h"], times=["2020-01-01"], crs="EPSG:32633",
+                    transform=(10, 0, 500005, 0, -10, 4000005), pixel_is_point=True)  # fmt: skip
+    with rumi_core.open(point) as ds:
+        assert ds.transform == Affine(10.0, 0.0, 500000.0, 0.0, -10.0, 4000010.0)
+    with rumi_core.open(path, blob, metadata=False) as ds:
+        assert ds.count == 4
+        with pytest.raises(RumiError, match="crs is in the file's head and trailer, which a dataset opened with metadata=False"):
+            _ = ds.crs
+
+
 def test_a_closed_dataset_says_so_and_reads_nothing_whatever_its_source(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
     """As rasterio's: ``closed`` is true after close, a second close does nothing, and a read fails. A dataset of bytes
     (or over HTTP) went on reading after close."""
