@@ -48,6 +48,12 @@ class Info:
         """``(T, B, Y, X)`` for a Cube, ``(B, Y, X)`` for an Image."""
         return self.layout.shape
 
+    def __repr__(self) -> str:
+        # Not every frame's byte count: to_dict() is the whole summary.
+        kind = "Cube" if self.layout.is_cube else "Image"
+        bands = ", ".join(self.band_texts[:4]) + (f" and {len(self.band_texts) - 4} more" if len(self.band_texts) > 4 else "")
+        return f"<rumi_core.Info {kind} {self.shape} {self.dtype} {self.georef.crs or 'no CRS'}, bands {bands}; {self.file_size} bytes>"
+
     @property
     def dtype(self) -> str:
         """The sample encoding's name."""

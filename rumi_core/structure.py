@@ -36,6 +36,12 @@ class FileStructure:
     trailer: Trailer
     size: int
 
+    def __repr__(self) -> str:
+        # Not every frame's byte count, which a REPL or notebook showed as the last line of a validate.
+        lay = self.head.layout
+        kind = "Cube" if lay.is_cube else "Image"
+        return f"<rumi_core.FileStructure {kind} {lay.shape} {lay.encoding.name}, {lay.frame_count} frames, {self.size} bytes>"
+
 
 def _read_at(source: ByteSource, offset: int, length: int) -> bytes:
     return source.read_ranges([(offset, length)])[0]

@@ -273,6 +273,12 @@ class WriteResult(bytes):
     def __reduce__(self) -> tuple[Any, ...]:
         return (WriteResult, (bytes(self), self.choice, self.lossless_frames))
 
+    def __repr__(self) -> str:
+        # Not the blob's bytes, which a REPL or notebook showed whole.
+        bound = f" within {self.bound}" if self.bound is not None else ""
+        codec = type(self.codec).__name__
+        return f"<rumi_core.WriteResult: a {len(self)}-byte header blob; {codec}, frame unit {self.frame_unit}, {self.mode}{bound}>"
+
     @property
     def codec(self) -> FrameCodec:
         """The codec every frame was written with."""

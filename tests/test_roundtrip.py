@@ -205,6 +205,17 @@ def test_every_dtype_round_trips(tmp_path: Path, dtype: str, shape: tuple[int, .
 UNIT_CASES = [(b, t, u) for b, t in [(1, 1), (3, 1), (1, 3), (3, 2)] for u in valid_units(b, t)]
 
 
+def test_what_write_validate_and_info_return_shows_as_one_short_line(tmp_path: Path) -> None:
+    """A REPL or notebook shows what the README's last line returns: the blob's bytes, and every frame's byte count
+    (4 KB for a file of many frames), were shown whole."""
+    blob = rumi_core.write(tmp_path / "m.rumi", np.zeros((3, 2, 256, 256), "uint16"), bands=["a", "b"],
+                           times=["2020-01-01", "2020-01-02", "2020-01-03"], tile_size=16, compression="portable")  # fmt: skip
+    shown = [repr(blob), repr(rumi_core.validate(tmp_path / "m.rumi", blob)), repr(rumi_core.info(tmp_path / "m.rumi"))]
+    assert shown[0].startswith("<rumi_core.WriteResult: a ") and "header blob" in shown[0]
+    assert "Cube (3, 2, 256, 256) uint16, 1536 frames" in shown[1] and "bands a, b" in shown[2]
+    assert all(len(text) < 200 and "\n" not in text for text in shown), shown
+
+
 def test_nested_lists_are_written_as_numpy_takes_them(tmp_path: Path) -> None:
     """Data without a ``shape`` is :func:`numpy.asarray`'s (it was an AttributeError on ``shape``)."""
     rumi_core.write(tmp_path / "l.rumi", [[[1, 2], [3, 4]]], bands=["a"], times=["2020-01-01"])
