@@ -178,7 +178,7 @@ def _read_source(
     take the cube's ``nodata`` (:func:`fill_value`); reading the scene's
     metadata refused such a file that declares no nodata.
     """
-    window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
+    window = _source_window(source, rows, cols)
     try:
         dataset, masked = rasters.open(source.href, source.warp)
         # GDAL keeps every block of an open dataset until its cache is full, by default 5 % of the
@@ -271,13 +271,15 @@ def read_stack_window(
     if not _stacked(plan, t, b, rows, cols):
         return {b: read_band_window(plan, rasters, t, b, rows, cols)}
     source = plan.sources[t][b][0]
-    together = [j for j, found in enumerate(plan.sources[t]) if _stacked(plan, t, j, rows, cols) and found[0].href == source.href]
-    window = Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
-    shape = (rows[1] - rows[0], cols[1] - cols[0])
+    window = _source_window(source, rows, cols)
+    together = [b]
     try:
         dataset, masked = rasters.open(source.href, None)
-        layered = dataset.interleaving == Interleaving.pixel and dataset.count > 1
-        if masked or not layered or len(together) * math.prod(shape) * np.dtype(plan.dtype).itemsize > STACK_READ_BYTES:
+        if not masked and dataset.interleaving == Interleaving.pixel and dataset.count > 1:  # only then look for its other bands
+            found = [j for j, s in enumerate(plan.sources[t]) if _stacked(plan, t, j, rows, cols) and s[0].href == source.href]
+            if len(found) * window.height * window.width * np.dtype(plan.dtype).itemsize <= STACK_READ_BYTES:
+                together = found
+        if together == [b]:
             return {b: read_band_window(plan, rasters, t, b, rows, cols)}
         fit_block_cache(dataset, source.band, window)
         with gdal_env(source.href):
@@ -287,6 +289,11 @@ def read_stack_window(
         raise SceneError(message, href=source.href, reason="read-failed") from err
     # As _read_source: GDAL would convert another type with its own rounding, so NumPy casts it.
     return {j: np.ascontiguousarray(data[i], dtype=plan.dtype) for i, j in enumerate(together)}
+
+
+def _source_window(source: Source, rows: tuple[int, int], cols: tuple[int, int]) -> Window:
+    """The window of ``source``'s file under cube rows ``rows`` and columns ``cols``."""
+    return Window(cols[0] - source.col, rows[0] - source.row, cols[1] - cols[0], rows[1] - rows[0])
 
 
 def _stacked(plan: CubePlan, t: int, b: int, rows: tuple[int, int], cols: tuple[int, int]) -> bool:

@@ -74,7 +74,7 @@ def _check_blocks(ds: rasterio.io.DatasetReader, href: str) -> None:
     """
     need = block_bytes(ds)
     if need > MAX_BLOCK_BYTES:
-        (block_h, block_w), *_ = sorted(ds.block_shapes, key=lambda shape: -shape[0] * shape[1])
+        block_h, block_w = max(ds.block_shapes, key=lambda shape: shape[0] * shape[1])
         raise SceneError(
             f"its blocks of {block_w} x {block_h} pixels decode to {need / 2**30:.1f} GiB each, and GDAL decodes a whole block "
             f"to read any pixel of it; a block may decode to at most {MAX_BLOCK_BYTES >> 30} GiB. Tile it first "

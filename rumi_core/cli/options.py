@@ -13,7 +13,6 @@ import os
 import re
 import sys
 import tempfile
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 import click
@@ -23,6 +22,7 @@ from rumi_core.sources import open_source, url_scheme
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from pathlib import Path
 
 __all__ = [
     "REDACT_ENTRY_POINTS",
@@ -184,9 +184,11 @@ def read_header_file(location: str | None) -> bytes | None:
     """Return the bytes of a header blob at a path or URL (any scheme a reader opens), or None."""
     if location is None:
         return None
+    from rumi_core.header import blob_bytes  # what a command without --header never needs
+
     if url_scheme(location) is None:
         try:
-            return Path(location).read_bytes()
+            return blob_bytes(location)  # a rumi file given for its blob is refused unread
         except OSError as err:
             raise OptionError(f"--header {location}: cannot read: {err.strerror}") from err
     try:
