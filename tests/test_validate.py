@@ -1363,10 +1363,13 @@ def test_cli_unreadable_blob_exits_2(small: tuple[bytes, bytes, np.ndarray], tmp
     (tmp_path / "f.rumi").write_bytes(data)
     (tmp_path / "f.rumih").write_bytes(blob)
 
-    def denied(self: Path) -> bytes:
+    def denied(*args: object, **kwargs: object) -> Any:
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(type(tmp_path), "read_bytes", denied)
+    # The blob is read by rumi_core.header.blob_bytes; root reads a file whatever its mode, so open() is denied there.
+    import rumi_core.header
+
+    monkeypatch.setattr(rumi_core.header, "open", denied, raising=False)
     result = run(str(tmp_path / "f.rumi"), "--header", str(tmp_path / "f.rumih"))
     assert result.exit_code == 2, result.output
     assert re.search(r"f\.rumih: cannot read: .*Permission denied", result.stderr), result.stderr
