@@ -9,7 +9,8 @@ which case nothing but frames is ever read.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import math
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from affine import Affine
@@ -32,7 +33,19 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import Layout
 
-__all__ = ["Dataset", "open"]
+__all__ = ["BoundingBox", "Dataset", "open"]
+
+
+class BoundingBox(NamedTuple):
+    """``(left, bottom, right, top)``; equal to rasterio's ``BoundingBox`` of the same numbers.
+
+    Not rasterio's own class, which would load GDAL (0.12 s) into every reader for a named tuple.
+    """
+
+    left: float
+    bottom: float
+    right: float
+    top: float
 
 
 class Dataset:
@@ -114,6 +127,32 @@ class Dataset:
         georef = self._info("transform").georef
         shift = Affine.translation(-0.5, -0.5) if georef.raster_type == PIXEL_IS_POINT else Affine.identity()
         return Affine(*georef.transform[:6]) @ shift
+
+    @property
+    def bounds(self) -> BoundingBox:
+        """``(left, bottom, right, top)`` of the pixel corners, as rasterio's ``bounds``.
+
+        Raises:
+            RumiError: the dataset was opened with ``metadata=False``.
+        """
+        # As rasterio.transform.array_bounds, which maps corners with `*`, deprecated in affine 2.4 (a warning).
+        t = self.transform
+        if t.b == t.d == 0:  # rasterio keeps a south-up grid's bottom above its top
+            return BoundingBox(t.c, t.f + t.e * self.height, t.c + t.a * self.width, t.f)
+        xs, ys = zip(*(t @ (col, row) for col in (0, self.width) for row in (0, self.height)), strict=True)
+        return BoundingBox(min(xs), min(ys), max(xs), max(ys))
+
+    @property
+    def res(self) -> tuple[float, float]:
+        """``(width, height)`` of a pixel in CRS units, as rasterio's ``res``.
+
+        Raises:
+            RumiError: the dataset was opened with ``metadata=False``.
+        """
+        a, b, _, d, e, _ = self.transform[:6]
+        if b == d == 0:
+            return abs(a), abs(e)
+        return math.hypot(a, d), math.hypot(b, e)
 
     @property
     def descriptions(self) -> tuple[str, ...]:

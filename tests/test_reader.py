@@ -7,6 +7,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 import rasterio.windows
+from affine import Affine
 
 import rumi_core
 from rumi_core import BytesSource, HeaderBlob, Limits, LocalFileSource, reader
@@ -412,6 +414,34 @@ def test_a_dataset_has_rasterios_names_for_what_it_holds(cube_file: tuple[Path, 
         assert ds.count == 4
         with pytest.raises(RumiError, match="crs is in the file's head and trailer, which a dataset opened with metadata=False"):
             _ = ds.crs
+
+
+@pytest.mark.parametrize(
+    ("transform", "pixel_is_point"),
+    [
+        ((10, 0, 500000, 0, -10, 4000000), False),
+        ((10, 0, 500005, 0, -10, 3999995), True),
+        ((0.25, 0, -180, 0, 0.5, -90), False),  # south-up
+        ((10, 2, 500000, 3, -10, 4000000), False),  # rotated
+    ],
+)
+def test_bounds_and_res_are_rasterios_for_the_same_grid(tmp_path: Path, transform: tuple[float, ...], pixel_is_point: bool) -> None:
+    """``bounds`` and ``res`` equal what rasterio gives a GeoTIFF of the same grid, rotated and south-up ones included."""
+    data = np.zeros((1, 7, 9), "uint8")
+    rumi_core.write(tmp_path / "a.rumi", data, bands=["b"], times=["2020-01-01"], crs="EPSG:32633", transform=transform,
+                    pixel_is_point=pixel_is_point)  # fmt: skip
+    # rasterio takes a transform of pixel corners, and writes a PixelIsPoint file's tiepoint half a pixel on
+    corners = Affine(*transform) @ Affine.translation(-0.5, -0.5) if pixel_is_point else Affine(*transform)
+    with rasterio.open(tmp_path / "a.tif", "w", driver="GTiff", width=9, height=7, count=1, dtype="uint8",
+                       crs="EPSG:32633", transform=corners) as tif:  # fmt: skip
+        if pixel_is_point:
+            tif.update_tags(AREA_OR_POINT="Point")
+    with rasterio.open(tmp_path / "a.tif") as tif, rumi_core.open(tmp_path / "a.rumi") as ds:
+        assert ds.transform == tif.transform
+        with warnings.catch_warnings():  # rasterio maps a rotated grid's corners with affine's deprecated `*`
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            assert ds.bounds == tif.bounds
+        assert ds.res == tif.res
 
 
 def test_a_closed_dataset_says_so_and_reads_nothing_whatever_its_source(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
