@@ -27,7 +27,10 @@ import math
 import numbers
 import struct
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
+
+from affine import Affine
 
 from rumi_core.errors import CRSError, InvalidFileError, InvalidInputError
 
@@ -141,7 +144,23 @@ def _epsg_of(crs: Any) -> int:
 
 
 def _coefficients(transform: Any) -> tuple[float, ...]:
-    values = tuple(float(v) for v in transform)
+    # Strict reading: the specification sets no rule on the coefficients, but
+    # two mistakes write a file whose pixels are placed wrongly without a word.
+    # A sequence in GDAL's order (x_origin, x_res, row_rot, y_origin, col_rot,
+    # y_res) is refused as rasterio.transform.guard_transform refuses it (an
+    # Affine never is); and a singular transform gives every pixel zero area.
+    if not isinstance(transform, Affine) and _tastes_like_gdal(transform):
+        raise InvalidInputError(
+            f"transform {tuple(transform)} looks like GDAL's order (x_origin, x_res, 0, y_origin, 0, y_res); "
+            "give rasterio's (x_res, 0, x_origin, 0, y_res, y_origin), e.g. affine.Affine.from_gdal(*gt)",
+            field="transform",
+        )
+    try:
+        values = tuple(float(v) for v in transform)
+    except (TypeError, ValueError) as err:
+        raise InvalidInputError(
+            f"transform takes six numbers in rasterio order or an affine.Affine, got {transform!r:.80}", field="transform"
+        ) from err
     if len(values) == 9:
         if values[6:] != (0.0, 0.0, 1.0):
             raise InvalidInputError("a nine-value affine transform must end in (0, 0, 1)", field="transform")
@@ -150,7 +169,19 @@ def _coefficients(transform: Any) -> tuple[float, ...]:
         raise InvalidInputError(f"transform takes six affine coefficients in rasterio order, got {len(values)}", field="transform")
     if not all(math.isfinite(v) for v in values):
         raise InvalidInputError(f"transform coefficients must be finite, got {values}", field="transform")
+    a, b, _, d, e, _ = values
+    if Fraction(a) * Fraction(e) == Fraction(b) * Fraction(d):  # exact: a * e - b * d underflows for tiny pixels
+        raise InvalidInputError(f"transform {values} is singular: its pixels have no area", field="transform")
     return values
+
+
+def _tastes_like_gdal(transform: Any) -> bool:
+    """rasterio's test: six values with both rotation terms zero, a positive second and a negative sixth."""
+    try:
+        values = tuple(float(v) for v in transform)
+    except (TypeError, ValueError):
+        return False
+    return len(values) == 6 and values[2] == values[4] == 0.0 and values[1] > 0 and values[5] < 0
 
 
 @dataclass(frozen=True)

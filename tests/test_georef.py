@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import affine
@@ -11,7 +12,7 @@ import pyproj
 import pytest
 import rasterio.crs
 import rasterio.transform
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import rumi_core
@@ -124,6 +125,13 @@ def test_transform_inputs(transform: Any) -> None:
         (4326, UTM[:5], InvalidInputError, "six affine coefficients in rasterio order, got 5"),
         (4326, (*UTM, 1.0, 0.0, 1.0), InvalidInputError, r"a nine-value affine transform must end in \(0, 0, 1\)"),
         (4326, (1.0, 0.0, float("inf"), 0.0, -1.0, 0.0), InvalidInputError, "transform coefficients must be finite"),
+        (32633, affine.Affine(*UTM).to_gdal(), InvalidInputError, r"looks like GDAL's order .* affine.Affine.from_gdal"),
+        (32633, list(affine.Affine(*UTM).to_gdal()), InvalidInputError, r"looks like GDAL's order"),
+        (32633, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0), InvalidInputError, "is singular: its pixels have no area"),
+        (32633, (10.0, 20.0, 0.0, 1.0, 2.0, 0.0), InvalidInputError, "is singular"),
+        (32633, "10 0 500000 0 -10 4000000", InvalidInputError, "transform takes six numbers in rasterio order or an affine.Affine"),
+        (32633, 10.0, InvalidInputError, "transform takes six numbers"),
+        (32633, (10, 0, "x", 0, -10, 0), InvalidInputError, "transform takes six numbers"),
         (True, UTM, CRSError, "crs must be an EPSG code or a CRS, got True"),
         (4326.0, UTM, CRSError, "crs must be an EPSG code, 'EPSG:n' or a CRS object, got float"),
         ("not a crs at all", UTM, CRSError, "'not a crs at all' is not a CRS"),
@@ -228,7 +236,9 @@ finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
     point=st.booleans(),
 )
 def test_tags_round_trip(code: int, coefficients: tuple[float, ...], point: bool) -> None:
-    g = Georeferencing.from_crs(code, coefficients, pixel_is_point=point)
+    a, b, _, d, e, _ = (Fraction(v) for v in coefficients)
+    assume(a * e != b * d)  # a singular transform is refused (test_refused_inputs)
+    g = Georeferencing.from_crs(code, affine.Affine(*coefficients), pixel_is_point=point)  # an Affine: never GDAL's order
     matrix, keys = g.to_tags()
     assert len(matrix) == 16 and len(keys) == 16
     again = Georeferencing.from_tags(matrix, keys)
@@ -279,3 +289,12 @@ def test_undefined_geokeys_need_the_defined_matrix_only() -> None:
     matrix = UNDEFINED_MATRIX
     keys = (1, 1, 0, 3, 1024, 0, 1, 0, 1025, 0, 1, 2, 2048, 0, 1, 0)
     assert Georeferencing.from_tags(matrix, keys) == Georeferencing.undefined(pixel_is_point=True)
+
+
+def test_an_affine_is_never_taken_for_gdals_order() -> None:
+    """As rasterio's guard_transform: only a plain sequence is refused for looking like GDAL's order, so a grid turned
+    a quarter with its x origin at 0 is written from an Affine, and the pipeline (which passes one) never refuses it."""
+    quarter = affine.Affine(0.0, 10.0, 0.0, 10.0, 0.0, -5.0)
+    assert Georeferencing.from_crs(32633, quarter).transform == tuple(quarter)[:6]
+    with pytest.raises(InvalidInputError, match="looks like GDAL's order"):
+        Georeferencing.from_crs(32633, tuple(quarter)[:6])

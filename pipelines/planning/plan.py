@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from affine import Affine
 
 from pipelines.planning.hrefs import input_identity
 from pipelines.planning.lattice import OnGrid
@@ -224,7 +225,7 @@ class CubePlan(OnGrid):
             bands=[b.name for b in self.bands],
             times=[np.datetime64(s, "s") for s in self.times],
             crs=self.epsg,
-            transform=self.stored_transform,
+            transform=Affine(*self.stored_transform),  # a source's transform, never taken for GDAL's order
             tile_size=self.tile_size,
             frame_unit=self.frame_unit,
             pixel_is_point=self.pixel_is_point,
