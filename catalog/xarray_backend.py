@@ -131,7 +131,12 @@ def time_coords(bounds: ArrayLike, *, intervals: bool) -> dict[str, Any]:
     of start and end, named by the ``bounds`` attribute of ``time`` (CF 1.11,
     section 7.1), which xarray's CF decoding and cf_xarray follow.
     """
-    seconds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2).astype("datetime64[s]").astype("datetime64[ns]")
+    seconds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
+    # Nanoseconds, as xarray and pandas default to, where every step fits them (1677-09-21 to 2262-04-11);
+    # seconds otherwise, as the file stores them: a cast to nanoseconds wraps round without a word (an
+    # interval from 1600 to 2300 came out as 2184 to 1715).
+    unit = "ns" if np.all(np.abs(seconds) <= np.iinfo(np.int64).max // 10**9) else "s"
+    seconds = seconds.astype("datetime64[s]").astype(f"datetime64[{unit}]")
     if not intervals:
         return {"time": ("time", seconds[:, 0])}
     return {"time": ("time", seconds[:, 0], {"bounds": "time_bounds"}), "time_bounds": (("time", "nv"), seconds)}

@@ -44,3 +44,21 @@ def test_an_item_cannot_hold_a_datetime_past_year_9999(tmp_path: Path) -> None:
     rumi_core.write(path, random_samples((1, 4, 4), "uint8"), bands=["a"], times=[np.datetime64("10000-01-01")], tile_size=4)
     with pytest.raises(ItemError, match=r"time 10000-01-01T00:00:00Z is outside the years 1\.\.9999"):
         create_item(path, thumbnail=False)
+
+
+def test_xarray_keeps_times_nanoseconds_cannot_hold(far: Path, tmp_path: Path) -> None:
+    """Outside 1677..2262 the coordinates stay in seconds, as stored: a cast to nanoseconds wrapped round, and an
+    interval from 1600 to 2300 came out as 2184 to 1715. Inside that range they are nanoseconds, as xarray's default."""
+    import xarray as xr
+
+    path = tmp_path / "long.rumi"
+    rumi_core.write(path, random_samples((1, 1, 4, 4), "uint8"), bands=["a"], times=[("1600-01-01", "2300-01-01")], tile_size=4)
+    with xr.open_dataset(path, engine="rumi") as ds:
+        # as text: numpy compares datetimes in the finer unit, where both sides would wrap alike
+        assert ds.time_bounds.values.astype("datetime64[D]").astype(str).tolist() == [["1600-01-01", "2300-01-01"]]
+    with xr.open_dataset(far, engine="rumi") as ds:
+        assert str(ds.time.values[1].astype("datetime64[D]")) == "10000-01-01"
+    near = tmp_path / "near.rumi"
+    rumi_core.write(near, random_samples((1, 1, 4, 4), "uint8"), bands=["a"], times=["2262-04-11"], tile_size=4)
+    with xr.open_dataset(near, engine="rumi") as ds:
+        assert ds.time.dtype == np.dtype("datetime64[ns]") and ds.time.values[0] == np.datetime64("2262-04-11")
