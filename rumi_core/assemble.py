@@ -208,6 +208,7 @@ class FileAssembler:
             DEFAULT_LIMITS,
             max_band_text_bytes=max(DEFAULT_LIMITS.max_band_text_bytes, len(self._trailer)),
             max_time_coordinates=max(DEFAULT_LIMITS.max_time_coordinates, 2 * self.layout.time_count),
+            max_frames=max(DEFAULT_LIMITS.max_frames, self.layout.frame_count),
         )
 
     def _close(self) -> None:

@@ -198,6 +198,23 @@ def test_band_texts_past_the_limit_are_a_resource_limit_not_an_invalid_file(tmp_
         rumi_core.validate(path, limits=roomy)
 
 
+def test_the_writer_keeps_a_file_of_more_frames_than_the_default_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of more than Limits.max_frames frames is valid: the writer keeps it (its own check refused and deleted it
+    once every frame was compressed), and a reader refuses it until the limit is raised. The default (2**26 frames) is
+    lowered to 8 here, as a 67-million-frame file is no test's to write."""
+    import importlib
+
+    monkeypatch.setattr(importlib.import_module("rumi_core.assemble"), "DEFAULT_LIMITS", Limits(max_frames=8))
+    path = tmp_path / "many.rumi"
+    data = random_samples((3, 4, 4, 4), "uint8")
+    blob = rumi_core.write(path, data, bands=["a", "b", "c", "d"], times=["2020-01-01", "2020-01-02", "2020-01-03"], tile_size=4)
+    assert HeaderBlob.from_bytes(blob).layout.frame_count == 12
+    with pytest.raises(ResourceLimitError, match="the file's frame count N is 12, above Limits.max_frames = 8"):
+        rumi_core.validate(path, limits=Limits(max_frames=8))
+    rumi_core.validate(path, blob, limits=Limits(max_frames=12))
+    np.testing.assert_array_equal(rumi_core.read(path, blob), data)
+
+
 def test_band_names_are_found_under_the_limits_the_read_was_given(tmp_path: Path) -> None:
     """Selecting bands by name reads the trailer's texts: under the read's limits, as a read without a blob does."""
     path = tmp_path / "named.rumi"
