@@ -23,6 +23,7 @@ import numpy as np
 from catalog.bands import Band, common_nodata
 from catalog.errors import CatalogError
 from rumi_core.errors import SourceError
+from rumi_core.files import atomic_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -91,7 +92,6 @@ def write_geotiff(
     if radiometry is not None and len(radiometry) != count:
         raise CatalogError(f"the radiometry of {len(radiometry)} bands for {count} bands")
     target = os.fspath(path)
-    tmp = target + ".partial"
     profile: dict[str, Any] = {
         "driver": "GTiff",
         "width": width,
@@ -109,7 +109,7 @@ def write_geotiff(
     import warnings
 
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), atomic_path(target) as tmp:
             if transform is None:
                 warnings.simplefilter("ignore", NotGeoreferencedWarning)
             with rasterio.open(tmp, "w", **profile) as dst:
@@ -123,9 +123,7 @@ def write_geotiff(
                 if radiometry is not None:
                     _state_radiometry(dst, radiometry)
     except RasterioError as err:
-        Path(tmp).unlink(missing_ok=True)
         raise CatalogError(f"cannot write {target}: {err}") from err
-    os.replace(tmp, target)
     return target
 
 

@@ -12,8 +12,8 @@ turns geography into pixels and back:
   along the antimeridian where it crosses it, and reaching a pole it holds;
 * :meth:`Grid.window_for_bbox` gives the smallest pixel window covering a
   bounding box given in any CRS;
-* :meth:`Grid.window_transform` gives the transform of a window, for GeoTIFF
-  output.
+* :meth:`Grid.window_area_transform` gives the transform of a window's pixel
+  corners, for GeoTIFF and chip output.
 
 A PixelIsPoint raster's transform locates pixel centres; its footprint is
 shifted by half a pixel so that it covers whole pixels, as GDAL does.
@@ -269,11 +269,6 @@ class Grid:
         raise SelectorError(
             f"bbox {list(bbox)} ({bbox_crs}) does not overlap the raster, whose bounds are {list(self.bounds())} ({self.crs})"
         )
-
-    def window_transform(self, window: tuple[tuple[int, int], tuple[int, int]]) -> Affine:
-        """The transform of a window's top-left pixel (same pixel convention as the grid)."""
-        (r0, _), (c0, _) = window
-        return self.affine @ Affine.translation(c0, r0)
 
     def window_area_transform(self, window: tuple[tuple[int, int], tuple[int, int]]) -> Affine:
         """The transform of a window's top-left pixel corner, as rasterio reports it.

@@ -26,6 +26,7 @@ from catalog.errors import SearchError
 from catalog.item_parts import item_problem
 from catalog.json_shape import json_kind
 from catalog.selectors import lonlat_boxes
+from rumi_core.files import atomic_path
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -87,13 +88,11 @@ def write_index(items: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -
     rows = [_nodata_as(item, to_number=True) for item in items]
     if not rows:
         raise SearchError("an index needs at least one item")
-    tmp = target + ".partial"
     try:
-        reader = parse_stac_items_to_arrow(rows)
-        to_parquet(reader, tmp)
+        with atomic_path(target) as tmp:
+            to_parquet(parse_stac_items_to_arrow(rows), tmp)
     except (ValueError, TypeError, KeyError) as err:
         raise SearchError(f"cannot write the stac-geoparquet index {target}: {err}") from err
-    os.replace(tmp, target)
     return target
 
 

@@ -54,6 +54,7 @@ from catalog.extension import INLINE_HEADER_LIMIT, SCHEMA_URI, RumiFields
 from catalog.extra_metadata import ExtraMetadata
 from catalog.grid import Grid, file_grid
 from catalog.storage import Storage, href_kind
+from rumi_core.files import write_atomic
 from rumi_core.header import HeaderBlob
 from rumi_core.times import INTERVAL, format_seconds
 
@@ -363,9 +364,7 @@ def create_item(
         )
     if png is not None:
         png_path = os.fspath(thumbnail_path) if thumbnail_path is not None else str(Path(path).with_suffix(".thumb.png"))
-        tmp = png_path + ".partial"
-        Path(tmp).write_bytes(png)
-        os.replace(tmp, png_path)
+        write_atomic(png_path, png)
         item.add_asset(
             "thumbnail",
             pystac.Asset(href=os.path.abspath(png_path), media_type=pystac.MediaType.PNG, roles=["thumbnail"], title="quicklook"),

@@ -25,7 +25,7 @@ from rumi_core.errors import InvalidInputError
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-__all__ = ["atomic_file", "naming_errors", "umask_mode", "writable_path", "write_atomic"]
+__all__ = ["atomic_file", "atomic_path", "naming_errors", "umask_mode", "writable_path", "write_atomic"]
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 """A URL's scheme and ``://``: a name a local write would take for folders (``http:/host/...``)."""
@@ -83,6 +83,24 @@ def naming_errors(path: str | os.PathLike[str]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str] | None = None) -> Iterator[str]:
+    """A temporary name to write ``path`` through, for writers that take a name (GDAL, Parquet): renamed to ``path``
+    when the block ends, and removed if it raises. ``temp_dir`` is as for :func:`atomic_file`."""
+    target = Path(writable_path(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
+    os.close(fd)
+    try:
+        with naming_errors(target):
+            yield tmp
+        os.chmod(tmp, umask_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
 def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str] | None = None) -> Iterator[BinaryIO]:
     """A file to write ``path`` through, published whole when the block ends: a temporary file, then a rename.
 
@@ -91,17 +109,8 @@ def atomic_file(path: str | os.PathLike[str], *, temp_dir: str | os.PathLike[str
     is made in ``temp_dir``, which must be on the same file system as
     ``path``, or beside ``path`` when it is None.
     """
-    target = Path(writable_path(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent if temp_dir is None else temp_dir)
-    try:
-        with naming_errors(target), os.fdopen(fd, "wb") as f:
-            yield f
-            os.fchmod(f.fileno(), umask_mode())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic_path(path, temp_dir=temp_dir) as tmp, open(tmp, "wb") as f:
+        yield f
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes, *, temp_dir: str | os.PathLike[str] | None = None) -> None:

@@ -303,9 +303,10 @@ def decode_checked(
 ) -> NDArray[np.uint8]:
     """Decode frame ``index`` and check the decode-time MUSTs that a read and :func:`rumi_core.validate` share.
 
-    The frame must declare and decode to exactly its size (*Frame encoding*),
-    and a boolean frame must hold no byte other than 0 or 1 (*Sample
-    encodings*: a NumPy bool holding any other byte is not a valid bool).
+    The frame must declare and decode to exactly its size (*Frames*, and
+    ``decoded_frame_bytes`` in *Sample encodings*), and a boolean frame must
+    hold no byte other than 0 or 1 (*Sample encodings*: a NumPy bool holding
+    any other byte is not a valid bool).
 
     Args:
         frame: The frame's bytes, as stored in the file.

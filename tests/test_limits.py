@@ -209,7 +209,7 @@ def test_the_writer_keeps_a_file_of_more_frames_than_the_default_limit(tmp_path:
     data = random_samples((3, 4, 4, 4), "uint8")
     blob = rumi_core.write(path, data, bands=["a", "b", "c", "d"], times=["2020-01-01", "2020-01-02", "2020-01-03"], tile_size=4)
     assert HeaderBlob.from_bytes(blob).layout.frame_count == 12
-    with pytest.raises(ResourceLimitError, match="the file's frame count N is 12, above Limits.max_frames = 8"):
+    with pytest.raises(ResourceLimitError, match=r"the file's frame count N is 12, above Limits\.max_frames = 8"):
         rumi_core.validate(path, limits=Limits(max_frames=8))
     rumi_core.validate(path, blob, limits=Limits(max_frames=12))
     np.testing.assert_array_equal(rumi_core.read(path, blob), data)
