@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, SupportsIndex
 
 import numpy as np
 
+from catalog.deadlines import budget
 from catalog.errors import SelectorError
 from catalog.load import item_list, open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
@@ -286,7 +287,8 @@ class ChipReader:
 
     Raises:
         SelectorError: ``cache_bytes`` or ``fetch_threads`` is not an
-            integer in its range, or ``timeout`` no number of seconds above 0.
+            integer in its range.
+        InvalidInputError: ``timeout`` is no number of seconds above 0.
     """
 
     def __init__(
@@ -310,8 +312,8 @@ class ChipReader:
         self.cache_bytes = parse_int("cache_bytes", cache_bytes, least=0)
         self.fetch_threads = parse_int("fetch_threads", fetch_threads, least=1)
         self.http_headers = dict(http_headers or {})
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0):
-            raise SelectorError(f"timeout is a number of seconds above 0, got {timeout!r}")
+        if timeout is not None:
+            budget(timeout)  # refused here, not in the first worker's first read
         self.timeout = timeout
         self._pid: int | None = None
         self._state: _ProcessState | None = None

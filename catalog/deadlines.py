@@ -23,6 +23,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Final
 
+from rumi_core.errors import InvalidInputError
+
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
@@ -66,7 +68,7 @@ def budget(seconds: float | None) -> float:
     (120.0, 2.0, 10000000.0)
 
     Raises:
-        ValueError: ``seconds`` is not a number above 0 (NaN, 0, a text).
+        InvalidInputError: ``seconds`` is not a number above 0 (NaN, 0, a text).
     """
     if seconds is None:
         return DEFAULT_TIMEOUT
@@ -75,7 +77,7 @@ def budget(seconds: float | None) -> float:
     except (TypeError, ValueError):
         value = math.nan
     if isinstance(seconds, (bool, str)) or not value > 0:
-        raise ValueError(f"a timeout is a number of seconds above 0 (inf for none), got {seconds!r}")
+        raise InvalidInputError(f"timeout is a number of seconds above 0 (inf for none), got {seconds!r}", field="timeout")
     return min(value, NO_DEADLINE)
 
 

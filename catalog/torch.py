@@ -173,9 +173,9 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
     Raises:
         SelectorError: a band or time selector matches nothing in an item, no
             item holds a chip of ``size``, the items give chips of other
-            dtypes or shapes, ``size``, ``length``, ``seed``, ``cache_bytes``
-            or ``fetch_threads`` is not an integer in its range, or
-            ``timeout`` no number of seconds above 0.
+            dtypes or shapes, or ``size``, ``length``, ``seed``, ``cache_bytes``
+            or ``fetch_threads`` is not an integer in its range.
+        InvalidInputError: ``timeout`` is no number of seconds above 0.
         StorageError: an item or blob cannot be fetched.
 
     Warns:

@@ -27,7 +27,7 @@ from catalog.http import HTTPRangeSource
 from catalog.storage import Storage
 from catalog.testing import Fault
 from rumi_core.cli.main import cli
-from rumi_core.errors import HeaderMismatchError
+from rumi_core.errors import HeaderMismatchError, InvalidInputError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -125,7 +125,7 @@ def test_an_infinite_timeout_is_none_and_a_nan_one_is_refused(spread: Any, serve
             rumi_core.read(server.url("cube.rumi"), bands=[0], times=[0], timeout=math.inf), spread.data[[0]][:, [0]]
         )
         for bad in (math.nan, 0, "5"):
-            with pytest.raises(ValueError, match=re.escape(f"a timeout is a number of seconds above 0 (inf for none), got {bad!r}")):
+            with pytest.raises(InvalidInputError, match=re.escape(f"timeout is a number of seconds above 0 (inf for none), got {bad!r}")):
                 cube.read(bands=[0], times=[0], timeout=bad)  # type: ignore[arg-type]
 
 

@@ -17,6 +17,7 @@ from catalog.errors import SelectorError
 from catalog.extra_metadata import ExtraMetadata
 from catalog.items import create_item
 from catalog.selectors import parse_datetime
+from rumi_core.errors import InvalidInputError
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (make install adds the local CPU wheel)")
 
@@ -330,7 +331,7 @@ def test_a_stalled_server_ends_the_epoch_after_the_datasets_timeout(scene: Scene
             next(iter(dataset))
     finally:
         served.inject(None)
-    with pytest.raises(SelectorError, match=r"^timeout is a number of seconds above 0, got 0$"):
+    with pytest.raises(InvalidInputError, match=r"^timeout is a number of seconds above 0 \(inf for none\), got 0$"):
         RumiChipDataset(_urls(scene, served), size=32, length=2, timeout=0)
 
 
