@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     import shapely
+    from numpy.typing import NDArray
 
     from rumi_core.georef import Georeferencing
     from rumi_core.layout import Layout
@@ -281,19 +282,19 @@ class Grid:
         (r0, _), (c0, _) = window
         return self.area_affine @ Affine.translation(c0, r0)
 
-    def x_coords(self, cols: tuple[int, int] | None = None) -> list[float]:
+    def x_coords(self, cols: tuple[int, int] | None = None) -> NDArray[np.float64]:
         """Pixel-centre x coordinates of columns ``cols`` (north-up grids)."""
         c0, c1 = cols or (0, self.width)
         t = self.affine
         shift = 0.0 if self.pixel_is_point else 0.5
-        return [t.c + t.a * (c + shift) for c in range(c0, c1)]
+        return t.c + t.a * (np.arange(c0, c1, dtype=np.float64) + shift)
 
-    def y_coords(self, rows: tuple[int, int] | None = None) -> list[float]:
+    def y_coords(self, rows: tuple[int, int] | None = None) -> NDArray[np.float64]:
         """Pixel-centre y coordinates of rows ``rows`` (north-up grids)."""
         r0, r1 = rows or (0, self.height)
         t = self.affine
         shift = 0.0 if self.pixel_is_point else 0.5
-        return [t.f + t.e * (r + shift) for r in range(r0, r1)]
+        return t.f + t.e * (np.arange(r0, r1, dtype=np.float64) + shift)
 
 
 def file_grid(georef: Georeferencing, layout: Layout) -> Grid | None:

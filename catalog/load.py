@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
     import xarray as xr
 
+    from catalog.grid import Grid
     from rumi_core.limits import Limits
 
 __all__ = ["item_list", "load", "open_cube"]
@@ -317,12 +318,7 @@ def load(
         StorageError: an item or blob cannot be fetched.
         ResourceLimitError: the output is larger than ``limits`` allow.
     """
-    import dask.array as da
-    import xarray as xr
-    from dask.base import tokenize
     from rasterio.warp import SUPPORTED_RESAMPLING
-
-    from catalog.xarray_backend import band_coords, scale_attrs, spatial_ref, time_coords
 
     steps = _chunk_steps(chunks)
     methods = [method.name for method in SUPPORTED_RESAMPLING]
@@ -344,10 +340,31 @@ def load(
             samples = len({k for _, tk, _ in selected for k in tk}) * len(selected[0][0]) * out.height * out.width
             itemsize = np.result_type(*(c.layout.encoding.dtype for c in cubes)).itemsize
             limits.check("max_output_bytes", samples * itemsize, f"the output of {out.height} x {out.width} pixels")
+        token = (repr(bands), repr(time_range), resampling)
+        ds = _lazy_dataset(cubes, selected, out, steps=steps, resampling=resampling, threads=threads, token=token)
     except BaseException:
-        for cube in cubes:
-            cube.close()
+        _close_all(cubes)
         raise
+    ds.set_close(functools.partial(_close_all, cubes))
+    return ds
+
+
+def _lazy_dataset(
+    cubes: Sequence[Cube],
+    selected: Sequence[tuple[list[int], list[tuple[int, int]], list[int]]],
+    out: Grid,
+    *,
+    steps: Mapping[str, int | None],
+    resampling: str,
+    threads: int | None,
+    token: tuple[str, ...],
+) -> xr.Dataset:
+    """The dataset of a load's opened cubes on its output grid: one dask block per chunk, each a :class:`Mosaic` read."""
+    import dask.array as da
+    import xarray as xr
+    from dask.base import tokenize
+
+    from catalog.xarray_backend import band_coords, scale_attrs, spatial_ref, time_coords
 
     keys = sorted({k for _, tk, _ in selected for k in tk})
     key_index = {k: i for i, k in enumerate(keys)}
@@ -398,19 +415,16 @@ def load(
             out.transform,
             out.height,
             out.width,
-            repr(bands),
-            repr(time_range),
-            resampling,
+            token,
             (row_chunks, col_chunks, time_chunks, band_chunks),
         ),
     )
-    out_t = out.affine
     coord_bands = [first.cube.bands[b] for b in first.bands]
     coords: dict[str, Any] = {
         **time_coords(keys, intervals=any(k[0] != k[1] for k in keys)),
         **band_coords(coord_bands),
-        "y": ("y", out_t.f + out_t.e * (np.arange(out.height) + 0.5), {"axis": "Y"}),
-        "x": ("x", out_t.c + out_t.a * (np.arange(out.width) + 0.5), {"axis": "X"}),
+        "y": ("y", out.y_coords(), {"axis": "Y"}),
+        "x": ("x", out.x_coords(), {"axis": "X"}),
         "spatial_ref": spatial_ref(out.crs, out.transform),
     }
     # As open_dataset's variable: the output grid is of pixel areas (a PixelIsPoint item is placed by its corners).
@@ -421,9 +435,7 @@ def load(
         attrs["nodata"] = fill
         attrs["_FillValue"] = np.array(fill).astype(dtype)[()]
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
-    ds = xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
-    ds.set_close(functools.partial(_close_all, cubes))
-    return ds
+    return xr.Dataset({"data": variable}, coords=coords, attrs={"crs": out.crs, "overlaps": "first valid, in item order"})
 
 
 def _close_all(cubes: Sequence[Cube]) -> None:

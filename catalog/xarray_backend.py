@@ -184,8 +184,8 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     steps = secs.reshape(-1, 2) if intervals else np.repeat(secs, 2).reshape(-1, 2)
     coords: dict[str, Any] = {**time_coords(steps, intervals=intervals), **band_coords(bands)}
     if grid is not None and grid.transform[1] == 0.0 and grid.transform[3] == 0.0:
-        coords["y"] = ("y", np.asarray(grid.y_coords()), {"axis": "Y"})
-        coords["x"] = ("x", np.asarray(grid.x_coords()), {"axis": "X"})
+        coords["y"] = ("y", grid.y_coords(), {"axis": "Y"})
+        coords["x"] = ("x", grid.x_coords(), {"axis": "X"})
     else:
         coords["y"] = ("y", np.arange(lay.image_length, dtype=np.float64))
         coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64))

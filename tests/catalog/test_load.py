@@ -92,6 +92,26 @@ def test_one_grid_mosaics_and_stacks_without_resampling(scene: Scene) -> None:
     assert np.isnan(expected[:, :, -1, 0]).all() and np.isnan(expected[:, :, 0, -1]).all()
 
 
+def test_a_load_that_fails_once_its_cubes_are_open_closes_them(scene: Scene, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever fails after the items are opened (here the mosaic's planning) closes every cube it opened; only the
+    first third of the function did before, and a later error left their sources open."""
+    closed: list[str] = []
+    close = Cube.close
+
+    def recording(cube: Cube) -> None:
+        closed.append(cube.name)
+        close(cube)
+
+    def failing(*_: object, **__: object) -> None:
+        raise MemoryError("planning failed")
+
+    monkeypatch.setattr(Cube, "close", recording)
+    monkeypatch.setattr(importlib.import_module("catalog.load"), "Mosaic", failing)
+    with pytest.raises(MemoryError, match="planning failed"):
+        load(_items(scene, ["A-2021-01", "B-2021"]), bands=["red"])
+    assert len(closed) == 2
+
+
 def test_load_without_bands_or_bbox_takes_every_band_over_the_items(scene: Scene) -> None:
     """As its docstring says: no bands is every band of the first item, no bbox the union of the items."""
     (item,) = _items(scene, ["A-2021-01"])
