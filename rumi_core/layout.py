@@ -164,7 +164,7 @@ class Layout:
         spatial = row * self.tiles_across + col
         if self.unit.holds == "cell":
             return spatial
-        if self.frame_unit == 9:
+        if self._bands_fastest:
             return (spatial * self.time_count + time) * self.samples_per_pixel + band
         return (spatial * self.samples_per_pixel + band) * self.time_count + time
 
@@ -227,6 +227,11 @@ class Layout:
         return FrameExtent(band, time, y0, y1, x0, x1, pixels * sample_bytes)
 
     @cached_property
+    def _bands_fastest(self) -> bool:
+        """Whether the frame index of a tile unit walks bands inside time steps (*Frame index*: ``frame_unit`` 9)."""
+        return self.unit.index_order == ("t", "b")
+
+    @cached_property
     def _extent_terms(self) -> tuple[int, int, bool, bool, int, int, int, int, int, int, int]:
         """What :meth:`frame_extent` reads, in one tuple.
 
@@ -235,7 +240,7 @@ class Layout:
         and width, image length and width, bytes per sample.
         """
         return (
-            self.frames_per_location, self.tiles_across, self.unit.holds == "cell", self.frame_unit == 9,
+            self.frames_per_location, self.tiles_across, self.unit.holds == "cell", self._bands_fastest,
             self.samples_per_pixel, self.time_count, self.tile_length, self.tile_width,
             self.image_length, self.image_width, self.encoding.bytes_per_sample,
         )  # fmt: skip
