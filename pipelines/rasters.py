@@ -58,6 +58,7 @@ from rasterio.vrt import WarpedVRT
 from requests.utils import requote_uri
 
 from pipelines.archives import archive_of, member_size
+from pipelines.errors import SceneError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -161,11 +162,23 @@ def has_internal_mask(dataset: Any) -> bool:
     """Whether a band of ``dataset`` takes its validity from a mask band of the file's own.
 
     That is GDAL's per-dataset mask (``MaskFlags.per_dataset`` without
-    ``alpha``): an internal or ``.msk`` mask. Validity from a nodata value
-    is the cube's nodata already, and an alpha band is stored as a band like
-    any other, so neither loses anything.
+    ``alpha``): an internal or ``.msk`` mask; or a band's own mask
+    (:func:`has_band_masks`). Validity from a nodata value is the cube's
+    nodata already, and an alpha band is stored as a band like any other, so
+    neither loses anything.
     """
-    return any(MaskFlags.per_dataset in flags and MaskFlags.alpha not in flags for flags in dataset.mask_flag_enums)
+    return has_band_masks(dataset) or any(
+        MaskFlags.per_dataset in flags and MaskFlags.alpha not in flags for flags in dataset.mask_flag_enums
+    )
+
+
+def has_band_masks(dataset: Any) -> bool:
+    """Whether a band of ``dataset`` has a mask of its own: GDAL gives it no mask flag at all.
+
+    A ``.msk`` written with ``INTERNAL_MASK_FLAGS_n=0``, or a VRT band's
+    ``<MaskBand>``. ``read_masks`` reads it, but GDAL's warper ignores it.
+    """
+    return any(not flags for flags in dataset.mask_flag_enums)
 
 
 def mask_location(dataset: Any) -> str:
@@ -371,6 +384,7 @@ class RasterCache:
 
         Raises:
             rasterio.errors.RasterioIOError: the file cannot be opened.
+            SceneError: ``masked``, a warped file has masks of its own bands (:func:`has_band_masks`).
         """
         key = (href, warp)
         found = self._open.get(key)
@@ -381,6 +395,14 @@ class RasterCache:
             src = rasterio.open(gdal_path(href))
         masked = warp is None and has_internal_mask(src)
         handles: tuple[Any, ...] = (src,)
+        if warp is not None and has_band_masks(src):
+            src.close()
+            raise SceneError(
+                "its bands have masks of their own, which GDAL's warper does not apply, so warping would make their "
+                "masked pixels valid; burn the masks into nodata first (e.g. gdalwarp -dstnodata 0) and convert again",
+                href=href,
+                reason="masked",
+            )
         if warp is not None:
             target = rasterio.Affine(*warp.transform)
             vrt = WarpedVRT(

@@ -276,16 +276,26 @@ def _with_stated_radiometry(bands: tuple[SourceBand, ...], stated: tuple[Radiome
 def _as_sample(value: float, dtype: str) -> float | None:
     """``value`` as a ``dtype`` sample would hold it, or None when none can (NaN or 0.5 or 70000 for uint16).
 
+    A float is rounded to the samples' precision, as GDAL's nodata mask
+    compares it (``static_cast<float>`` for Float32): ``-3.4e+38``, as GDAL
+    writes the text, is the float32 ``-3.3999999521443642e+38``, and
+    ``-3.40282346638529e+38`` (float32's lowest to 15 digits) that lowest.
+
     >>> _as_sample(-0.0, "uint16"), _as_sample(0.5, "uint16"), _as_sample(float("nan"), "float32")
     (0.0, None, nan)
+    >>> _as_sample(0.1, "float32"), _as_sample(-3.40282346638529e38, "float32"), _as_sample(1e39, "float32")
+    (0.10000000149011612, -3.4028234663852886e+38, None)
     """
     kind = np.dtype(dtype).kind
     if kind in "iu":
         info = np.iinfo(dtype)
         holds = value.is_integer() and info.min <= value <= info.max
         return float(int(value)) if holds else None  # -0.0 is 0 as an integer sample, and keys as one
-    holds = kind != "f" or not math.isfinite(value) or abs(value) <= float(np.finfo(dtype).max)
-    return value if holds else None
+    if not math.isfinite(value):
+        return value
+    with np.errstate(over="ignore"):
+        sample = float(np.array(value).astype(dtype).real)  # a complex sample's parts are of its float type
+    return sample if math.isfinite(sample) else None
 
 
 def _file_nodata(nodata: float, dtype: str, href: str) -> float:
@@ -302,7 +312,7 @@ def _file_nodata(nodata: float, dtype: str, href: str) -> float:
     sample = _as_sample(nodata, dtype)
     if sample is None:
         raise SceneError(
-            f"its nodata value {nodata:g} is no {dtype} sample, and GDAL and readers of the catalogue would take it for "
+            f"its nodata value {nodata!r} is no {dtype} sample, and GDAL and readers of the catalogue would take it for "
             "different ones; set one the samples can hold (e.g. gdal_edit.py -a_nodata 0) and convert again",
             href=href,
             reason="bad-nodata",
@@ -324,7 +334,7 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
     """
     sample = _as_sample(stated, dtype)
     if sample is None:
-        raise SceneError(f"the STAC asset states nodata {stated:g}, which no {dtype} sample can hold", href=href, reason="bad-metadata")
+        raise SceneError(f"the STAC asset states nodata {stated!r}, which no {dtype} sample can hold", href=href, reason="bad-metadata")
     stated = sample
     if nodata is None or nodata_key(nodata) == nodata_key(stated):
         return stated

@@ -135,3 +135,74 @@ def test_a_nodata_value_no_sample_holds_is_refused(tmp_path: Path) -> None:
     assert pixels is None
     (letter,) = dead
     assert letter.reason == "bad-nodata" and "nodata value 0.5 is no uint16 sample" in letter.message
+
+
+def _band_masked_geotiff(path: Path, *, nodata: float | None, transform: rasterio.Affine) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_masked_geotiff`'s pixels with a mask per band in a ``.msk`` beside it (GDAL's INTERNAL_MASK_FLAGS_n=0)."""
+    data, mask = _masked_geotiff(path, nodata=nodata, transform=transform)
+    profile: dict[str, Any] = {"driver": "GTiff", "width": 80, "height": 96, "count": 2, "crs": "EPSG:32633", "transform": transform}
+    with rasterio.open(path, "w", nodata=nodata, dtype="uint16", **profile) as dst:
+        dst.write(data)  # the same pixels, without the per-dataset mask
+    masks = np.stack([mask, np.where(np.arange(80) < 10, 0, 255).astype(np.uint8).repeat(96).reshape(80, 96).T])
+    with rasterio.open(f"{path}.msk", "w", dtype="uint8", **profile) as msk:
+        msk.write(masks)
+        msk.update_tags(INTERNAL_MASK_FLAGS_1="0", INTERNAL_MASK_FLAGS_2="0")
+    return data, masks
+
+
+def test_masks_of_each_band_are_applied_or_the_scene_refused(tmp_path: Path) -> None:
+    """A mask per band (a ``.msk`` of GDAL's INTERNAL_MASK_FLAGS_n=0, a VRT band's ``<MaskBand>``) masks that band alone:
+    its masked pixels take the nodata value, as rasterio's masked read gives them. Before, it was not seen as a mask at
+    all, and every masked pixel was stored as valid. Without nodata the scene is refused, as with a per-dataset mask;
+    warped, too, since GDAL's warper ignores such masks."""
+    transform = rasterio.Affine(10, 0, 300000, 0, -10, 5800000)
+    source = tmp_path / "scene.tif"
+    data, masks = _band_masked_geotiff(source, nodata=0, transform=transform)
+    with rasterio.open(source) as ds:
+        assert ds.mask_flag_enums == ([], []) and has_internal_mask(ds)
+        expected = ds.read(masked=True).filled(0)
+    assert (expected != data).any()
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert not dead and pixels is not None
+    assert np.array_equal(pixels, expected) and np.array_equal(pixels, np.where(masks == 0, 0, data))
+
+    bare = tmp_path / "bare" / "scene.tif"
+    bare.parent.mkdir()
+    _band_masked_geotiff(bare, nodata=None, transform=transform)
+    pixels, dead = _convert([bare], tmp_path / "out-bare")
+    assert pixels is None and [letter.reason for letter in dead] == ["masked"]
+
+    south = tmp_path / "south" / "scene.tif"
+    south.parent.mkdir()
+    _band_masked_geotiff(south, nodata=0, transform=rasterio.Affine(10, 0, 300000, 0, 10, 5799040))
+    pixels, dead = _convert([south], tmp_path / "out-south", align="reproject")
+    assert pixels is None
+    assert {letter.reason for letter in dead} == {"read-failed"}
+    assert all("masks of their own, which GDAL's warper does not apply" in letter.message for letter in dead)
+
+
+@pytest.mark.parametrize("text", ["-3.4e+38", "0.1", "-3.40282346638529e+38"])
+def test_a_float32_nodata_is_the_float32_gdal_masks_with(tmp_path: Path, text: str) -> None:
+    """GDAL compares a Float32 band with its nodata rounded to float32; ``-3.4e+38`` (as GDAL writes the text) is no
+    float32 exactly. The cube's nodata is that float32, and masked pixels take it, as rasterio's masked read fills them.
+    Before, they became 0.0, valid data; and float32's lowest written to 15 digits was refused as no float32."""
+    source = tmp_path / "scene.tif"
+    profile: dict[str, Any] = {"driver": "GTiff", "width": 80, "height": 96, "count": 1, "dtype": "float32", "crs": "EPSG:32633"}
+    data = np.random.default_rng(3).normal(100, 50, (1, 96, 80)).astype(np.float32)
+    mask = np.full((96, 80), 255, np.uint8)
+    mask[10:40, 20:60] = 0
+    with (
+        rasterio.Env(GDAL_TIFF_INTERNAL_MASK=True),
+        rasterio.open(source, "w", transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000), **profile) as dst,
+    ):
+        dst.write(data)
+        dst.write_mask(mask)
+    (tmp_path / "scene.tif.aux.xml").write_text(
+        f'<PAMDataset><PAMRasterBand band="1"><NoDataValue>{text}</NoDataValue></PAMRasterBand></PAMDataset>'
+    )
+    with rasterio.open(source) as ds:
+        expected = ds.read(masked=True).filled(ds.nodata)
+    pixels, dead = _convert([source], tmp_path / "out")
+    assert not dead and pixels is not None
+    assert np.array_equal(pixels.view(np.uint32), expected.view(np.uint32))
+    assert (pixels[:, mask == 0] == np.float32(float(text))).all()
