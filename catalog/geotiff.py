@@ -103,6 +103,9 @@ def write_geotiff(
         "nodata": nodata,
         "compress": "deflate",
         "interleave": "band",
+        # GDAL takes a 4th band of 3 or 4 of Byte for alpha by default, and masks every pixel where it is 0 (the
+        # near-infrared of an RGBN scene); unspecified, the 4th band is data, and the first three still show as RGB.
+        "alpha": "UNSPECIFIED",
     }
     if height >= 256 and width >= 256:
         profile.update(tiled=True, blockxsize=256, blockysize=256)

@@ -1,4 +1,4 @@
-"""Files the catalogue writes by name (GeoTIFFs through GDAL, the stac-geoparquet index) are published whole.
+"""Files the catalogue writes by name (GeoTIFFs through GDAL, the stac-geoparquet index): published whole, and as written.
 
 A write that fails, whatever the error, leaves neither a temporary nor a partial file, and a disk that fills names the
 file being made. Before, both wrote a fixed ``<target>.partial`` that an OSError left behind.
@@ -52,3 +52,23 @@ def test_an_index_whose_write_fails_leaves_nothing(tmp_path: Path, monkeypatch: 
         write_index([item], tmp_path / "items.parquet")
     assert err.value.filename == str(tmp_path / "items.parquet")
     assert set(tmp_path.iterdir()) == before
+
+
+def test_a_fourth_byte_band_is_data_not_alpha(tmp_path: Path) -> None:
+    """GDAL's default makes a GeoTIFF of 4 Byte bands RGB + alpha, masking every pixel whose 4th band (the near-infrared
+    of an RGBN scene) is 0. The 4th band is written as data; three bands still show as RGB."""
+    import rasterio
+    from rasterio.enums import ColorInterp, MaskFlags
+
+    from catalog.geotiff import write_geotiff
+
+    data = np.zeros((4, 8, 8), "uint8")
+    data[:3] = 7
+    write_geotiff(tmp_path / "rgbn.tif", data, crs="EPSG:32633", transform=rasterio.Affine(10, 0, 500000, 0, -10, 4000000))
+    with rasterio.open(tmp_path / "rgbn.tif") as ds:
+        assert ds.colorinterp[3] == ColorInterp.undefined
+        assert all(flags == [MaskFlags.all_valid] for flags in ds.mask_flag_enums)
+        assert not np.ma.getmaskarray(ds.read(masked=True)).any()
+    write_geotiff(tmp_path / "rgb.tif", data[:3], crs="EPSG:32633", transform=rasterio.Affine(10, 0, 500000, 0, -10, 4000000))
+    with rasterio.open(tmp_path / "rgb.tif") as ds:
+        assert ds.colorinterp == (ColorInterp.red, ColorInterp.green, ColorInterp.blue)
