@@ -18,12 +18,13 @@ import math
 import posixpath
 import re
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import apache_beam as beam
 import numpy as np
 import rasterio
 from apache_beam.pvalue import PCollection
+from rasterio.enums import MaskFlags
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
@@ -320,6 +321,36 @@ def _file_nodata(nodata: float, dtype: str, href: str) -> float:
     return sample
 
 
+_EXACT_DOUBLE_INTEGERS: Final = 2**53
+"""Integers above this (in magnitude) are not all doubles."""
+
+
+def _check_wide_nodata(ds: Any, dtype: str, href: str) -> None:
+    """Refuse a 64-bit integer band whose nodata rasterio cannot give exactly.
+
+    rasterio hands nodata over as a double: 2**53 + 1 comes back as 2**53,
+    and uint64's largest value (a common fill) as none at all, while GDAL masks
+    by the exact integer. The item would state another value, or none.
+
+    Raises:
+        SceneError: ``bad-nodata``, a band of ``int64`` or ``uint64`` samples
+            has a nodata value of 2**53 or more in magnitude, or one rasterio
+            does not report.
+    """
+    if dtype not in ("int64", "uint64"):
+        return
+    flagged = any(MaskFlags.nodata in flags for flags in ds.mask_flag_enums)
+    if (ds.nodata is None and flagged) or (ds.nodata is not None and abs(ds.nodata) >= _EXACT_DOUBLE_INTEGERS):
+        shown = "a value rasterio does not report" if ds.nodata is None else f"about {ds.nodata:.17g}"
+        raise SceneError(
+            f"its {dtype} nodata is {shown}, and rasterio gives nodata as a double, exact to 2**53 only: the catalogue "
+            "would state another value than GDAL masks with; set one of smaller magnitude (e.g. gdal_edit.py -a_nodata 0) "
+            "and convert again",
+            href=href,
+            reason="bad-nodata",
+        )
+
+
 def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: str) -> float:
     """The file's ``nodata``, or where it has none the value its STAC asset states (:func:`~pipelines.transforms.discover.asset_nodata`).
 
@@ -440,6 +471,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
                 for i in range(1, ds.count + 1)
             )
             _check_blocks(ds, href)
+            _check_wide_nodata(ds, dtype, href)
             nodata = None if ds.nodata is None else _file_nodata(float(ds.nodata), dtype, href)
             bands, nodata = _described_bands(ref, bands, nodata, dtype)
             if nodata is None and has_internal_mask(ds):
