@@ -224,6 +224,9 @@ def _catalog_items(href: str, root: bytes) -> dict[str, Any]:
 def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLetter]:
     """Expand one input into scene references, or one dead letter when it finds nothing.
 
+    A file GDAL keeps beside a raster that exists (:data:`~pipelines.rasters.GDAL_SIDECAR_SUFFIXES`)
+    expands to nothing: a shell expands ``scenes/*`` into them too.
+
     >>> discover("/nonexistent/*.tif")[0].reason
     'no-match'
     """
@@ -255,12 +258,22 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     elif os.path.isdir(text):
         found = sorted(os.path.abspath(p) for p in folder_files(text) if _is_scene_name(os.path.basename(p)))
     elif os.path.isfile(text):
+        if _sidecar_of(text) is not None:
+            return []  # a shell's scenes/* names x.tif.msk beside x.tif: GDAL reads it through x.tif
         found = [os.path.abspath(text)]
     else:
         found = []
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
     return _scenes(_one_path_per_file(found))
+
+
+def _sidecar_of(path: str) -> str | None:
+    """The raster a local file is GDAL's sidecar of (``x.tif`` for ``x.tif.msk``, ``.ovr`` or ``.aux.xml``), if that exists."""
+    for suffix in GDAL_SIDECAR_SUFFIXES:
+        if path.lower().endswith(suffix) and os.path.isfile(raster := path[: -len(suffix)]):
+            return raster
+    return None
 
 
 def _is_scene_name(name: str) -> bool:

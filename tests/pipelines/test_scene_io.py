@@ -203,6 +203,12 @@ class TestDiscover:
         (letter,) = discover(str(tmp_path / "*.tif.*"))
         assert isinstance(letter, DeadLetter) and letter.reason == "no-match"
         assert letter.message == "the pattern matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"
+        # A shell expands scenes/* itself: each sidecar of a raster that exists expands to nothing, where each was a
+        # scene to georeference (no-geotransform), or unreadable.
+        for name in ("x_B02.tif.msk", "x_B02.tif.ovr", "x_B02.tif.aux.xml", "x_B02.tif.msk.ovr"):
+            assert discover(str(tmp_path / name)) == [], name
+        (tmp_path / "lone.tif.msk").write_bytes((tmp_path / "x_B02.tif.msk").read_bytes())
+        assert [r.href for r in discover(str(tmp_path / "lone.tif.msk"))] == [str(tmp_path / "lone.tif.msk")]  # type: ignore[union-attr]
 
     def test_nothing_found(self, tmp_path: Path) -> None:
         (found,) = discover(str(tmp_path / "none*.tif"))
