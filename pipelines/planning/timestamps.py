@@ -224,7 +224,10 @@ def time_from_tags(tags: Mapping[str, str]) -> int | None:
     for name in TIME_TAGS:
         value = tags.get(name)
         if value and value.strip():
-            seconds = parse_time(value)
+            try:
+                seconds = parse_time(value)
+            except ValueError as err:
+                raise ValueError(f"its {name} tag: {err}") from err
             if seconds != 0:  # 1970-01-01 00:00:00 is GDAL's placeholder for "no date found"
                 return seconds
     return None

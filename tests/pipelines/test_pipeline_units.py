@@ -91,6 +91,11 @@ class TestTimes:
         with pytest.raises(ValueError, match="'yesterday' is not an ISO 8601 time"):
             parse_time("yesterday")
 
+    def test_a_bad_time_tag_is_named(self) -> None:
+        """A malformed tag said only "'2023:13:45 99:00:00' is not an ISO 8601 time", naming neither tag nor file."""
+        with pytest.raises(ValueError, match=r"^its TIFFTAG_DATETIME tag: '2023:13:45 99:00:00' is not an ISO 8601 time"):
+            time_from_tags({"TIFFTAG_DATETIME": "2023:13:45 99:00:00"})
+
     def test_pattern_year_doy(self) -> None:
         pattern = r"L[ETC]\d{7}(?P<year>\d{4})(?P<doy>\d{3})"
         found = time_from_pattern(pattern, "/x/LE70350322008118EDC00/LE70350322008118EDC00_b3.tif")
