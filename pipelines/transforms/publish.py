@@ -298,6 +298,18 @@ def _upload_tree(staging: str, root: str) -> None:
         list(pool.map(store.delete, stale))
 
 
+def _run_output_holding(path: str) -> str | None:
+    """The nearest folder at or above the local ``path`` that holds a run's ``manifest.jsonl`` (a run's ``--out``), if any."""
+    folder = path
+    while True:
+        if os.path.isfile(os.path.join(folder, "manifest.jsonl")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
 def check_catalog_root(root: str, out: str) -> None:
     """Refuse a local ``--catalog`` folder that is not the catalogue's alone: each run replaces it whole.
 
@@ -306,6 +318,8 @@ def check_catalog_root(root: str, out: str) -> None:
     itself, or a folder above it, removed the run's own cubes, and a folder of
     other files (no ``catalog.json``) lost them all. The default ``OUT/stac``,
     a new or empty folder and an earlier catalogue are the catalogue's own.
+    A catalogue under another run's ``--out`` is that run's: it rebuilds it
+    from its own cubes alone (:func:`_carried_over`), dropping this run's items.
 
     Raises:
         OptionError: names ``--catalog`` and why.
@@ -323,6 +337,14 @@ def check_catalog_root(root: str, out: str) -> None:
                 "give the catalogue a folder of its own (by default OUT/stac)",
                 option="--catalog",
             )
+    owner = _run_output_holding(real)
+    if owner is not None and (is_gs(out) or owner != os.path.realpath(out)):
+        raise OptionError(
+            f"{root} is in the output folder of another run ({owner} holds its manifest.jsonl), and that run "
+            "rebuilds a catalogue under its --out from its own cubes alone, dropping this run's items; give a "
+            "catalogue folder outside every --out, and to both runs",
+            option="--catalog",
+        )
     if os.path.isdir(real) and os.listdir(real) and not os.path.isfile(os.path.join(real, "catalog.json")):
         raise OptionError(
             f"{root} holds other files and no catalog.json, and each run replaces the catalogue folder whole; "

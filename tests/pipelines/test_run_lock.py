@@ -149,3 +149,10 @@ def test_a_catalog_folder_that_holds_other_files_is_refused(tmp_path: Path) -> N
     for _ in range(2):  # a new folder, then the catalogue it became
         assert CliRunner().invoke(cli, [*command, "--catalog", str(shared)]).exit_code == 0
     assert (shared / "catalog.json").is_file()
+    # Another run's OUT/stac is rebuilt by that run from its own cubes: a run adding to it lost its items at that
+    # run's next re-run. It is refused; the run's own OUT/stac, given by name, is not.
+    other = [*command[:3], "--out", str(tmp_path / "other"), "--no-progress"]
+    refused = CliRunner().invoke(cli, [*other, "--catalog", str(out / "stac")])
+    assert refused.exit_code == 2 and f"is in the output folder of another run ({out} holds its manifest.jsonl)" in refused.output
+    assert not (tmp_path / "other").exists()
+    assert CliRunner().invoke(cli, [*command, "--catalog", str(out / "stac")]).exit_code == 0
