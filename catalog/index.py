@@ -168,6 +168,9 @@ def query_index(
     sql = "SELECT * FROM items"
     if where:
         sql += " WHERE " + " AND ".join(f"({w})" for w in where)
+    if limit is not None and bbox is None:  # with a bbox, the geometries below may drop rows the limit kept
+        sql += " LIMIT ?"  # in index order: DuckDB keeps the insertion order of a scan (preserve_insertion_order)
+        params.append(limit)
     con = duckdb.connect()
     try:
         con.register("items", table)

@@ -307,7 +307,7 @@ def search(
         index_href = _index_href(href, _read_stac(href, storage))
         table = _index_table(index_href, storage, required=False)
     if table is not None:
-        items = query_index(table, bbox=bbox, time=time)
+        items = query_index(table, bbox=bbox, time=time, limit=None if wanted else limit)  # bands filter what it returns
         hits = [SearchHit.from_item(it, base=index_href) for it in items if _has_bands(it, wanted)]
     else:
         try:
