@@ -299,6 +299,16 @@ def _as_sample(value: float, dtype: str) -> float | None:
     return sample if math.isfinite(sample) else None
 
 
+def _shown(value: float) -> str:
+    """``value`` as a message shows it: short where that is exact (70000, 0.5), else every digit (-3.40282346638529e+38).
+
+    >>> _shown(70000.0), _shown(0.5), _shown(-3.40282346638529e38)
+    ('70000', '0.5', '-3.40282346638529e+38')
+    """
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
 def _file_nodata(nodata: float, dtype: str, href: str) -> float:
     """The file's nodata value as its samples hold it.
 
@@ -313,7 +323,7 @@ def _file_nodata(nodata: float, dtype: str, href: str) -> float:
     sample = _as_sample(nodata, dtype)
     if sample is None:
         raise SceneError(
-            f"its nodata value {nodata!r} is no {dtype} sample, and GDAL and readers of the catalogue would take it for "
+            f"its nodata value {_shown(nodata)} is no {dtype} sample, and GDAL and readers of the catalogue would take it for "
             "different ones; set one the samples can hold (e.g. gdal_edit.py -a_nodata 0) and convert again",
             href=href,
             reason="bad-nodata",
@@ -365,7 +375,9 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
     """
     sample = _as_sample(stated, dtype)
     if sample is None:
-        raise SceneError(f"the STAC asset states nodata {stated!r}, which no {dtype} sample can hold", href=href, reason="bad-metadata")
+        raise SceneError(
+            f"the STAC asset states nodata {_shown(stated)}, which no {dtype} sample can hold", href=href, reason="bad-metadata"
+        )
     stated = sample
     if nodata is None or nodata_key(nodata) == nodata_key(stated):
         return stated

@@ -70,6 +70,8 @@ def test_a_run_that_writes_no_catalogue_leaves_no_catalogue_folder(tmp_path: Pat
     assert done.exit_code == 1 and "nothing was produced" in done.output, done.output
     assert (out / "dead-letter.jsonl").is_file() and not (out / "stac").exists()
     other = tmp_path / "other"
+    # As while that run still converts, before it writes its manifest: with one, the catalogue check refuses first.
+    (out / "manifest.jsonl").unlink(missing_ok=True)
     with exclusive(_local_folders(ConvertOptions(out=str(out)))):
         refused = CliRunner().invoke(cli, ["convert", str(tmp_path / "scenes"), "--out", str(other), "--catalog", str(out / "stac")])
     assert refused.exit_code == 1 and not other.exists() and not (out / "stac").exists(), refused.output
