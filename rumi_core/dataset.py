@@ -135,7 +135,7 @@ class Dataset:
         Raises:
             RumiError: the dataset was opened with ``metadata=False``.
         """
-        # As rasterio.transform.array_bounds, which maps corners with `*`, deprecated in affine 2.4 (a warning).
+        # As rasterio.transform.array_bounds, which maps corners with `*`, deprecated in affine 3 (a warning).
         t = self.transform
         if t.b == t.d == 0:  # rasterio keeps a south-up grid's bottom above its top
             return BoundingBox(t.c, t.f + t.e * self.height, t.c + t.a * self.width, t.f)

@@ -30,7 +30,7 @@ REASONS: Final = {
     "bad-name": "the path is not UTF-8 text, which GDAL and STAC hrefs need",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",
     "large-blocks": "a tile or strip of the file decodes to more than 1 GiB, which GDAL decodes whole to read any pixel of it",
-    "subdatasets": "the file is a container of subdatasets (NetCDF, HDF) with no bands of its own",
+    "subdatasets": "the file is a container of subdatasets (NetCDF, HDF) with no bands of its own, or a GeoTIFF of several images",
     "no-geotransform": "the file is located by ground control points, RPCs or nothing, not by a geotransform",
     "missing-crs": "the file has no CRS",
     "crs-not-epsg": "the CRS has no EPSG code",

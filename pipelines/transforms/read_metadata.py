@@ -153,6 +153,24 @@ def _no_bands(ds: rasterio.io.DatasetReader) -> str:
     )
 
 
+def _check_one_image(ds: rasterio.io.DatasetReader, href: str) -> None:
+    """Refuse a file that is not one image of bands: a container of subdatasets, or a GeoTIFF of several full-size
+    images (pages; not overviews or masks), of which GDAL opens the first alone.
+
+    Raises:
+        SceneError: ``subdatasets`` or ``unreadable``.
+    """
+    if ds.count == 0:
+        raise SceneError(_no_bands(ds), href=href, reason="subdatasets" if ds.subdatasets else "unreadable")
+    if ds.driver == "GTiff" and ds.subdatasets:
+        raise SceneError(
+            f"the file holds {len(ds.subdatasets)} images (TIFF pages), and GDAL reads only the first as the file's bands, "
+            f"so the others would be lost; split them into one GeoTIFF each (e.g. gdal_translate {ds.subdatasets[-1]} out.tif)",
+            href=href,
+            reason="subdatasets",
+        )
+
+
 def _no_geotransform(ds: rasterio.io.DatasetReader) -> str | None:
     """Why ``ds`` has no geotransform to place its pixels with, or None when it has one.
 
@@ -410,8 +428,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
     href = ref.href
     try:
         with gdal_env(href), rasterio.open(gdal_path(href)) as ds:
-            if ds.count == 0:
-                raise SceneError(_no_bands(ds), href=href, reason="subdatasets" if ds.subdatasets else "unreadable")
+            _check_one_image(ds, href)
             # Before the CRS: a file located by GCPs often has no CRS of its
             # own, and assigning one would not put it on a grid.
             unplaced = _no_geotransform(ds)

@@ -72,6 +72,15 @@ def _write_netcdf(path: str) -> None:
     rasterio.shutil.copy(tif, path, driver="netCDF")
 
 
+def _write_pages(path: str) -> None:
+    """A dated GeoTIFF of two full-size images (a second page appended, as GDAL's APPEND_SUBDATASET writes it)."""
+    _write_in_crs(path, "EPSG:32632")
+    _write_in_crs(path + ".2.tif", "EPSG:32632")
+    import rasterio.shutil
+
+    rasterio.shutil.copy(path + ".2.tif", path, driver="GTiff", APPEND_SUBDATASET="YES")
+
+
 def _write_cint16(path: str) -> None:
     """A dated GDAL CInt16 GeoTIFF (complex integers, as some SAR products ship): no rumi sample encoding."""
     import rasterio
@@ -488,6 +497,8 @@ class TestReadScene:
                 r"the horizontal part of the CRS .* has no EPSG code",
             ),
             (_write_netcdf, "subdatasets", r"holds 2 subdatasets \(netcdf:.*:Band1, .*:Band2\) and no bands of its own; .*gdal_translate"),
+            # Only its first page was converted, without a word.
+            (_write_pages, "subdatasets", r"holds 2 images \(TIFF pages\), .* \(e\.g\. gdal_translate GTIFF_DIR:2:.*bad\.tif out\.tif\)$"),
             (_write_cint16, "unsupported-dtype", r"complex_int16 is not a rumi sample encoding .*gdal_translate -ot CFloat32"),
         ],
     )
