@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import filecmp
+import json
 import os
 import re
 import shutil
@@ -298,16 +299,33 @@ def _upload_tree(staging: str, root: str) -> None:
         list(pool.map(store.delete, stale))
 
 
-def _run_output_holding(path: str) -> str | None:
-    """The nearest folder at or above the local ``path`` that holds a run's ``manifest.jsonl`` (a run's ``--out``), if any."""
-    folder = path
+def _other_run_output(root: str, out: str) -> str | None:
+    """The nearest folder at or above the local ``root`` that is another run's ``--out``, if any.
+
+    A run's ``--out`` holds its ``manifest.jsonl``, whose lines name cubes: a
+    stray file of that name (or a run that made no cube) marks nothing. A
+    ``root`` inside this run's own ``out`` is this run's.
+    """
+    if not is_gs(out) and _under(os.path.realpath(out), root):
+        return None
+    folder = root
     while True:
-        if os.path.isfile(os.path.join(folder, "manifest.jsonl")):
+        if _names_cubes(os.path.join(folder, "manifest.jsonl")):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
             return None
         folder = parent
+
+
+def _names_cubes(manifest: str) -> bool:
+    """Whether ``manifest`` is a run manifest: its first line a JSON object naming a ``cube_id``."""
+    try:
+        with open(manifest, "rb") as f:
+            first = json.loads(f.readline(1 << 16))
+    except (OSError, ValueError):
+        return False
+    return isinstance(first, dict) and isinstance(first.get("cube_id"), str)
 
 
 def check_catalog_root(root: str, out: str) -> None:
@@ -337,8 +355,8 @@ def check_catalog_root(root: str, out: str) -> None:
                 "give the catalogue a folder of its own (by default OUT/stac)",
                 option="--catalog",
             )
-    owner = _run_output_holding(real)
-    if owner is not None and (is_gs(out) or owner != os.path.realpath(out)):
+    owner = _other_run_output(real, out)
+    if owner is not None:
         raise OptionError(
             f"{root} is in the output folder of another run ({owner} holds its manifest.jsonl), and that run "
             "rebuilds a catalogue under its --out from its own cubes alone, dropping this run's items; give a "

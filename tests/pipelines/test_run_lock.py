@@ -70,8 +70,6 @@ def test_a_run_that_writes_no_catalogue_leaves_no_catalogue_folder(tmp_path: Pat
     assert done.exit_code == 1 and "nothing was produced" in done.output, done.output
     assert (out / "dead-letter.jsonl").is_file() and not (out / "stac").exists()
     other = tmp_path / "other"
-    # As while that run still converts, before it writes its manifest: with one, the catalogue check refuses first.
-    (out / "manifest.jsonl").unlink(missing_ok=True)
     with exclusive(_local_folders(ConvertOptions(out=str(out)))):
         refused = CliRunner().invoke(cli, ["convert", str(tmp_path / "scenes"), "--out", str(other), "--catalog", str(out / "stac")])
     assert refused.exit_code == 1 and not other.exists() and not (out / "stac").exists(), refused.output
@@ -153,8 +151,16 @@ def test_a_catalog_folder_that_holds_other_files_is_refused(tmp_path: Path) -> N
     assert (shared / "catalog.json").is_file()
     # Another run's OUT/stac is rebuilt by that run from its own cubes: a run adding to it lost its items at that
     # run's next re-run. It is refused; the run's own OUT/stac, given by name, is not.
-    other = [*command[:3], "--out", str(tmp_path / "other"), "--no-progress"]
+    other = [*command[:2], "--out", str(tmp_path / "other"), "--no-progress"]
     refused = CliRunner().invoke(cli, [*other, "--catalog", str(out / "stac")])
     assert refused.exit_code == 2 and f"is in the output folder of another run ({out} holds its manifest.jsonl)" in refused.output
     assert not (tmp_path / "other").exists()
     assert CliRunner().invoke(cli, [*command, "--catalog", str(out / "stac")]).exit_code == 0
+    # Only a rumi run's manifest, of cubes, marks its --out: a stray manifest.jsonl above refused every --catalog below
+    # it; and a run's own OUT/stac is its own, also where OUT lies in another run's --out.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "manifest.jsonl").write_text('{"unrelated": 1}\n')
+    assert CliRunner().invoke(cli, [*command[:2], "--out", str(home / "o"), "--catalog", str(home / "cat")]).exit_code == 0
+    nested = out / "nested"
+    assert CliRunner().invoke(cli, [*command[:2], "--out", str(nested), "--catalog", str(nested / "stac")]).exit_code == 0
