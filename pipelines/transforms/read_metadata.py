@@ -349,34 +349,52 @@ def _file_nodata(nodata: float, dtype: str, href: str) -> float:
     return sample
 
 
-_EXACT_DOUBLE_INTEGERS: Final = 2**53
-"""Integers above this (in magnitude) are not all doubles."""
-
-
 def _check_wide_nodata(ds: Any, dtype: str, href: str) -> None:
-    """Refuse a 64-bit integer band whose nodata rasterio cannot give exactly.
+    """Refuse a 64-bit integer band whose nodata no double is.
 
-    rasterio hands nodata over as a double: 2**53 + 1 comes back as 2**53,
-    and uint64's largest value (a common fill) as none at all, while GDAL masks
-    by the exact integer. The item would state another value, or none.
+    rasterio hands nodata over as a double, and the catalogue states one;
+    GDAL masks by the exact integer. ``-2**63`` (int64's fill) is a double
+    and converts; ``2**53 + 1`` came back as ``2**53``, masking other pixels,
+    and uint64's largest value as no nodata at all. GDAL's exact value is
+    read from the band as its VRT driver writes it.
 
     Raises:
         SceneError: ``bad-nodata``, a band of ``int64`` or ``uint64`` samples
-            has a nodata value of 2**53 or more in magnitude, or one rasterio
-            does not report.
+            has a nodata value that is no double.
     """
-    if dtype not in ("int64", "uint64"):
+    if dtype not in ("int64", "uint64") or not any(MaskFlags.nodata in flags for flags in ds.mask_flag_enums):
         return
-    flagged = any(MaskFlags.nodata in flags for flags in ds.mask_flag_enums)
-    if (ds.nodata is None and flagged) or (ds.nodata is not None and abs(ds.nodata) >= _EXACT_DOUBLE_INTEGERS):
-        shown = "a value rasterio does not report" if ds.nodata is None else f"about {ds.nodata:.17g}"
+    exact = _gdal_nodata_text(ds)
+    try:
+        value = int(exact or "")
+    except ValueError:
+        return  # no integer text: GDAL has no 64-bit nodata of its own, and rasterio's is the band's
+    if ds.nodata is None or float(value) != value or ds.nodata != value:
         raise SceneError(
-            f"its {dtype} nodata is {shown}, and rasterio gives nodata as a double, exact to 2**53 only: the catalogue "
-            "would state another value than GDAL masks with; set one of smaller magnitude (e.g. gdal_edit.py -a_nodata 0) "
-            "and convert again",
+            f"its {dtype} nodata is {value}, which no double is, and rasterio and the catalogue hold nodata as a double: "
+            "the item would state another value than GDAL masks with; set one that is (e.g. gdal_edit.py -a_nodata 0, "
+            "or a value within 2**53) and convert again",
             href=href,
             reason="bad-nodata",
         )
+
+
+def _gdal_nodata_text(ds: Any) -> str | None:
+    """Band 1's nodata exactly as GDAL holds it: the text of the ``NoDataValue`` a VRT copy of ``ds`` states.
+
+    rasterio has no exact getter for 64-bit integers; GDAL's VRT driver writes
+    the integer whole. The copy describes the bands only (no pixel is read).
+    """
+    import tempfile
+    from pathlib import Path
+
+    import rasterio.shutil
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "band.vrt"
+        rasterio.shutil.copy(ds, str(path), driver="VRT")
+        found = re.search(r"<NoDataValue>([^<]*)</NoDataValue>", path.read_text(encoding="utf-8"))
+    return found.group(1).strip() if found else None
 
 
 def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: str) -> float:

@@ -15,6 +15,7 @@ import pytest
 import rasterio
 
 import rumi_core
+from catalog.cube import Cube
 from pipelines.convert import run
 from pipelines.jsonl import load_jsonl
 from pipelines.options import ConvertOptions
@@ -208,21 +209,30 @@ def test_a_float32_nodata_is_the_float32_gdal_masks_with(tmp_path: Path, text: s
     assert (pixels[:, mask == 0] == np.float32(float(text))).all()
 
 
-@pytest.mark.parametrize(("dtype", "nodata"), [("int64", 2**53 + 1), ("uint64", 2**64 - 1), ("int64", -(2**63))])
-def test_a_64_bit_nodata_rasterio_cannot_give_exactly_is_refused(tmp_path: Path, dtype: str, nodata: int) -> None:
+@pytest.mark.parametrize(("dtype", "nodata"), [("int64", 2**53 + 1), ("uint64", 2**64 - 1), ("uint64", 2**63 + 1)])
+def test_a_64_bit_nodata_no_double_is_is_refused(tmp_path: Path, dtype: str, nodata: int) -> None:
     """rasterio gives nodata as a double: 2**53 + 1 came back as 2**53, and the item stated it, masking valid pixels of
-    2**53 where GDAL masks those of 2**53 + 1; uint64's largest came back as none. Past 2**53 the scene is refused;
-    below, it converts. (The value is set as GDAL keeps a band's own, in .aux.xml: rasterio writes nodata as a double.)"""
+    2**53 where GDAL masks those of 2**53 + 1; uint64's largest came back as none. Such a scene is refused; int64's fill
+    -2**63, a double, converts with it. (The value is set as GDAL keeps a band's own, in .aux.xml: rasterio writes nodata
+    as a double.)"""
     source = tmp_path / "scene.tif"
     profile: dict[str, Any] = {"driver": "GTiff", "width": 40, "height": 32, "count": 1, "dtype": dtype, "crs": "EPSG:32633"}
+    data = np.arange(40 * 32, dtype=dtype).reshape(1, 32, 40)
+    data[0, :4] = np.iinfo(dtype).min if dtype == "int64" else 0
     with rasterio.open(source, "w", transform=rasterio.Affine(10, 0, 300000, 0, -10, 5800000), **profile) as dst:
-        dst.write(np.arange(40 * 32, dtype=dtype).reshape(1, 32, 40))
+        dst.write(data)
     aux = tmp_path / "scene.tif.aux.xml"
     aux.write_text(f'<PAMDataset><PAMRasterBand band="1"><NoDataValue>{nodata}</NoDataValue></PAMRasterBand></PAMDataset>')
     pixels, dead = _convert([source], tmp_path / "out")
     assert pixels is None
     (letter,) = dead
-    assert letter.reason == "bad-nodata" and f"its {dtype} nodata is " in letter.message and "exact to 2**53 only" in letter.message
-    aux.write_text(f'<PAMDataset><PAMRasterBand band="1"><NoDataValue>{2**53 - 1}</NoDataValue></PAMRasterBand></PAMDataset>')
-    pixels, dead = _convert([source], tmp_path / "below")
-    assert not dead and pixels is not None
+    assert letter.reason == "bad-nodata" and f"its {dtype} nodata is {nodata}, which no double is" in letter.message
+    fill = np.iinfo(dtype).min if dtype == "int64" else 0
+    aux.write_text(f'<PAMDataset><PAMRasterBand band="1"><NoDataValue>{fill}</NoDataValue></PAMRasterBand></PAMDataset>')
+    with rasterio.open(source) as ds:
+        assert ds.read(masked=True).mask.sum() == 160
+    pixels, dead = _convert([source], tmp_path / "fill")
+    assert not dead and pixels is not None and np.array_equal(pixels, data)
+    (item,) = (p for p in (tmp_path / "fill" / "stac").glob("**/*.json") if p.name not in ("catalog.json", "collection.json"))
+    with Cube.open(str(item)) as cube:
+        assert cube.bands[0].nodata == fill
