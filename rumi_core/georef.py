@@ -149,18 +149,19 @@ def _coefficients(transform: Any) -> tuple[float, ...]:
     # A sequence in GDAL's order (x_origin, x_res, row_rot, y_origin, col_rot,
     # y_res) is refused as rasterio.transform.guard_transform refuses it (an
     # Affine never is); and a singular transform gives every pixel zero area.
-    if not isinstance(transform, Affine) and _tastes_like_gdal(transform):
-        raise InvalidInputError(
-            f"transform {tuple(transform)} looks like GDAL's order (x_origin, x_res, 0, y_origin, 0, y_res); "
-            "give rasterio's (x_res, 0, x_origin, 0, y_res, y_origin), e.g. affine.Affine.from_gdal(*gt)",
-            field="transform",
-        )
     try:
-        values = tuple(float(v) for v in transform)
+        given = tuple(transform)  # once: a generator is read once
+        values = tuple(float(v) for v in given)
     except (TypeError, ValueError) as err:
         raise InvalidInputError(
             f"transform takes six numbers in rasterio order or an affine.Affine, got {transform!r:.80}", field="transform"
         ) from err
+    if not isinstance(transform, Affine) and len(values) == 6 and values[2] == values[4] == 0.0 and values[1] > 0 and values[5] < 0:
+        raise InvalidInputError(  # rasterio.transform.tastes_like_gdal's test
+            f"transform {given} looks like GDAL's order (x_origin, x_res, 0, y_origin, 0, y_res); "
+            "give rasterio's (x_res, 0, x_origin, 0, y_res, y_origin), e.g. affine.Affine.from_gdal(*gt)",
+            field="transform",
+        )
     if len(values) == 9:
         if values[6:] != (0.0, 0.0, 1.0):
             raise InvalidInputError("a nine-value affine transform must end in (0, 0, 1)", field="transform")
@@ -173,15 +174,6 @@ def _coefficients(transform: Any) -> tuple[float, ...]:
     if Fraction(a) * Fraction(e) == Fraction(b) * Fraction(d):  # exact: a * e - b * d underflows for tiny pixels
         raise InvalidInputError(f"transform {values} is singular: its pixels have no area", field="transform")
     return values
-
-
-def _tastes_like_gdal(transform: Any) -> bool:
-    """rasterio's test: six values with both rotation terms zero, a positive second and a negative sixth."""
-    try:
-        values = tuple(float(v) for v in transform)
-    except (TypeError, ValueError):
-        return False
-    return len(values) == 6 and values[2] == values[4] == 0.0 and values[1] > 0 and values[5] < 0
 
 
 @dataclass(frozen=True)

@@ -117,6 +117,11 @@ def test_transform_inputs(transform: Any) -> None:
     assert g.transform == UTM
 
 
+def test_a_transform_generator_is_read_once() -> None:
+    """A one-shot iterable was consumed by the GDAL-order check and then refused as holding no coefficients."""
+    assert Georeferencing.from_crs("EPSG:32633", (v for v in UTM)).transform == UTM
+
+
 @pytest.mark.parametrize(
     ("crs", "transform", "error", "match"),
     [
