@@ -30,7 +30,7 @@ from pipelines.bucket import is_gs, output_store
 from pipelines.errors import OptionError
 from pipelines.folders import folder_files, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
-from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
 from pipelines.run_lock import remove_empty_made
 from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner, stock_worker_image, usable_cores
 from pipelines.stac_shape import is_stac_document
@@ -102,6 +102,10 @@ def check_inputs(paths: list[str]) -> None:
                 raise LineError(f"input {text}: the directory holds no {suffix_list(suffixes)} file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
+    sidecars = [(text, sidecar_of(text)) for text in paths if not is_url(text)]
+    if paths and len(sidecars) == len(paths) and all(raster is not None for _, raster in sidecars):
+        text, raster = sidecars[0]
+        raise LineError(f"input {text}: it is GDAL's sidecar file of {raster}, read through it, not a scene; give {raster}")
 
 
 def _escape_hint(pattern: str) -> str:

@@ -81,11 +81,13 @@ __all__ = [
     "fit_block_cache",
     "gdal_env",
     "gdal_path",
+    "has_band_masks",
     "has_internal_mask",
     "mask_location",
     "is_url",
     "kept_block_cache",
     "raster_error_text",
+    "sidecar_of",
     "suffix_list",
 ]
 
@@ -103,6 +105,15 @@ An ``.ovr`` or ``.msk`` opens as a TIFF without georeferencing, so a glob
 such as ``scenes/*`` that took them for scenes would report each as a raster
 to georeference.
 """
+
+
+def sidecar_of(path: str) -> str | None:
+    """The raster a local file is GDAL's sidecar of (``x.tif`` for ``x.tif.msk``, ``.ovr`` or ``.aux.xml``), if that exists."""
+    for suffix in GDAL_SIDECAR_SUFFIXES:
+        if path.lower().endswith(suffix) and os.path.isfile(raster := path[: -len(suffix)]):
+            return raster
+    return None
+
 
 SIDECARS_ONLY: Final = "the pattern matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"
 """What a glob that matched nothing else is told."""

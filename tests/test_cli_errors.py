@@ -132,18 +132,23 @@ def test_convert_out_is_checked_before_beam_starts(tmp_path: Path, out: str, why
         ("{d}/*.nothing", "no file matches"),
         ("{d}/empty", "holds no .tif"),
         ("{d}/sidecars/*", "matches only GDAL's sidecar files (.aux.xml, .ovr, .msk), which are not scenes"),
+        # Given alone, as a shell expands beside/*.msk: it expanded to nothing, and the run said "nothing was produced".
+        ("{d}/beside/x.tif.msk", "it is GDAL's sidecar file of {d}/beside/x.tif, read through it, not a scene; give {d}/beside/x.tif"),
     ],
-    ids=["missing-path", "empty-glob", "empty-directory", "sidecars-only"],
+    ids=["missing-path", "empty-glob", "empty-directory", "sidecars-only", "a-sidecar-alone"],
 )
 def test_convert_inputs_are_checked_first_and_no_output_is_created(tmp_path: Path, given: str, why: str) -> None:
     (tmp_path / "empty").mkdir()
     (tmp_path / "sidecars").mkdir()
     for name in ("x.tif.ovr", "x.tif.msk", "x.TIF.aux.xml"):
         (tmp_path / "sidecars" / name).write_bytes(b"II*\x00")
+    (tmp_path / "beside").mkdir()
+    for name in ("x.tif", "x.tif.msk"):
+        (tmp_path / "beside" / name).write_bytes(b"II*\x00")
     out = tmp_path / "out"
     result = invoke("convert", given.format(d=tmp_path), "--out", str(out))
     assert result.exit_code == 2
-    assert why in one_line(result)
+    assert why.format(d=tmp_path) in one_line(result)
     assert not out.exists()
 
 

@@ -35,7 +35,7 @@ from pipelines.archives import ArchiveError, is_archive, raster_members
 from pipelines.folders import folder_files, pattern_files
 from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
-from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, suffix_list
+from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
 from pipelines.sentinel2.bands import select_bands
 from pipelines.sentinel2.items import is_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
@@ -258,7 +258,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     elif os.path.isdir(text):
         found = sorted(os.path.abspath(p) for p in folder_files(text) if _is_scene_name(os.path.basename(p)))
     elif os.path.isfile(text):
-        if _sidecar_of(text) is not None:
+        if sidecar_of(text) is not None:
             return []  # a shell's scenes/* names x.tif.msk beside x.tif: GDAL reads it through x.tif
         found = [os.path.abspath(text)]
     else:
@@ -266,14 +266,6 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
     return _scenes(_one_path_per_file(found))
-
-
-def _sidecar_of(path: str) -> str | None:
-    """The raster a local file is GDAL's sidecar of (``x.tif`` for ``x.tif.msk``, ``.ovr`` or ``.aux.xml``), if that exists."""
-    for suffix in GDAL_SIDECAR_SUFFIXES:
-        if path.lower().endswith(suffix) and os.path.isfile(raster := path[: -len(suffix)]):
-            return raster
-    return None
 
 
 def _is_scene_name(name: str) -> bool:
