@@ -55,6 +55,20 @@ def collection_key(item: pystac.Item, *, default_dataset: str) -> str:
     return f"{dataset}-{epsg}-{digest}"
 
 
+def _title(dataset: str, props: dict[str, Any]) -> str:
+    """A collection's title: its dataset, CRS and grid, so that the collections of one CRS read apart in a list.
+
+    >>> _title("s2", {"proj:code": "EPSG:32633", "proj:transform": [10, 0, 399960, 0, -10, 5800020], "proj:shape": [1024, 2048]})
+    's2 on EPSG:32633, 2048 x 1024 pixels of 10 from (399960, 5800020)'
+    """
+    title = f"{dataset} on {props.get('proj:code')}"
+    transform, shape = props.get("proj:transform"), props.get("proj:shape")
+    if isinstance(transform, list) and len(transform) >= 6 and isinstance(shape, list) and len(shape) == 2:
+        a, _, c, _, _, f = transform[:6]
+        title += f", {shape[1]} x {shape[0]} pixels of {a:.15g} from ({c:.15g}, {f:.15g})"
+    return title
+
+
 def _interval(item: pystac.Item) -> tuple[dt.datetime, dt.datetime]:
     common = item.common_metadata
     start = common.start_datetime or item.datetime
@@ -138,7 +152,7 @@ def build_catalog(
             description=f"{description}: dataset {dataset}, grid {members[0].properties.get('proj:code')}",
             extent=_extent(members),
             license=license,
-            title=f"{dataset} on {members[0].properties.get('proj:code')}",
+            title=_title(dataset, members[0].properties),
         )
         collection.add_items(sorted(members, key=lambda it: it.id))
         catalog.add_child(collection)

@@ -72,6 +72,11 @@ def test_collections_group_by_dataset_and_grid(catalogue: Path) -> None:
     assert s2["extent"]["temporal"]["interval"] == [["2021-01-01T00:00:00Z", "2021-06-21T00:00:00Z"]]
     assert len([ln for ln in s2["links"] if ln["rel"] == "item"]) == 2
     assert s2["license"] == "other"
+    # Titled by their grid too: a thousand grid locations of one CRS had a thousand titles "s2 on EPSG:32633".
+    item = json.loads(next((catalogue / cols[1]).glob("*/*.json")).read_text())["properties"]
+    a, _, c, _, _, f = item["proj:transform"][:6]
+    height, width = item["proj:shape"]
+    assert s2["title"] == f"s2 on EPSG:32633, {width} x {height} pixels of {a:.15g} from ({c:.15g}, {f:.15g})"
 
 
 def test_copied_tree_still_reads(catalogue: Path, tmp_path: Path) -> None:
