@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from catalog.cube import Cube
 
-__all__ = ["WARP_TILE", "Member", "Mosaic", "lattice_index", "lattice_offset", "output_grid", "valid_mask"]
+__all__ = ["WARP_TILE", "Member", "Mosaic", "lattice_index", "lattice_offset", "nodata_sample", "output_grid", "valid_mask"]
 
 _EPS = 1e-6
 
@@ -216,8 +216,23 @@ def valid_mask(data: NDArray[Any], nodata: Sequence[float | None]) -> NDArray[np
             valid &= data == data
     for b, value in enumerate(nodata):
         if value is not None and not math.isnan(value):
-            valid[..., b, :, :] &= data[..., b, :, :] != value
+            valid[..., b, :, :] &= data[..., b, :, :] != nodata_sample(value, data.dtype)
     return valid
+
+
+def nodata_sample(value: float, dtype: np.dtype[Any]) -> Any:
+    """``value`` to compare samples of ``dtype`` with: the integer sample itself where one equals it, else ``value``.
+
+    NumPy compares int64 samples with a float as doubles: with nodata -2**63
+    (int64's fill), the samples -2**63 + 1 and so on, 1,024 values, would
+    compare equal to it.
+
+    >>> int(nodata_sample(-9.223372036854776e18, np.dtype("int64"))) == -(2**63), nodata_sample(0.5, np.dtype("uint8"))
+    (True, 0.5)
+    """
+    if dtype.kind in "iu" and float(value).is_integer() and np.iinfo(dtype).min <= int(value) <= np.iinfo(dtype).max:
+        return dtype.type(int(value))
+    return value
 
 
 def _cast(values: NDArray[Any], dtype: np.dtype[Any]) -> NDArray[Any]:

@@ -54,6 +54,7 @@ from rasterio.enums import Interleaving
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
+from catalog.mosaic import nodata_sample
 from pipelines.errors import PipelineError, SceneError
 from pipelines.rasters import RasterCache, fit_block_cache, gdal_env, raster_error_text
 from pipelines.transforms.base import DataclassPTransform
@@ -159,7 +160,7 @@ def fill_value(dtype: str, nodata: float | None) -> Any:
 def _valid(data: NDArray[Any], nodata: float | None) -> NDArray[np.bool_]:
     if nodata is None:
         return np.ones(data.shape, bool)
-    valid: NDArray[np.bool_] = ~np.isnan(data) if math.isnan(nodata) else np.asarray(data != nodata)
+    valid: NDArray[np.bool_] = ~np.isnan(data) if math.isnan(nodata) else np.asarray(data != nodata_sample(nodata, data.dtype))
     return valid
 
 
