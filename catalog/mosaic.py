@@ -224,8 +224,8 @@ def nodata_sample(value: float, dtype: np.dtype[Any]) -> Any:
     """``value`` to compare samples of ``dtype`` with: the integer sample itself where one equals it, else ``value``.
 
     NumPy compares int64 samples with a float as doubles: with nodata -2**63
-    (int64's fill), the samples -2**63 + 1 and so on, 1,024 values, would
-    compare equal to it.
+    (int64's fill), the 512 samples -2**63 + 1 to -2**63 + 512 would compare
+    equal to it.
 
     >>> int(nodata_sample(-9.223372036854776e18, np.dtype("int64"))) == -(2**63), nodata_sample(0.5, np.dtype("uint8"))
     (True, 0.5)
