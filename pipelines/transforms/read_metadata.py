@@ -417,7 +417,7 @@ def _with_stated_nodata(nodata: float | None, stated: float, dtype: str, href: s
     stated = sample
     if nodata is None or nodata_key(nodata) == nodata_key(stated):
         return stated
-    raise SceneError(f"the STAC asset states nodata {stated:g}, the file {nodata:g}", href=href, reason="bad-metadata")
+    raise SceneError(f"the STAC asset states nodata {_shown(stated)}, the file {_shown(nodata)}", href=href, reason="bad-metadata")
 
 
 _SRTM_TILE: Final = re.compile(r"[NS]\d{2}[EW]\d{3}(\.SRTMGL\d)?\.hgt", re.IGNORECASE)
