@@ -12,7 +12,10 @@ Every link and every local asset href is relative, so the tree can be copied
 or uploaded as it is (the data files keep their place relative to it). A
 collection groups the items of one dataset (``rumi:dataset``, or the
 catalogue id) that share a grid (``proj:code``, ``proj:transform`` and
-``proj:shape``); its extents are the union of its items'.
+``proj:shape``); its extents are the union of its items'. It also states what
+its items hold without opening one (STAC 1.1 collection fields): ``summaries``
+of their ``proj:code`` and ``bands``, and ``item_assets``, the asset keys of
+its items with the fields they all share.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import pystac
 
 from catalog.errors import CatalogError
 from catalog.index import INDEX_NAME, write_index
+from catalog.items import EO_URI, PROJECTION_URI
 from catalog.selectors import lonlat_union
 from catalog.storage import href_kind
 
@@ -84,6 +88,61 @@ def _extent(items: Sequence[pystac.Item]) -> pystac.Extent:
     spans = [_interval(it) for it in items]
     temporal = [[min(s for s, _ in spans), max(e for _, e in spans)]]
     return pystac.Extent(pystac.SpatialExtent(spatial), pystac.TemporalExtent(temporal))
+
+
+def _summaries(items: Sequence[pystac.Item]) -> dict[str, list[Any]]:
+    """The distinct ``proj:code`` and band objects of the items, in the order items list them.
+
+    A band is summarised from the ``data`` asset's ``bands`` (where rumi items
+    carry them); bands that differ in any field are listed apart.
+    """
+    codes: dict[str, None] = {}
+    bands: dict[str, dict[str, Any]] = {}
+    for it in items:
+        code = it.properties.get("proj:code")
+        if isinstance(code, str):
+            codes[code] = None
+        data = it.assets.get("data")
+        for band in (data.extra_fields.get("bands") if data is not None else None) or []:
+            bands.setdefault(json.dumps(band, sort_keys=True), band)
+    summaries: dict[str, list[Any]] = {}
+    if codes:
+        summaries["proj:code"] = list(codes)
+    if bands:
+        summaries["bands"] = list(bands.values())
+    return summaries
+
+
+_DEFINITION_FIELDS = ("title", "type", "roles", "bands")
+"""The asset fields an item asset definition carries when every item that has the asset agrees on them."""
+
+
+def _item_assets(items: Sequence[pystac.Item]) -> dict[str, dict[str, Any]]:
+    """One definition per asset key of any item, with the fields all its items share.
+
+    STAC 1.1 asks each definition for at least two of ``title``,
+    ``description``, ``type`` and ``roles``; a key whose items agree on fewer
+    (never the case for what :func:`catalog.items.create_item` writes) is left out.
+    """
+    keys = sorted({key for it in items for key in it.assets})
+    definitions = {}
+    for key in keys:
+        assets = [it.assets[key].to_dict() for it in items if key in it.assets]
+        shared = {
+            name: assets[0][name]
+            for name in _DEFINITION_FIELDS
+            if name in assets[0] and all(a.get(name) == assets[0][name] for a in assets)
+        }
+        if len(shared.keys() & {"title", "type", "roles"}) >= 2:
+            definitions[key] = shared
+    return definitions
+
+
+def _extensions(summaries: dict[str, list[Any]], item_assets: dict[str, dict[str, Any]]) -> list[str]:
+    """The extensions whose fields the summaries and item assets use."""
+    bands = summaries.get("bands", []) + [b for d in item_assets.values() for b in d.get("bands", [])]
+    uses_eo = any(key.startswith("eo:") for band in bands for key in band)
+    return [PROJECTION_URI] * ("proj:code" in summaries) + [EO_URI] * uses_eo
 
 
 def _index_rows(catalog: pystac.Catalog, root_dir: str) -> list[dict[str, Any]]:
@@ -145,16 +204,21 @@ def build_catalog(
         groups[collection_key(it, default_dataset=catalog_id)].append(it)
     catalog = pystac.Catalog(id=catalog_id, description=description, title=title)
     for key in sorted(groups):
-        members = groups[key]
+        members = sorted(groups[key], key=lambda it: it.id)
         dataset = members[0].properties.get("rumi:dataset") or catalog_id
+        summaries, item_assets = _summaries(members), _item_assets(members)
         collection = pystac.Collection(
             id=key,
             description=f"{description}: dataset {dataset}, grid {members[0].properties.get('proj:code')}",
             extent=_extent(members),
             license=license,
             title=_title(dataset, members[0].properties),
+            stac_extensions=_extensions(summaries, item_assets),
+            summaries=pystac.Summaries(summaries),
         )
-        collection.add_items(sorted(members, key=lambda it: it.id))
+        if item_assets:
+            collection.item_assets = {key: pystac.ItemAssetDefinition(fields) for key, fields in item_assets.items()}
+        collection.add_items(members)
         catalog.add_child(collection)
     if index:
         catalog.add_link(pystac.Link(rel="alternate", target=f"./{INDEX_NAME}", media_type=INDEX_MEDIA_TYPE, title="stac-geoparquet index"))

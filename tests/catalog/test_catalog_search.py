@@ -13,6 +13,7 @@ import time
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
+import pystac
 import pytest
 from click.testing import CliRunner
 
@@ -20,7 +21,7 @@ from catalog.collections import build_catalog
 from catalog.cube import Cube
 from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
 from catalog.index import INDEX_NAME
-from catalog.items import create_item
+from catalog.items import EO_URI, PROJECTION_URI, create_item
 from catalog.search import SearchHit, search
 from catalog.selectors import TimeRange
 from catalog.validation import validate_stac
@@ -77,6 +78,42 @@ def test_collections_group_by_dataset_and_grid(catalogue: Path) -> None:
     a, _, c, _, _, f = item["proj:transform"][:6]
     height, width = item["proj:shape"]
     assert s2["title"] == f"s2 on EPSG:32633, {width} x {height} pixels of {a:.15g} from ({c:.15g}, {f:.15g})"
+
+
+def test_collections_summarise_their_items_codes_bands_and_assets(catalogue: Path, stac_schemas: Path) -> None:
+    """A user learns a collection's CRS, bands and asset keys from it alone, as pystac reads them."""
+    for doc_path in catalogue.glob("*/collection.json"):
+        collection = pystac.Collection.from_file(str(doc_path))
+        items = list(collection.get_items())
+        data_bands = items[0].assets["data"].extra_fields["bands"]
+        assert collection.summaries.get_list("proj:code") == ["EPSG:32633"]
+        assert collection.summaries.get_list("bands") == data_bands
+        assert sorted(collection.item_assets) == sorted(items[0].assets)
+        data = collection.item_assets["data"]
+        assert (data.media_type, data.roles, data.title) == ("application/vnd.rumi", ["data"], "rumi Cube")
+        assert data.properties["bands"] == data_bands
+        assert "href" not in data.properties and "file:size" not in data.properties
+        uses_eo = any("eo:common_name" in b for b in data_bands)
+        assert (EO_URI in collection.stac_extensions) == uses_eo and PROJECTION_URI in collection.stac_extensions
+        assert validate_stac(collection, schema_dir=str(stac_schemas), require_all=True).unchecked == ()
+
+
+def test_bands_that_differ_between_items_are_summarised_apart(make_cube: Callable[..., Any], tmp_path: Path, stac_schemas: Path) -> None:
+    a, b = make_cube(tmp_path, "a"), make_cube(tmp_path, "b", times=LATE_TIMES, seed=3)
+    items = [
+        create_item(a.path, a.blob_path, extra={"dataset": "s2"}),
+        create_item(b.path, b.blob_path, extra={"dataset": "s2", "bands": [{"common_name": "coastal"}]}),
+    ]
+    build_catalog(items, tmp_path / "stac")
+    (doc_path,) = (tmp_path / "stac").glob("*/collection.json")
+    collection = pystac.Collection.from_file(str(doc_path))
+    first_a, first_b = (it.assets["data"].extra_fields["bands"][0] for it in items)
+    assert first_a != first_b
+    summarised = collection.summaries.get_list("bands")
+    assert first_a in summarised and first_b in summarised
+    assert "bands" not in collection.item_assets["data"].properties
+    assert EO_URI in collection.stac_extensions
+    validate_stac(collection, schema_dir=str(stac_schemas), require_all=True)
 
 
 def test_copied_tree_still_reads(catalogue: Path, tmp_path: Path) -> None:
