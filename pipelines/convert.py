@@ -6,7 +6,7 @@
 ``DiscoverScenes``          paths, globs, URLs, STAC ItemCollections
 ``ReadSceneMetadata``       rasterio metadata and acquisition times
 ``PlanCubes``               grouping into cubes (:mod:`pipelines.planning.grouping`)
-``SkipExisting``            cubes whose outputs exist and validate
+``SkipExisting``            cubes whose outputs exist and validate, or hold more times
 ``PrepareParts``            one empty part directory per cube
 ``ChooseFrameUnits``        ``--frame-unit auto``: measured on samples
 ``ChooseCodecs``            one codec per cube, on a sample (side input)
@@ -180,7 +180,8 @@ class Convert(DataclassPTransform[PCollection[str], PCollection[int]]):
         entries = (written, skipped) | "Entries" >> beam.Flatten()
         counts = [entries | f"Publish{i}" >> make(o) for i, make in enumerate(self.publish or ())]
         write_letters = WriteDeadLetters(o.dead_letter_path, o.staging_dir)
-        letters = (rejected, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> write_letters
+        kept = checked | "KeptWhole" >> beam.FlatMap(keep, kind=DeadLetter)
+        letters = (rejected, kept, failed) | "DeadLetters" >> beam.Flatten() | "WriteDeadLetters" >> write_letters
         done: PCollection[int] = (*counts, letters) | "Done" >> beam.Flatten()
         return done
 

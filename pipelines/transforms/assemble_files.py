@@ -20,7 +20,12 @@ A retry of this step after publication, which finds the cube's part files
 removed and the file published with the same frame sizes, leaves it as it is.
 A cube whose outputs already exist and
 validate against its plan is skipped (:func:`existing_entry`,
-:class:`SkipExisting`) unless ``--overwrite``.
+:class:`SkipExisting`) unless ``--overwrite``. A published cube is never
+replaced by one of fewer time steps: a product's cube keeps its name when its
+period gains acquisitions (:class:`pipelines.planning.scene.ProductBand`), so
+a run given only later inputs would plan that name without the earlier ones.
+Its inputs are dead letters instead (``held-times``), also with ``--overwrite``,
+and the file is left as it is (:func:`lost_times`).
 """
 
 from __future__ import annotations
@@ -38,8 +43,10 @@ from typing import TYPE_CHECKING, Any
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
+from catalog.errors import StorageError
+from catalog.gcs import GCSSource
 from catalog.items import file_sha256
-from pipelines.bucket import is_gs
+from pipelines.bucket import is_gs, output_store
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.jsonl import write_jsonl
 from pipelines.transforms import frames
@@ -56,6 +63,9 @@ from rumi_core.assemble import FileAssembler
 from rumi_core.errors import InvalidInputError, RumiError
 from rumi_core.files import write_atomic
 from rumi_core.header import HeaderBlob
+from rumi_core.sources import ByteSource, LocalFileSource
+from rumi_core.structure import read_structure
+from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
@@ -63,8 +73,18 @@ if TYPE_CHECKING:
     from pipelines.options import ConvertOptions
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
+    from rumi_core.time_coordinates import TimeCoordinates
 
-__all__ = ["STAGE", "AssembleFiles", "SkipExisting", "assemble_cube", "existing_entry", "record_earlier_manifest", "record_published"]
+__all__ = [
+    "STAGE",
+    "AssembleFiles",
+    "SkipExisting",
+    "assemble_cube",
+    "existing_entry",
+    "lost_times",
+    "record_earlier_manifest",
+    "record_published",
+]
 
 
 def _previous_entry(options: ConvertOptions, cube_id: str, sha256: str) -> dict[str, Any] | None:
@@ -306,24 +326,65 @@ class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollectio
         return out
 
 
-def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> CubePlan | ManifestEntry:
-    if options.overwrite and plan.cube_id not in options.converted:
-        return plan
-    entry = existing_entry(plan, options)
-    if entry is None:
-        return plan
-    inc(SkipExisting, "cubes_skipped")
-    return entry
+def _steps(times: TimeCoordinates) -> set[tuple[int, ...]]:
+    """Each time step's coordinates: ``(instant,)`` or ``(start, end)``."""
+    seconds, per_step = times.seconds, times.coordinate_count // times.time_count
+    return {seconds[i : i + per_step] for i in range(0, len(seconds), per_step)}
+
+
+def _published_times(path: str) -> TimeCoordinates | None:
+    """The time axis of the file published at ``path``; None when there is none, or it is no rumi file to keep."""
+    source: ByteSource
+    if is_gs(path):
+        store = output_store()
+        stat = store.stat(path)
+        if stat is None:
+            return None
+        source = GCSSource(path, client=store.client, size=stat.size)
+    elif os.path.isfile(path):
+        source = LocalFileSource(path)
+    else:
+        return None
+    try:
+        with source:
+            return read_structure(source).trailer.times
+    except (OSError, RumiError, StorageError):
+        return None
+
+
+def lost_times(plan: CubePlan, options: ConvertOptions) -> list[tuple[int, ...]]:
+    """The time steps of the published cube of the plan's name that the plan lacks, sorted: what replacing it would lose."""
+    held = _published_times(published_paths(options, plan)[0])
+    return [] if held is None else sorted(_steps(held) - _steps(plan.write_plan.trailer.times))
+
+
+def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> list[CubePlan | ManifestEntry | DeadLetter]:
+    if not options.overwrite or plan.cube_id in options.converted:
+        entry = existing_entry(plan, options)
+        if entry is not None:
+            inc(SkipExisting, "cubes_skipped")
+            return [entry]
+    lost = lost_times(plan, options)
+    if not lost:
+        return [plan]
+    inc(SkipExisting, "cubes_kept_whole")
+    message = (
+        f"cube {plan.cube_id} already holds {len(lost)} time step{'s' * (len(lost) > 1)} these inputs lack "
+        f"(first {format_seconds(lost[0][0])}), so it is kept as it is: give the inputs of every time it holds in one run "
+        "(the earlier ItemCollection files too), or give this set its own --out"
+    )
+    return [DeadLetter(href, "held-times", message, "SkipExisting") for href in plan.inputs]
 
 
 @dataclass
 class SkipExisting(DataclassPTransform[PCollection["CubePlan"], PCollection[Any]]):
-    """Replace each plan whose outputs exist and validate by its ``skipped`` manifest entry (unless ``--overwrite``)."""
+    """Replace each plan whose outputs exist and validate by its ``skipped`` manifest entry (unless ``--overwrite``),
+    and one that would replace a cube of more time steps by dead letters of its inputs (:func:`lost_times`)."""
 
     options: ConvertOptions
     """The run's options."""
 
     def expand(self, plans: PCollection[CubePlan]) -> PCollection[Any]:
-        """One Map."""
-        out: PCollection[Any] = plans | "Check" >> beam.Map(_skip_or_convert, options=self.options)
+        """One FlatMap."""
+        out: PCollection[Any] = plans | "Check" >> beam.FlatMap(_skip_or_convert, options=self.options)
         return out

@@ -52,6 +52,7 @@ REASONS: Final = {
     "extracted": "an archive is also extracted beside it, and the extraction lacks this member",
     "duplicate-time": "another scene of the same grid has the same time (see --duplicates)",
     "family-extent": "a product's cube of this period is already planned on another extent of the same grid",
+    "held-times": "the cube of this name already holds time steps these inputs lack; it is kept, not replaced by fewer",
     "invalid-cube": "the cube cannot be stored as a rumi file",
     "tile-size": "--tile-size would cut the cube into frames so small that their own bytes outweigh their pixels",
     "read-failed": "reading pixels failed during conversion; the cube was planned again without the scene (not with --detach)",

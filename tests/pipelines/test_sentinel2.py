@@ -269,6 +269,37 @@ def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
     assert scl_data.dtype == np.uint8 and (scl_data[:, :, :6] == 0).all()
 
 
+def test_a_later_item_collection_never_replaces_a_cube_by_one_of_fewer_times(
+    archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    """A product's cube is named by tile, group and period, not by its times.
+
+    A run given only later items would rewrite it without the earlier ones.
+    """
+    by_id = {i["id"]: i for i in archive[1]}
+    early, late, both = tmp_path / "early.json", tmp_path / "late.json", tmp_path / "both.json"
+    june, july = "S2B_33UUU_20230618_0_L2A", "S2A_33UUU_20230705_0_L2A"
+    for path, ids in ((early, [june]), (late, [july]), (both, [june, july])):
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": [by_id[i] for i in ids]}))
+    out = tmp_path / "out"
+    common = ["--bands", "red", "--mgrs", "33UUU", "--out", str(out)]
+    _convert(str(early), *common)
+    cube = out / "S2L2A_T33UUU_10m_o1000.rumi"
+    held = cube.read_bytes()
+    result = CliRunner().invoke(cli, ["convert", str(late), *common, "--no-progress"])
+    assert result.exit_code == 1 and "held-times: 1" in result.output, result.output
+    assert cube.read_bytes() == held  # kept whole, also under --overwrite
+    assert CliRunner().invoke(cli, ["convert", str(late), *common, "--overwrite", "--no-progress"]).exit_code == 1
+    assert cube.read_bytes() == held
+    (letter,) = map(json.loads, (out / "dead-letter.jsonl").read_text().splitlines())
+    assert letter["reason"] == "held-times" and "S2L2A_T33UUU_10m_o1000 already holds 1 time step" in letter["message"]
+    assert "2023-06-18T10:00:21Z" in letter["message"] and letter["href"].endswith(".tif")
+    # Both sets in one run: the cube gains the later time, as a --stac-api run's open period does.
+    _convert(str(both), *common)
+    (entry,) = map(json.loads, (out / "manifest.jsonl").read_text().splitlines())
+    assert entry["times"] == ["2023-06-18T10:00:21Z", "2023-07-05T10:00:21Z"]
+
+
 def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     archive: tuple[Path, list[dict[str, Any]]], api: StaticStacApi, tmp_path: Path
 ) -> None:
