@@ -15,10 +15,14 @@ vapour (``WVP``, in cm). Planning then splits a series where they change
 (the masks of ``QI_DATA``, which carry the bands' tokens) and products
 without a metadata file keep what their files say. The JP2s have no band
 descriptions: :func:`file_band_texts` names their bands from the band table
-and the files' names.
+and the files' names. Nor do they state a nodata value: the product declares
+DN 0 ``NODATA`` in its ``Special_Values``, for every image of the granule
+(:func:`file_nodata`), as a STAC item's bands state it.
 
 >>> product_radiometry(_EXAMPLE)["B8A"], product_radiometry(_EXAMPLE)["WVP"]
 ((0.0001, -0.1, None), (0.001, 0.0, 'cm'))
+>>> product_nodata(_EXAMPLE)
+0.0
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pipelines.sidecars import MetadataError, parsed_sidecar
 if TYPE_CHECKING:
     from pipelines.planning.scene import Radiometry
 
-__all__ = ["file_band_texts", "file_radiometry", "product_radiometry"]
+__all__ = ["NODATA", "file_band_texts", "file_nodata", "file_radiometry", "product_nodata", "product_radiometry"]
 
 _METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
 """The product metadata file at the root of a Level-2A or Level-1C SAFE."""
@@ -50,7 +54,14 @@ _EXAMPLE: Final = """<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel
 <AOT_QUANTIFICATION_VALUE unit="none">1000.0</AOT_QUANTIFICATION_VALUE>
 <WVP_QUANTIFICATION_VALUE unit="cm">1000.0</WVP_QUANTIFICATION_VALUE>
 </QUANTIFICATION_VALUES_LIST><BOA_ADD_OFFSET_VALUES_LIST><BOA_ADD_OFFSET band_id="8">-1000</BOA_ADD_OFFSET>
-</BOA_ADD_OFFSET_VALUES_LIST></Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"""
+</BOA_ADD_OFFSET_VALUES_LIST><Special_Values><SPECIAL_VALUE_TEXT>NODATA</SPECIAL_VALUE_TEXT>
+<SPECIAL_VALUE_INDEX>0</SPECIAL_VALUE_INDEX></Special_Values><Special_Values><SPECIAL_VALUE_TEXT>SATURATED</SPECIAL_VALUE_TEXT>
+<SPECIAL_VALUE_INDEX>65535</SPECIAL_VALUE_INDEX></Special_Values>
+</Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"""
+
+NODATA: Final = 0.0
+"""The DN of no data in every image of a SAFE product: what ``Special_Values`` declares in products of every baseline,
+and what a product whose metadata file is absent or declares none is taken to hold."""
 
 
 def _local(tag: str) -> str:
@@ -64,16 +75,35 @@ def _number(element: ET.Element, what: str) -> float:
         raise MetadataError(f"{what} is {element.text!r}, not a number") from None
 
 
+def _root(text: str) -> ET.Element:
+    try:
+        return ET.fromstring(text)
+    except ET.ParseError as err:
+        raise MetadataError(f"not XML: {err}") from err
+
+
+def product_nodata(text: str) -> float | None:
+    """The ``NODATA`` special value a product metadata document declares, or None where it declares none.
+
+    Raises:
+        MetadataError: the document is no XML, or its ``NODATA`` index is not a number.
+    """
+    for element in _root(text).iter():
+        if _local(element.tag) == "Special_Values":
+            fields = {_local(child.tag): child for child in element}
+            kind, index = fields.get("SPECIAL_VALUE_TEXT"), fields.get("SPECIAL_VALUE_INDEX")
+            if kind is not None and (kind.text or "").strip() == "NODATA" and index is not None:
+                return _number(index, "the NODATA SPECIAL_VALUE_INDEX")
+    return None
+
+
 def product_radiometry(text: str) -> dict[str, Radiometry]:
     """``(scale, offset, unit)`` by band (``B02``, ``B8A``, ``AOT``, ``WVP``) from a product metadata document.
 
     Raises:
         MetadataError: the document is no XML, or declares no quantification value.
     """
-    try:
-        root = ET.fromstring(text)
-    except ET.ParseError as err:
-        raise MetadataError(f"not XML: {err}") from err
+    root = _root(text)
     quantification: dict[str, float] = {}
     offsets: dict[int, float] = {}
     for element in root.iter():
@@ -209,6 +239,24 @@ def file_radiometry(href: str) -> Radiometry | None:
     if read is not None:
         return read[1].get(found.band)
     return _radiometry_by_name(found.root, found.band)
+
+
+def file_nodata(href: str) -> float | None:
+    """The nodata value of a single-band image of a SAFE product (a band, ``AOT``, ``WVP``, ``SCL``), or None for other files.
+
+    Its product's declared ``NODATA``, or :data:`NODATA` when the metadata
+    file is absent or declares none, as for a product named by its baseline
+    alone (:func:`_radiometry_by_name`).
+
+    Raises:
+        MetadataError: the product's metadata file exists but cannot be read.
+    """
+    found = _granule_file(href)
+    if found is None or not found.in_images or found.band is None:
+        return None
+    read = parsed_sidecar((f"{found.root}/{name}" for name in _METADATA_NAMES), product_nodata)
+    declared = read[1] if read is not None else None
+    return NODATA if declared is None else declared
 
 
 def _radiometry_by_name(root: str, band_id: str) -> Radiometry | None:

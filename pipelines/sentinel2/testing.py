@@ -155,7 +155,8 @@ def write_safe(root: Path, day: str, baseline: str, metadata: str | None) -> Pat
         (granule / name).parent.mkdir(parents=True, exist_ok=True)
         dtype = "uint8" if "MSK" in name else "uint16"
         data = rng.integers(1, 250, (1, 320 // res, 320 // res)).astype(dtype)
-        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+        # No nodata, as ESA writes them (rasterio would keep one in a .aux.xml beside each file): the product declares it.
+        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633"}
         transform = rasterio.Affine(res, 0, 300000, 0, -res, 5800020)
         lossless = {"driver": "JP2OpenJPEG", "QUALITY": 100, "REVERSIBLE": "YES"}
         with rasterio.open(granule / f"{name}.jp2", "w", transform=transform, **lossless, **profile) as dst:
@@ -166,7 +167,7 @@ def write_safe(root: Path, day: str, baseline: str, metadata: str | None) -> Pat
 
 
 def l2a_metadata(offset: int | None) -> str:
-    """The parts of an MTD_MSIL2A.xml that give the radiometry: quantification values and, unless None, the band offsets."""
+    """The parts of an MTD_MSIL2A.xml that say what values mean: quantifications, offsets (none when None), special values."""
     offsets = "".join(f'<BOA_ADD_OFFSET band_id="{i}">{offset}</BOA_ADD_OFFSET>' for i in range(13)) if offset is not None else ""
     return (
         '<n1:Level-2A_User_Product xmlns:n1="https://psd-14.sentinel2.eo.esa.int/PSD/User_Product_Level-2A.xsd"><n1:General_Info>'
@@ -175,5 +176,7 @@ def l2a_metadata(offset: int | None) -> str:
         '<AOT_QUANTIFICATION_VALUE unit="none">1000.0</AOT_QUANTIFICATION_VALUE>'
         '<WVP_QUANTIFICATION_VALUE unit="cm">1000.0</WVP_QUANTIFICATION_VALUE></QUANTIFICATION_VALUES_LIST>'
         f"<BOA_ADD_OFFSET_VALUES_LIST>{offsets}</BOA_ADD_OFFSET_VALUES_LIST>"
+        "<Special_Values><SPECIAL_VALUE_TEXT>NODATA</SPECIAL_VALUE_TEXT><SPECIAL_VALUE_INDEX>0</SPECIAL_VALUE_INDEX></Special_Values>"
+        "<Special_Values><SPECIAL_VALUE_TEXT>SATURATED</SPECIAL_VALUE_TEXT><SPECIAL_VALUE_INDEX>65535</SPECIAL_VALUE_INDEX></Special_Values>"
         "</Product_Image_Characteristics></n1:General_Info></n1:Level-2A_User_Product>"
     )

@@ -220,6 +220,20 @@ def _declared_radiometry(href: str) -> Radiometry | None:
         raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
 
 
+def _declared_nodata(href: str, dtype: str) -> float | None:
+    """The nodata value a product's metadata declares for a single-band file that states none (a SAFE's JP2s), or None.
+
+    Raises:
+        SceneError: ``bad-metadata``, the metadata file cannot be read;
+            ``bad-nodata``, its value is no sample of the file's type.
+    """
+    try:
+        declared = safe.file_nodata(href)
+    except MetadataError as err:
+        raise SceneError(f"the product metadata does not say what the values mean: {err}", href=href, reason="bad-metadata") from err
+    return None if declared is None else _file_nodata(declared, dtype, href)
+
+
 def _described_bands(
     ref: SceneRef, bands: tuple[SourceBand, ...], nodata: float | None, dtype: str
 ) -> tuple[tuple[SourceBand, ...], float | None]:
@@ -227,8 +241,9 @@ def _described_bands(
 
     In order: the radiometry and nodata the STAC asset states; for a single-band file
     of a known product, its band table's text, radiometry and nodata
-    (:class:`~pipelines.planning.scene.ProductBand`), or else the radiometry
-    its product's metadata file declares (:func:`_declared_radiometry`).
+    (:class:`~pipelines.planning.scene.ProductBand`), or else the nodata
+    (where the file states none) and radiometry its product's metadata file
+    declares (:func:`_declared_nodata`, :func:`_declared_radiometry`).
 
     Raises:
         SceneError: the STAC asset or the product contradicts the file, or
@@ -248,6 +263,8 @@ def _described_bands(
         # The product's band table knows the text, radiometry and nodata better than the file.
         own = bands[0]
         return (SourceBand(product.name, own.description, product.scale, product.offset, own.unit, index=1),), product.nodata
+    if nodata is None and len(bands) == 1:
+        nodata = _declared_nodata(href, dtype)
     if ref.band_radiometry is None and len(bands) == 1 and (declared := _declared_radiometry(href)) is not None:
         # The product's metadata file knows what the file's values mean; the file does not say.
         scale, offset, unit = declared

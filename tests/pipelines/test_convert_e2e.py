@@ -671,9 +671,12 @@ def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baselin
         ("uint16", ("AOT", "WVP"), 3): [(0.001, 0.0, None), (0.001, 0.0, "cm")],
         ("uint8", ("MSK_DETFOO_B02",), 3): [(1.0, 0.0, None)],
     }
+    # ESA's JP2s state no nodata: the products declare DN 0 NODATA, and a detector mask's 0 is a value.
+    assert {e["bands"][0]["name"].split(",")[0]: e["nodata"] for e in entries} == {"B02": 0, "AOT": 0, "MSK_DETFOO_B02": None}
     (after,) = [e for e in entries if e["times"] == ["2022-01-25T10:20:31Z"]]
     (item,) = (out / "stac").rglob(f"{after['cube_id']}.json")
-    assert [(b["scale"], b["offset"]) for b in json.loads(item.read_text())["assets"]["data"]["bands"]] == [(0.0001, -0.1)] * 2
+    bands = json.loads(item.read_text())["assets"]["data"]["bands"]
+    assert [(b["scale"], b["offset"], b["nodata"]) for b in bands] == [(0.0001, -0.1, 0)] * 2
 
 
 def test_an_unreadable_safe_metadata_file_is_a_dead_letter_naming_it(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
-from pipelines.sentinel2.safe import file_radiometry, product_radiometry
+from pipelines.sentinel2.safe import NODATA, file_nodata, file_radiometry, product_nodata, product_radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
 from pipelines.sidecars import MetadataError
@@ -488,6 +488,29 @@ class TestSafeMetadata:
         # Images converted to GeoTIFF in place keep their product's metadata: a series across baseline 04.00 stays two cubes.
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B12.tif")) == (0.0001, -0.2, None)
         assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.TIFF")) == (0.0001, -0.1, None)
+
+    def test_images_take_the_nodata_their_product_declares(self, tmp_path: Path) -> None:
+        """ESA's JP2s state no nodata; the product's Special_Values declare DN 0 NODATA (and 65535 SATURATED, not nodata)."""
+        assert product_nodata(L1C_METADATA) is None
+        declared = L1C_METADATA.replace(
+            "</Radiometric_Offset_List>",
+            "</Radiometric_Offset_List><Special_Values><SPECIAL_VALUE_TEXT>SATURATED</SPECIAL_VALUE_TEXT>"
+            "<SPECIAL_VALUE_INDEX>65535</SPECIAL_VALUE_INDEX></Special_Values><Special_Values><SPECIAL_VALUE_TEXT>NODATA"
+            "</SPECIAL_VALUE_TEXT><SPECIAL_VALUE_INDEX>1</SPECIAL_VALUE_INDEX></Special_Values>",
+        )
+        assert product_nodata(declared) == 1.0
+        with pytest.raises(MetadataError, match="NODATA SPECIAL_VALUE_INDEX is 'x'"):
+            product_nodata(declared.replace(">1<", ">x<"))
+        safe = tmp_path / "S2A_MSIL1C_20230612T102031_N0500_R065_T33UUU_20230612T120000.SAFE"
+        granule = safe / "GRANULE" / "L1C_T33UUU"
+        image, scl = granule / "IMG_DATA" / "T33UUU_20230612T102031_B8A.jp2", granule / "IMG_DATA" / "R20m" / "T33UUU_SCL_20m.jp2"
+        assert file_nodata(str(image)) == NODATA == 0  # no metadata file: ESA's value for every baseline
+        safe.mkdir()
+        (safe / "MTD_MSIL1C.xml").write_text(declared)
+        assert file_nodata(str(image)) == file_nodata(str(scl)) == 1.0
+        assert file_nodata(str(granule / "QI_DATA" / "MSK_DETFOO_B02.jp2")) is None  # 0 is a mask's value, not nodata
+        assert file_nodata(str(granule / "IMG_DATA" / "T33UUU_20230612T102031_TCI.jp2")) is None
+        assert file_nodata(str(tmp_path / "B04.tif")) is None
 
 
 def test_stac_api_runs_into_a_bucket_are_incremental(
