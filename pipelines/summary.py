@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from pipelines.jsonl import load_jsonl
-from pipelines.sentinel2.products import newest_processings, product_of
+from pipelines.sentinel2.products import newest_versions, product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.manifest import ManifestEntry
 from rumi_core.cli.options import counted
@@ -111,10 +111,10 @@ class Summary:
         """
         why: dict[str, str] = {}
         for entry in self.written:  # a cube kept from an earlier run dropped its inputs then, and its manifest line says so
-            newest = newest_processings(product_of(href) for href in (*entry.inputs, *entry.dropped))
+            newest = newest_versions(product_of(href) for href in (*entry.inputs, *entry.dropped))
             for href in entry.dropped:
                 product = product_of(href)
-                older = product is not None and product.processing < newest[product.datatake]
+                older = product is not None and product.version < newest[product.datatake]
                 why[href] = "older-processing" if older else "duplicate-time"
         return Counter(why.values())
 

@@ -30,11 +30,12 @@ of every input scene into :class:`~pipelines.planning.plan.CubePlan` objects and
 5. **Time.** Acquisitions are sorted by time. Of two processings of one
    Sentinel-2 datatake at one instant, named by their products, the newest is
    kept and the older dropped. Any other two at one instant are an error
-   unless ``--duplicates`` keeps the first or last (in input path order) or
-   mosaics them (first valid pixel wins).
+   unless ``--duplicates`` keeps the first or last (in the order of their
+   files' paths, links resolved) or mosaics them (first valid pixel wins).
 
 Every decision is deterministic: ties are broken by sorted paths and values,
-never by arrival order. The module is pure: no I/O, no Beam.
+never by arrival order. The module is pure but for resolving the links of
+local paths (:func:`~pipelines.planning.hrefs.input_identity`): no reads, no Beam.
 """
 
 from __future__ import annotations
@@ -50,11 +51,11 @@ from catalog.grid import Grid
 from pipelines.archives import archive_of, extracted_paths
 from pipelines.planning.bands import band_token, directory, natural_key, stack_id, stem_id, stem_name, unique_band_texts
 from pipelines.planning.codec_choice import choose_frame_unit
-from pipelines.planning.hrefs import one_href_per_file
+from pipelines.planning.hrefs import input_identity, one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
 from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
 from pipelines.planning.timestamps import period_label
-from pipelines.sentinel2.products import newest_processings, product_of
+from pipelines.sentinel2.products import newest_versions, product_of
 from pipelines.transforms.dead_letters import DeadLetter
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import format_seconds
@@ -558,10 +559,12 @@ def _newest_processings(
     (``_9_`` sorts after ``_10_``), refusing both loses a date that one
     product was enough to fill (and on a nightly run, a date already served),
     and a mosaic would mix the values of two processings. So the newest
-    processing (:class:`~pipelines.sentinel2.products.S2Product`) is kept,
+    processing (:attr:`~pipelines.sentinel2.products.S2Product.version`) is kept,
     whatever ``--duplicates`` says, as the STAC route keeps it
     (:func:`pipelines.sentinel2.items.keep_newest`), and the older ones are
-    dropped. Acquisitions whose files name no product, or not one, and the
+    dropped. SAFE products of the newest baseline are all kept: they are the
+    parts of a tile ESA cut at a datastrip boundary (:func:`_parts_of_one_datatake`).
+    Acquisitions whose files name no product, or not one, and the
     newest of each datatake (several, where they tie) are left to
     ``--duplicates``. The choice depends on the names alone, never on order.
 
@@ -570,10 +573,27 @@ def _newest_processings(
     are mosaicked as asked: keeping one would lose the other pass's pixels.
     """
     products = [p if p is not None and (p.one_pass or not mosaic) else None for p in (_product(acq) for acq, _ in items)]
-    newest = newest_processings(products)
-    kept = [item for item, p in zip(items, products, strict=True) if p is None or p.processing == newest[p.datatake]]
-    older = [acq for (acq, _), p in zip(items, products, strict=True) if p is not None and p.processing != newest[p.datatake]]
+    newest = newest_versions(products)
+    kept = [item for item, p in zip(items, products, strict=True) if p is None or p.version == newest[p.datatake]]
+    older = [acq for (acq, _), p in zip(items, products, strict=True) if p is not None and p.version != newest[p.datatake]]
     return kept, older
+
+
+def _parts_of_one_datatake(kept: list[tuple[Acquisition, Extent]]) -> list[tuple[Acquisition, Extent]] | None:
+    """Several SAFE products of one datatake and baseline, the latest generation first; None for anything else.
+
+    ESA cuts a datatake's tile into two products where it spans two
+    datastrips; they share sensing time, orbit and baseline, differ in
+    generation time, and each covers a part of the tile, the rest nodata.
+    Their mosaic is the acquisition, whatever ``--duplicates`` says: keeping
+    one loses the other's part, and refusing both the date. A regeneration of
+    one product covers what it covers, so its pixels win and the mosaic is it.
+    """
+    products = [p for acq, _ in kept if (p := _product(acq)) is not None and p.one_pass]
+    if len(kept) < 2 or len(products) != len(kept) or len({p.datatake for p in products}) != 1:
+        return None
+    latest_first = sorted(zip(products, kept, strict=True), key=lambda pair: pair[0].processing, reverse=True)
+    return [item for _, item in latest_first]
 
 
 def _named(acq: Acquisition) -> str:
@@ -597,8 +617,15 @@ def _resolve_duplicates(
     dropped: list[str] = []
     rejects: list[DeadLetter] = []
     for time in sorted(by_time):
-        items = sorted(by_time[time], key=lambda item: item[0].hrefs)
+        # By the files' identities, links resolved, as the cube's name hashes them: one set of files through another
+        # link would otherwise mosaic in another order, or keep another first, under the same name.
+        items = sorted(by_time[time], key=lambda item: [input_identity(h) for h in item[0].hrefs])
         kept, older = _newest_processings(items, mosaic=options.duplicates == "mosaic")
+        parts = _parts_of_one_datatake(kept)
+        if parts is not None:
+            steps.append(parts)
+            dropped += [h for acq in older for h in acq.hrefs]
+            continue
         if len(kept) == 1 or options.duplicates == "mosaic":
             steps.append(kept)
             dropped += [h for acq in older for h in acq.hrefs]

@@ -18,7 +18,10 @@ straddles baseline 04.00 becomes two cubes, one per offset.
 
 Duplicates (:func:`keep_newest`): items of one datatake (platform, tile and
 sensing time) are reprocessings of each other; the one with the newest
-processing (baseline, then generation time, then id) is kept. Acquisitions of
+processing (baseline, then generation time, then id) is kept. Items of the
+newest baseline whose files name SAFE products are all kept: ESA cuts a
+datatake's tile into such products where it spans two datastrips, and
+planning mosaics them (:attr:`pipelines.sentinel2.products.S2Product.version`). Acquisitions of
 different relative orbits on one tile differ in time, so they simply follow
 each other in the tile's cube.
 
@@ -33,6 +36,7 @@ nodata stays exact, which bilinear or cubic would break at every nodata edge).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -40,6 +44,7 @@ from catalog.storage import join_href
 from pipelines.planning.scene import ProductBand, SceneRef
 from pipelines.rasters import gdal_path
 from pipelines.sentinel2.bands import S2Band, asset_resolution, band_for_asset, band_text
+from pipelines.sentinel2.products import product_of
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import parse_time
 
@@ -196,16 +201,29 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
     )
 
 
+def _names_safe_products(item: S2Item) -> bool:
+    """Whether every asset of the item lies in a SAFE product its href names (Planetary Computer's and CDSE's do)."""
+    return bool(item.assets) and all((p := product_of(href)) is not None and p.one_pass for _, href in item.assets)
+
+
 def keep_newest(items: Iterable[S2Item]) -> tuple[list[S2Item], list[S2Item]]:
-    """Keep the newest processing of each datatake; return ``(kept, dropped)``, each sorted by time then id."""
-    best: dict[str, S2Item] = {}
-    for item in items:
-        held = best.get(item.orbit)
-        if held is None or (_baseline(item.baseline), item.processed, item.id) > (_baseline(held.baseline), held.processed, held.id):
-            best[item.orbit] = item
-    kept = sorted(best.values(), key=lambda i: (i.datetime, i.id))
-    dropped = sorted((i for i in items if best[i.orbit] is not i), key=lambda i: (i.datetime, i.id)) if best else []
-    return kept, dropped
+    """Keep the newest processing of each datatake; return ``(kept, dropped)``, each sorted by time then id.
+
+    Of the newest baseline, every item whose files name SAFE products is
+    kept (the parts of a datatake, for planning to mosaic); of other items,
+    the latest generation, then the greatest id.
+    """
+    every = list(items)
+    by_orbit: dict[str, list[S2Item]] = defaultdict(list)
+    for item in every:
+        by_orbit[item.orbit].append(item)
+    kept: list[S2Item] = []
+    for group in by_orbit.values():
+        top = max(_baseline(i.baseline) for i in group)
+        newest = [i for i in group if _baseline(i.baseline) == top]
+        kept += dict.fromkeys(newest) if all(_names_safe_products(i) for i in newest) else [max(newest, key=lambda i: (i.processed, i.id))]
+    held = set(kept)
+    return sorted(kept, key=lambda i: (i.datetime, i.id)), sorted((i for i in every if i not in held), key=lambda i: (i.datetime, i.id))
 
 
 def filter_items(items: Iterable[S2Item], *, tiles: Sequence[str] = (), max_cloud: float | None = None) -> list[S2Item]:

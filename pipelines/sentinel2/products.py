@@ -10,7 +10,10 @@ datatake it holds and which processing it is:
   start, processing baseline, relative orbit, tile and generation time:
   ``S2A_MSIL2A_20240103T103421_N0511_R051_T32ULC_20240610T090000.SAFE``. The
   newer processing has the higher baseline (``N0511`` is 05.11), then the
-  later generation time.
+  later generation time. Products of one baseline that differ in generation
+  time alone are not reprocessings of each other: ESA cuts a datatake's tile
+  into two such products where it spans two datastrips, each covering a part
+  of the tile, so both are kept (:attr:`S2Product.version`).
 * an Earth Search (element84) COG folder or item names its platform, tile,
   sensing date, a sequence number and its level: ``S2A_31UGT_20240315_1_L2A``.
   The newer processing has the higher sequence number, compared as a number
@@ -44,7 +47,7 @@ from pipelines.planning.hrefs import href_path
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["S2Product", "newest_processings", "product_of"]
+__all__ = ["S2Product", "newest_versions", "product_of"]
 
 _NOT_AFTER_ALNUM: Final = r"(?<![A-Za-z0-9])"
 _NOT_BEFORE_ALNUM: Final = r"(?![A-Za-z0-9])"
@@ -82,6 +85,19 @@ class S2Product(NamedTuple):
     """Whether products of one :attr:`datatake` are surely processings of one pass (a SAFE's, named to the sensing
     second and orbit), not possibly two passes of one day (an Earth Search item's date and number)."""
 
+    @property
+    def version(self) -> tuple[int, ...]:
+        """What a newer processing replaces: a SAFE's baseline ``(major, minor)``, an Earth Search item's number.
+
+        SAFE products of one datatake and baseline are parts of one processing
+        (or a regeneration of it): they are mosaicked, the latest generation's
+        pixels first, never dropped for each other.
+
+        >>> product_of("S2A_MSIL2A_20190305T101021_N0207_R022_T32SMJ_20190305T153109.SAFE").version
+        (2, 7)
+        """
+        return self.processing[:2] if self.one_pass else self.processing
+
 
 def product_of(href: str) -> S2Product | None:
     """The Sentinel-2 product a path or URL names, or None.
@@ -106,10 +122,10 @@ def product_of(href: str) -> S2Product | None:
     return S2Product(last.group("name"), datatake, processing, last.re is _SAFE)
 
 
-def newest_processings(products: Iterable[S2Product | None]) -> dict[tuple[str, ...], tuple[int, ...]]:
-    """The newest :attr:`~S2Product.processing` of each :attr:`~S2Product.datatake` among ``products`` (None counts for none)."""
+def newest_versions(products: Iterable[S2Product | None]) -> dict[tuple[str, ...], tuple[int, ...]]:
+    """The newest :attr:`~S2Product.version` of each :attr:`~S2Product.datatake` among ``products`` (None counts for none)."""
     newest: dict[tuple[str, ...], tuple[int, ...]] = {}
     for product in products:
-        if product is not None and product.processing > newest.get(product.datatake, ()):
-            newest[product.datatake] = product.processing
+        if product is not None and product.version > newest.get(product.datatake, ()):
+            newest[product.datatake] = product.version
     return newest

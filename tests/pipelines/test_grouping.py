@@ -1,10 +1,10 @@
-"""The pure planning algorithm: stacking, series, alignment, extents, periods, duplicates (no Beam, no files)."""
+"""The pure planning algorithm: stacking, series, alignment, extents, periods, duplicates (no Beam; files only to resolve links)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,6 +12,9 @@ from pipelines.options import ConvertOptions
 from pipelines.planning.grouping import MIN_FRAME_SAMPLES, name_quantities, plan_cubes, smallest_tile_size, stack_scenes
 from pipelines.testing import make_scene
 from rumi_core.times import format_seconds, parse_time
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T = (10.0, 0.0, 600000.0, 0.0, -10.0, 5300000.0)
 
@@ -249,6 +252,24 @@ def test_duplicates() -> None:
     (mosaic,), _ = plan_cubes(scenes, opts(duplicates="mosaic"))
     assert [s.href for s in mosaic.sources[0][0]] == ["/a.tif", "/b.tif"]
     assert mosaic.inputs == ("/a.tif", "/b.tif", "/c.tif")
+
+
+def test_duplicates_are_ordered_by_their_files_not_the_links_they_are_given_through(tmp_path: Path) -> None:
+    """A cube's name hashes its files with links resolved: its mosaic order and kept file must not follow the link's name."""
+    for folder in ("x", "y"):
+        (tmp_path / "real" / folder).mkdir(parents=True)
+        (tmp_path / "real" / folder / "s.tif").touch()
+    (tmp_path / "0y").symlink_to(tmp_path / "real" / "y")  # sorts before real/x, where its file sorts after
+    x, y, linked = (str(p) for p in (tmp_path / "real" / "x" / "s.tif", tmp_path / "real" / "y" / "s.tif", tmp_path / "0y" / "s.tif"))
+    direct = [make_scene(x, "2023-01-01"), make_scene(y, "2023-01-01")]
+    through = [make_scene(x, "2023-01-01"), make_scene(linked, "2023-01-01")]
+    for duplicates in ("mosaic", "first", "last"):
+        (a,), _ = plan_cubes(direct, opts(duplicates=duplicates))
+        (b,), _ = plan_cubes(through, opts(duplicates=duplicates))
+        assert a.cube_id == b.cube_id
+        assert [s.href.replace(linked, y) for s in b.sources[0][0]] == [s.href for s in a.sources[0][0]], duplicates
+    (mosaic,), _ = plan_cubes(through, opts(duplicates="mosaic"))
+    assert [s.href for s in mosaic.sources[0][0]] == [x, linked]
 
 
 def test_repeated_href_counts_once() -> None:

@@ -120,6 +120,18 @@ def test_items_are_recognised_by_their_properties_never_their_names(archive: tup
     (newer,) = [p for p in kept if p.datetime.startswith("2023-06-08")]
     finer = replace(newer, id="finer", datetime=newer.datetime.replace("Z", ".024000Z"), baseline="05.00")
     assert {d.id for d in keep_newest([*parsed, finer])[1]} == {"finer", dropped[0].id}
+    # ESA's two parts of one datatake's tile (one baseline, two generation times), as Planetary Computer's hrefs name
+    # them: both kept, for planning to mosaic; the same two named by no product: the later generation alone.
+    safe = "https://host/S2B_MSIL2A_20230608T101559_N0509_R065_T33UUU_{}.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_B04_10m.tif"
+    halves = [
+        replace(newer, id=f"part{n}", processed=when, assets=(("B04", safe.format(when)),))
+        for n, when in enumerate(("20240301T120000", "20240301T160000"))
+    ]
+    others = [p for p in parsed if p.orbit != newer.orbit]
+    assert [i.id for i in keep_newest([*others, *halves])[0] if i.orbit == newer.orbit] == ["part0", "part1"]
+    unnamed = [replace(half, assets=(("B04", f"https://host/{half.id}/B04.tif"),)) for half in halves]
+    assert [i.id for i in keep_newest([*others, *unnamed])[0] if i.orbit == newer.orbit] == ["part1"]
+    assert keep_newest([*halves, halves[0]])[0] == halves  # one item listed twice is kept once
 
 
 def test_cdse_items_are_recognised_and_read_at_each_bands_own_resolution(archive: tuple[Path, list[dict[str, Any]]]) -> None:
