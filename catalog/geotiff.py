@@ -7,6 +7,14 @@ applies to get physical values, as ``gdalinfo`` shows them). :func:`export_geoti
 GeoTIFF per time step (``rumi export``), reading one time step at a time.
 Samples are written as they are; encodings GeoTIFF cannot hold (boolean,
 complex with 16-bit parts, bfloat16, float8) are refused rather than cast.
+
+GDAL reads some of its settings from the environment, and four of them
+change what a GeoTIFF says: where a PixelIsPoint raster lies, whether a
+compound CRS keeps its vertical part, whether a ``.aux.xml`` is read (and
+written), and whether a ``.msk`` beside the file is seen. GeoTIFFs are
+written, and the converter's inputs read, with them pinned to GDAL's defaults
+(:data:`PINNED_GDAL_CONFIG`), so that the same bytes come out whatever the
+environment says.
 """
 
 from __future__ import annotations
@@ -33,12 +41,21 @@ if TYPE_CHECKING:
 
     from catalog.cube import Cube
 
-__all__ = ["GEOTIFF_DTYPES", "export_geotiffs", "export_targets", "write_geotiff"]
+__all__ = ["GEOTIFF_DTYPES", "PINNED_GDAL_CONFIG", "export_geotiffs", "export_targets", "write_geotiff"]
 
 GEOTIFF_DTYPES = frozenset(
     {"uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64", "complex64", "complex128"}
 )
 """Sample encodings a GeoTIFF holds without conversion."""
+
+PINNED_GDAL_CONFIG = {
+    "GTIFF_POINT_GEO_IGNORE": "NO",
+    "GTIFF_REPORT_COMPD_CS": "YES",
+    "GDAL_PAM_ENABLED": "YES",
+    "GDAL_DISABLE_READDIR_ON_OPEN": "FALSE",
+}
+"""GDAL's defaults for the settings that change what a GeoTIFF says (the module docstring); a ``rasterio.Env`` of them
+overrides the environment's."""
 
 
 def write_geotiff(
@@ -112,7 +129,7 @@ def write_geotiff(
     import warnings
 
     try:
-        with warnings.catch_warnings(), atomic_path(target) as tmp:
+        with warnings.catch_warnings(), atomic_path(target) as tmp, rasterio.Env(**PINNED_GDAL_CONFIG):
             if transform is None:
                 warnings.simplefilter("ignore", NotGeoreferencedWarning)
             with rasterio.open(tmp, "w", **profile) as dst:

@@ -57,6 +57,7 @@ from rasterio.enums import Interleaving, MaskFlags, Resampling
 from rasterio.vrt import WarpedVRT
 from requests.utils import requote_uri
 
+from catalog.geotiff import PINNED_GDAL_CONFIG
 from pipelines.archives import archive_of, member_size
 from pipelines.errors import SceneError
 
@@ -296,11 +297,19 @@ def gdal_path(href: str) -> str:
     return href
 
 
-def gdal_env(href: str) -> rasterio.Env | contextlib.nullcontext[None]:
-    """The GDAL configuration to open and read ``href`` with: none for a local file."""
+def gdal_env(href: str) -> rasterio.Env:
+    """The GDAL configuration to open and read ``href`` with.
+
+    Settings that change what a GeoTIFF says are pinned to GDAL's defaults,
+    whatever the environment holds (:data:`catalog.geotiff.PINNED_GDAL_CONFIG`).
+    A URL's folder is taken as empty (``EMPTY_DIR``): GDAL would otherwise
+    list it, or ask for each sidecar name it knows, for every file opened. So
+    a ``.msk`` or ``.aux.xml`` beside a remote file is not read.
+    """
     if not is_url(href):
-        return contextlib.nullcontext()
+        return rasterio.Env(**PINNED_GDAL_CONFIG)
     options: dict[str, Any] = {
+        **PINNED_GDAL_CONFIG,
         "GDAL_DISABLE_READDIR_ON_OPEN": "EMPTY_DIR",
         # GDAL's own retry policy for 429 and 5xx answers (exponential backoff from the delay).
         "GDAL_HTTP_MAX_RETRY": GDAL_HTTP_MAX_RETRY,

@@ -353,6 +353,47 @@ def test_heights_above_different_vertical_crss_make_separate_cubes_that_name_the
             assert rasterio.crs.CRS.from_wkt(dataset["spatial_ref"].attrs["crs_wkt"]) == compound
 
 
+def test_gdal_settings_in_the_environment_change_no_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four GDAL settings change what a GeoTIFF says; a user's environment holding them changed the cubes.
+
+    ``GTIFF_POINT_GEO_IGNORE=YES`` moved a PixelIsPoint cube half a pixel, ``GTIFF_REPORT_COMPD_CS=NO`` dropped a
+    DEM's vertical CRS, ``GDAL_PAM_ENABLED=NO`` a band name stated in a ``.aux.xml``, and
+    ``GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR`` that too and a ``.msk``, whose masked pixels became data.
+    """
+    scenes = tmp_path / "scenes"
+    scenes.mkdir()
+    rng = np.random.default_rng(8)
+    grid = (10.0, 0.0, 300000.0, 0.0, -10.0, 5800020.0)
+    write_geotiff(str(scenes / "point_20230101.tif"), rng.integers(1, 900, (1, 20, 30), dtype=np.uint16), epsg=32633, transform=grid,
+                  tags={"AREA_OR_POINT": "Point"})  # fmt: skip
+    with rasterio.open(scenes / "dem_20230102.tif", "w", driver="GTiff", width=30, height=20, count=1, dtype="float32",
+                       crs="EPSG:32633+3855", transform=rasterio.Affine(*grid), nodata=-32767.0) as dem:  # fmt: skip
+        dem.write(rng.normal(300, 50, (1, 20, 30)).astype(np.float32))
+    pam = write_geotiff(str(scenes / "pam_20230103.tif"), rng.integers(1, 900, (1, 20, 30), dtype=np.uint16), epsg=32633, transform=grid)
+    Path(pam + ".aux.xml").write_text('<PAMDataset><PAMRasterBand band="1"><Description>blue</Description></PAMRasterBand></PAMDataset>')
+    masked = str(scenes / "masked_20230104.tif")
+    write_geotiff(masked, rng.integers(1, 900, (1, 20, 30), dtype=np.uint16), epsg=32633, transform=grid)
+    with rasterio.Env(GDAL_TIFF_INTERNAL_MASK=False), rasterio.open(masked, "r+") as ds:
+        ds.write_mask(np.where(np.arange(30) < 10, 0, 255).astype(np.uint8)[None].repeat(20, 0))
+    assert Path(masked + ".msk").is_file()
+
+    def converted(name: str) -> dict[str, bytes]:
+        out = tmp_path / name
+        run([str(scenes)], ConvertOptions(out=str(out), time_pattern=r"_(?P<date>\d{8})\.tif$"))
+        return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+
+    baseline = converted("baseline")
+    assert b'"reason": "masked"' in baseline["dead-letter.jsonl"]
+    settings = ("GTIFF_POINT_GEO_IGNORE=YES", "GTIFF_REPORT_COMPD_CS=NO", "GDAL_PAM_ENABLED=NO", "GDAL_DISABLE_READDIR_ON_OPEN=EMPTY_DIR")
+    for setting in settings:
+        key, value = setting.split("=")
+        with monkeypatch.context() as env:
+            env.setenv(key, value)
+            changed = converted(key.lower())
+        assert changed.keys() == baseline.keys(), setting
+        assert [name for name in baseline if changed[name] != baseline[name]] == [], setting
+
+
 def test_an_item_collections_nodata_reaches_the_catalogue(tmp_path: Path) -> None:
     """A COG without a nodata tag, in an ItemCollection whose raster:bands state 0: the cube and its STAC item have nodata 0."""
     path = write_geotiff(
@@ -677,6 +718,40 @@ def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baselin
     (item,) = (out / "stac").rglob(f"{after['cube_id']}.json")
     bands = json.loads(item.read_text())["assets"]["data"]["bands"]
     assert [(b["scale"], b["offset"], b["nodata"]) for b in bands] == [(0.0001, -0.1, 0)] * 2
+
+
+def test_a_datatake_esa_cut_into_two_products_is_their_mosaic(tmp_path: Path) -> None:
+    """Two SAFE products of one datatake and baseline, generated apart, each a part of the tile and nodata elsewhere.
+
+    ESA cuts a tile so where it spans two datastrips. The later generation was kept as "the newer processing" and the
+    other dropped, with ``--duplicates mosaic`` too: 40 % of the tile was lost, and the summary said a newer processing
+    of the datatake was in the cube. A second download of one product (``X (1).zip``) is the same case.
+    """
+    (tmp_path / "in").mkdir()
+    parts = []
+    for folder, generated, cols, more in (("a", "T151249", slice(0, 20), 0), ("b", "T171354", slice(12, 32), 7)):
+        safe = write_safe(tmp_path / folder, "20220125", "04.00", l2a_metadata(-1000))
+        for jp2 in sorted((safe / "GRANULE").rglob("IMG_DATA/**/*.jp2")):
+            with rasterio.open(jp2) as src:
+                profile = {key: src.profile[key] for key in ("driver", "width", "height", "count", "dtype", "crs", "transform")}
+                data = src.read()
+            scale = 32 // data.shape[2]  # the part's columns on the 10 m grid, at this file's resolution
+            part = np.zeros_like(data)
+            part[:, :, cols.start // scale : cols.stop // scale] = data[:, :, cols.start // scale : cols.stop // scale] + more
+            with rasterio.open(jp2, "w", **profile, QUALITY=100, REVERSIBLE="YES") as dst:
+                dst.write(part)
+        parts.append(safe.rename(tmp_path / "in" / safe.name.replace("T151249.SAFE", f"{generated}.SAFE")))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "in"), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    (entry,) = [e for e in load_jsonl(str(out / "manifest.jsonl")) if e["bands"][0]["name"].startswith("B02")]
+    assert entry["times"] == ["2022-01-25T10:20:31Z"] and entry["dropped"] == [] and len(entry["inputs"]) == 4
+    b02 = _read(out, entry).reshape(-1, 32, 32)[0]  # band B02 of its one time
+    with rasterio.open(next(parts[0].rglob("*_B02_10m.jp2"))) as first, rasterio.open(next(parts[1].rglob("*_B02_10m.jp2"))) as later:
+        first_b02, later_b02 = first.read(1), later.read(1)
+    expected = np.where(later_b02 != 0, later_b02, first_b02)  # the later generation's pixels first, then the other part's
+    np.testing.assert_array_equal(b02, expected)
+    assert (b02 != 0).all() and (later_b02[:, :12] == 0).all() and (first_b02[:, 20:] == 0).all()
 
 
 def test_an_unreadable_safe_metadata_file_is_a_dead_letter_naming_it(tmp_path: Path) -> None:
