@@ -27,7 +27,8 @@ from catalog.credentials import redacted
 from pipelines import scratch
 from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
-from pipelines.errors import OptionError
+from pipelines.crs import check_proj_database
+from pipelines.errors import OptionError, PipelineError
 from pipelines.folders import folder_files, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
@@ -445,6 +446,10 @@ def convert_command(
             raise LineError(str(err)) from err
     if paths:
         check_inputs(paths)
+    try:
+        check_proj_database()
+    except PipelineError as err:
+        raise LineError(str(err)) from err
     if tile_size < SMALL_TILE:
         click.echo(
             f"warning: --tile-size {tile_size} is below {SMALL_TILE}: frames this small compress poorly "

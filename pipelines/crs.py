@@ -17,10 +17,35 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING
 
+from pipelines.errors import PipelineError
+
 if TYPE_CHECKING:
     from rasterio.crs import CRS as RasterioCRS
 
-__all__ = ["closest_epsg", "horizontal_crs", "is_engineering"]
+__all__ = ["check_proj_database", "closest_epsg", "horizontal_crs", "is_engineering"]
+
+
+def check_proj_database() -> None:
+    """Fail when GDAL's PROJ cannot read its EPSG database, naming why.
+
+    Every scene's CRS is looked up there. A ``PROJ_DATA`` (or ``PROJ_LIB``)
+    that points at another PROJ installation's data, a common mix of conda and
+    pip installs, makes each lookup fail: every scene would be a
+    ``crs-not-epsg`` dead letter advising a warp to the code it already has.
+
+    Raises:
+        PipelineError: the database cannot be read; the message holds PROJ's reason.
+    """
+    from rasterio.crs import CRS
+    from rasterio.errors import CRSError
+
+    try:
+        CRS.from_epsg(4326)
+    except CRSError as err:
+        raise PipelineError(
+            f"GDAL's PROJ cannot read its EPSG database ({err}); PROJ_DATA or PROJ_LIB may name another PROJ "
+            "installation's data: unset it, or point it at the data of the PROJ this GDAL was built with"
+        ) from err
 
 
 def horizontal_crs(crs: RasterioCRS) -> tuple[int | None, str | None, str]:

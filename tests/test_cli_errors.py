@@ -152,6 +152,26 @@ def test_convert_inputs_are_checked_first_and_no_output_is_created(tmp_path: Pat
     assert not out.exists()
 
 
+@pytest.mark.parametrize("proj_data", ["missing", "pyproj"], ids=["no-proj-db", "another-proj"])
+def test_a_proj_data_gdal_cannot_read_is_named_before_any_output(tmp_path: Path, proj_data: str) -> None:
+    """A PROJ_DATA of another PROJ install made every scene a crs-not-epsg dead letter advising a warp to its own code."""
+    from pyproj.datadir import get_data_dir
+
+    from pipelines.testing import write_geotiff
+
+    scene = write_geotiff(str(tmp_path / "s_20230101.tif"), np.ones((1, 8, 8), np.uint16), epsg=32633, transform=(10, 0, 0, 0, -10, 80))
+    out = tmp_path / "out"
+    data = str(tmp_path / "nothing") if proj_data == "missing" else get_data_dir()  # pyproj's PROJ is not GDAL's here
+    env = {**os.environ, "PROJ_DATA": data, "PROJ_LIB": data}
+    code = "import sys; from rumi_core.cli.main import cli; sys.exit(cli())"
+    result = subprocess.run([sys.executable, "-c", code, "convert", scene, "--out", str(out)], env=env, capture_output=True, text=True)
+    if proj_data == "pyproj" and result.returncode == 0:
+        pytest.skip("pyproj ships the PROJ data of GDAL's own PROJ version here")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "GDAL's PROJ cannot read its EPSG database" in result.stderr and "PROJ_DATA" in result.stderr
+    assert not out.exists()
+
+
 def test_option_errors_name_the_option_once(tmp_path: Path) -> None:
     scene = tmp_path / "s_B04.tif"
     scene.write_bytes(b"x")
