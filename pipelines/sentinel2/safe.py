@@ -128,21 +128,24 @@ def product_radiometry(text: str) -> dict[str, Radiometry]:
 
 
 _GRANULE_FILE: Final = re.compile(
-    r"^(?P<root>.*\.SAFE)/GRANULE/[^/]+/(?P<folder>IMG_DATA|QI_DATA)/(?:R\d+m/)?(?P<stem>[^/]+)\.(?:jp2|tiff?)$", re.IGNORECASE
+    r"^(?P<root>.*(?:\.SAFE|/S2[A-D]_MSIL(?:1C|2A)_[^/]*))/GRANULE/[^/]+/(?P<folder>IMG_DATA|QI_DATA)/(?:R\d+m/)?(?P<stem>[^/]+)\.(?:jp2|tiff?)$",
+    re.IGNORECASE,
 )
 """A file of a SAFE product's granule (a path or ``gs://`` URL): its product folder, an image or a mask or preview of ``QI_DATA``.
 
 JP2 as ESA writes it, or GeoTIFF where the images were converted in place
 (to COGs, say): the product's metadata says what their values mean either way.
+The folder is a ``.SAFE``, or one that names its product without the suffix
+(as some tools re-zip a download).
 """
 
 _TILE_TIME: Final = re.compile(r"^(?:L[12][AC]_)?T\d{2}[A-Z]{3}_\d{8}T\d{6}_")
 """The ``T33UUU_20230612T102031_`` that starts the name of a granule's images and preview."""
 
-_LEVEL_1C: Final = re.compile(r"MSIL1C[^/]*\.SAFE$", re.IGNORECASE)
+_LEVEL_1C: Final = re.compile(r"MSIL1C[^/]*$", re.IGNORECASE)
 """A Level-1C product's folder (``S2B_MSIL1C_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE``)."""
 
-_PRODUCT_BASELINE: Final = re.compile(r"S2[A-D]_MSIL(?:2A|1C)_\d{8}T\d{6}_N(?P<major>\d{2})(?P<minor>\d{2})_[^/]*\.SAFE$", re.IGNORECASE)
+_PRODUCT_BASELINE: Final = re.compile(r"S2[A-D]_MSIL(?:2A|1C)_\d{8}T\d{6}_N(?P<major>\d{2})(?P<minor>\d{2})_[^/]*$", re.IGNORECASE)
 """The processing baseline in a SAFE product's name (``_N0509_`` is 05.09)."""
 
 _TOP_OF_ATMOSPHERE: Final = ", top-of-atmosphere reflectance (L1C)"

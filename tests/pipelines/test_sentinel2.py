@@ -23,7 +23,7 @@ from catalog.errors import ChangedFileError
 from catalog.testing import RangeRequestServer, StaticStacApi
 from pipelines.sentinel2.bands import BANDS, band_for_asset, band_text, select_bands
 from pipelines.sentinel2.items import is_s2_l2a, keep_newest, parse_item, radiometry
-from pipelines.sentinel2.safe import NODATA, file_nodata, file_radiometry, product_nodata, product_radiometry
+from pipelines.sentinel2.safe import NODATA, file_band_texts, file_nodata, file_radiometry, product_nodata, product_radiometry
 from pipelines.sentinel2.search import search_items, select_items
 from pipelines.sentinel2.testing import ACQUISITIONS, source_pixels, write_archive
 from pipelines.sidecars import MetadataError
@@ -500,6 +500,13 @@ class TestSafeMetadata:
         # Images converted to GeoTIFF in place keep their product's metadata: a series across baseline 04.00 stays two cubes.
         assert file_radiometry(str(other / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230612T102031_B12.tif")) == (0.0001, -0.2, None)
         assert file_radiometry(str(images / "T33UUU_20230612T102031_B8A.TIFF")) == (0.0001, -0.1, None)
+        # A product folder re-zipped without its .SAFE suffix is the same product; any other folder is none.
+        bare = tmp_path / "S2B_MSIL1C_20230622T102031_N0509_R065_T33UUU_20230622T123904" / "GRANULE" / "g" / "IMG_DATA"
+        assert file_radiometry(str(bare / "T33UUU_20230622T102031_B04.jp2")) == (0.0001, -0.1, None)
+        assert file_band_texts(str(bare / "T33UUU_20230622T102031_B04.jp2"), 1) == (
+            band_text(BANDS["B04"]) + ", top-of-atmosphere reflectance (L1C)",
+        )
+        assert file_radiometry(str(tmp_path / "download" / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230622T102031_B04.jp2")) is None
 
     def test_images_take_the_nodata_their_product_declares(self, tmp_path: Path) -> None:
         """ESA's JP2s state no nodata; the product's Special_Values declare DN 0 NODATA (and 65535 SATURATED, not nodata)."""
