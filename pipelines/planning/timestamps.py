@@ -14,7 +14,8 @@ time is taken, in this order, from
    pre-collection Landsat scene IDs (``LC81070352015122LGN00``, year and day
    of year), Sentinel-2 SAFE names and tile file names
    (``S2A_MSIL1C_20170216T102101_...``, ``T33UUU_20170216T102101_B04``,
-   the sensing start), Earth Search's Sentinel-2 COG items
+   the sensing start; ``S2A_OPER_PRD_MSIL1C_..._V20160117T002243_...`` before
+   December 2016, the start of its validity), Earth Search's Sentinel-2 COG items
    (``S2A_33UUU_20230612_0_L2A/B04.tif``, the date), Harmonized Landsat
    Sentinel-2 granules (``HLS.S30.T33UUU.2023163T102031.v2.0.B02.tif``, the
    sensing time), Sentinel-1 products and HyP3 RTC granules
@@ -79,6 +80,12 @@ SCENE_ID_PATTERNS: Final = (
     ("Landsat scene ID", _NOT_AFTER_ALNUM + r"L[COTEM][1-9]\d{6}(?P<year>\d{4})(?P<doy>\d{3})[A-Z]{3}\d{2}"),
     # Sentinel-2 SAFE product: MMM_MSIXXX_YYYYMMDDTHHMMSS_... (datatake sensing start).
     ("Sentinel-2 product", _NOT_AFTER_ALNUM + r"S2[A-D]_MSI(?:L1B|L1C|L2A|L2B)_(?P<date>\d{8}T\d{6})_"),
+    # Sentinel-2 product before December 2016 (several tiles, named after the processing):
+    # MMM_OPER_PRD_MSIXXX_CCCC_<processing>_Rnnn_V<sensing start>_<sensing stop>; its granules' names hold processing times.
+    (
+        "Sentinel-2 product (2015-2016 format)",
+        _NOT_AFTER_ALNUM + r"S2[A-D]_OPER_PRD_MSI(?:L1C|L2A)_[A-Z0-9_]{4}_\d{8}T\d{6}_R\d{3}_V(?P<date>\d{8}T\d{6})_",
+    ),
     # Sentinel-2 COG item of Earth Search (AWS sentinel-cogs): MMM_xxXXX_YYYYMMDD_N_LLL (the acquisition date).
     ("Sentinel-2 COG item", _NOT_AFTER_ALNUM + r"S2[A-D]_\d{2}[A-Z]{3}_(?P<date>\d{8})_\d+_L[12][A-C]"),
     # Sentinel-2 tile file (granule band): TxxXXX_YYYYMMDDTHHMMSS_Bnn.
@@ -157,6 +164,10 @@ def time_from_scene_id(href: str) -> int | None:
     >>> time_from_scene_id("MOD13Q1.A2015122.h18v04.061.2021320.hdf") == parse_time("2015-05-02T00:00:00Z")
     True
     >>> time_from_scene_id("sentinel-s2-l2a-cogs/33/U/UU/2023/6/S2A_33UUU_20230612_0_L2A/B04.tif") == parse_time("2023-06-12")
+    True
+    >>> product = "S2A_OPER_PRD_MSIL1C_PDMC_20160119T013846_R116_V20160117T002243_20160117T002334.SAFE"
+    >>> granule = "S2A_OPER_MSI_L1C_TL_SGS__20160117T051155_A002973_T55KES"
+    >>> time_from_scene_id(f"{product}/GRANULE/{granule}_N02.01/IMG_DATA/{granule}_B04.jp2") == parse_time("20160117T002243")
     True
     >>> time_from_scene_id("/data/scene_B04.tif") is None
     True

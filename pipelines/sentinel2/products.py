@@ -14,6 +14,10 @@ datatake it holds and which processing it is:
   time alone are not reprocessings of each other: ESA cuts a datatake's tile
   into two such products where it spans two datastrips, each covering a part
   of the tile, so both are kept (:attr:`S2Product.version`).
+* a SAFE product of the format before December 2016 held several tiles; its
+  name gives the sensing start (``..._R116_V20160117T002243_...``), each
+  granule's the tile, baseline and generation time
+  (``S2A_OPER_MSI_L1C_TL_SGS__20160117T051155_A002973_T55KES_N02.01``).
 * an Earth Search (element84) COG folder or item names its platform, tile,
   sensing date, a sequence number and its level: ``S2A_31UGT_20240315_1_L2A``.
   The newer processing has the higher sequence number, compared as a number
@@ -35,6 +39,9 @@ True
 (5, 10, 20240103122345)
 >>> product_of("scene_20240103_B02.tif") is None
 True
+>>> granule = "S2A_OPER_MSI_L1C_TL_SGS__20160117T051155_A002973_T55KES_N02.01"
+>>> product_of(f"S2A_OPER_PRD_MSIL1C_PDMC_20160119T013846_R116_V20160117T002243_20160117T002334.SAFE/GRANULE/{granule}/IMG_DATA/x.jp2")[1:]
+(('SAFE', 'S2A', 'L1C', 'T55KES', '20160117T002243', 'R116'), (2, 1, 20160117051155), True)
 """
 
 from __future__ import annotations
@@ -58,6 +65,15 @@ _SAFE: Final = re.compile(
     re.IGNORECASE,
 )
 """A SAFE product's name (``S2A_MSIL2A_<sensing>_N0511_R051_T32ULC_<generation>``, with ``.SAFE`` when its folder's)."""
+
+_OLD_SAFE: Final = re.compile(
+    _NOT_AFTER_ALNUM + r"(?P<platform>S2[A-D])_OPER_PRD_MSI(?P<level>L1C|L2A)_[A-Z0-9_]{4}_\d{8}T\d{6}_(?P<orbit>R\d{3})"
+    r"_V(?P<sensing>\d{8}T\d{6})_\d{8}T\d{6}(?:\.SAFE)?/GRANULE/(?P<name>S2[A-D]_OPER_MSI_(?:L1C|L2A)_TL_[A-Z0-9_]{4}_(?P<generated>\d{8})T(?P<generated_time>\d{6})"
+    r"_A\d{6}_(?P<tile>T\d{2}[A-Z]{3})_N(?P<major>\d{2})\.(?P<minor>\d{2}))" + _NOT_BEFORE_ALNUM,
+    re.IGNORECASE,
+)
+"""A granule of a SAFE product of the format before December 2016, which held several tiles: the product names the
+platform, level, orbit and sensing start (``V...``), the granule its generation time, tile and baseline."""
 
 _EARTH_SEARCH: Final = re.compile(
     _NOT_AFTER_ALNUM
@@ -106,20 +122,21 @@ def product_of(href: str) -> S2Product | None:
     archive of its own name, or a folder in a bucket's tree, names one product.
     """
     path = href_path(href)
-    found = [m for pattern in (_SAFE, _EARTH_SEARCH) for m in pattern.finditer(path)]
+    found = [m for pattern in (_SAFE, _OLD_SAFE, _EARTH_SEARCH) for m in pattern.finditer(path)]
     if not found:
         return None
     last = max(found, key=lambda m: m.end())
     parts = {key: value.upper() for key, value in last.groupdict().items() if value is not None}
     datatake: tuple[str, ...]
     processing: tuple[int, ...]
-    if last.re is _SAFE:
-        datatake = ("SAFE", parts["platform"], parts["level"], parts["tile"], parts["sensing"], parts["orbit"])
-        processing = (int(parts["major"]), int(parts["minor"]), int(parts["generated"] + parts["generated_time"]))
-    else:
+    if last.re is _EARTH_SEARCH:
         datatake = ("Earth Search", parts["platform"], parts["level"], parts["tile"], parts["date"])
         processing = (int(parts["sequence"]),)
-    return S2Product(last.group("name"), datatake, processing, last.re is _SAFE)
+    else:
+        # The two SAFE formats name one datatake alike, so that a product of either is a processing of the other's.
+        datatake = ("SAFE", parts["platform"], parts["level"], parts["tile"], parts["sensing"], parts["orbit"])
+        processing = (int(parts["major"]), int(parts["minor"]), int(parts["generated"] + parts["generated_time"]))
+    return S2Product(last.group("name"), datatake, processing, last.re is not _EARTH_SEARCH)
 
 
 def newest_versions(products: Iterable[S2Product | None]) -> dict[tuple[str, ...], tuple[int, ...]]:

@@ -225,6 +225,20 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     return (band_text(table) + (_TOP_OF_ATMOSPHERE if _LEVEL_1C.search(found.root) else ""),)
 
 
+_OLD_PRODUCT: Final = re.compile(r"(?P<platform>S2[A-D])_OPER_PRD_MSI(?P<level>L1C|L2A)_(?P<rest>[^/]+?)(?:\.SAFE)?$", re.IGNORECASE)
+"""A product folder of the format before December 2016, whose metadata file is named after it
+(``S2A_OPER_PRD_MSIL1C_PDMC_...SAFE`` holds ``S2A_OPER_MTD_SAFL1C_PDMC_....xml``)."""
+
+
+def _metadata_paths(root: str) -> list[str]:
+    """Where a product folder's metadata file may be: ``MTD_MSIL2A.xml`` or ``MTD_MSIL1C.xml``, or the older format's name."""
+    paths = [f"{root}/{name}" for name in _METADATA_NAMES]
+    old = _OLD_PRODUCT.search(root)
+    if old is not None:
+        paths.append(f"{root}/{old['platform']}_OPER_MTD_SAF{old['level']}_{old['rest']}.xml")
+    return paths
+
+
 def file_radiometry(href: str) -> Radiometry | None:
     """``(scale, offset, unit)`` of an image file of a SAFE product, or None where the product says nothing.
 
@@ -238,7 +252,7 @@ def file_radiometry(href: str) -> Radiometry | None:
     found = _granule_file(href)
     if found is None or not found.in_images or found.band is None:
         return None
-    read = parsed_sidecar((f"{found.root}/{name}" for name in _METADATA_NAMES), product_radiometry)
+    read = parsed_sidecar(_metadata_paths(found.root), product_radiometry)
     if read is not None:
         return read[1].get(found.band)
     return _radiometry_by_name(found.root, found.band)
@@ -257,7 +271,7 @@ def file_nodata(href: str) -> float | None:
     found = _granule_file(href)
     if found is None or not found.in_images or found.band is None:
         return None
-    read = parsed_sidecar((f"{found.root}/{name}" for name in _METADATA_NAMES), product_nodata)
+    read = parsed_sidecar(_metadata_paths(found.root), product_nodata)
     declared = read[1] if read is not None else None
     return NODATA if declared is None else declared
 

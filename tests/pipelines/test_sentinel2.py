@@ -507,6 +507,15 @@ class TestSafeMetadata:
             band_text(BANDS["B04"]) + ", top-of-atmosphere reflectance (L1C)",
         )
         assert file_radiometry(str(tmp_path / "download" / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230622T102031_B04.jp2")) is None
+        # Before December 2016 the metadata file was named after its product, and so were the granules' images.
+        name = "PDMC_20160119T013846_R116_V20160117T002243_20160117T002334"
+        old = tmp_path / f"S2A_OPER_PRD_MSIL1C_{name}.SAFE"
+        old.mkdir()
+        (old / f"S2A_OPER_MTD_SAFL1C_{name}.xml").write_text(L1C_METADATA)
+        granule = "S2A_OPER_MSI_L1C_TL_SGS__20160117T051155_A002973_T55KES"
+        image = str(old / "GRANULE" / f"{granule}_N02.01" / "IMG_DATA" / f"{granule}_B12.jp2")
+        assert file_radiometry(image) == (0.0001, -0.2, None)
+        assert file_band_texts(image, 1) == (band_text(BANDS["B12"]) + ", top-of-atmosphere reflectance (L1C)",)
 
     def test_images_take_the_nodata_their_product_declares(self, tmp_path: Path) -> None:
         """ESA's JP2s state no nodata; the product's Special_Values declare DN 0 NODATA (and 65535 SATURATED, not nodata)."""
