@@ -124,6 +124,8 @@ class Acquisition(OnGrid):
     """Cube family of its scenes (:attr:`pipelines.planning.scene.Scene.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
     """Union of its scenes' tags, sorted."""
+    replaces: tuple[str, ...] = ()
+    """Files of older processings its scenes replace, sorted (:attr:`pipelines.planning.scene.Scene.replaces`)."""
 
     @property
     def hrefs(self) -> tuple[str, ...]:
@@ -330,6 +332,7 @@ def stack_scenes(
                 warp=Warp(head.transform, head.height, head.width, resampling) if key.warped else None,
                 family=head.family,
                 tags=tuple(sorted({t for m in kept for t in m.tags})),
+                replaces=tuple(sorted({h for m in kept for h in m.replaces})),
             )
         )
     return out, rejects
@@ -705,7 +708,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
         compression=options.compression,
         inputs=inputs,
         input_bytes=sum(acq.size for acq in acqs),
-        dropped=tuple(sorted(dropped)),
+        dropped=tuple(sorted({*dropped, *(h for step in steps for acq, _ in step for h in acq.replaces)})),
         max_abs_error=options.max_abs_error,
         max_rel_error=options.max_rel_error,
         tags=tuple((key, tuple(sorted(values[key]))) for key in sorted(values)),

@@ -53,6 +53,8 @@ class ProductBand:
     """Cube family, e.g. ``S2L2A_T33UUU_20m``."""
     tags: tuple[tuple[str, str], ...] = ()
     """``(key, value)`` facts about the acquisition (platform, processing baseline...); a cube records the union of its scenes'."""
+    replaces: tuple[str, ...] = ()
+    """Hrefs of this band in older processings of the acquisition that discovery left out; its cube lists them as dropped."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -63,6 +65,7 @@ class ProductBand:
             "nodata": stac_nodata(self.nodata),
             "family": self.family,
             "tags": [list(t) for t in self.tags],
+            "replaces": list(self.replaces),
         }
 
     @classmethod
@@ -76,6 +79,7 @@ class ProductBand:
             None if nodata is None else float(nodata),
             data["family"],
             tuple((k, v) for k, v in data.get("tags", ())),
+            tuple(data.get("replaces", ())),
         )
 
 
@@ -174,6 +178,8 @@ class Scene(OnGrid):
     """Cube family from a product-aware discovery (:attr:`ProductBand.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
     """Facts about the acquisition from a product-aware discovery (:attr:`ProductBand.tags`)."""
+    replaces: tuple[str, ...] = ()
+    """Files of older processings this one replaces (:attr:`ProductBand.replaces`)."""
 
     @property
     def nodata_key(self) -> str:
@@ -197,6 +203,7 @@ class Scene(OnGrid):
             "size": self.size,
             "family": self.family,
             "tags": [list(t) for t in self.tags],
+            "replaces": list(self.replaces),
         }
 
     @classmethod
@@ -220,4 +227,5 @@ class Scene(OnGrid):
             size=data.get("size"),
             family=data.get("family"),
             tags=tuple((k, v) for k, v in data.get("tags", ())),
+            replaces=tuple(data.get("replaces", ())),
         )

@@ -251,7 +251,9 @@ def resolution_group(band: S2Band, resolution: int | None) -> str:
     return band.group if resolution is None or band.group == "scl" else f"all{resolution}m"
 
 
-def scene_refs(items: Iterable[S2Item], bands: Sequence[S2Band], *, resolution: int | None = None) -> list[SceneRef]:
+def scene_refs(
+    items: Iterable[S2Item], bands: Sequence[S2Band], *, resolution: int | None = None, dropped: Iterable[S2Item] = ()
+) -> list[SceneRef]:
     """The scene references of the selected bands of every item.
 
     Args:
@@ -260,7 +262,13 @@ def scene_refs(items: Iterable[S2Item], bands: Sequence[S2Band], *, resolution: 
         resolution: None for one cube per resolution group (SCL on its 20 m
             grid), or 10 to put every band on the 10 m grid (SCL stays a cube
             of its own, nearest-neighbour like every band).
+        dropped: Older processings :func:`keep_newest` left out: each band's
+            files in them are recorded as replaced (:attr:`ProductBand.replaces`),
+            so that the cube lists them as dropped, as it lists files planning drops.
     """
+    older: dict[str, list[S2Item]] = defaultdict(list)
+    for item in dropped:
+        older[item.orbit].append(item)
     refs: list[SceneRef] = []
     for item in items:
         hrefs = dict(item.assets)
@@ -280,7 +288,8 @@ def scene_refs(items: Iterable[S2Item], bands: Sequence[S2Band], *, resolution: 
                 ("s2:offset_split_at_baseline", "04.00"),
             )
             text = band_text(band)
-            product = ProductBand(text, scale, offset, 0.0, family, tags)
+            replaces = tuple(sorted(h for o in older[item.orbit] if (h := dict(o.assets).get(band.id)) is not None))
+            product = ProductBand(text, scale, offset, 0.0, family, tags, replaces)
             source = href if resolution is None else _on_10m(href, band)
             refs.append(SceneRef(source, item.datetime, f"{item.id}#{group}", (text,), product))
     return refs

@@ -102,7 +102,7 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     sentinel2 = [item for _, item in items if is_s2_l2a(item)]
     selection = select_items(((item, base) for item in sentinel2), tiles=s2.tiles, max_cloud=s2.max_cloud)
     found += [DeadLetter(base, "bad-stac", problem, STAGE) for problem in selection.unreadable]
-    found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution)
+    found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution, dropped=selection.reprocessed)
     for name, item in items:
         if is_s2_l2a(item):
             continue

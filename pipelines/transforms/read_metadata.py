@@ -578,6 +578,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         size=file_size(href),
         family=ref.product.family if ref.product else None,
         tags=tuple(sorted((ref.product.tags if ref.product else ()) + (((VERTICAL_CRS, vertical),) if vertical else ()))),
+        replaces=ref.product.replaces if ref.product else (),
     )
 
 

@@ -239,8 +239,12 @@ def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
     june = [i for i in items if i["properties"]["datetime"] < "2023-07"]
     collection.write_text(json.dumps({"type": "FeatureCollection", "features": june}))
     out = tmp_path / "out"
-    _convert(str(collection), "--mgrs", "33UUU", "--max-cloud", "30", "--cube-period", "P1M", "--out", str(out))
+    output = _convert(str(collection), "--mgrs", "33UUU", "--max-cloud", "30", "--cube-period", "P1M", "--out", str(out))
     entries = {e["cube_id"]: e for e in map(json.loads, (out / "manifest.jsonl").read_text().splitlines())}
+    # The older processing of 2023-06-08 is left out, and said so, as a folder of its files would be.
+    older = "S2B_MSIL2A_20230608T101559_R065_T33UUU_20230608T150000"
+    assert [h.rsplit("/", 2)[1] for h in entries["S2L2A_T33UUU_20m_o1000_2023-06"]["dropped"]] == [older] * 6
+    assert "dropped: 13 input files" in output
     # 03.01 (offset 0) and 05.09 (offset -0.1) in one month: split, so each cube has one offset; SCL has none to split.
     assert sorted(entries) == sorted(
         [f"S2L2A_T33UUU_{g}_2023-06" for g in ("10m", "20m", "60m", "scl")]
