@@ -54,7 +54,7 @@ from pipelines.planning.hrefs import href_path
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-__all__ = ["S2Product", "newest_versions", "product_of"]
+__all__ = ["S2Product", "newest_versions", "product_of", "product_tags"]
 
 _NOT_AFTER_ALNUM: Final = r"(?<![A-Za-z0-9])"
 _NOT_BEFORE_ALNUM: Final = r"(?![A-Za-z0-9])"
@@ -137,6 +137,22 @@ def product_of(href: str) -> S2Product | None:
         datatake = ("SAFE", parts["platform"], parts["level"], parts["tile"], parts["sensing"], parts["orbit"])
         processing = (int(parts["major"]), int(parts["minor"]), int(parts["generated"] + parts["generated_time"]))
     return S2Product(last.group("name"), datatake, processing, last.re is not _EARTH_SEARCH)
+
+
+def product_tags(href: str) -> tuple[tuple[str, str], ...]:
+    """What the name of a file's Sentinel-2 product says of it, as the STAC route's cubes state it; none for other files.
+
+    >>> product_tags("S2B_MSIL2A_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE/GRANULE/g/IMG_DATA/R10m/B04.jp2")
+    (('constellation', 'sentinel-2'), ('s2:mgrs_tile', '33UUU'), ('s2:platforms', 'sentinel-2b'), ('s2:processing_baselines', '05.09'))
+    """
+    product = product_of(href)
+    if product is None:
+        return ()
+    naming, platform, _, tile = product.datatake[:4]
+    tags = [("constellation", "sentinel-2"), ("s2:mgrs_tile", tile.removeprefix("T")), ("s2:platforms", f"sentinel-{platform[1:].lower()}")]
+    if naming == "SAFE":
+        tags.append(("s2:processing_baselines", "{:02d}.{:02d}".format(*product.version)))
+    return tuple(tags)
 
 
 def newest_versions(products: Iterable[S2Product | None]) -> dict[tuple[str, ...], tuple[int, ...]]:

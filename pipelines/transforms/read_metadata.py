@@ -50,6 +50,7 @@ from pipelines.rasters import (
     raster_error_text,
 )
 from pipelines.sentinel2 import safe
+from pipelines.sentinel2.products import product_tags
 from pipelines.sidecars import MetadataError
 from pipelines.transforms import frames
 from pipelines.transforms.base import DataclassPTransform
@@ -577,7 +578,7 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         stack=ref.stack or stack_id(href),
         size=file_size(href),
         family=ref.product.family if ref.product else None,
-        tags=tuple(sorted((ref.product.tags if ref.product else ()) + (((VERTICAL_CRS, vertical),) if vertical else ()))),
+        tags=tuple(sorted((ref.product.tags if ref.product else product_tags(href)) + (((VERTICAL_CRS, vertical),) if vertical else ()))),
         replaces=ref.product.replaces if ref.product else (),
     )
 

@@ -716,8 +716,14 @@ def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baselin
     assert {e["bands"][0]["name"].split(",")[0]: e["nodata"] for e in entries} == {"B02": 0, "AOT": 0, "MSK_DETFOO_B02": None}
     (after,) = [e for e in entries if e["times"] == ["2022-01-25T10:20:31Z"]]
     (item,) = (out / "stac").rglob(f"{after['cube_id']}.json")
-    bands = json.loads(item.read_text())["assets"]["data"]["bands"]
+    document = json.loads(item.read_text())
+    bands = document["assets"]["data"]["bands"]
     assert [(b["scale"], b["offset"], b["nodata"]) for b in bands] == [(0.0001, -0.1, 0)] * 2
+    # What the product's name says, as the STAC route's items state it, so that a search can filter on it.
+    props = document["properties"]
+    assert [props[k] for k in ("constellation", "s2:mgrs_tile", "s2:platforms", "s2:processing_baselines")] == [
+        "sentinel-2", "33UUU", ["sentinel-2b"], ["04.00"]
+    ]  # fmt: skip
 
 
 def test_a_datatake_esa_cut_into_two_products_is_their_mosaic(tmp_path: Path) -> None:
