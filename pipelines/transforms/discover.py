@@ -73,7 +73,8 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     makes of them, as ``s2`` asks. An item whose shape is not a STAC item's
     where discovery reads it (:func:`~pipelines.stac_shape.malformed`), or whose asset states an
     unreadable scale, offset or nodata, is a ``bad-stac`` dead letter naming
-    the item and the field; the other items are found.
+    the item and the field; one with no GeoTIFF asset is a ``no-match`` dead
+    letter naming it and the assets it has; the other items are found.
 
     Raises:
         ValueError: the document is neither a FeatureCollection nor a Feature,
@@ -107,10 +108,28 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
         if is_s2_l2a(item):
             continue
         try:
-            found += _asset_refs(item, base)
+            refs = _asset_refs(item, base)
         except ValueError as err:
             found.append(DeadLetter(base, "bad-stac", f"{name}: {err}", STAGE))
+            continue
+        found += refs or [DeadLetter(base, "no-match", f"{name} has no GeoTIFF asset{_what_it_has(item)}", STAGE)]
     return found
+
+
+_LEVEL_1C_TYPES: Final = ("S2MSI1C",)
+"""The product types of Sentinel-2 Level-1C items (``s2:product_type``, CDSE's ``product:type``)."""
+
+
+def _what_it_has(item: Mapping[str, Any]) -> str:
+    """What a message says of an item with no GeoTIFF asset: its assets' keys and types, and what a Level-1C item is."""
+    assets = item.get("assets") or {}
+    listed = ", ".join(f"{key} ({assets[key].get('type') or 'no type'})" for key in sorted(assets)[:8])
+    more = f" and {len(assets) - 8} more" if len(assets) > 8 else ""
+    text = f" (its assets: {listed}{more})" if assets else " (it has no assets)"
+    props = item.get("properties") or {}
+    if any(props.get(key) in _LEVEL_1C_TYPES for key in ("s2:product_type", "product:type")):
+        text += "; it is a Sentinel-2 Level-1C item, and STAC items are read as Sentinel-2 from Level-2A only: convert its SAFE product"
+    return text
 
 
 def _asset_refs(item: dict[str, Any], base: str) -> list[SceneRef]:

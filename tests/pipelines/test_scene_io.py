@@ -252,6 +252,30 @@ class TestDiscover:
         ]
         assert SceneRef.from_dict(refs[0].to_dict()) == refs[0]
 
+    def test_an_item_with_no_geotiff_asset_is_named_beside_the_others(self, tmp_path: Path) -> None:
+        """Beside items that have GeoTIFFs, one without was left out without a word (a CDSE Level-1C item's JP2s)."""
+        geotiff = {"red": {"href": "r.tif", "type": "image/tiff; application=geotiff"}}
+        jp2 = {"B04_10m": {"href": "b04.jp2", "type": "image/jp2"}, "thumbnail": {"href": "t.png", "type": "image/png"}}
+        level_1c = {"datetime": "2023-01-05T10:30:21Z", "product:type": "S2MSI1C"}
+        features = [
+            {"type": "Feature", "id": "cog", "properties": {"datetime": "2023-01-05T10:30:21Z"}, "assets": geotiff},
+            {"type": "Feature", "id": "l1c", "properties": level_1c, "assets": jp2},
+            {"type": "Feature", "id": "bare", "properties": {"datetime": "2023-01-05T10:30:21Z"}, "assets": {}},
+        ]
+        path = tmp_path / "items.json"
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+        found = discover(str(path))
+        assert [r.href for r in found if isinstance(r, SceneRef)] == [str(tmp_path / "r.tif")]
+        letters = [(d.reason, d.message) for d in found if isinstance(d, DeadLetter)]
+        assert letters == [
+            (
+                "no-match",
+                "feature 1 (id 'l1c') has no GeoTIFF asset (its assets: B04_10m (image/jp2), thumbnail (image/png)); it is a Sentinel-2 "
+                "Level-1C item, and STAC items are read as Sentinel-2 from Level-2A only: convert its SAFE product",
+            ),
+            ("no-match", "feature 2 (id 'bare') has no GeoTIFF asset (it has no assets)"),
+        ]
+
     @pytest.mark.parametrize(
         ("asset", "stated"),
         [
