@@ -553,6 +553,12 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
         hint = ""
         if href_path(href).lower().endswith(".hgt") and not _SRTM_TILE.fullmatch(posixpath.basename(href_path(href))):
             hint = "; GDAL reads an SRTM height tile by its name, such as N46E007.hgt: give it back that name"
+        elif href.startswith("s3://eodata/"):
+            # Copernicus Data Space's items name their files in its own S3 service, which GDAL takes for AWS's.
+            hint = (
+                "; s3://eodata/ is Copernicus Data Space's S3 service: set AWS_S3_ENDPOINT=eodata.dataspace.copernicus.eu, "
+                "AWS_VIRTUAL_HOSTING=FALSE and its S3 keys as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+            )
         text = raster_error_text(err)
         raise SceneError(f"cannot read the raster: {text.rstrip('.') if hint else text}{hint}", href=href, reason="unreadable") from err
     try:

@@ -252,6 +252,17 @@ class TestDiscover:
         ]
         assert SceneRef.from_dict(refs[0].to_dict()) == refs[0]
 
+    def test_copernicus_data_space_files_name_the_settings_their_s3_needs(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """CDSE's items name s3://eodata/ files; GDAL's own message asked for AWS credentials, which never reach them."""
+        for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_S3_ENDPOINT", "AWS_PROFILE", "AWS_NO_SIGN_REQUEST"):
+            monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv("CPL_AWS_AUTODETECT_EC2", "NO")  # no instance metadata to wait for
+        monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        with pytest.raises(SceneError, match=re.escape("AWS_S3_ENDPOINT=eodata.dataspace.copernicus.eu, AWS_VIRTUAL_HOSTING=FALSE")) as info:
+            read_scene(SceneRef("s3://eodata/Sentinel-2/MSI/L2A/2023/06/12/x.SAFE/GRANULE/g/IMG_DATA/R10m/B04.jp2", "2023-06-12"))
+        assert info.value.reason == "unreadable"
+
     def test_an_item_with_no_geotiff_asset_is_named_beside_the_others(self, tmp_path: Path) -> None:
         """Beside items that have GeoTIFFs, one without was left out without a word (a CDSE Level-1C item's JP2s)."""
         geotiff = {"red": {"href": "r.tif", "type": "image/tiff; application=geotiff"}}
