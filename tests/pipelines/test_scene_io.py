@@ -259,7 +259,8 @@ class TestDiscover:
         monkeypatch.setenv("CPL_AWS_AUTODETECT_EC2", "NO")  # no instance metadata to wait for
         monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
         monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-        with pytest.raises(SceneError, match=re.escape("AWS_S3_ENDPOINT=eodata.dataspace.copernicus.eu, AWS_VIRTUAL_HOSTING=FALSE")) as info:
+        settings = re.escape("AWS_S3_ENDPOINT=eodata.dataspace.copernicus.eu, AWS_VIRTUAL_HOSTING=FALSE")
+        with pytest.raises(SceneError, match=settings) as info:
             read_scene(SceneRef("s3://eodata/Sentinel-2/MSI/L2A/2023/06/12/x.SAFE/GRANULE/g/IMG_DATA/R10m/B04.jp2", "2023-06-12"))
         assert info.value.reason == "unreadable"
 
