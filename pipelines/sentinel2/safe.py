@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING, Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from pipelines.planning.hrefs import href_path
 from pipelines.sentinel2.bands import BANDS, band_text
@@ -37,9 +37,13 @@ from pipelines.sentinel2.items import radiometry
 from pipelines.sidecars import MetadataError, parsed_sidecar
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pipelines.planning.scene import Radiometry
 
 __all__ = ["NODATA", "file_band_texts", "file_nodata", "file_radiometry", "product_nodata", "product_radiometry"]
+
+T = TypeVar("T")
 
 _METADATA_NAMES: Final = ("MTD_MSIL2A.xml", "MTD_MSIL1C.xml")
 """The product metadata file at the root of a Level-2A or Level-1C SAFE."""
@@ -249,13 +253,11 @@ def file_radiometry(href: str) -> Radiometry | None:
     Raises:
         MetadataError: the product's metadata file exists but cannot be read.
     """
-    found = _granule_file(href)
-    if found is None or not found.in_images or found.band is None:
+    said = _product_says(href, product_radiometry)
+    if said is None:
         return None
-    read = parsed_sidecar(_metadata_paths(found.root), product_radiometry)
-    if read is not None:
-        return read[1].get(found.band)
-    return _radiometry_by_name(found.root, found.band)
+    root, band, declared = said
+    return _radiometry_by_name(root, band) if declared is None else declared.get(band)
 
 
 def file_nodata(href: str) -> float | None:
@@ -268,12 +270,25 @@ def file_nodata(href: str) -> float | None:
     Raises:
         MetadataError: the product's metadata file exists but cannot be read.
     """
+    said = _product_says(href, product_nodata)
+    if said is None:
+        return None
+    return NODATA if said[2] is None else said[2]
+
+
+def _product_says(href: str, parse: Callable[[str], T]) -> tuple[str, str, T | None] | None:
+    """``(product folder, band, parse of its metadata file)`` of a band image of a SAFE's granule; the last None where there is none.
+
+    None for any other file.
+
+    Raises:
+        MetadataError: the product's metadata file exists but cannot be read.
+    """
     found = _granule_file(href)
     if found is None or not found.in_images or found.band is None:
         return None
-    read = parsed_sidecar(_metadata_paths(found.root), product_nodata)
-    declared = read[1] if read is not None else None
-    return NODATA if declared is None else declared
+    read = parsed_sidecar(_metadata_paths(found.root), parse)
+    return found.root, found.band, None if read is None else read[1]
 
 
 def _radiometry_by_name(root: str, band_id: str) -> Radiometry | None:
