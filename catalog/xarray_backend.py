@@ -179,7 +179,7 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     grid = cube.grid
     bands = cube.bands
     times = cube.times
-    secs = np.asarray(times.seconds, dtype=np.int64)
+    secs = times.array()
     intervals = times.time_type == INTERVAL
     steps = secs.reshape(-1, 2) if intervals else np.repeat(secs, 2).reshape(-1, 2)
     coords: dict[str, Any] = {**time_coords(steps, intervals=intervals), **band_coords(bands)}

@@ -29,6 +29,7 @@ import numpy as np
 
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.errors import InvalidFileError, InvalidInputError, RumiError
+from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.times import DAY, INSTANT, INT64_MAX, INT64_MIN, INTERVAL, format_seconds, to_seconds
 
 if TYPE_CHECKING:
@@ -192,6 +193,21 @@ class TimeCoordinates:
         if self._explicit is not None:
             return self._explicit
         return tuple(range(self._first, self._first + self._count * self._step, self._step)) if self._step else (self._first,) * self._count
+
+    def array(self, limits: Limits = DEFAULT_LIMITS) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """The ``C`` coordinates as an int64 array, once ``C`` is within ``limits`` (*Resource limits*).
+
+        A regular axis is held as three integers whatever its count, and a
+        blob may claim any count: a caller that needs every value (a
+        coordinate of a dataset) asks here, not :attr:`seconds`.
+
+        Raises:
+            ResourceLimitError: ``C`` is above ``limits.max_time_coordinates``.
+        """
+        limits.check("max_time_coordinates", self._count, "the time coordinate count C")
+        if self._explicit is not None:
+            return np.asarray(self._explicit, dtype=np.int64)
+        return self._first + self._step * np.arange(self._count, dtype=np.int64)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TimeCoordinates):

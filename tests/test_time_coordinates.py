@@ -297,3 +297,16 @@ def test_decode_rejects_coordinates_outside_int64() -> None:
         TimeCoordinates.decode(TimeFields(INSTANT, 0, INT64_MAX, 1, 1), b"", time_count=2)
     with pytest.raises(RumiError, match="a decoded time in seconds does not fit in int64"):
         TimeCoordinates.decode(TimeFields(INSTANT, 0, INT64_MAX // DAY + 1, 0, DAY), b"", time_count=1)
+
+
+def test_array_is_every_coordinate_once_within_the_limits() -> None:
+    """A regular axis is held as three integers; :meth:`TimeCoordinates.array` builds its values only within the limits."""
+    from rumi_core.errors import ResourceLimitError
+    from rumi_core.limits import Limits
+
+    regular = TimeCoordinates.regular(INSTANT, 86400, 3600, 5)
+    assert regular.array().tolist() == list(regular.seconds) == [86400 + 3600 * i for i in range(5)]
+    assert TimeCoordinates(INSTANT, [3, 9]).array().dtype == np.int64
+    with pytest.raises(ResourceLimitError, match="max_time_coordinates"):
+        TimeCoordinates.regular(INSTANT, 0, 1, 2**31).array()
+    assert TimeCoordinates.regular(INSTANT, 0, 1, 9).array(Limits(max_time_coordinates=9)).size == 9

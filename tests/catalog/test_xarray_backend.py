@@ -134,6 +134,28 @@ def _read_in_a_new_process(ds: xr.Dataset, tmp_path: Path) -> np.ndarray:
     return np.load(tmp_path / "out.npy")
 
 
+def test_a_blob_claiming_more_time_steps_than_the_limits_is_refused_before_any_allocation(tmp_path: Path) -> None:
+    """A regular time axis is three integers whatever its count, and a blob may claim any count.
+
+    The engine built a tuple of every coordinate: a 12 KB cell-frame file whose sidecar claimed 2**31 time steps
+    raised MemoryError (or took gigabytes), where the readers refuse it by ``Limits.max_time_coordinates``.
+    """
+    import dataclasses
+
+    import rumi_core
+    from rumi_core.errors import ResourceLimitError
+    from rumi_core.header import HeaderBlob
+
+    path = tmp_path / "c.rumi"
+    days = [f"2020-01-0{d}" for d in range(1, 6)]
+    rumi_core.write(path, np.ones((5, 2, 8, 8), "uint8"), bands=["x", "y"], times=days, frame_unit=4, tile_size=8)  # cells: N is 1
+    blob = HeaderBlob.from_bytes(rumi_core.build_header(path))
+    claimed = dataclasses.replace(blob.layout, time_count=2**31)
+    (tmp_path / "c.rumih").write_bytes(HeaderBlob(claimed, blob.frame_byte_counts).to_bytes())
+    with pytest.raises(ResourceLimitError, match="max_time_coordinates"):
+        xr.open_dataset(path, engine="rumi")
+
+
 def test_datasets_pickle_to_another_process(cube: Any, server: RangeRequestServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dataset of a local file, of an item over HTTP, and a catalog.load, each pickled and read in a new process: a local
     file is opened again by its path (its descriptor number meant another file there), an HTTP source gets a pool of
