@@ -138,7 +138,10 @@ def query_index(
     import shapely
     from stac_geoparquet.arrow import stac_table_to_items
 
-    columns = set(table.column_names)
+    try:
+        columns = set(table.column_names)
+    except UnicodeDecodeError as err:
+        raise SearchError(f"the index is not a stac-geoparquet table of items: a column name is not UTF-8 text ({err})") from err
     where: list[str] = []
     params: list[Any] = []
     if bbox is not None:
@@ -181,8 +184,11 @@ def query_index(
         con.close()
     try:
         found = [_nodata_as(item, to_number=False) for item in stac_table_to_items(result)]
-    except (ValueError, KeyError, TypeError, AttributeError) as err:  # pyarrow's ArrowInvalid is a ValueError
-        raise SearchError(f"the index is not a stac-geoparquet table of items: {err}") from err
+    # pyarrow's ArrowInvalid is a ValueError, ArrowNotImplementedError (a datetime column of numbers) a
+    # NotImplementedError; stac-geoparquet asserts the bbox column's type, and shapely refuses geometry it cannot parse.
+    except (ValueError, KeyError, TypeError, AttributeError, NotImplementedError, AssertionError, shapely.errors.ShapelyError) as err:
+        what = str(err) or f"stac-geoparquet refused its columns ({type(err).__name__})"
+        raise SearchError(f"the index is not a stac-geoparquet table of items: {what}") from err
     for item in found:
         problem = item_problem(item) if isinstance(item.get("id"), str) else f"an item's id is {json_kind(item.get('id'))}, not a text"
         if problem is not None:

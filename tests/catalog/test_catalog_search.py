@@ -297,6 +297,25 @@ def test_an_index_of_other_columns_is_one_line(catalogue: Path) -> None:
     assert "the index is not a stac-geoparquet table of items" in result.output
 
 
+@pytest.mark.parametrize("column", ["start_datetime", "bbox", "geometry"])
+def test_an_index_column_of_another_type_is_one_line(catalogue: Path, column: str) -> None:
+    """A datetime of numbers, a bbox or geometry of texts: pyarrow, stac-geoparquet and shapely raised their own errors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(catalogue / INDEX_NAME)
+    table = table.set_column(table.column_names.index(column), column, pa.array([f"{column} {i}" for i in range(table.num_rows)]))
+    if column == "start_datetime":
+        table = table.set_column(table.column_names.index(column), column, pa.array(range(table.num_rows), pa.int64()))
+    pq.write_table(table, catalogue / INDEX_NAME)
+    for args in ([], ["--bbox", "-180,-90,180,90", "--datetime", "2000-01-01/2100-01-01"]):
+        result = CliRunner().invoke(cli, ["search", str(catalogue), *args])
+        assert result.exit_code == 1 and len(result.output.splitlines()) == 1, result.output
+        assert "the index" in result.output and "Traceback" not in result.output
+    with pytest.raises(SearchError, match="the index"):
+        search(catalogue)
+
+
 def test_build_catalog_refuses_duplicates(cube: Any, tmp_path: Path) -> None:
     item = create_item(cube.path, cube.blob_path, thumbnail=False)
     with pytest.raises(CatalogError, match="two items are called 'cube'"):
