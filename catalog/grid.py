@@ -37,6 +37,7 @@ import numpy as np
 from affine import Affine
 
 from catalog.errors import ItemError, SelectorError
+from catalog.json_shape import fits_double
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -58,11 +59,12 @@ EPSG_CODE: Final = re.compile(r"EPSG:[0-9]+")
 
 def _numbers(value: Any, counts: tuple[int, ...]) -> bool:
     """Whether ``value`` is a list or tuple of ``counts`` numbers, Python's or NumPy's (pystac keeps what it is given:
-    ``ds.shape``, ``ds.transform[:6]``); a bool or a text is none."""
+    ``ds.shape``, ``ds.transform[:6]``); a bool, a text or an integer no double holds is none."""
     return (
         isinstance(value, list | tuple)
         and len(value) in counts
         and all(isinstance(v, int | float | np.integer | np.floating) and not isinstance(v, bool | np.bool_) for v in value)
+        and all(fits_double(v) for v in value if isinstance(v, int))
     )
 
 

@@ -26,7 +26,9 @@ __all__ = [
     "LIST",
     "NUMBER",
     "OBJECT",
+    "OVERSIZED_NUMBER",
     "TEXT",
+    "fits_double",
     "item_problems",
     "json_kind",
     "json_object",
@@ -39,6 +41,8 @@ OBJECT: Final = "an object"
 LIST: Final = "a list"
 TEXT: Final = "a text"
 NUMBER: Final = "a number"
+OVERSIZED_NUMBER: Final = "a number past a double's range"
+"""An integer JSON holds but no reader's double does (``1e400`` written out): never a number a field can take."""
 
 BAND_LISTS: Final = ("eo:bands", "bands", "raster:bands")
 """The lists of band objects a STAC asset may hold (EO 1.x, STAC 1.1, raster 1.x)."""
@@ -50,11 +54,26 @@ def json_kind(value: Any) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
-    if isinstance(value, (int, float)):
+    if isinstance(value, float):
         return NUMBER
+    if isinstance(value, int):
+        return NUMBER if fits_double(value) else OVERSIZED_NUMBER
     if isinstance(value, str):
         return TEXT
     return LIST if isinstance(value, list) else OBJECT
+
+
+def fits_double(value: int) -> bool:
+    """Whether a double holds an integer, if not exactly: Python's JSON reads ``1`` followed by 400 zeros as an int.
+
+    >>> fits_double(2**1023), fits_double(10**400)
+    (True, False)
+    """
+    try:
+        float(value)
+    except OverflowError:
+        return False
+    return True
 
 
 def mismatch(value: Any, expected: str, field: str, *, required: bool = False) -> str | None:

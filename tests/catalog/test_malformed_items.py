@@ -53,6 +53,10 @@ CASES = [
     ("properties.proj:shape", [64.5, 64], r"proj:shape is \[rows, columns\], two integers, got \[64.5, 64\]"),  # was 64 rows
     ("properties.proj:shape", ["64", "64"], r"proj:shape is \[rows, columns\], two integers, got \['64', '64'\]"),
     ("properties.proj:transform", ["10", 0, 0, 0, -10, 0], r"proj:transform is six \(or nine\) numbers, got \['10', "),
+    # Integers past a double's range, as JSON may write them: float() raised OverflowError.
+    ("assets.data.bands.0.offset", 10**400, "band 'B2': offset is a number past a double's range, not a number"),
+    ("properties.proj:shape", [10**400, 64], r"proj:shape is \[rows, columns\], two integers, got \[1000"),
+    ("properties.proj:transform", [10, 0, 0, 0, -(10**400), 0], r"proj:transform is six \(or nine\) numbers, got \[10, "),
     ("properties.rumi:vertical_crs", 5, "rumi:vertical_crs is a number, not a text"),
     ("properties.rumi:vertical_crs", "EPSG:99999", "rumi:vertical_crs is EPSG:99999, which is not in the EPSG registry"),
 ]
