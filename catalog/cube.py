@@ -54,12 +54,12 @@ from catalog.selectors import (
 from catalog.storage import Storage, href_kind, is_rumi_href, sidecar_href
 from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
-from rumi_core.header import HeaderBlob, check_blob_fits
+from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits
 from rumi_core.ifd import FILE_MAGIC, file_kind
 from rumi_core.reader import read_selection
 from rumi_core.selection import resolve_selection
 from rumi_core.sources import deadline
-from rumi_core.structure import read_trailer
+from rumi_core.structure import read_head, read_trailer
 from rumi_core.trailer import Trailer
 from rumi_core.windows import clip_window
 
@@ -165,7 +165,7 @@ class Cube:
         self._owned = owned
         self._closed = False
         self._sidecar: str | None = None
-        """The ``<file>h`` the blob was read from, when it was found beside the file."""
+        """The remote ``<file>h`` the blob was read from, unchecked against the file's head, when it was found beside the file."""
 
     # -- opening ------------------------------------------------------------------------
 
@@ -232,8 +232,20 @@ class Cube:
                 raise
         try:
             blob = HeaderBlob.from_bytes(sidecar)
-            cube = cls(_open_checked(storage, href, blob), blob)
-            cube._sidecar = sidecar_href(href)
+            source = _open_checked(storage, href, blob)
+            try:
+                if href_kind(href) == "local":
+                    # No item's checksum vouches for a blob found beside a file: one of another file, or of this
+                    # one before it was rewritten, with the same frame sizes would read other bands, times or
+                    # sample types without a word. Every value it duplicates is compared with the file's head, a
+                    # local read. A URL's is not read: its blob is what saves a remote reader that request.
+                    check_against_head(blob, read_head(source))
+                cube = cls(source, blob)
+            except BaseException:
+                source.close()
+                raise
+            if href_kind(href) != "local":
+                cube._sidecar = sidecar_href(href)
             return cube
         except (InvalidHeaderError, HeaderMismatchError) as err:
             # Name the blob the frames were to be located with: the file may be sound.

@@ -25,7 +25,7 @@ from rumi_core.trailer import Trailer
 if TYPE_CHECKING:
     from rumi_core.sources import ByteSource
 
-__all__ = ["FileStructure", "read_structure", "read_trailer"]
+__all__ = ["FileStructure", "read_head", "read_structure", "read_trailer"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,16 @@ def read_trailer(
     return Trailer.from_bytes(data, samples_per_pixel=samples_per_pixel, time_count=time_count, offset=trailer_offset, limits=limits)
 
 
+def read_head(source: ByteSource, *, size: int | None = None, limits: Limits = DEFAULT_LIMITS) -> ParsedHead:
+    """Read and check the head (header and IFD) of a file of ``size`` bytes (asked of the source when None).
+
+    Raises:
+        InvalidFileError: a structural MUST of the head is broken.
+    """
+    size = source.size() if size is None else size
+    return decode_head(lambda offset, length: _read_at(source, offset, length), size=size, limits=limits)
+
+
 def read_structure(source: ByteSource, *, limits: Limits = DEFAULT_LIMITS) -> FileStructure:
     """Read and check the head and trailer of a file.
 
@@ -101,7 +111,7 @@ def read_structure(source: ByteSource, *, limits: Limits = DEFAULT_LIMITS) -> Fi
         InvalidFileError: any structural MUST is broken.
     """
     size = source.size()
-    head = decode_head(lambda offset, length: _read_at(source, offset, length), size=size, limits=limits)
+    head = read_head(source, size=size, limits=limits)
     trailer = read_trailer(
         source,
         trailer_offset=head.trailer_offset,

@@ -224,22 +224,36 @@ def test_a_broken_blob_beside_a_file_is_named(cube: Any) -> None:
         Cube.open(cube.path)
 
 
-def test_frames_located_by_another_files_blob_say_where_the_blob_came_from(tmp_path: Path) -> None:
-    """A blob of the same layout but another file fits the file's size, and its frames do not decode: the error names it."""
-    import rumi_core
-    from rumi_core.errors import FrameDecodeError
+def test_a_blob_beside_a_file_that_is_not_its_own_is_named_before_any_read(tmp_path: Path, server: RangeRequestServer) -> None:
+    """No item's checksum vouches for ``<file>h``: what it duplicates is compared with the file's head.
 
-    shape = (1, 1, 32, 32)
+    A blob of another file of the same layout fits the file's size and placed frames where there were none; one that
+    differs from the file's only in its frame unit or sample format (the same frame sizes) read bands for times, or
+    float32 samples as uint32, without a word.
+    """
+    import rumi_core
+    from rumi_core.errors import FrameDecodeError, HeaderMismatchError
+
+    shape = (2, 3, 32, 32)
     noisy = np.random.default_rng(1).integers(0, 60000, shape, dtype=np.uint16)
-    common = {"bands": ["b"], "times": ["2021-01-01"], "tile_size": 16}
-    rumi_core.write(tmp_path / "a.rumi", noisy, **common)
+    common = {"bands": ["a", "b", "c"], "times": ["2021-01-01", "2021-01-02"], "tile_size": 16}
+    own = rumi_core.write(tmp_path / "a.rumi", noisy, **common)
     other = rumi_core.write(tmp_path / "b.rumi", np.zeros(shape, np.uint16), **common)
+    swapped = rumi_core.write(tmp_path / "c.rumi", noisy, frame_unit=9, **common)  # times and bands change places
+    for blob, field in ((other, "TileByteCounts"), (swapped, "FrameUnit")):
+        (tmp_path / "a.rumih").write_bytes(blob)
+        with pytest.raises(HeaderMismatchError, match=rf"^header blob .*a\.rumih: .*the file's {field}.*rumi header FILE rebuilds it"):
+            Cube.open(tmp_path / "a.rumi")
+    # A URL's blob is what saves a remote reader the head's request: frames that do not decode name it instead.
     (tmp_path / "a.rumih").write_bytes(other)
     with (
-        Cube.open(tmp_path / "a.rumi") as c,
+        Cube.open(server.url("a.rumi")) as c,
         pytest.raises(FrameDecodeError, match=r"the frames were located by .*a\.rumih, which may be another file's blob"),
     ):
         c.read()
+    (tmp_path / "a.rumih").write_bytes(own)
+    with Cube.open(tmp_path / "a.rumi") as c:
+        np.testing.assert_array_equal(c.read().data, noisy)
 
 
 def test_a_failed_read_shows_its_own_failure_when_the_size_check_after_it_fails_too(cube: Any, server: RangeRequestServer) -> None:
