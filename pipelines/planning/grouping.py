@@ -712,6 +712,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
         max_abs_error=options.max_abs_error,
         max_rel_error=options.max_rel_error,
         tags=tuple((key, tuple(sorted(values[key]))) for key in sorted(values)),
+        named_by_period=bool(ref.family),
     )
 
 

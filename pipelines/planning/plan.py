@@ -181,6 +181,9 @@ class CubePlan(OnGrid):
     """Relative error bound of a lossy cube (``--max-rel-error``), such as ``"1%"``, or None."""
     tags: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """Facts a product-aware discovery gave about the acquisitions, each key with its distinct values, sorted."""
+    named_by_period: bool = False
+    """Whether :attr:`cube_id` is a product family's and period's (:class:`~pipelines.planning.scene.ProductBand`), not
+    :func:`cube_name`'s of its times and inputs: a run given other acquisitions of the period plans the same name."""
 
     @property
     def error_bound(self) -> ErrorBound | None:

@@ -23,6 +23,7 @@ from catalog.gcs import GCSSource
 from pipelines.bucket import ObjectStat, output_store
 from pipelines.crc32c import crc32c_of
 from pipelines.errors import AssemblyError, VerificationError
+from pipelines.planning.plan import inputs_hash
 from pipelines.transforms.collect import inc
 from pipelines.transforms.manifest import ManifestEntry, manifest_entry, mode_extra
 from pipelines.transforms.verify import check_against_plan, published_paths, verify_file
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["OBJECT_BOUND", "OBJECT_CODEC", "OBJECT_COMPRESSION", "OBJECT_MODE", "assemble_in_bucket", "existing_in_bucket"]
+__all__ = ["OBJECT_BOUND", "OBJECT_CODEC", "OBJECT_COMPRESSION", "OBJECT_INPUTS", "OBJECT_MODE", "assemble_in_bucket", "existing_in_bucket"]
 
 OBJECT_MODE: Final = "rumi-mode"
 """Custom metadata of a file in a bucket: ``lossless`` or ``lossy``."""
@@ -57,6 +58,11 @@ OBJECT_CODEC: Final = "rumi-codec"
 """Custom metadata: the codec's JSON, recorded again when the cube is found finished."""
 
 
+OBJECT_INPUTS: Final = "rumi-inputs"
+"""Custom metadata: the hash of the cube's inputs (:func:`~pipelines.planning.plan.inputs_hash`), which a product's
+cube's name does not hold (:attr:`~pipelines.planning.plan.CubePlan.named_by_period`)."""
+
+
 _REQUEST: Final = (OBJECT_MODE, OBJECT_BOUND, OBJECT_COMPRESSION)
 """The metadata a finished file must match to be kept: what this run asks for."""
 
@@ -69,6 +75,7 @@ def _object_metadata(plan: CubePlan, codec: dict[str, Any]) -> dict[str, str]:
         OBJECT_BOUND: "" if bound is None else json.dumps(bound, sort_keys=True),
         OBJECT_COMPRESSION: json.dumps(extra["compression"], sort_keys=True),
         OBJECT_CODEC: json.dumps(codec, sort_keys=True),
+        OBJECT_INPUTS: inputs_hash(plan.inputs),
     }
 
 
@@ -105,6 +112,8 @@ def _finished_in_bucket(plan: CubePlan, path: str, blob_path: str, counts: list[
     wanted = _object_metadata(plan, {})
     if any(stat.metadata.get(k) != wanted[k] for k in _REQUEST):
         return None
+    if plan.named_by_period and stat.metadata.get(OBJECT_INPUTS) != wanted[OBJECT_INPUTS]:
+        return None  # the same name and shape, other acquisitions or parts of them
     try:
         check_against_plan(GCSSource(path, client=store.client, size=stat.size), blob, plan)
     except (RumiError, StorageError):
@@ -206,7 +215,7 @@ def _publish(path: str, blob_path: str, assembled: ObjectStat, blob: bytes, meta
     if (
         old is not None
         and (old.size, old.crc32c) == (assembled.size, assembled.crc32c)
-        and all(old.metadata.get(k) == metadata[k] for k in _REQUEST)
+        and all(old.metadata.get(k) == metadata[k] for k in (*_REQUEST, OBJECT_INPUTS))
     ):
         return
     replaced = 0 if old is None else old.generation

@@ -20,16 +20,21 @@ A retry of this step after publication, which finds the cube's part files
 removed and the file published with the same frame sizes, leaves it as it is.
 A cube whose outputs already exist and
 validate against its plan is skipped (:func:`existing_entry`,
-:class:`SkipExisting`) unless ``--overwrite``. A published cube is never
-replaced by one of fewer time steps: a product's cube keeps its name when its
-period gains acquisitions (:class:`pipelines.planning.scene.ProductBand`), so
-a run given only later inputs would plan that name without the earlier ones.
-Its inputs are dead letters instead (``held-times``), also with ``--overwrite``,
-and the file is left as it is (:func:`lost_times`).
+:class:`SkipExisting`) unless ``--overwrite``.
+
+A product's cube keeps its name when its period gains acquisitions
+(:attr:`~pipelines.planning.plan.CubePlan.named_by_period`), so two things
+its name cannot tell are checked: a cube of other inputs is converted again,
+not skipped (a datatake's second part that arrived later), and a published
+cube is never replaced by one without some of its acquisitions (a run given
+only later inputs). Those inputs are dead letters instead (``held-times``),
+also with ``--overwrite``, and the cube is kept, and listed, as it is
+(:func:`lost_times`).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import json
@@ -38,11 +43,12 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
+from catalog.credentials import unsigned
 from catalog.errors import StorageError
 from catalog.gcs import GCSSource
 from catalog.items import file_sha256
@@ -175,6 +181,8 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
     wanted = mode_extra(plan)
     if previous is None or any(previous.get("extra", {}).get(key) != value for key, value in wanted.items()):
         return None
+    if plan.named_by_period and previous.get("inputs") != [unsigned(h) for h in plan.inputs]:
+        return None  # the same name and shape, other acquisitions or parts of them
     return manifest_entry(
         plan,
         status="skipped",
@@ -326,10 +334,16 @@ class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollectio
         return out
 
 
-def _steps(times: TimeCoordinates) -> set[tuple[int, ...]]:
-    """Each time step's coordinates: ``(instant,)`` or ``(start, end)``."""
-    seconds, per_step = times.seconds, times.coordinate_count // times.time_count
-    return {seconds[i : i + per_step] for i in range(0, len(seconds), per_step)}
+ONE_PASS_SECONDS: Final = 50 * 60
+"""Times of one product's cube closer than this are one acquisition restated: half a Sentinel-2 orbit (100.6 min), the
+least time between two passes over one tile, where catalogues state one pass's time seconds to minutes apart (its
+datatake's start, its tile's, a re-ingest's)."""
+
+
+def _starts(times: TimeCoordinates) -> list[int]:
+    """Each time step's first coordinate (its instant, or its interval's start), sorted."""
+    seconds = times.array()
+    return sorted(int(s) for s in seconds[:: times.coordinate_count // times.time_count])
 
 
 def _published_times(path: str) -> TimeCoordinates | None:
@@ -352,10 +366,33 @@ def _published_times(path: str) -> TimeCoordinates | None:
         return None
 
 
-def lost_times(plan: CubePlan, options: ConvertOptions) -> list[tuple[int, ...]]:
-    """The time steps of the published cube of the plan's name that the plan lacks, sorted: what replacing it would lose."""
-    held = _published_times(published_paths(options, plan)[0])
-    return [] if held is None else sorted(_steps(held) - _steps(plan.write_plan.trailer.times))
+def lost_times(plan: CubePlan, options: ConvertOptions) -> list[int]:
+    """The acquisitions of the published cube of a product's plan that the plan holds none of, sorted: what replacing it would lose.
+
+    An acquisition is its time step's start; the plan holds it when one of its
+    own is within :data:`ONE_PASS_SECONDS`. Any other cube's name holds its
+    times and inputs, so its plan never drops what its file holds.
+    """
+    held = _published_times(published_paths(options, plan)[0]) if plan.named_by_period else None
+    if held is None:
+        return []
+    planned = _starts(plan.write_plan.trailer.times)
+    return [t for t in _starts(held) if not _near(planned, t)]
+
+
+def _near(sorted_times: list[int], t: int) -> bool:
+    """Whether a time of ``sorted_times`` lies within :data:`ONE_PASS_SECONDS` of ``t``."""
+    i = bisect.bisect_left(sorted_times, t - ONE_PASS_SECONDS)
+    return i < len(sorted_times) and sorted_times[i] <= t + ONE_PASS_SECONDS
+
+
+def _kept_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
+    """The manifest line of a local cube that is kept as it is, as the run before recorded it; None where there is none."""
+    path = published_paths(options, plan)[0]
+    if is_gs(path) or not os.path.isfile(path):
+        return None
+    previous = _previous_entry(options, plan.cube_id, file_sha256(path))
+    return None if previous is None else ManifestEntry.from_dict(previous, status="skipped")
 
 
 def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> list[CubePlan | ManifestEntry | DeadLetter]:
@@ -369,11 +406,12 @@ def _skip_or_convert(plan: CubePlan, options: ConvertOptions) -> list[CubePlan |
         return [plan]
     inc(SkipExisting, "cubes_kept_whole")
     message = (
-        f"cube {plan.cube_id} already holds {len(lost)} time step{'s' * (len(lost) > 1)} these inputs lack "
-        f"(first {format_seconds(lost[0][0])}), so it is kept as it is: give the inputs of every time it holds in one run "
-        "(the earlier ItemCollection files too), or give this set its own --out"
+        f"cube {plan.cube_id} already holds {len(lost)} acquisition{'s' * (len(lost) > 1)} these inputs lack "
+        f"(first {format_seconds(lost[0])}), so it is kept as it is: give the inputs of every acquisition it holds in one "
+        "run (the earlier ItemCollection files too), or give this set its own --out"
     )
-    return [DeadLetter(href, "held-times", message, "SkipExisting") for href in plan.inputs]
+    kept = _kept_entry(plan, options)
+    return [*([kept] if kept is not None else []), *(DeadLetter(href, "held-times", message, "SkipExisting") for href in plan.inputs)]
 
 
 @dataclass

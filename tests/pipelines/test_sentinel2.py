@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -288,32 +289,70 @@ def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
 def test_a_later_item_collection_never_replaces_a_cube_by_one_of_fewer_times(
     archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path
 ) -> None:
-    """A product's cube is named by tile, group and period, not by its times.
+    """A product's cube is named by tile, group and period, not by its times or inputs.
 
-    A run given only later items would rewrite it without the earlier ones.
+    A run given only later items rewrote it without the earlier ones; one given the same acquisitions again with a
+    restated time, or a datatake's part that arrived later, must still rewrite it, and not skip it.
     """
     by_id = {i["id"]: i for i in archive[1]}
-    early, late, both = tmp_path / "early.json", tmp_path / "late.json", tmp_path / "both.json"
     june, july = "S2B_33UUU_20230618_0_L2A", "S2A_33UUU_20230705_0_L2A"
-    for path, ids in ((early, [june]), (late, [july]), (both, [june, july])):
-        path.write_text(json.dumps({"type": "FeatureCollection", "features": [by_id[i] for i in ids]}))
+    restated = {**by_id[june], "properties": {**by_id[june]["properties"], "datetime": "2023-06-18T10:00:22Z"}}
+    files = {"early": [by_id[june]], "late": [by_id[july]], "both": [by_id[june], by_id[july]], "restated": [restated, by_id[july]]}
+    for name, features in files.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
     out = tmp_path / "out"
-    common = ["--bands", "red", "--mgrs", "33UUU", "--out", str(out)]
-    _convert(str(early), *common)
+    common = ["--bands", "red", "--mgrs", "33UUU", "--out", str(out), "--no-progress"]
+
+    def run(name: str, *more: str) -> Any:
+        return CliRunner().invoke(cli, ["convert", str(tmp_path / f"{name}.json"), *common, *more])
+
+    assert run("early").exit_code == 0
     cube = out / "S2L2A_T33UUU_10m_o1000.rumi"
-    held = cube.read_bytes()
-    result = CliRunner().invoke(cli, ["convert", str(late), *common, "--no-progress"])
-    assert result.exit_code == 1 and "held-times: 1" in result.output, result.output
-    assert cube.read_bytes() == held  # kept whole, also under --overwrite
-    assert CliRunner().invoke(cli, ["convert", str(late), *common, "--overwrite", "--no-progress"]).exit_code == 1
-    assert cube.read_bytes() == held
+    held, listed = cube.read_bytes(), (out / "manifest.jsonl").read_text()
+    for more in ((), ("--overwrite",), ("--strict",)):
+        result = run("late", *more)
+        assert result.exit_code == (1 if more == ("--strict",) else 0), result.output  # dead letters fail a --strict run
+        assert "held-times: 1" in result.output and " skipped " in result.output, result.output
+        assert cube.read_bytes() == held and (out / "manifest.jsonl").read_text() == listed  # kept, and still listed
     (letter,) = map(json.loads, (out / "dead-letter.jsonl").read_text().splitlines())
-    assert letter["reason"] == "held-times" and "S2L2A_T33UUU_10m_o1000 already holds 1 time step" in letter["message"]
+    assert letter["reason"] == "held-times" and "S2L2A_T33UUU_10m_o1000 already holds 1 acquisition" in letter["message"]
     assert "2023-06-18T10:00:21Z" in letter["message"] and letter["href"].endswith(".tif")
     # Both sets in one run: the cube gains the later time, as a --stac-api run's open period does.
-    _convert(str(both), *common)
+    assert run("both").exit_code == 0
     (entry,) = map(json.loads, (out / "manifest.jsonl").read_text().splitlines())
     assert entry["times"] == ["2023-06-18T10:00:21Z", "2023-07-05T10:00:21Z"]
+    # The same acquisitions, June's time restated a second later: one acquisition, so the cube is rewritten.
+    assert run("restated").exit_code == 0
+    (entry,) = map(json.loads, (out / "manifest.jsonl").read_text().splitlines())
+    assert entry["times"] == ["2023-06-18T10:00:22Z", "2023-07-05T10:00:21Z"]
+
+
+def test_a_products_cube_of_other_inputs_is_converted_again_not_skipped(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    """Earth Search's ``_1_`` of a datatake arriving after ``_0_`` was converted: same name, times and shape.
+
+    The file validated against the new plan and was skipped: the manifest listed ``_0_`` as dropped while the cube
+    held ``_0_``'s pixels. A product's cube is only skipped when the run before recorded the same inputs.
+    """
+    import copy
+
+    import rasterio
+
+    root, items = archive
+    first = next(i for i in items if i["id"] == "S2B_33UUU_20230618_0_L2A")
+    later = copy.deepcopy(first)
+    later["id"] = "S2B_33UUU_20230618_1_L2A"
+    for asset in later["assets"].values():
+        asset["href"] = asset["href"].replace(first["id"], later["id"])
+    shutil.copytree(root / first["id"], root / later["id"], dirs_exist_ok=True)
+    with rasterio.open(root / later["id"] / "B04.tif", "r+", IGNORE_COG_LAYOUT_BREAK="YES") as ds:
+        ds.write(ds.read() // 2 + 1)
+    out = tmp_path / "out"
+    for name, features in (("first", [first]), ("both", [first, later])):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+        _convert(str(tmp_path / f"{name}.json"), "--bands", "red", "--mgrs", "33UUU", "--out", str(out))
+    (entry,) = map(json.loads, (out / "manifest.jsonl").read_text().splitlines())
+    assert [h.rsplit("/", 2)[1] for h in entry["dropped"]] == [first["id"]]
+    np.testing.assert_array_equal(rumi_core.read(out / entry["file"]).reshape(-1, 96, 96)[0], source_pixels(root, later["id"], "B04"))
 
 
 def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(

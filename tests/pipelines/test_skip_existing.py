@@ -82,3 +82,30 @@ def test_a_rerun_that_changes_nothing_leaves_every_file_untouched(tmp_path: Path
     again = run([str(tmp_path / "in")], options)
     assert [e.status for e in again.entries] == ["skipped"]
     assert times() == before
+
+
+def test_a_series_whose_middle_time_is_restated_is_written_again(tmp_path: Path) -> None:
+    """A cube named by its first and last time and its inputs keeps its name when a middle scene's date tag is corrected.
+
+    Its file then holds a time its plan lacks: the cube is converted again with the new time, never refused as one that
+    would lose an acquisition (only a product's cube, named by its period, can be planned without some of its own).
+    """
+    import numpy as np
+    import rasterio
+
+    from pipelines.convert import run
+    from pipelines.testing import write_geotiff
+
+    stamps = {"a": "2024:05:01 10:00:00", "b": "2024:05:02 10:00:00", "c": "2024:05:03 10:00:00"}
+    for name, stamp in stamps.items():
+        data = np.full((1, 40, 56), ord(name), np.uint16)
+        write_geotiff(str(tmp_path / f"{name}.tif"), data, epsg=32633, transform=(10, 0, 0, 0, -10, 400), tags={"TIFFTAG_DATETIME": stamp})
+    options = ConvertOptions(out=str(tmp_path / "out"), tile_size=32, write_catalog=False)
+    (first,) = run([str(tmp_path)], options).entries
+    with rasterio.open(tmp_path / "b.tif", "r+") as ds:
+        ds.update_tags(TIFFTAG_DATETIME="2024:05:02 10:30:00")
+    again = run([str(tmp_path)], options)
+    assert not again.dead_letters
+    (entry,) = again.entries
+    assert (entry.cube_id, entry.status) == (first.cube_id, "written")
+    assert entry.times == ("2024-05-01T10:00:00Z", "2024-05-02T10:30:00Z", "2024-05-03T10:00:00Z")
