@@ -13,6 +13,7 @@ would write.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -40,7 +41,16 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
 
-__all__ = ["OBJECT_BOUND", "OBJECT_CODEC", "OBJECT_COMPRESSION", "OBJECT_INPUTS", "OBJECT_MODE", "assemble_in_bucket", "existing_in_bucket"]
+__all__ = [
+    "OBJECT_BOUND",
+    "OBJECT_CODEC",
+    "OBJECT_COMPRESSION",
+    "OBJECT_INPUTS",
+    "OBJECT_MODE",
+    "assemble_in_bucket",
+    "existing_in_bucket",
+    "recorded_in_bucket",
+]
 
 OBJECT_MODE: Final = "rumi-mode"
 """Custom metadata of a file in a bucket: ``lossless`` or ``lossy``."""
@@ -128,6 +138,26 @@ def existing_in_bucket(plan: CubePlan, path: str, blob_path: str) -> ManifestEnt
     stat, blob = found
     codec = json.loads(stat.metadata.get(OBJECT_CODEC) or "{}")
     return _bucket_entry(plan, "skipped", codec, stat, blob)
+
+
+def recorded_in_bucket(cube_id: str, path: str, manifest_path: str) -> ManifestEntry | None:
+    """The line of the bucket's manifest that records the file at ``path`` (by its CRC32C), as a ``skipped`` entry; else None.
+
+    A cube kept as it is (:func:`pipelines.transforms.assemble_files.lost_times`) stays listed as the run before
+    recorded it: its plan holds other times, so no entry can be made from the plan.
+    """
+    store = output_store()
+    stat = store.stat(path)
+    data = store.read(manifest_path) if stat is not None and stat.crc32c is not None else None
+    if stat is None or data is None:
+        return None
+    crc = f"{stat.crc32c:08x}"
+    for line in data.decode("utf-8", "replace").splitlines():
+        with contextlib.suppress(ValueError):
+            entry = json.loads(line)
+            if isinstance(entry, dict) and entry.get("cube_id") == cube_id and (entry.get("extra") or {}).get("crc32c") == crc:
+                return ManifestEntry.from_dict(entry, status="skipped")
+    return None
 
 
 def assemble_in_bucket(

@@ -56,7 +56,7 @@ from pipelines.bucket import is_gs, output_store
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.jsonl import write_jsonl
 from pipelines.transforms import frames
-from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket
+from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket, recorded_in_bucket
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from pipelines.transforms.cube_parts import CubeParts, GatherParts
@@ -387,9 +387,11 @@ def _near(sorted_times: list[int], t: int) -> bool:
 
 
 def _kept_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | None:
-    """The manifest line of a local cube that is kept as it is, as the run before recorded it; None where there is none."""
+    """The manifest line of a cube that is kept as it is, as the run before recorded it; None where there is none."""
     path = published_paths(options, plan)[0]
-    if is_gs(path) or not os.path.isfile(path):
+    if is_gs(path):
+        return recorded_in_bucket(plan.cube_id, path, options.manifest_path)
+    if not os.path.isfile(path):
         return None
     previous = _previous_entry(options, plan.cube_id, file_sha256(path))
     return None if previous is None else ManifestEntry.from_dict(previous, status="skipped")

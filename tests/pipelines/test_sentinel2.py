@@ -604,3 +604,27 @@ def test_stac_api_runs_into_a_bucket_are_incremental(
     hits = CliRunner().invoke(cli, ["search", f"{out}/stac", "--bands", "red", "--json"])
     assert hits.exit_code == 0, hits.output
     assert "S2L2A_T33UUU_10m_o1000_2023-06" in [h["id"] for h in json.loads(hits.output)]
+
+
+def test_a_products_cube_kept_in_a_bucket_stays_listed(
+    archive: tuple[Path, list[dict[str, Any]]], emulator: GCSEmulator, tmp_path: Path
+) -> None:
+    """An ItemCollection of July after one of June, into gs://: June's cube is kept, and still in the manifest and catalogue.
+
+    Its plan holds other times, so its entry is the line the bucket's manifest holds for the object (by its CRC32C);
+    without it the run's catalogue was rebuilt without the cube.
+    """
+    from pipelines.bucket import output_store
+
+    by_id = {i["id"]: i for i in archive[1]}
+    out = f"gs://{emulator.bucket}/collections"
+    common = ["--bands", "red", "--mgrs", "33UUU", "--out", out]
+    for name, item_id in (("june", "S2B_33UUU_20230618_0_L2A"), ("july", "S2A_33UUU_20230705_0_L2A")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"type": "FeatureCollection", "features": [by_id[item_id]]}))
+    _convert(str(tmp_path / "june.json"), *common)
+    store = output_store()
+    listed = store.read(f"{out}/manifest.jsonl")
+    assert "held-times: 1" in _convert(str(tmp_path / "july.json"), *common)
+    assert store.read(f"{out}/manifest.jsonl") == listed
+    hits = CliRunner().invoke(cli, ["search", f"{out}/stac", "--json"])
+    assert [h["id"] for h in json.loads(hits.output)] == ["S2L2A_T33UUU_10m_o1000"], hits.output
