@@ -102,10 +102,11 @@ def retried_text(times: int) -> str:
 class ReadOperation:
     """The deadline of one read operation and the ranges it has already retried."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, *, ends: float | None = None) -> None:
         self.seconds = seconds
-        """The operation's whole budget, in seconds."""
-        self.ends = time.monotonic() + seconds
+        """The operation's whole budget, in seconds: what its messages name."""
+        self.ends = time.monotonic() + seconds if ends is None else min(time.monotonic() + seconds, ends)
+        """The :func:`time.monotonic` instant it ends: ``seconds`` from now, or ``ends`` where that comes first."""
         self._retried: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
 
@@ -141,16 +142,25 @@ class ReadOperation:
 
 
 class OperationSlot:
-    """Where a source keeps the operation in progress; requests outside one get their own."""
+    """Where a source keeps the operation in progress; requests outside one get their own.
 
-    def __init__(self, timeout: float | None) -> None:
+    ``deadline`` (a :func:`time.monotonic` instant, a command's whole ``--timeout``)
+    ends every operation that would otherwise end later. Its messages still name
+    the budget it was given: what is left of ``--timeout 1`` after a blob's fetch
+    is read as the command's 1 s, not as 0.9 s that depends on the server's pace.
+    """
+
+    def __init__(self, timeout: float | None, deadline: float | None = None) -> None:
         self.timeout = budget(timeout)
         """The default budget of an operation, in seconds."""
+        self.ends = deadline
+        """The instant by which every operation ends, if any."""
         self._operation: ReadOperation | None = None
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, float]:
-        # A pickled source starts in another process with no operation in progress.
+        # A pickled source starts in another process with no operation in progress, and no instant of this
+        # process's clock to end by.
         return {"timeout": self.timeout}
 
     def __setstate__(self, state: dict[str, float]) -> None:
@@ -162,7 +172,7 @@ class OperationSlot:
         with self._lock:
             outer = self._operation
             if outer is None:
-                self._operation = ReadOperation(self.timeout if seconds is None else budget(seconds))
+                self._operation = ReadOperation(self.timeout if seconds is None else budget(seconds), ends=self.ends)
         try:
             yield
         finally:
@@ -173,4 +183,4 @@ class OperationSlot:
     def current(self) -> ReadOperation:
         """The operation in progress, or a new one for a lone request."""
         with self._lock:
-            return self._operation or ReadOperation(self.timeout)
+            return self._operation or ReadOperation(self.timeout, ends=self.ends)

@@ -91,6 +91,8 @@ class GCSSource(RemoteRangeSource):
         size: The object size, when already known.
         timeout: Default total seconds of one read operation (see
             :meth:`deadline`); the default of :mod:`catalog.deadlines` when None.
+        deadline: A :func:`time.monotonic` instant by which every operation
+            ends (a command's whole ``--timeout``), if any.
     """
 
     def __init__(
@@ -101,9 +103,10 @@ class GCSSource(RemoteRangeSource):
         client_factory: Callable[[], Any] | None = None,
         size: int | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
     ) -> None:
         self._bucket_name, self._object_name = split_gs_url(url)
-        super().__init__(url, size=size, timeout=timeout)
+        super().__init__(url, size=size, timeout=timeout, deadline=deadline)
         self._client = client
         self._factory = client_factory or default_client
         self._local = threading.local()

@@ -265,6 +265,8 @@ class HTTPRangeSource(RemoteRangeSource):
         size: The file size, when already known (saves the ``HEAD``).
         timeout: Default total seconds of one read operation (see
             :meth:`deadline`); :data:`DEFAULT_TIMEOUT` when None.
+        deadline: A :func:`time.monotonic` instant by which every operation
+            ends (a command's whole ``--timeout``), if any.
 
     Example:
         >>> src = HTTPRangeSource("http://127.0.0.1:9/none.rumi")
@@ -280,10 +282,11 @@ class HTTPRangeSource(RemoteRangeSource):
         headers: Mapping[str, str] | None = None,
         size: int | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
     ) -> None:
         if not url.startswith(("http://", "https://")):
             raise StorageError("not an http:// or https:// URL", href=url)
-        super().__init__(url, size=size, timeout=timeout)
+        super().__init__(url, size=size, timeout=timeout, deadline=deadline)
         self._pool = pool or default_pool()
         self._target, self._headers = _credentials(url, headers)
         self._lock = threading.Lock()
@@ -454,12 +457,18 @@ class HTTPRangeSource(RemoteRangeSource):
 
 
 def read_url(
-    url: str, *, pool: urllib3.PoolManager | None = None, headers: Mapping[str, str] | None = None, timeout: float | None = None
+    url: str,
+    *,
+    pool: urllib3.PoolManager | None = None,
+    headers: Mapping[str, str] | None = None,
+    timeout: float | None = None,
+    deadline: float | None = None,
 ) -> bytes:
     """Fetch a whole (small) resource with one ``GET``: an item, a header blob.
 
     ``timeout`` is the whole budget, every attempt and wait included
-    (:data:`DEFAULT_TIMEOUT` when None), as a range read's deadline is. The
+    (:data:`DEFAULT_TIMEOUT` when None), as a range read's deadline is, and
+    ends at the :func:`time.monotonic` instant ``deadline`` where that comes first. The
     pool's retry policy still says what is retried (connection errors, also
     one that breaks off mid-body, its ``5xx``, the ``Retry-After`` it
     respects) and how long to back off, but
@@ -472,7 +481,7 @@ def read_url(
     """
     pool = pool or default_pool()
     seconds = budget(timeout)
-    op = ReadOperation(seconds)
+    op = ReadOperation(seconds, ends=deadline)
     target, sent = _credentials(url, headers)
     # A read timeout needs no count of its own: each attempt waits at most the time left, so one
     # that times out has used the deadline up, and the loop ends at its top.

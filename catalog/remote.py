@@ -34,12 +34,14 @@ class RemoteRangeSource(abc.ABC):
         size: The object size, when already known.
         timeout: Default total seconds of one read operation (see
             :meth:`deadline`); :data:`~catalog.deadlines.DEFAULT_TIMEOUT` when None.
+        deadline: A :func:`time.monotonic` instant by which every operation ends
+            (a command's whole ``--timeout``), if any.
     """
 
-    def __init__(self, url: str, *, size: int | None, timeout: float | None) -> None:
+    def __init__(self, url: str, *, size: int | None, timeout: float | None, deadline: float | None = None) -> None:
         self._url = url
         self._size = size
-        self._slot = OperationSlot(timeout)
+        self._slot = OperationSlot(timeout, deadline)
 
     @property
     def name(self) -> str:

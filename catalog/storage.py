@@ -135,8 +135,9 @@ class Storage:
             :mod:`catalog.deadlines` when None.
         deadline: A :func:`time.monotonic` instant by which everything asked
             through this storage ends (a command's whole ``--timeout``): each
-            fetch, and each source opened, gets the smaller of ``timeout`` and
-            the time left (:meth:`time_left`); None for no such instant.
+            fetch, and each operation of a source opened, ends ``timeout``
+            after it began or at this instant, whichever comes first, and its
+            messages name ``timeout``; None for no such instant.
     """
 
     def __init__(
@@ -163,26 +164,18 @@ class Storage:
             self._http_pool = default_pool()
         return self._http_pool
 
-    def time_left(self) -> float | None:
-        """Seconds a remote operation started now may take: ``timeout``, less where the deadline is nearer (0 once it has passed).
+    def _check_deadline(self, href: str) -> None:
+        """Refuse to ask for ``href`` once the deadline has passed.
 
-        A local file does not wait, and takes no notice of it.
-        """
-        if self._deadline is None:
-            return self._timeout
-        left = max(0.0, self._deadline - time.monotonic())
-        return left if self._timeout is None else min(self._timeout, left)
-
-    def _remote_timeout(self, href: str) -> float | None:
-        """:meth:`time_left` for a request to ``href``, which is not sent once the deadline has passed.
+        A remote source or fetch is given ``timeout`` and the deadline: it ends
+        each operation at the deadline, and its messages name ``timeout``, the
+        budget the caller gave, not what was left when the operation began.
 
         Raises:
             StorageError: the deadline has passed.
         """
-        left = self.time_left()
-        if self._deadline is not None and left is not None and left <= 0:
+        if self._deadline is not None and time.monotonic() >= self._deadline:
             raise StorageError("not asked: the time allowed ran out before it", href=href)
-        return left
 
     def open(self, href: str | os.PathLike[str], *, size: int | None = None) -> ByteSource:
         """Open a byte-range source for the stateless reader.
@@ -196,10 +189,16 @@ class Storage:
         """
         text = os.fspath(href)
         kind = href_kind(text)
+        if kind in ("http", "gs"):
+            self._check_deadline(text)
         if kind == "http":
-            return HTTPRangeSource(text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._remote_timeout(text))
+            return HTTPRangeSource(
+                text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._timeout, deadline=self._deadline
+            )
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self._remote_timeout(text))
+            return GCSSource(
+                text, client=self._gcs_client, client_factory=self._gcs_factory, size=size, timeout=self._timeout, deadline=self._deadline
+            )
         try:
             return LocalFileSource(text)
         except OSError as err:
@@ -215,10 +214,14 @@ class Storage:
         """
         text = os.fspath(href)
         kind = href_kind(text)
+        if kind in ("http", "gs"):
+            self._check_deadline(text)
         if kind == "http":
-            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._remote_timeout(text))
+            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._timeout, deadline=self._deadline)
         if kind == "gs":
-            return GCSSource(text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._remote_timeout(text)).read_all()
+            return GCSSource(
+                text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._timeout, deadline=self._deadline
+            ).read_all()
         try:
             return Path(text).read_bytes()
         except OSError as err:

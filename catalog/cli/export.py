@@ -34,7 +34,7 @@ def export_command(target: str, output: Path, threads: int | None, progress: boo
     check_output_file(output)
     storage = command_storage(timeout)
     try:
-        with Cube.open(target, storage=storage) as cube, deadline(cube.source, storage.time_left()):
+        with Cube.open(target, storage=storage) as cube, deadline(cube.source, None):
             for target_path in export_targets(cube, output):
                 check_output_file(target_path)
             steps = cube.layout.time_count

@@ -174,7 +174,6 @@ def read_command(
                     threads=threads,
                     labels=suffix != ".npy",
                     progress=_locked(update),
-                    timeout=storage.time_left(),
                 )
             bare = cube.item is None
             if suffix == ".npy":

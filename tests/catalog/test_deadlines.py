@@ -138,6 +138,21 @@ def test_rumi_read_and_export_take_timeout_seconds(spread: Any, server: RangeReq
     assert not out.exists()
     result = CliRunner().invoke(cli, ["export", server.url("cube.rumi"), "--timeout", "1", "-o", str(tmp_path / "x.tif")])
     assert result.exit_code == 1 and "deadline" in result.output
+
+
+@pytest.mark.parametrize("command", ["read", "export"])
+def test_a_commands_deadline_is_named_as_given_however_long_the_blob_took(spread: Any, tmp_path: Path, command: str) -> None:
+    """The frames' requests end at the command's deadline, and the message names ``--timeout`` as the user gave it:
+    after a blob that took 0.6 s it said "the read's 1.4 s deadline", a number that moved with the server's pace."""
+    from catalog.testing import RangeRequestServer
+
+    out = tmp_path / ("out.npy" if command == "read" else "out.tif")
+    with RangeRequestServer(spread.path.parent, latency=0.6) as slow:
+        slow.inject(Fault("silent"))
+        result = CliRunner().invoke(cli, [command, slow.url(spread.path.name), "--timeout", "2", "-o", str(out)])
+    assert result.exit_code == 1
+    assert "did not finish within the read's 2 s deadline" in result.output
+    assert not out.exists()
     for command in ("read", "export", "info"):
         assert "--timeout SECONDS" in CliRunner().invoke(cli, [command, "--help"]).output
     local = CliRunner().invoke(cli, ["info", str(spread.path), "--timeout", "5", "--json"])
