@@ -18,6 +18,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -97,21 +98,28 @@ def _has_manifest(out: Path) -> bool:
     return (out / "manifest.jsonl").is_file()
 
 
-def _run_killed(command: list[str], out: Path, reached: Callable[[Path], bool]) -> bool:
-    """Start ``command``, SIGKILL its process group once ``reached(out)``; whether it was killed before finishing."""
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        while process.poll() is None:
-            if reached(out):
+def _run_killed(command: list[str], out: Path, reached: Callable[[Path], bool], attempts: int = 3) -> bool:
+    """Run ``command`` into a new ``out``, SIGKILL its process group once ``reached(out)``; whether it was killed before finishing.
+
+    A stage that lasts milliseconds (the catalogue's staging folder) can pass
+    between two looks on a loaded machine: a run that finished unkilled is
+    thrown away and started again, up to ``attempts`` times.
+    """
+    for _ in range(attempts):
+        shutil.rmtree(out, ignore_errors=True)
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            while process.poll() is None:
+                if reached(out):
+                    os.killpg(process.pid, signal.SIGKILL)
+                    process.wait()
+                    return True
+                time.sleep(0.002)
+        finally:
+            if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
-                return True
-            time.sleep(0.002)
-        return False
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+    return False
 
 
 @pytest.fixture(scope="module")
