@@ -20,6 +20,7 @@ held at a time besides the caller's array.
 from __future__ import annotations
 
 import dataclasses
+import json
 import operator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -148,7 +149,16 @@ def plan_write(
     if axis.time_count != t:
         raise InvalidInputError(f"{axis.time_count} time coordinates for {t} time steps", field="times")
     georef = Georeferencing.from_crs(crs, transform, pixel_is_point=pixel_is_point)
-    return WritePlan(layout, georef, Trailer(band_texts, axis), parse_codec(compression))
+    codec = parse_codec(compression)
+    if not codec.accepts(encoding):
+        # Refused with the plan, before any frame is compressed: the codec's own encode would refuse the first frame,
+        # after a converter had read every scene of the cube.
+        raise InvalidInputError(
+            f"codec {codec.name!r} ({json.dumps(codec.to_dict()['configuration'], separators=(',', ':'))}) does not take "
+            f"{encoding.name} samples; give a codec that does ('raster' takes every encoding) or let it be chosen (compression 'auto')",
+            field="compression",
+        )
+    return WritePlan(layout, georef, Trailer(band_texts, axis), codec)
 
 
 def frame_samples(data: Any, layout: Layout, index: int, *, crop: tuple[slice, slice] | None = None) -> NDArray[Any]:

@@ -302,6 +302,23 @@ def test_geozl_refuses_encodings_it_has_no_code_for() -> None:
         codec.encode(np.zeros((4, 4), np.uint8), axes=("h", "w"))
 
 
+@pytest.mark.parametrize(
+    ("compression", "dtype"),
+    [("geozl", "uint8"), ("geozl", "bool"), ({"name": "openzl", "configuration": {"graph": "entropy"}}, "uint32"), ("stack", "uint8")],
+)
+def test_write_refuses_a_codec_that_does_not_take_the_samples_before_compressing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: Any, dtype: str
+) -> None:
+    """The plan refuses it, naming the codec and the samples: the first frame's encode did, after the data was read."""
+    import rumi_core.writer
+
+    monkeypatch.setattr(rumi_core.writer, "choose_compression", None)  # never reached
+    with pytest.raises(InvalidInputError, match=rf"codec '\w+' \(.*\) does not take {dtype} samples; give a codec that does") as err:
+        rumi_core.write(tmp_path / "x.rumi", np.zeros((1, 16, 16), dtype), bands=["a"], times=["2020-01-01"], compression=compression)
+    assert err.value.field == "compression"
+    assert not list(tmp_path.iterdir())
+
+
 def test_narrow_openzl_graphs_refuse_wide_components() -> None:
     refusal = r"graph 'entropy' does not take uint32 samples \(4-byte components\): it takes components of at most 2 bytes"
     with pytest.raises(InvalidInputError, match=refusal):

@@ -231,6 +231,7 @@ class CubePlan(OnGrid):
             transform=Affine(*self.stored_transform),  # a source's transform, never taken for GDAL's order
             tile_size=self.tile_size,
             frame_unit=self.frame_unit,
+            compression=self.compression_spec(),
             pixel_is_point=self.pixel_is_point,
         )
 

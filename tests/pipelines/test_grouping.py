@@ -284,6 +284,19 @@ def test_invalid_cube_is_a_dead_letter() -> None:
     assert "frame_unit 9" in rejects[0].message
 
 
+def test_a_codec_that_does_not_take_a_cubes_samples_refuses_that_cube_alone() -> None:
+    """An explicit --compression that one cube's samples cannot take is that cube's dead letter; the others are planned
+    (the first frame's encode failed the whole run, after every scene had been read)."""
+    elsewhere = (10.0, 0.0, 700000.0, 0.0, -10.0, 5300000.0)
+    scenes = [make_scene("/mask.tif", dtype="uint8"), make_scene("/b04.tif", "2023-01-06", transform=elsewhere)]
+    plans, rejects = plan_cubes(scenes, opts(compression="geozl"))
+    assert [plan.inputs for plan in plans] == [("/b04.tif",)]
+    assert [(r.href, r.reason) for r in rejects] == [("/mask.tif", "invalid-cube")]
+    assert "does not take uint8 samples" in rejects[0].message
+    plans, rejects = plan_cubes(scenes, opts())
+    assert len(plans) == 2 and not rejects
+
+
 def test_tiles_whose_frames_hold_too_few_samples_are_refused_whatever_the_cube_size() -> None:
     """Frames of fewer than 256 samples are refused; the cube's frame count plays no part."""
     scenes = bands_of("2023-01-05", tokens=("B04",))  # 64 x 64
