@@ -663,7 +663,12 @@ def _run_and_report(
     if options.write_catalog and summary.entries:
         click.echo(f"catalogue: {options.catalog_dir}")
     if not summary.produced:
-        click.echo("nothing was produced", err=True)
+        # The reasons are in the dead-letter file; a run that made nothing also names the first, so that one bad
+        # input given alone says why on the terminal.
+        first = summary.dead_letters[0] if summary.dead_letters else None
+        why = f": {first.href}: {first.message}" if first is not None else ""
+        more = len(summary.dead_letters) - 1
+        click.echo(redacted(f"nothing was produced{why}" + (f" (and {counted(more, 'other dead letter')})" if more > 0 else "")), err=True)
         sys.exit(1)
     if strict and summary.dead_letters:
         click.echo(f"--strict: {counted(len(summary.dead_letters), 'input')} went to the dead-letter output", err=True)

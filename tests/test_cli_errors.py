@@ -358,6 +358,8 @@ def test_tiny_tiles_warn_and_a_cube_they_would_bloat_is_refused(tmp_path: Path) 
     assert "warning: --tile-size 7 is below 64" in result.output
     assert result.exit_code == 1 and "nothing was produced" in result.output
     assert "into frames of 49 samples, fewer than 256" in (out / "dead-letter.jsonl").read_text()
+    # The run that made nothing says why on the terminal too, not only in the dead-letter file.
+    assert f"nothing was produced: {scene}: --tile-size 7 cuts cube" in result.output and "other dead letter" not in result.output
     assert not list(out.glob("*.rumi"))
 
 
