@@ -534,7 +534,10 @@ def _align(acqs: list[Acquisition], options: ConvertOptions) -> tuple[Lattice, l
             continue
         # Warped onto the grid, its extent snaps outwards: an edge row or column is left uncovered.
         once = _ONCE_IT_HAS_NODATA if acq.nodata is None else ""
-        fix = _NOTHING_TO_FILL_WITH if options.align == "reproject" else f"; pass --align reproject to warp it onto that grid{once}"
+        # Warped, it covers whole pixels of the grid, one more row or column than theirs: a cube of its own unless unioned.
+        union = ", with --extent union to put it in their cube (warped, its extent grows to whole pixels)"
+        union = union if options.extent != "union" else ""
+        fix = _NOTHING_TO_FILL_WITH if options.align == "reproject" else f"; pass --align reproject to warp it onto that grid{once}{union}"
         rejects += _reject(
             acq,
             "off-grid",

@@ -163,6 +163,10 @@ def test_off_grid_is_a_dead_letter_unless_reprojected() -> None:
     plans, rejects = plan_cubes(scenes, opts())
     assert [(r.href, r.reason) for r in rejects] == [("/off.tif", "off-grid")]
     assert "--align reproject" in rejects[0].message
+    # The advice names both options that put it in the series' cube: warped alone, it was a cube of its own.
+    assert "pass --align reproject to warp it onto that grid, with --extent union to put it in their cube" in rejects[0].message
+    alone, _ = plan_cubes(scenes, opts(align="reproject"))
+    assert sorted(len(plan.times) for plan in alone) == [1, 3]
     plans, rejects = plan_cubes(scenes, opts(align="reproject", extent="union"))
     assert not rejects
     (plan,) = plans
