@@ -226,7 +226,13 @@ def _open_members(
                 continue
         cubes.append(cube)
         band_sel = list(bands) if bands is not None else list(range(len(cube.bands)))
-        chosen = band_positions(band_sel, cube.bands)
+        try:
+            chosen = band_positions(band_sel, cube.bands)
+        except SelectorError as err:
+            # A catalogue holds cubes of other bands (a product's cloud mask, a Landsat QA layer): search picks only
+            # the items that hold the bands when it is given them too.
+            hint = f"; search with bands={list(bands)!r} to find the items that hold them" if bands is not None else ""
+            raise SelectorError(f"{cube.name}: {err}{hint}") from err
         _check_same_bands(cubes[0], selected[0][0] if selected else chosen, cube, chosen)
         selected.append((chosen, _time_keys(cube, positions), positions))
     return selected

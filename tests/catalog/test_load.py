@@ -182,6 +182,15 @@ def test_unknown_band_is_refused(scene: Scene) -> None:
         load(_items(scene, ["A-2021-01"]), bands=["swir"], bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632")
 
 
+def test_an_item_without_the_bands_is_named_with_the_search_that_leaves_it_out(tmp_path: Path) -> None:
+    """A catalogue holds cubes of other bands (a cloud mask): load names the item and how search leaves it out."""
+    common = {"crs": "EPSG:32633", "transform": (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), "tile_size": 8, "times": ["2021-01-01"]}
+    rumi_core.write(tmp_path / "a.rumi", np.full((2, 8, 8), 7, dtype="uint16"), bands=["red", "nir"], **common)
+    rumi_core.write(tmp_path / "scl.rumi", np.full((1, 8, 8), 4, dtype="uint8"), bands=["SCL"], **common)
+    with pytest.raises(SelectorError, match=r"scl\.rumi: no band is called 'red'.*; search with bands=\['red', 'nir'\] to find the items"):
+        load([str(tmp_path / "a.rumi"), str(tmp_path / "scl.rumi")], bands=["red", "nir"], bbox=None)
+
+
 def test_a_bbox_that_overlaps_no_item_selects_nothing(scene: Scene) -> None:
     """Not a dataset of nodata the size of the gap between the box and the items."""
     with pytest.raises(SelectorError, match=r"bbox \(0, 0, 1, 1\) \(EPSG:4326\) overlaps no item"):
