@@ -332,8 +332,13 @@ def file_size(href: str) -> int | None:
 
     A URL costs one request (HTTP ``HEAD`` or a GCS metadata ``GET``) through
     :class:`catalog.storage.Storage`, so the run summary reports the input
-    size of remote scenes too.
+    size of remote scenes too. A band GDAL resamples through ``vrt://`` (a
+    Sentinel-2 band brought to 10 m) is the size of its file.
     """
+    if href.startswith("vrt://"):
+        # vrt://{GDAL path}?{options}: the options come last, and a signed URL's own query stays with the path.
+        inner = href.removeprefix("vrt://").rpartition("?")[0] or href.removeprefix("vrt://")
+        href = "gs://" + inner.removeprefix("/vsigs/") if inner.startswith("/vsigs/") else inner.removeprefix("/vsicurl/")
     if is_url(href):
         from catalog.storage import Storage
         from rumi_core.errors import RumiError

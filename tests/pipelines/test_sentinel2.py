@@ -446,6 +446,11 @@ def test_resolution_10_puts_every_band_on_the_10m_grid_with_nearest_neighbour(
     assert sorted(entries) == ["S2L2A_T33UUU_all10m_o1000_2023-06", "S2L2A_T33UUU_scl_2023-06"]
     assert entries["S2L2A_T33UUU_all10m_o1000_2023-06"]["shape"] == [1, 3, 96, 96]
     assert entries["S2L2A_T33UUU_scl_2023-06"]["shape"] == [1, 1, 96, 96]
+    # Bands GDAL resamples (vrt://...?outsize=) count the bytes of their files, as the others do: they counted 0.
+    acq_dir = root / "S2B_33UUU_20230618_0_L2A"
+    assert entries["S2L2A_T33UUU_scl_2023-06"]["input_bytes"] == (acq_dir / "SCL.tif").stat().st_size
+    band_files = sum((acq_dir / f"{b}.tif").stat().st_size for b in ("B01", "B04", "B8A"))
+    assert entries["S2L2A_T33UUU_all10m_o1000_2023-06"]["input_bytes"] == band_files
     data = rumi_core.read(out / "S2L2A_T33UUU_all10m_o1000_2023-06.rumi", (out / "S2L2A_T33UUU_all10m_o1000_2023-06.rumih").read_bytes())
     acq = "S2B_33UUU_20230618_0_L2A"
     assert data.shape == (3, 96, 96)  # one date: read back as an image, bands in band-table order B01, B04, B8A
