@@ -345,7 +345,9 @@ def longitude_turns(crs: str | None) -> tuple[float, ...]:
     return (0.0, 360.0, -360.0) if CRS.from_user_input(crs).is_geographic else (0.0,)
 
 
-def box_in(bbox: Sequence[float], bbox_crs: str | None, crs: str | None) -> tuple[float, float, float, float]:
+def box_in(
+    bbox: Sequence[float], bbox_crs: str | None, crs: str | None, *, refuse_past_poles: bool = True
+) -> tuple[float, float, float, float]:
     """``bbox``, given in ``bbox_crs``, as a box in ``crs`` with ``minx < maxx`` (edges densified, as in :func:`transform_bbox`).
 
     A box in a geographic CRS may cross the antimeridian as STAC API and
@@ -354,13 +356,15 @@ def box_in(bbox: Sequence[float], bbox_crs: str | None, crs: str | None) -> tupl
     is returned with its east end 360° on (``179.5, …, -179.5, …`` becomes
     ``179.5, …, 180.5, …``), the longitudes in which a grid past ±180° lies and
     :func:`longitude_turns` turns. A ``None`` CRS on either side means no transformation.
+    A box a caller gives in a geographic CRS has latitudes within -90..90
+    (``refuse_past_poles``); a grid's own bounds may pass a pole by half a pixel.
 
     >>> box_in((179.5, -17, -179.5, -16), "EPSG:4326", "EPSG:4326")
     (179.5, -17.0, 180.5, -16.0)
 
     Raises:
         SelectorError: not four finite numbers; empty, or inverted in
-            other than that way; or ``bbox_crs`` is not a CRS.
+            other than that way; latitudes past a pole; or ``bbox_crs`` is not a CRS.
     """
     from catalog.selectors import check_bbox
 
@@ -368,6 +372,13 @@ def box_in(bbox: Sequence[float], bbox_crs: str | None, crs: str | None) -> tupl
     # Strict: only a geographic box whose two longitudes are both in -180..180 may cross; anything else inverted is an error.
     crosses = geographic and len(bbox) == 4 and -180.0 <= float(bbox[2]) < float(bbox[0]) <= 180.0
     minx, miny, maxx, maxy = check_bbox(bbox, antimeridian=crosses)
+    if refuse_past_poles and geographic and (miny < -90.0 or maxy > 90.0):
+        # Strict: PROJ turns a latitude past a pole into NaN (a traceback further on) or clamps part of the box
+        # silently; such a box is most often metres given without their CRS.
+        raise SelectorError(
+            f"bbox {list(bbox)} is not in degrees: latitudes are within -90..90 (a box in a projected CRS's units needs that "
+            "CRS as bbox_crs, --bbox-crs of rumi read)"
+        )
     if crosses:
         maxx += 360.0
         if maxx <= minx:  # 180,…,-180,…: no longitude at all

@@ -179,7 +179,7 @@ def output_grid(
     for g in grids:
         if g.crs is None:
             raise LoadError("every item of a load needs a CRS")
-        corners.append(box_in(g.bounds(), g.crs, out_crs))
+        corners.append(box_in(g.bounds(), g.crs, out_crs, refuse_past_poles=False))
     # In a geographic CRS an item and the box meet wherever they do 360° round, and the items'
     # union is the shortest stretch of longitude holding them: one just east of 180° and one
     # just west of it make a box across it, not one round the Earth.
@@ -410,7 +410,7 @@ class Mosaic:
         minx, maxy = affine @ (0, 0)
         maxx, miny = affine @ (WARP_TILE, WARP_TILE)
         try:
-            box = box_in((minx, miny, maxx, maxy), self.out.crs, g.crs)
+            box = box_in((minx, miny, maxx, maxy), self.out.crs, g.crs, refuse_past_poles=False)
         except SelectorError:
             return []
         inverse = ~g.area_affine

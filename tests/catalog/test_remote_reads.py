@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from catalog.cube import Cube
 from catalog.errors import SelectorError, StorageError
 from catalog.items import create_item
+from rumi_core.cli.main import cli
 from rumi_core.reader import plan_requests
 from rumi_core.selection import resolve_selection
 
@@ -187,6 +189,16 @@ def test_times_by_month_and_positions_that_look_like_dates(cube: Any) -> None:
 def test_bbox_outside_the_raster(cube: Any) -> None:
     with Cube.open(cube.path) as c, pytest.raises(SelectorError, match="does not overlap"):
         c.read(bbox=(0.0, 0.0, 1.0, 1.0))
+
+
+@pytest.mark.parametrize("bbox", [(12, 91, 13, 95), (12, 52, 13, 95), (500100, 3999500, 500200, 3999900)], ids=["past", "partly", "metres"])
+def test_a_lonlat_bbox_with_latitudes_past_the_poles_is_refused(cube: Any, tmp_path: Path, bbox: tuple[float, ...]) -> None:
+    """Metres given without their CRS, or a latitude past 90: PROJ made NaN of them (a ValueError traceback from
+    ``rumi read``) or clamped part of the box, and the read returned the whole image."""
+    with Cube.open(cube.path) as c, pytest.raises(SelectorError, match=r"is not in degrees: latitudes are within -90\.\.90"):
+        c.read(bbox=bbox)
+    result = CliRunner().invoke(cli, ["read", str(cube.path), "--bbox", ",".join(map(str, bbox)), "-o", str(tmp_path / "x.npy")])
+    assert result.exit_code == 2 and "is not in degrees" in result.output and "Traceback" not in result.output
 
 
 def test_local_file_without_blob_builds_one(cube: Any) -> None:
