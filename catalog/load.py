@@ -151,6 +151,13 @@ MIN_CHUNK_SIDE: Final = 256
 Tiles of 16 pixels made a task per tile: 102,400 of them for a 5120² image, whose whole read took 31.5 s."""
 
 
+MAX_BLOCKS: Final = 1_000_000
+"""The most dask blocks a load plans: about 1.5 KB and 30 µs of planning each, before any is read.
+
+A million blocks of 512² pixels (a 512,000-pixel square) took 30 s and 1.7 GB to plan; a world box on a
+10 m item ran out of memory. Dask's scheduler is slow on graphs past a million tasks anyway."""
+
+
 def _whole_tiles(tile: int) -> int:
     """A default chunk's side along an axis of ``tile``-pixel tiles: the fewest whole tiles spanning :data:`MIN_CHUNK_SIDE`."""
     return tile * -(-MIN_CHUNK_SIDE // tile)
@@ -309,7 +316,8 @@ def load(
             ``limits.max_output_bytes`` before any block is planned, as one
             read's output is. The output spans the whole bbox, wherever the
             items lie, and planning the blocks of a bbox of many degrees
-            alone takes gigabytes.
+            alone takes gigabytes: a load of more than :data:`MAX_BLOCKS`
+            blocks is refused whatever ``limits`` says.
 
     Returns:
         A dataset with one variable, ``data``, and coordinates ``time``
@@ -317,8 +325,9 @@ def load(
         ``description``), ``y``, ``x`` and ``spatial_ref``.
 
     Raises:
-        LoadError: the items do not fit one output grid as asked, or
-            ``chunks`` or ``resampling`` is none of the above.
+        LoadError: the items do not fit one output grid as asked,
+            ``chunks`` or ``resampling`` is none of the above, or the output
+            is more than :data:`MAX_BLOCKS` blocks.
         SelectorError: a band, the bbox or the datetime selects nothing.
         ItemError: an item does not describe a rumi file.
         StorageError: an item or blob cannot be fetched.
@@ -407,6 +416,12 @@ def _lazy_dataset(
     time_step, band_step = _layer_steps(len(keys), n_bands, pixels)
     time_chunks = _axis_chunks(0, len(keys), steps.get("time", time_step))
     band_chunks = _axis_chunks(0, n_bands, steps.get("band", band_step))
+    blocks = len(row_chunks) * len(col_chunks) * len(time_chunks) * len(band_chunks)
+    if blocks > MAX_BLOCKS:
+        raise LoadError(
+            f"the load's {out.height} x {out.width} pixels are {blocks:,} blocks of up to {max(row_chunks)} x {max(col_chunks)}, "
+            f"above the {MAX_BLOCKS:,} a load plans (MAX_BLOCKS): narrow the bbox, load at a coarser resolution, or give larger chunks"
+        )
     mosaic = Mosaic(members, out, dtype=np.dtype(dtype), fill=fill, resampling=resampling, threads=threads)
 
     array = da.map_blocks(

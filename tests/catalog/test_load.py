@@ -454,6 +454,20 @@ def test_default_chunks_hold_at_most_128_mib_and_256_pixels_of_tiny_tiles(tmp_pa
     np.testing.assert_array_equal(ds.data.values, data)
 
 
+def test_a_load_of_more_blocks_than_it_plans_is_refused_before_planning_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A world box on a 10 m item planned millions of dask blocks, 1.5 KB each, until memory ran out."""
+    path = tmp_path / "a.rumi"
+    affine = (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0)
+    data = np.ones((1, 512, 512), "uint16")
+    rumi_core.write(path, data, bands=["a"], times=["2021-01-01"], crs="EPSG:32633", transform=affine, tile_size=256)
+    monkeypatch.setattr(importlib.import_module("catalog.load"), "MAX_BLOCKS", 4)
+    assert load([str(path)], bbox=None).data.data.numblocks == (1, 1, 2, 2)  # 4 blocks: planned
+    wider = (500000, 4000000 - 5120, 500000 + 7680, 4000000)  # 768 pixels across: 3 x 2 blocks
+    with pytest.raises(LoadError, match=r"512 x 768 pixels are 6 blocks of up to 256 x 256, above the 4 a load plans \(MAX_BLOCKS\)"):
+        load([str(path)], bbox=wider, bbox_crs="EPSG:32633")
+    assert load([str(path)], bbox=wider, bbox_crs="EPSG:32633", chunks={"x": 768}).data.data.numblocks == (1, 1, 2, 1)
+
+
 def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     """A misspelt method is a :class:`LoadError` naming the methods, from ``load`` itself: it was a bare KeyError from
     inside a dask task, once values were asked for."""
