@@ -89,6 +89,7 @@ __all__ = [
     "kept_block_cache",
     "raster_error_text",
     "sidecar_of",
+    "source_href",
     "suffix_list",
 ]
 
@@ -297,6 +298,22 @@ def gdal_path(href: str) -> str:
     return href
 
 
+def source_href(href: str) -> str:
+    """The file ``href`` reads: the one a GDAL ``vrt://`` href (a band resampled as it is opened) wraps, else ``href``.
+
+    ``vrt://{GDAL path}?{options}``: the options come last, so a signed URL's
+    own query stays with the path, and the GDAL path is taken back to the
+    href :func:`gdal_path` made it of.
+
+    >>> source_href("vrt:///vsigs/b/T33UUU/SCL.tif?outsize=200%,200%&r=nearest"), source_href("/d/a.tif")
+    ('gs://b/T33UUU/SCL.tif', '/d/a.tif')
+    """
+    if not href.startswith("vrt://"):
+        return href
+    inner = href.removeprefix("vrt://").rpartition("?")[0] or href.removeprefix("vrt://")
+    return "gs://" + inner.removeprefix("/vsigs/") if inner.startswith("/vsigs/") else inner.removeprefix("/vsicurl/")
+
+
 def gdal_env(href: str) -> rasterio.Env:
     """The GDAL configuration to open and read ``href`` with.
 
@@ -304,8 +321,10 @@ def gdal_env(href: str) -> rasterio.Env:
     whatever the environment holds (:data:`catalog.geotiff.PINNED_GDAL_CONFIG`).
     A URL's folder is taken as empty (``EMPTY_DIR``): GDAL would otherwise
     list it, or ask for each sidecar name it knows, for every file opened. So
-    a ``.msk`` or ``.aux.xml`` beside a remote file is not read.
+    a ``.msk`` or ``.aux.xml`` beside a remote file is not read. A ``vrt://``
+    href is configured as the file it wraps (:func:`source_href`).
     """
+    href = source_href(href)
     if not is_url(href):
         return rasterio.Env(**PINNED_GDAL_CONFIG)
     options: dict[str, Any] = {
@@ -335,10 +354,7 @@ def file_size(href: str) -> int | None:
     size of remote scenes too. A band GDAL resamples through ``vrt://`` (a
     Sentinel-2 band brought to 10 m) is the size of its file.
     """
-    if href.startswith("vrt://"):
-        # vrt://{GDAL path}?{options}: the options come last, and a signed URL's own query stays with the path.
-        inner = href.removeprefix("vrt://").rpartition("?")[0] or href.removeprefix("vrt://")
-        href = "gs://" + inner.removeprefix("/vsigs/") if inner.startswith("/vsigs/") else inner.removeprefix("/vsicurl/")
+    href = source_href(href)
     if is_url(href):
         from catalog.storage import Storage
         from rumi_core.errors import RumiError

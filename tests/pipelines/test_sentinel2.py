@@ -462,6 +462,23 @@ def test_resolution_10_puts_every_band_on_the_10m_grid_with_nearest_neighbour(
     assert os.path.isfile(out / "stac-search.json")
 
 
+def test_a_band_resampled_through_vrt_is_read_and_sized_as_the_file_it_wraps(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--resolution 10 reads a 20 m band as vrt://{GDAL path}?outsize=...: GDAL's settings and the input size are its
+    file's (a bucket's object went without the emulator's endpoint, a local file was configured as a URL's)."""
+    from pipelines.rasters import file_size, gdal_env
+    from pipelines.sentinel2.bands import BANDS
+    from pipelines.sentinel2.items import _on_10m
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", "http://127.0.0.1:9023")
+    remote = gdal_env(_on_10m("gs://bucket/S2B_33UUU_20230618_0_L2A/SCL.tif", BANDS["SCL"])).options
+    assert remote["CPL_GS_ENDPOINT"] == "http://127.0.0.1:9023/" and remote["GDAL_DISABLE_READDIR_ON_OPEN"] == "EMPTY_DIR"
+    local = tmp_path / "SCL.tif"
+    local.write_bytes(b"0123456789")
+    wrapped = _on_10m(str(local), BANDS["SCL"])
+    assert wrapped.startswith("vrt://") and gdal_env(wrapped).options["GDAL_DISABLE_READDIR_ON_OPEN"] == "FALSE"
+    assert file_size(wrapped) == 10
+
+
 def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     for args, needle in (
