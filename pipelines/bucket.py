@@ -44,7 +44,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from catalog.gcs import decode_crc32c, default_client, split_gs_url
+from catalog.gcs import GCSSource, decode_crc32c, default_client, split_gs_url
 from pipelines.crc32c import crc32c_combine
 from pipelines.errors import AssemblyError
 
@@ -254,6 +254,10 @@ class GCSOutput:
         bucket, name = split_gs_url(url)
         blob = self.client.bucket(bucket).get_blob(name, retry=self._retry())
         return None if blob is None else _stat(blob, url)
+
+    def source(self, stat: ObjectStat) -> GCSSource:
+        """A range source over the object ``stat`` describes, through this store's client, its size known."""
+        return GCSSource(stat.url, client=self.client, size=stat.size)
 
     def listing(self, prefix_url: str) -> dict[str, ObjectStat]:
         """Every object under ``prefix_url`` (a folder: a ``/`` is added), by URL."""

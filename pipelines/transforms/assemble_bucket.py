@@ -20,7 +20,6 @@ import os
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog.errors import StorageError
-from catalog.gcs import GCSSource
 from pipelines.bucket import ObjectStat, output_store
 from pipelines.crc32c import crc32c_of
 from pipelines.errors import AssemblyError, VerificationError
@@ -37,6 +36,7 @@ from rumi_core.structure import read_structure
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from catalog.gcs import GCSSource
     from pipelines.options import ConvertOptions
     from pipelines.planning.plan import CubePlan
     from pipelines.rasters import RasterCache
@@ -125,7 +125,7 @@ def _finished_in_bucket(plan: CubePlan, path: str, blob_path: str, counts: list[
     if plan.named_by_period and stat.metadata.get(OBJECT_INPUTS) != wanted[OBJECT_INPUTS]:
         return None  # the same name and shape, other acquisitions or parts of them
     try:
-        check_against_plan(GCSSource(path, client=store.client, size=stat.size), blob, plan)
+        check_against_plan(store.source(stat), blob, plan)
     except (RumiError, StorageError):
         return None
     return stat, blob
@@ -201,7 +201,7 @@ def _compose_and_publish(
         store.write(url, data)
         ends.append(ObjectStat(url, len(data), crc32c_of(data), None, {}))
     assembled = store.compose_tree([ends[0], *frames, ends[1]], f"{scratch}/assembled", scratch)
-    source = _CountedSource(GCSSource(assembled.url, client=store.client, size=assembled.size))
+    source = _CountedSource(store.source(assembled))
     try:
         structure = read_structure(source)
         header = header_from_head(structure.head)

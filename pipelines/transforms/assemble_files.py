@@ -50,7 +50,6 @@ from apache_beam.pvalue import AsDict, PCollection
 
 from catalog.credentials import unsigned
 from catalog.errors import StorageError
-from catalog.gcs import GCSSource
 from catalog.items import file_sha256
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import AssemblyError, SceneError, VerificationError
@@ -354,7 +353,7 @@ def _published_times(path: str) -> TimeCoordinates | None:
         stat = store.stat(path)
         if stat is None:
             return None
-        source = GCSSource(path, client=store.client, size=stat.size)
+        source = store.source(stat)
     elif os.path.isfile(path):
         source = LocalFileSource(path)
     else:
