@@ -120,6 +120,11 @@ class Chip:
     """POSIX seconds of each time step (interval starts)."""
     nodata: tuple[float | None, ...]
     """Each band's no-data value, from the item (``raster:bands``); None where it has none."""
+    scale: tuple[float, ...]
+    """Each band's scale, from the item (1 where it states none): a physical value is ``data * scale + offset``."""
+    offset: tuple[float, ...]
+    """Each band's offset, from the item (0 where it states none). Items of one dataset may differ in it (a Sentinel-2
+    series across processing baseline 04.00: its DNs carry +1000 from then on), so each chip carries its own."""
 
 
 class ChipSampler:
@@ -467,4 +472,6 @@ class _ProcessState:
             transform=grid.window_area_transform((rows, cols)) if grid is not None else None,
             times=tuple(int(secs[t * step]) for t in sel.times),
             nodata=tuple(cube.bands[b].nodata_value for b in sel.bands),
+            scale=tuple(cube.bands[b].scale_offset[0] for b in sel.bands),
+            offset=tuple(cube.bands[b].scale_offset[1] for b in sel.bands),
         )

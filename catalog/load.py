@@ -246,14 +246,14 @@ def _open_members(
 
 
 def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, positions: Sequence[int]) -> None:
-    """Refuse to mosaic different bands into one: the selected bands of every item must have the first item's names.
+    """Refuse to mosaic different bands into one: the selected bands of every item must have the first item's names and radiometry.
 
     Positions (and bands=None, every position) select by place, and items of
     another product hold other bands there; a mosaic of a uint16 ``B02`` and
     a float32 ``NDVI`` would be neither.
 
     Raises:
-        LoadError: the names differ.
+        LoadError: the names, or the scale and offset of a band, differ.
     """
     names = [first.bands[b].name for b in first_positions]
     theirs = [cube.bands[b].name for b in positions]
@@ -262,6 +262,19 @@ def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, p
             f"{cube.name} has bands {', '.join(theirs)} where {first.name} has {', '.join(names)}: "
             "one load mosaics one set of bands: select bands every item names (bands=[...], --bands), or load items of one product"
         )
+    # One variable holds one scale and offset per band (its band coordinates and CF attributes): a stored value of
+    # an item of other radiometry means another physical value (Sentinel-2 L2A DNs carry +1000 from processing
+    # baseline 04.00 on, and converting such a series splits its cubes there, "_o1000"). Mosaicked or stacked
+    # under the first item's, they would decode wrong without a word, so they are refused rather than rescaled,
+    # which would change the stored values and their dtype.
+    for name, mine, wanted in zip(theirs, positions, first_positions, strict=True):
+        want, got = first.bands[wanted].scale_offset, cube.bands[mine].scale_offset
+        if got != want:
+            raise LoadError(
+                f"{cube.name} band {name} has scale {got[0]:g} and offset {got[1]:g} where {first.name} has "
+                f"{want[0]:g} and {want[1]:g}: one load holds one radiometry per band, and their stored values mean other "
+                "physical values: load the items of each radiometry apart and scale each before combining them"
+            )
 
 
 def load(

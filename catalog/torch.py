@@ -22,6 +22,11 @@ Each sample is a dict:
   ``(image != nodata[:, None, None]) & ~image.isnan()`` is where the chip holds data
   (a 64-bit integer nodata beyond 2**53 is rounded there, as in rasterio: compare
   with the item's own value for those);
+* ``"scale"`` and ``"offset"``: each band's, from the item (float64; 1 and 0
+  where it states none): ``image * scale[:, None, None] + offset[:, None, None]``
+  is the physical value. Items of one dataset may differ in them (a Sentinel-2
+  series across processing baseline 04.00 is two cubes, one whose DNs carry
+  +1000), and each sample carries its own item's;
 * ``"item"``: the file's href; ``"window"``: ``[row0, col0]`` (int64);
   ``"index"``: the sample index.
 
@@ -78,6 +83,8 @@ def chip_sample(chip: Chip) -> dict[str, Any]:
         "transform": torch.tensor(transform, dtype=torch.float64),
         "time": torch.tensor(chip.times, dtype=torch.int64),
         "nodata": torch.tensor([math.nan if v is None else v for v in chip.nodata], dtype=torch.float64),
+        "scale": torch.tensor(chip.scale, dtype=torch.float64),
+        "offset": torch.tensor(chip.offset, dtype=torch.float64),
         "item": chip.item,
         "window": torch.tensor([chip.window[0][0], chip.window[1][0]], dtype=torch.int64),
         "index": chip.index,

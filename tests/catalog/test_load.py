@@ -228,6 +228,27 @@ def test_items_of_other_bands_are_not_mosaicked_by_position(tmp_path: Path) -> N
     assert ds.data.values[:, 0, 0, 0].tolist() == [7, 9]
 
 
+def test_items_of_other_radiometry_are_not_loaded_into_one_variable(tmp_path: Path) -> None:
+    """A Sentinel-2 series across processing baseline 04.00 is two cubes, offsets 0 and -0.1: one variable carries one
+    scale and offset per band, so loading both under either item's read a DN 0.1 off on some dates without a word."""
+    from catalog.items import create_item
+
+    common = {"crs": "EPSG:32633", "transform": (10.0, 0.0, 500000.0, 0.0, -10.0, 4000000.0), "tile_size": 8}
+    items = {}
+    for name, day, offset in (("old", "2021-12-20", 0.0), ("new", "2022-02-01", -0.1)):
+        path = tmp_path / f"{name}.rumi"
+        path.with_suffix(".rumih").write_bytes(
+            rumi_core.write(path, np.full((1, 1, 8, 8), 2343, dtype="uint16"), bands=["B04"], times=[day], **common)
+        )
+        extra = {"bands": [{"scale": 0.0001, "offset": offset}], "nodata": 0}
+        items[name] = create_item(path, path.with_suffix(".rumih"), extra=extra, thumbnail=False).to_dict()
+    for first, second in (("old", "new"), ("new", "old")):
+        with pytest.raises(LoadError, match=rf"{second}\.rumi band B04 has scale 0\.0001 and offset (0|-0\.1) where .*{first}\.rumi has"):
+            load([items[first], items[second]], bands=["B04"], bbox=None)
+    ds = load([items["new"]], bands=["B04"], bbox=None)
+    assert (ds.data.attrs["scale_factor"], ds.data.attrs["add_offset"]) == (0.0001, -0.1)
+
+
 def test_rumi_read_catalog_writes_the_mosaic(scene: Scene, tmp_path: Path) -> None:
     from click.testing import CliRunner
 

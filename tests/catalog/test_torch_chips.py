@@ -335,6 +335,22 @@ def test_a_stalled_server_ends_the_epoch_after_the_datasets_timeout(scene: Scene
         RumiChipDataset(_urls(scene, served), size=32, length=2, timeout=0)
 
 
+def test_a_sample_carries_its_items_scale_and_offset(tmp_path: Path) -> None:
+    """Items of one dataset may differ in radiometry (a Sentinel-2 series across baseline 04.00): each sample says its item's,
+    where the chips of both items held DNs 1000 apart with nothing to tell them apart."""
+    items = []
+    for name, offset in (("old", 0.0), ("new", -0.1)):
+        path, _ = _write_item(tmp_path, name, 20, 20)
+        item = create_item(path, extra=ExtraMetadata(id=name, scale=0.0001, offset=offset), thumbnail=False)
+        item.save_object(dest_href=str(tmp_path / f"{name}.json"), include_self_link=False)
+        items.append(str(tmp_path / f"{name}.json"))
+    samples = {s["item"].rsplit("/", 1)[-1]: s for s in RumiChipGridDataset(items, bands=["nir", "red"], size=20)}
+    assert samples["old.rumi"]["offset"].tolist() == [0.0, 0.0] and samples["new.rumi"]["offset"].tolist() == [-0.1, -0.1]
+    assert samples["new.rumi"]["scale"].dtype == torch.float64 and samples["new.rumi"]["scale"].tolist() == [0.0001, 0.0001]
+    bare = RumiChipGridDataset([_write_item(tmp_path, "bare", 20, 20)[0]], size=20)[0]
+    assert bare["scale"].tolist() == [1.0] * 3 and bare["offset"].tolist() == [0.0] * 3
+
+
 def test_a_sample_carries_each_bands_nodata_to_mask_its_chip(tmp_path: Path) -> None:
     """From the item's raster:bands; NaN for a bare file, which has none."""
     path, _ = _write_item(tmp_path, "item", 20, 20)
