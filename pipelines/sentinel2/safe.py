@@ -152,6 +152,10 @@ _LEVEL_1C: Final = re.compile(r"MSIL1C[^/]*$", re.IGNORECASE)
 _PRODUCT_BASELINE: Final = re.compile(r"S2[A-D]_MSIL(?:2A|1C)_\d{8}T\d{6}_N(?P<major>\d{2})(?P<minor>\d{2})_[^/]*$", re.IGNORECASE)
 """The processing baseline in a SAFE product's name (``_N0509_`` is 05.09)."""
 
+_L2A_AUXILIARY: Final[dict[str, Radiometry]] = {"AOT": (0.001, 0.0, None), "WVP": (0.001, 0.0, "cm")}
+"""Level-2A's aerosol optical thickness and water vapour, by name: every processing baseline's metadata declares
+``AOT_QUANTIFICATION_VALUE`` and ``WVP_QUANTIFICATION_VALUE`` 1000 (WVP in cm), with no offset."""
+
 _TOP_OF_ATMOSPHERE: Final = ", top-of-atmosphere reflectance (L1C)"
 """What a Level-1C image's band text adds to the band table's."""
 
@@ -297,14 +301,19 @@ def _radiometry_by_name(root: str, band_id: str) -> Radiometry | None:
     A SAFE copied without its ``MTD_MSIL2A.xml``, or one in a bucket whose metadata
     file answers 403, still names its baseline (``_N0509_``), and the baseline fixes
     the radiometry as it does for a STAC item (:func:`pipelines.sentinel2.items.radiometry`):
-    quantification 10000 and, from 04.00, offset -1000.
+    quantification 10000 and, from 04.00, offset -1000; Level-2A's ``AOT`` and ``WVP``
+    1000 (:data:`_L2A_AUXILIARY`).
 
     >>> _radiometry_by_name("S2B_MSIL2A_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE", "B04")
     (0.0001, -0.1, None)
     >>> _radiometry_by_name("S2B_MSIL2A_20190622T102031_N0212_R065_T33UUU_20190622T123904.SAFE", "B04")
     (0.0001, 0.0, None)
+    >>> _radiometry_by_name("S2B_MSIL2A_20190622T102031_N0212_R065_T33UUU_20190622T123904.SAFE", "WVP")
+    (0.001, 0.0, 'cm')
     """
     named = _PRODUCT_BASELINE.search(root)
+    if named is not None and band_id in _L2A_AUXILIARY:
+        return _L2A_AUXILIARY[band_id]
     band = BANDS.get(band_id)
     if named is None or band is None or band.group == "scl":
         return None

@@ -572,6 +572,10 @@ class TestSafeMetadata:
             band_text(BANDS["B04"]) + ", top-of-atmosphere reflectance (L1C)",
         )
         assert file_radiometry(str(tmp_path / "download" / "GRANULE" / "g" / "IMG_DATA" / "T33UUU_20230622T102031_B04.jp2")) is None
+        # A Level-2A product's aerosol and water-vapour images without the metadata file: 1/1000, as every baseline's declares.
+        l2a = tmp_path / "S2B_MSIL2A_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE" / "GRANULE" / "g" / "IMG_DATA" / "R20m"
+        assert file_radiometry(str(l2a / "T33UUU_20230622T102031_AOT_20m.jp2")) == (0.001, 0.0, None)
+        assert file_radiometry(str(l2a / "T33UUU_20230622T102031_WVP_20m.jp2")) == (0.001, 0.0, "cm")
         # Before December 2016 the metadata file was named after its product, and so were the granules' images.
         name = "PDMC_20160119T013846_R116_V20160117T002243_20160117T002334"
         old = tmp_path / f"S2A_OPER_PRD_MSIL1C_{name}.SAFE"
