@@ -58,6 +58,7 @@ __all__ = [
     "baseline_of",
     "is_s2_l2a",
     "keep_newest",
+    "not_s2_l2a",
     "parse_item",
     "radiometry",
     "resolution_group",
@@ -99,15 +100,30 @@ def baseline_of(props: Mapping[str, Any]) -> str | None:
 
 def is_s2_l2a(item: Mapping[str, Any]) -> bool:
     """Whether a STAC item (as a dict) is a Sentinel-2 L2A product, judged by its properties alone."""
+    return not_s2_l2a(item) is None
+
+
+def not_s2_l2a(item: Mapping[str, Any]) -> str | None:
+    """Why a STAC item (as a dict) is not read as a Sentinel-2 L2A product: the property that says otherwise, or lacks; None if it is.
+
+    >>> not_s2_l2a({"properties": {"platform": "sentinel-2a", "s2:mgrs_tile": "33UUU"}})
+    'it states no processing baseline (s2:processing_baseline, processing:version)'
+    """
     props = item.get("properties") or {}
     mission = str(props.get("constellation") or props.get("platform") or "").lower().replace(" ", "-")
     if not mission.startswith("sentinel-2"):
-        return False
-    if not baseline_of(props) or tile_of(props) is None:
-        return False
+        return f"its constellation or platform is {mission or 'not stated'}, not sentinel-2"
+    if not baseline_of(props):
+        return "it states no processing baseline (s2:processing_baseline, processing:version)"
+    if tile_of(props) is None:
+        return "it states no MGRS tile (s2:mgrs_tile, grid:code, or the mgrs: fields)"
     kind = props.get("s2:product_type") or props.get("product:type")
+    if kind is not None and str(kind).upper() != "S2MSI2A":
+        return f"its product type is {kind}, not S2MSI2A"
     level = props.get("processing:level")
-    return (kind is None or str(kind).upper() == "S2MSI2A") and (level is None or str(level).upper() == "L2A")
+    if level is not None and str(level).upper() != "L2A":
+        return f"its processing:level is {level}, not L2A"
+    return None
 
 
 def radiometry(band: S2Band, baseline: str, *, boa_offset_applied: bool) -> tuple[float, float]:

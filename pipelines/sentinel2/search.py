@@ -38,6 +38,12 @@ class S2Request:
     max_cloud: float | None = None
     """Largest ``eo:cloud_cover`` kept, in percent."""
 
+    @property
+    def given(self) -> list[str]:
+        """The options of the request a user gave, by their command-line names; empty for a request of every item and band."""
+        named = {"--bands": self.bands, "--resolution": self.resolution, "--mgrs": self.tiles or None, "--max-cloud": self.max_cloud}
+        return [name for name, value in named.items() if value is not None]
+
 
 @dataclass(frozen=True)
 class SelectedItems:

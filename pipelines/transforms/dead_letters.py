@@ -26,6 +26,10 @@ __all__ = ["REASONS", "DeadLetter", "WriteDeadLetters"]
 
 REASONS: Final = {
     "no-match": "an input path or glob matches no file",
+    "not-sentinel2": (
+        "a STAC item whose properties do not make it Sentinel-2 L2A, in a run whose --bands, --resolution, --mgrs or --max-cloud "
+        "select among those"
+    ),
     "bad-stac": "a STAC ItemCollection cannot be read",
     "bad-name": "the path is not UTF-8 text, which GDAL and STAC hrefs need",
     "unreadable": "rasterio cannot open or read the file (corrupt, truncated, not a raster)",

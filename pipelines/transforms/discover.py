@@ -37,7 +37,7 @@ from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
 from pipelines.sentinel2.bands import select_bands
-from pipelines.sentinel2.items import is_s2_l2a, scene_refs
+from pipelines.sentinel2.items import is_s2_l2a, not_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
 from pipelines.stac_shape import is_stac_document, malformed
 from pipelines.transforms.base import DataclassPTransform
@@ -105,7 +105,22 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
     found += [DeadLetter(base, "bad-stac", problem, STAGE) for problem in selection.unreadable]
     found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution, dropped=selection.reprocessed)
     for name, item in items:
-        if is_s2_l2a(item):
+        why = not_s2_l2a(item)
+        if why is None:
+            continue
+        if s2.given:
+            # Those options select among Sentinel-2 L2A items; converted as a GeoTIFF item, this one would give every
+            # band of its assets under no radiometry of a Sentinel-2 baseline, more and other than asked.
+            options = ", ".join(s2.given)
+            found.append(
+                DeadLetter(
+                    base,
+                    "not-sentinel2",
+                    f"{name} is not read as a Sentinel-2 L2A item: {why}; {options} select{'s' if len(s2.given) == 1 else ''} among "
+                    f"those, so it is left out (convert it without {options} to take its GeoTIFF assets as they are)",
+                    STAGE,
+                )
+            )
             continue
         try:
             refs = _asset_refs(item, base)

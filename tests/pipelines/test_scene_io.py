@@ -288,6 +288,30 @@ class TestDiscover:
             ("no-match", "feature 2 (id 'bare') has no GeoTIFF asset (it has no assets)"),
         ]
 
+    def test_an_item_not_read_as_sentinel2_is_named_where_sentinel2_options_select(self) -> None:
+        """An Earth Search item without its s2: properties was converted as a GeoTIFF item: every band, though --bands asked
+        for one, and its +1000 DNs under no offset, with only an SCL dtype dead letter to show for it."""
+        from pipelines.sentinel2.search import S2Request
+
+        props = {"datetime": "2023-11-01T10:00:21Z", "platform": "sentinel-2a", "constellation": "sentinel-2", "mgrs:utm_zone": 33,
+                 "mgrs:latitude_band": "U", "mgrs:grid_square": "UU"}  # fmt: skip
+        assets = {key: {"href": f"{key}.tif", "type": "image/tiff; application=geotiff"} for key in ("red", "nir08", "scl")}
+        document = {"type": "FeatureCollection", "features": [{"type": "Feature", "id": "bare", "properties": props, "assets": assets}]}
+        found = stac_scene_refs(document, "/items/items.json", S2Request(bands="red", tiles=("33UUU",)))
+        assert [(d.reason, d.message) for d in found if isinstance(d, DeadLetter)] == [
+            (
+                "not-sentinel2",
+                "feature 0 (id 'bare') is not read as a Sentinel-2 L2A item: it states no processing baseline (s2:processing_baseline, "
+                "processing:version); --bands, --mgrs select among those, so it is left out (convert it without --bands, --mgrs to take "
+                "its GeoTIFF assets as they are)",
+            )
+        ]
+        assert len(found) == 1
+        as_they_are = stac_scene_refs(document, "/items/items.json")
+        assert sorted(r.href for r in as_they_are if isinstance(r, SceneRef)) == ["/items/nir08.tif", "/items/red.tif", "/items/scl.tif"]
+        props["s2:processing_baseline"] = "05.09"
+        assert [r.href for r in stac_scene_refs(document, "/items/items.json", S2Request(bands="red"))] == ["/items/red.tif"]
+
     @pytest.mark.parametrize(
         ("asset", "stated"),
         [
