@@ -355,7 +355,7 @@ def load(
     storage = storage or Storage()
     targets = item_list(items)
     if not targets:
-        raise LoadError("load needs at least one item")
+        raise LoadError("load needs at least one item, and none were given (an empty search result?)")
     time_range = TimeRange.given(datetime)
     cubes: list[Cube] = []
     try:

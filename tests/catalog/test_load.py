@@ -195,6 +195,9 @@ def test_a_bbox_that_overlaps_no_item_selects_nothing(scene: Scene) -> None:
     """Not a dataset of nodata the size of the gap between the box and the items."""
     with pytest.raises(SelectorError, match=r"bbox \(0, 0, 1, 1\) \(EPSG:4326\) overlaps no item"):
         load(_items(scene, ["A-2021-01"]), bands=None, bbox=(0, 0, 1, 1))
+    # A search whose bbox overlaps no item finds none; loading its hits names that likely cause.
+    with pytest.raises(LoadError, match=r"^load needs at least one item, and none were given \(an empty search result\?\)$"):
+        load(search(scene.catalog, bbox=(0, 0, 1, 1)), bands=None)
     ds = load(_items(scene, ["A-2021-01"]), bands=None, bbox=ONE_GRID_BBOX, bbox_crs="32632")  # any text PROJ reads
     assert ds.data.shape[-2:] == load(_items(scene, ["A-2021-01"]), bands=None, bbox=ONE_GRID_BBOX, bbox_crs="EPSG:32632").data.shape[-2:]
 
