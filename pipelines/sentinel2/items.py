@@ -138,6 +138,8 @@ def radiometry(band: S2Band, baseline: str, *, boa_offset_applied: bool) -> tupl
     """
     if band.group == "scl":
         return 1.0, 0.0
+    # Not the item's raster:bands offset: Earth Search v1 items state -0.1 there also where the offset was removed, and
+    # its maintainers name earthsearch:boa_offset_applied the truth (Element84/earth-search#9).
     offset = _OFFSET if _baseline(baseline) >= OFFSET_BASELINE and not boa_offset_applied else 0.0
     return REFLECTANCE_SCALE, offset
 
