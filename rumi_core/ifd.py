@@ -269,11 +269,11 @@ def file_kind(start: bytes) -> str | None:
 def _looks_like(start: bytes) -> str:
     """``": the file is ..."`` for a file that starts like one of :data:`_KNOWN_STARTS`, else ``""``.
 
-    >>> _looks_like(b'{"type"')
-    ': the file is JSON text, not a rumi file'
+    >>> _looks_like(b'{"type"'), _looks_like(FILE_MAGIC)  # a truncated rumi file is said to be short, no more
+    (': the file is JSON text, not a rumi file', '')
     """
     what = file_kind(start)
-    return f": the file is {what}, not a rumi file" if what else ""
+    return f": the file is {what}, not a rumi file" if what and what != "a rumi file" else ""
 
 
 def _check_file_header(fixed: bytes) -> None:
