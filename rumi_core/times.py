@@ -58,7 +58,7 @@ _ISO_FRACTION = re.compile(r"\d[.,](\d+)")
 _COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})(?:[T_ ]?(\d{2})(\d{2})(\d{2})?)?$")
 """``YYYYMMDD[THHMM[SS]]``, as in scene IDs and file names."""
 _TIFF = re.compile(r"^(\d{4}):(\d{2}):(\d{2})[ T](\d{2}):(\d{2}):(\d{2})")
-"""``YYYY:MM:DD HH:MM:SS``, the TIFF ``DateTime`` tag."""
+"""``YYYY:MM:DD HH:MM:SS``, the TIFF ``DateTime`` tag, and whatever follows it."""
 
 
 def to_seconds(value: Any) -> int:
@@ -118,20 +118,30 @@ def parse_time(text: str) -> int:
     True
     >>> parse_time("1969-12-31T23:59:59.5Z"), parse_time("2021:05:17 10:36:19")
     (-1, 1621247779)
+    >>> parse_time("2021:05:17 12:36:19+02:00") == parse_time("2021-05-17T10:36:19Z")
+    True
 
     Raises:
         InvalidInputError: the text is no such timestamp (a :class:`ValueError`).
     """
     value = text.strip()
-    match = _COMPACT.match(value) or _TIFF.match(value)
+    compact = _COMPACT.match(value)
+    tiff = _TIFF.match(value)
+    if tiff:
+        # TIFF's DateTime has no zone or fraction, but writers append ISO's (".5", "+02:00", "Z"): the date's
+        # colons become ISO's dashes and the rest is read as ISO reads it, never dropped (it moved times by the offset).
+        value = "{}-{}-{}T{}:{}:{}".format(*tiff.groups()) + value[tiff.end() :]
     try:
-        if match:
-            y, mo, d, h, mi, sec = (int(g) if g else 0 for g in match.groups())
+        if compact:
+            y, mo, d, h, mi, sec = (int(g) if g else 0 for g in compact.groups())
             moment = dt.datetime(y, mo, d, h, mi, sec)
         else:
             moment = dt.datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError as err:
-        raise InvalidInputError(f"{value!r} is not an ISO 8601 time", field="times") from err
+        raise InvalidInputError(
+            f"{text.strip()!r} is no time: ISO 8601 (2021-05-17T10:36:19Z), YYYYMMDD[THHMMSS] or TIFF's YYYY:MM:DD HH:MM:SS",
+            field="times",
+        ) from err
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=dt.UTC)
     delta = moment - _EPOCH  # days, then 0 <= seconds < 86400 and 0 <= microseconds: the floor

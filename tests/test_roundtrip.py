@@ -559,7 +559,7 @@ def test_writer_refuses_bad_band_texts(tmp_path: Path, bands: Any, match: str) -
         (["2020-01-01", "2020-01-02", np.datetime64("1970-01-01T00:00:01.000000000001", "ps")], "has a fraction of a second"),
         (["2020-01-01", ("2020-01-02", "2020-01-03"), "2020-01-04"], "times mixes instants and intervals"),
         ([("2020-01-01", "2020-01-02", "2020-01-03")] * 3, "must be a .start, end. pair, got 3 values"),
-        (["2020-01-01", "2020-01-02", "not a time"], "'not a time' is not an ISO 8601 time"),
+        (["2020-01-01", "2020-01-02", "not a time"], "'not a time' is no time: ISO 8601"),
         (["2020-01-01", "2020-01-02", 1577836800], "a time coordinate is a datetime64, datetime, date or ISO string, got int"),
         (["2020-01-01", "2020-01-02", np.datetime64("NaT")], "a time coordinate is NaT"),
     ],

@@ -70,7 +70,7 @@ def test_to_seconds_refuses_fractions_of_a_second(value: Any) -> None:
     ("value", "match"),
     [
         (np.datetime64("NaT"), "a time coordinate is NaT"),
-        ("yesterday", "'yesterday' is not an ISO 8601 time"),
+        ("yesterday", "'yesterday' is no time: ISO 8601"),
         (1577836800, "got int"),
         (1577836800.0, "got float"),
         (None, "got NoneType"),

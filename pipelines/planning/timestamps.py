@@ -261,11 +261,11 @@ def resolve_time(*, href: str, stac: str | None, tags: Mapping[str, str], patter
         return found
     try:
         found = time_from_tags(tags)
-    except ValueError:
+    except ValueError as err:
         # A TIFF tag is the file writer's note, not the user's word: a malformed one is
         # an error only when no --time stands in for it.
         if not fallback:
-            raise
+            raise ValueError(f"{err}; --time (or a --time-pattern its name matches) dates the file instead") from err
         found = None
     if found is not None:
         return found

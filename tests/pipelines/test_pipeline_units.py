@@ -88,13 +88,22 @@ class TestTimes:
         assert format_seconds(parse_time("2021-06-01T12:30:21+02:00")) == "2021-06-01T10:30:21Z"
 
     def test_parse_rejects_garbage(self) -> None:
-        with pytest.raises(ValueError, match="'yesterday' is not an ISO 8601 time"):
+        with pytest.raises(ValueError, match="'yesterday' is no time: ISO 8601"):
             parse_time("yesterday")
 
     def test_a_bad_time_tag_is_named(self) -> None:
         """A malformed tag said only "'2023:13:45 99:00:00' is not an ISO 8601 time", naming neither tag nor file."""
-        with pytest.raises(ValueError, match=r"^its TIFFTAG_DATETIME tag: '2023:13:45 99:00:00' is not an ISO 8601 time"):
+        with pytest.raises(ValueError, match=r"^its TIFFTAG_DATETIME tag: '2023:13:45 99:00:00' is no time: .*TIFF's YYYY:MM:DD HH:MM:SS$"):
             time_from_tags({"TIFFTAG_DATETIME": "2023:13:45 99:00:00"})
+        with pytest.raises(ValueError, match=r"HH:MM:SS; --time \(or a --time-pattern its name matches\) dates the file instead$"):
+            resolve_time(href="x.tif", stac=None, tags={"TIFFTAG_DATETIME": "2023:13:45 99:00:00"}, pattern=None, fallback=None)
+
+    def test_a_time_tag_with_a_utc_offset_is_taken_at_its_offset(self) -> None:
+        """TIFF's DateTime has no zone; a writer that appends one meant it, and the colon form dropped it (2 h off here)."""
+        assert format_seconds(time_from_tags({"TIFFTAG_DATETIME": "2024:05:01 10:00:00+02:00"}) or 0) == "2024-05-01T08:00:00Z"
+        assert format_seconds(time_from_tags({"TIFFTAG_DATETIME": "2024:05:01 10:00:00.75-05:00"}) or 0) == "2024-05-01T15:00:00Z"
+        with pytest.raises(ValueError, match="is no time"):
+            time_from_tags({"TIFFTAG_DATETIME": "2024:05:01 10:00:00 o'clock"})
 
     def test_pattern_year_doy(self) -> None:
         pattern = r"L[ETC]\d{7}(?P<year>\d{4})(?P<doy>\d{3})"
