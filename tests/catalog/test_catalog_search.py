@@ -270,7 +270,7 @@ def test_search_errors(catalogue: Path, tmp_path: Path) -> None:
     ("change", "message"),
     [
         (lambda d: d.__setitem__("properties", [1]), "item 's2_jun': properties is a list, not an object"),
-        (lambda d: d["properties"].__setitem__("start_datetime", "yesterday"), "item 's2_jun': 'yesterday' is no time: ISO 8601"),
+        (lambda d: d["properties"].__setitem__("start_datetime", "yesterday"), "item 's2_jun': 'yesterday' is not an ISO 8601"),
         (lambda d: d["assets"]["data"].__setitem__("bands", [5]), r"item 's2_jun': assets.data.bands\[0\] is a number, not an object"),
         (lambda d: d.__setitem__("links", [{"rel": "root", "href": 5}]), r"item 's2_jun': links\[0\].href is a number, not a text"),
         (lambda d: d.clear(), "s2_jun.json is not JSON"),
