@@ -86,9 +86,15 @@ class Grid:
     def __post_init__(self) -> None:
         if self.crs is not None and (not isinstance(self.crs, str) or EPSG_CODE.fullmatch(self.crs) is None):
             raise ItemError(f"a CRS is 'EPSG:' and a code, got {self.crs!r}")
+        if self.crs is not None and not _in_registry(self.crs):
+            raise ItemError(f"the CRS {self.crs} is not in the EPSG registry (PROJ's database)")
         coeffs = tuple(float(v) for v in self.transform)
         if len(coeffs) != 6 or not all(math.isfinite(v) for v in coeffs):
             raise ItemError(f"a transform has six finite coefficients, got {self.transform!r}")
+        a, b, _, d, e, _ = coeffs
+        if a * e - b * d == 0:
+            # A pixel of no area: no window of the grid has bounds, and no box a window.
+            raise ItemError(f"a transform maps each pixel to an area, and {list(coeffs)} maps it to a point or a line (a*e - b*d is 0)")
         object.__setattr__(self, "transform", coeffs)
         if self.height < 1 or self.width < 1:
             raise ItemError(f"a grid has at least one row and column, got {self.height} x {self.width}")
@@ -326,6 +332,19 @@ def epsg_code(text: str) -> str | None:
     except CRSError:
         return None
     return None if code is None else f"EPSG:{code}"
+
+
+@functools.lru_cache(maxsize=256)
+def _in_registry(crs: str) -> bool:
+    """Whether PROJ builds ``crs`` (``"EPSG:n"``); cached, as a grid is made for every item read."""
+    from pyproj import CRS
+    from pyproj.exceptions import CRSError
+
+    try:
+        CRS.from_user_input(crs)
+    except CRSError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=64)

@@ -50,6 +50,10 @@ CASES = [
     ("properties.rumi:time_type", "sometimes", "rumi:time_type is 'sometimes', not 'instant' or 'interval'"),
     ("properties.rumi:tile_size", [0, -1], r"rumi:tile_size is \[tile_length, tile_width\], two integers 1..65535"),
     ("properties.proj:code", "EPSG:abc", "a CRS is 'EPSG:' and a code, got 'EPSG:abc'"),
+    ("properties.proj:code", "EPSG:0", r"the CRS EPSG:0 is not in the EPSG registry \(PROJ's database\)"),  # a CRSError traceback
+    ("properties.proj:code", "EPSG:999999", r"the CRS EPSG:999999 is not in the EPSG registry"),
+    ("properties.proj:transform", [0, 0, 0, 0, 0, 0], r"maps it to a point or a line \(a\*e - b\*d is 0\)"),  # not invertible
+    ("properties.proj:transform", [10, 20, 0, 5, 10, 0], r"maps it to a point or a line"),
     ("properties.proj:shape", [64.5, 64], r"proj:shape is \[rows, columns\], two integers, got \[64.5, 64\]"),  # was 64 rows
     ("properties.proj:shape", ["64", "64"], r"proj:shape is \[rows, columns\], two integers, got \['64', '64'\]"),
     ("properties.proj:transform", ["10", 0, 0, 0, -10, 0], r"proj:transform is six \(or nine\) numbers, got \['10', "),
