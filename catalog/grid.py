@@ -245,9 +245,20 @@ class Grid:
             if len(set(ring)) < 3:
                 raise ItemError(f"the grid's outline has no longitude and latitude: it lies outside {self.crs}'s domain")
             ring.append(ring[0])
-        wrapped = [(wrap_longitude(lon), lat) for lon, lat in ring]
+        lons = [lon for lon, _ in ring]
+        if max(lons) - min(lons) >= 360.0:
+            # A geographic grid round the whole Earth (0..360, -181..179): every longitude, between its latitudes.
+            # Wrapped and cut, its outline became two halves sharing a whole meridian (no valid MultiPolygon) and
+            # its bbox had no width, so that no search found it.
+            lats = [_latitude(lat) for _, lat in ring]
+            return shapely.box(-180.0, min(lats), 180.0, max(lats))
+        # Latitudes past a pole (a geographic grid's edge half a pixel or more beyond it) lie at the pole: RFC 7946 §4.
+        wrapped = [(wrap_longitude(lon), _latitude(lat)) for lon, lat in ring]
+        # Cut points at ±180 are interpolated along the straight line between two outline points in longitude and
+        # latitude, not along a great circle: a geographic grid's edges are parallels, and a densified outline's
+        # points are close enough for either (the great circle put a parallel's cut up to 0.007° past it).
         return antimeridian.fix_polygon(
-            shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False
+            shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False, great_circle=False
         )
 
     # -- windows -------------------------------------------------------------------------
@@ -262,11 +273,13 @@ class Grid:
         longitude, a box on the other side of the antimeridian is taken 360° round.
 
         Raises:
-            SelectorError: the box is malformed or does not overlap the raster.
+            SelectorError: the box is malformed, does not overlap the raster,
+                or holds both ends of a grid round the Earth (two windows).
         """
         minx, miny, maxx, maxy = box_in(bbox, bbox_crs, self.crs)
         inverse = ~self.area_affine
         eps = 1e-9
+        windows = []
         for turn in longitude_turns(self.crs):
             cols, rows = zip(*(inverse @ (x + turn, y) for x in (minx, maxx) for y in (miny, maxy)), strict=True)
             r0 = max(0, math.floor(min(rows) + eps))
@@ -274,7 +287,18 @@ class Grid:
             c0 = max(0, math.floor(min(cols) + eps))
             c1 = min(self.width, math.ceil(max(cols) - eps))
             if r0 < r1 and c0 < c1:
-                return (r0, r1), (c0, c1)
+                windows.append(((r0, r1), (c0, c1)))
+        if len(windows) > 1:
+            # A grid round the whole Earth: the box holds both of its ends, which meet at one meridian. One window
+            # holds one side; returning it read half the box without a word.
+            shown = " and ".join(f"{c0}..{c1}" for _, (c0, c1) in sorted(windows, key=lambda w: w[1]))
+            raise SelectorError(
+                f"bbox {list(bbox)} ({bbox_crs}) holds both ends of the raster, which meet round the Earth: it is two windows, "
+                f"columns {shown}; read each side of the meridian where they meet on its own, or read through a catalogue "
+                "(rumi read --catalog, catalog.load), which joins them"
+            )
+        if windows:
+            return windows[0]
         raise SelectorError(
             f"bbox {list(bbox)} ({bbox_crs}) does not overlap the raster, whose bounds are {list(self.bounds())} ({self.crs})"
         )
@@ -332,6 +356,11 @@ def epsg_code(text: str) -> str | None:
     except CRSError:
         return None
     return None if code is None else f"EPSG:{code}"
+
+
+def _latitude(value: float) -> float:
+    """A latitude within -90..90: one past a pole is at the pole."""
+    return max(-90.0, min(90.0, value))
 
 
 @functools.lru_cache(maxsize=256)

@@ -156,3 +156,40 @@ def test_a_window_on_a_geographic_grid_past_180_is_found_from_either_side() -> N
     grid = Grid(crs, transform, height, width)
     assert grid.window_for_bbox((-179.9, -16.4, -179.8, -16.1)) == ((10, 40), (60, 70))
     assert grid.window_for_bbox((179.6, -16.4, 179.7, -16.1)) == ((10, 40), (10, 20))
+
+
+@pytest.mark.parametrize("west", [0.0, -181.0, -180.0])
+def test_a_geographic_grid_round_the_whole_earth_covers_every_longitude(west: float) -> None:
+    """0..360 or -181..179: wrapped and cut, its outline was two halves sharing a whole meridian (invalid) and its bbox had no
+    width, [0, -90, 0, 90], so that search found it from nowhere but that meridian."""
+    import antimeridian
+
+    footprint = Grid("EPSG:4326", (2.0, 0.0, west, 0.0, -2.0, 80.0), 80, 180).footprint()
+    assert footprint.is_valid and footprint.geom_type == "Polygon"
+    assert [float(v) for v in antimeridian.bbox(footprint)] == [-180.0, -80.0, 180.0, 80.0]
+
+
+def test_a_geographic_footprint_cut_at_180_keeps_its_parallels_and_stops_at_the_poles() -> None:
+    """A grid's edges are parallels: cut along great circles, 170..200 E between -15 and 10 reached 10.0047 and -15.0068 at
+    ±180. A grid whose edge lies past a pole (rasterio reports 91) drew latitude 91, which RFC 7946 §4 has not."""
+    import antimeridian
+
+    cut = Grid("EPSG:4326", (1.0, 0.0, 170.0, 0.0, -1.0, 10.0), 25, 30).footprint()
+    assert cut.geom_type == "MultiPolygon" and (cut.bounds[1], cut.bounds[3]) == (-15.0, 10.0)
+    assert [float(v) for v in antimeridian.bbox(cut)] == [170.0, -15.0, -160.0, 10.0]
+    past = Grid("EPSG:4326", (1.0, 0.0, 0.0, 0.0, -1.0, 91.0), 20, 40).footprint()
+    assert past.is_valid and past.bounds == (0.0, 71.0, 40.0, 90.0)
+
+
+def test_a_box_over_both_ends_of_a_grid_round_the_earth_is_two_windows_refused() -> None:
+    """A window holds one side of the meridian where such a grid's ends meet: 179..-179 on a -180..180 grid read 1 column of 2."""
+    from catalog.errors import SelectorError
+
+    whole = Grid("EPSG:4326", (2.0, 0.0, -180.0, 0.0, -2.0, 80.0), 80, 180)
+    with pytest.raises(SelectorError, match=r"holds both ends of the raster, .* two windows, columns 0\.\.1 and 179\.\.180; read each"):
+        whole.window_for_bbox((179.0, -10.0, -179.0, 10.0))
+    shifted = Grid("EPSG:4326", (2.0, 0.0, 0.0, 0.0, -2.0, 80.0), 80, 180)  # 0..360
+    with pytest.raises(SelectorError, match=r"two windows, columns 0\.\.5 and 175\.\.180"):
+        shifted.window_for_bbox((-10.0, -10.0, 10.0, 10.0))
+    assert shifted.window_for_bbox((179.0, -10.0, -179.0, 10.0)) == ((35, 45), (89, 91))
+    assert whole.window_for_bbox((170.0, -10.0, 180.0, 10.0)) == ((35, 45), (175, 180))  # up to the meridian, not past it
