@@ -405,7 +405,8 @@ def box_in(
     ``179.5, …, 180.5, …``), the longitudes in which a grid past ±180° lies and
     :func:`longitude_turns` turns. A ``None`` CRS on either side means no transformation.
     A box a caller gives in a geographic CRS has latitudes within -90..90
-    (``refuse_past_poles``); a grid's own bounds may pass a pole by half a pixel.
+    (``refuse_past_poles``); a grid's own bounds may pass a pole by half a pixel,
+    and a geographic lattice's warp square by more: such latitudes are taken at the pole.
 
     >>> box_in((179.5, -17, -179.5, -16), "EPSG:4326", "EPSG:4326")
     (179.5, -17.0, 180.5, -16.0)
@@ -427,6 +428,13 @@ def box_in(
             f"bbox {list(bbox)} is not in degrees: latitudes are within -90..90 (a box in a projected CRS's units needs that "
             "CRS as bbox_crs, --bbox-crs of rumi read)"
         )
+    if geographic and (miny < -90.0 or maxy > 90.0):
+        # A square of a geographic lattice reaching past a pole holds the pole: its edge there lies at the pole, whose
+        # point then bounds the box. Transformed as given, that edge had no point (or a wrong one), and a polar grid's
+        # pixels round the pole were left out of the square's warp.
+        miny, maxy = max(miny, -90.0), min(maxy, 90.0)
+        if miny >= maxy:
+            raise SelectorError(f"bbox {list(bbox)} lies wholly past a pole")
     if crosses:
         maxx += 360.0
         if maxx <= minx:  # 180,…,-180,…: no longitude at all
