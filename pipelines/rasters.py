@@ -45,6 +45,7 @@ the :class:`~rasterio.vrt.WarpedVRT`'s nodata, the source's, where it is 0.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -150,6 +151,20 @@ GDAL_HTTP_DEADLINES: Final = {"GDAL_HTTP_CONNECTTIMEOUT": 30, "GDAL_HTTP_LOW_SPE
 
 GDAL_HTTP_MAX_RETRY: Final = 5
 """Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
+
+
+class _ApproximateNodataFilter(logging.Filter):
+    """Drop GDAL's warning that a 64-bit integer nodata is no double, logged by ``rasterio.open`` itself.
+
+    It names GDAL's own C functions to the user; the scene's ``bad-nodata``
+    dead letter says what is wrong and what to do, and is what the user sees.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "GetNoDataValue() returns an approximate value" not in record.getMessage()
+
+
+logging.getLogger("rasterio._env").addFilter(_ApproximateNodataFilter())
 
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
