@@ -49,12 +49,14 @@ import logging
 import os
 import re
 import threading
+import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import numpy as np
 import rasterio
 from rasterio.enums import Interleaving, MaskFlags, Resampling
+from rasterio.errors import RasterioError
 from rasterio.vrt import WarpedVRT
 from requests.utils import requote_uri
 
@@ -63,7 +65,7 @@ from pipelines.archives import archive_of, member_size
 from pipelines.errors import SceneError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from pipelines.planning.plan import Warp
 
@@ -76,6 +78,8 @@ __all__ = [
     "GEOTIFF_SUFFIXES",
     "MAX_BLOCK_BYTES",
     "MIN_GDAL_CACHE_BYTES",
+    "NETWORK_ATTEMPTS",
+    "NETWORK_RETRY_SECONDS",
     "RASTER_SUFFIXES",
     "RasterCache",
     "block_bytes",
@@ -89,6 +93,7 @@ __all__ = [
     "is_url",
     "kept_block_cache",
     "raster_error_text",
+    "retry_network",
     "sidecar_of",
     "source_href",
     "suffix_list",
@@ -151,6 +156,56 @@ GDAL_HTTP_DEADLINES: Final = {"GDAL_HTTP_CONNECTTIMEOUT": 30, "GDAL_HTTP_LOW_SPE
 
 GDAL_HTTP_MAX_RETRY: Final = 5
 """Retries of one HTTP request by GDAL (``/vsicurl/``, ``/vsigs/``) on 429 and 5xx."""
+
+
+NETWORK_ATTEMPTS: Final = 3
+"""Tries of a remote file's open or read that failed other than by the store's answer that it has no such file."""
+
+NETWORK_RETRY_SECONDS: Final = 2.0
+"""The wait before a second try, doubled before each further one."""
+
+_NO_SUCH_FILE: Final = re.compile(r"HTTP response code: 4(?!29)\d\d|does not exist in the file system", re.IGNORECASE)
+"""What GDAL says where the store answered about the file (404, 403): an answer no retry changes."""
+
+T = TypeVar("T")
+
+
+def retry_network(attempt: Callable[[], T], *, evict: Callable[[str], None] | None = None) -> T:
+    """``attempt()``, tried again up to :data:`NETWORK_ATTEMPTS` times in all where GDAL fails to open or read a URL.
+
+    One dropped connection to the store made a scene ``unreadable`` (or
+    ``read-failed``), and a cube of one date fewer was published under another
+    name. GDAL retries 429 and 5xx answers (:data:`GDAL_HTTP_MAX_RETRY`) but
+    not a dropped connection, and where either fails a file's opening it says
+    only that the file is "not recognized as being in a supported file
+    format", as of a file that is no raster: so every failure of GDAL's on a
+    URL is tried again, but an answer that the file is not there. A try after
+    the first reads the failed file afresh (GDAL otherwise answers from what it
+    kept of the failed request), and ``evict(href)`` drops it where the caller
+    holds it open. The waits decide nothing about the output: a run that
+    needed them writes the same bytes.
+
+    Raises:
+        SceneError: the last try's, its message saying how many there were, or
+            at once one of a local file, of no GDAL failure, or of no such file.
+    """
+    tries, failed = 1, None
+    while True:
+        try:
+            if failed is None:
+                return attempt()
+            with rasterio.Env(CPL_VSIL_CURL_NON_CACHED=gdal_path(source_href(failed))):
+                return attempt()
+        except SceneError as err:
+            if not (is_url(source_href(err.href)) and isinstance(err.__cause__, RasterioError)) or _NO_SUCH_FILE.search(err.detail):
+                raise
+            if tries == NETWORK_ATTEMPTS:
+                raise SceneError(f"{err.detail} ({tries} tries)", href=err.href, reason=err.reason) from err
+            if evict is not None:
+                evict(err.href)
+            failed = err.href
+            time.sleep(NETWORK_RETRY_SECONDS * 2 ** (tries - 1))
+            tries += 1
 
 
 class _ApproximateNodataFilter(logging.Filter):
@@ -481,6 +536,13 @@ class RasterCache:
             for handle in reversed(old):
                 handle.close()
         return handles[-1], masked
+
+    def evict(self, href: str) -> None:
+        """Close the datasets of ``href`` (any warp), so that the next :meth:`open` opens it again."""
+        for key in [k for k in self._open if k[0] == href]:
+            handles, _ = self._open.pop(key)
+            for handle in reversed(handles):
+                handle.close()
 
     def close(self) -> None:
         """Close every open dataset."""

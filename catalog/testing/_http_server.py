@@ -46,6 +46,8 @@ class Fault:
     * ``"status"``: answer ``status`` with an empty body;
     * ``"short"``: answer fewer bytes than asked, with a ``Content-Range``
       that matches them (consistent, but the file does not end there).
+    * ``"drop"``: close the connection without an answer, as a store's front
+      end dropping it does (libcurl: "Empty reply from server").
 
     ``times`` is how many range requests misbehave (None: every one).
     """
@@ -132,6 +134,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif fault.kind == "short":
             cut = max(1, len(body) // 2)
             self._send(206, {"Accept-Ranges": "bytes", "Content-Range": f"bytes {start}-{start + cut - 1}/{size}"}, body[:cut])
+        elif fault.kind == "drop":
+            self.server.record(ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), 0, 0))
+            self.close_connection = True
         elif fault.kind == "silent":
             self.server.record(ServedRequest(self.command, urlsplit(self.path).path, self.headers.get("Range"), 0, 0))
             self.server.stopping.wait()

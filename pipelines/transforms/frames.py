@@ -39,6 +39,7 @@ of 4 frames took it to 302 MiB.
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 import time
@@ -56,7 +57,7 @@ from rasterio.windows import Window
 
 from catalog.mosaic import nodata_sample
 from pipelines.errors import PipelineError, SceneError
-from pipelines.rasters import RasterCache, fit_block_cache, gdal_env, raster_error_text
+from pipelines.rasters import RasterCache, fit_block_cache, gdal_env, raster_error_text, retry_network
 from pipelines.transforms.base import DataclassPTransform
 from pipelines.transforms.collect import inc
 from rumi_core.heap import keep_heap_slack, limit_arenas
@@ -554,7 +555,7 @@ class _ReadFrameFn(RasterDoFn):
             if failure is None:
                 start = time.perf_counter()
                 try:
-                    samples = frame_samples(cube, layout, index)
+                    samples = retry_network(functools.partial(frame_samples, cube, layout, index), evict=self.rasters.evict)
                 except SceneError as err:
                     # The cube will not be written: the run's other frames are not read.
                     failure = FrameFailure(err.href, err.detail)

@@ -48,6 +48,7 @@ from pipelines.rasters import (
     has_internal_mask,
     mask_location,
     raster_error_text,
+    retry_network,
 )
 from pipelines.sentinel2 import safe
 from pipelines.sentinel2.products import product_tags
@@ -461,6 +462,11 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
             internal mask but no nodata value for its masked pixels
             (``masked``), or has no valid time (``unknown-time``, ``bad-time``).
     """
+    return retry_network(lambda: _read_scene(ref, time_pattern=time_pattern, time=time))
+
+
+def _read_scene(ref: SceneRef, *, time_pattern: str | None, time: str | None) -> Scene:
+    """:func:`read_scene`, tried once."""
     href = ref.href
     try:
         with gdal_env(href), rasterio.open(gdal_path(href)) as ds:
