@@ -74,8 +74,11 @@ RESUMABLE_CHUNK: Final = 8 << 20
 """Objects larger than this are uploaded with a resumable upload in chunks of this size (a multiple of
 256 KiB, as GCS requires), so a failed request resends one chunk, not the object."""
 
+_CONNECTION_CAUSE: Final = re.compile(r"\[Errno -?\d+\] [^'\")]+|Failed to resolve '[^']+'|timed out")
+"""What a requests connection error's text says of its cause: ``[Errno 111] Connection refused``, a name not resolved."""
+
 _PROBE_TIMEOUT: Final = 10.0
-"""Seconds :meth:`GCSOutput.bucket_missing` waits for its one answer."""
+"""Seconds :meth:`GCSOutput.cannot_write` waits for its one answer."""
 
 DELETE_THREADS: Final = 8
 """Concurrent delete requests when removing temporaries."""
@@ -214,13 +217,16 @@ class GCSOutput:
         blob.upload_from_string(data, retry=self._retry(), checksum="crc32c")
         return True
 
-    def bucket_missing(self, url: str) -> bool:
-        """Whether the bucket of ``url`` is known not to exist: one listing of at most one object, not retried.
+    def cannot_write(self, url: str) -> str | None:
+        """Why a run cannot write under ``url``, known from one listing of at most one object, not retried; None if it may.
 
         Listing is what a run does first (its stale temporaries), and it needs
         only the object permissions a run needs anyway, where asking for the
-        bucket itself needs ``storage.buckets.get``. Any answer but 404 (no
-        permission, no network) is left for the run to report.
+        bucket itself needs ``storage.buckets.get``. A bucket that does not
+        exist, and a store that cannot be reached (no network, a stopped
+        emulator), are named here: the run would retry its first request for
+        two minutes, then show urllib3's text. Other answers (no permission)
+        are left for the run to report.
         """
         from google.api_core.exceptions import GoogleAPICallError, NotFound
         from google.auth.exceptions import GoogleAuthError
@@ -233,11 +239,20 @@ class GCSOutput:
                 )
             )
         except NotFound:
-            return True
-        except (GoogleAPICallError, GoogleAuthError, OSError):
-            # OSError covers requests' connection errors and timeouts.
-            return False
-        return False
+            return f"there is no bucket {bucket!r}; a run writes into a bucket, it does not create one"
+        except GoogleAuthError as err:
+            return f"no credentials for Google Cloud Storage ({str(err).splitlines()[0]}); give Application Default Credentials"
+        except OSError as err:
+            # requests' connection errors and timeouts: their text is urllib3's, the cause is in it.
+            cause = _CONNECTION_CAUSE.search(str(err))
+            endpoint = os.environ.get("STORAGE_EMULATOR_HOST") or "storage.googleapis.com"
+            return (
+                f"cannot reach Google Cloud Storage at {endpoint} ({cause.group(0) if cause else type(err).__name__}); "
+                "check the network, or STORAGE_EMULATOR_HOST for an emulator"
+            )
+        except GoogleAPICallError:
+            return None
+        return None
 
     def read(self, url: str) -> bytes | None:
         """The bytes of a (small) object, or None when it does not exist."""

@@ -57,16 +57,17 @@ def check_out_dir(out: str, *, option: str = "--out") -> None:
     A local directory need not exist (the run creates it), but it must not be
     a file, and its nearest existing ancestor must be a directory that accepts
     a new entry (a probe file is created and removed there). A ``gs://`` URL
-    must name a bucket that exists: a run creates objects, never buckets.
+    must name a bucket that exists, in a store that answers: a run creates
+    objects, never buckets.
     Other URLs are left to their storage. Nothing is created.
 
     Raises:
         rumi_core.cli.options.OptionError: one line naming ``option`` and why.
     """
     if is_gs(out):
-        if output_store().bucket_missing(out):
-            bucket = out[5:].split("/", 1)[0]
-            raise LineError(f"{option} {out}: there is no bucket {bucket!r}; a run writes into a bucket, it does not create one")
+        why = output_store().cannot_write(out)
+        if why is not None:
+            raise LineError(f"{option} {out}: {why}")
         return
     if is_url(out):
         return

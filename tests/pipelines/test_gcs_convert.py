@@ -146,6 +146,31 @@ def test_gs_out_is_no_local_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert not (tmp_path / "gs:").exists()
 
 
+def test_a_store_that_cannot_be_reached_is_an_option_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stopped emulator (or no network): the run retried its first request for two minutes, then failed showing
+    urllib3's text. It is refused before the run starts, naming the endpoint and the cause."""
+    import socket
+    import time
+
+    from click.testing import CliRunner
+
+    from pipelines.cli import convert_command
+
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]  # nothing listens once it is closed
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{port}")
+    write_series(str(tmp_path / "scenes"), dates=["2023-01-05"], size=(40, 56), seed=3)
+    start = time.monotonic()
+    result = CliRunner().invoke(convert_command, [str(tmp_path / "scenes"), "--out", "gs://cubes/run1"])
+    assert result.exit_code == 2, result.output
+    assert result.output.strip() == (
+        f"Error: --out gs://cubes/run1: cannot reach Google Cloud Storage at http://127.0.0.1:{port} ([Errno 111] Connection "
+        "refused); check the network, or STORAGE_EMULATOR_HOST for an emulator"
+    )
+    assert time.monotonic() - start < 30
+
+
 def test_a_missing_bucket_is_an_option_error(emulator: GCSEmulator, tmp_path: Path) -> None:
     """``--out`` or ``--catalog`` in a bucket that does not exist is refused before the run starts, naming the bucket
     (it was a run failure, "404 GET …: unknown error"); an existing bucket passes, and so does a local ``--catalog``."""
