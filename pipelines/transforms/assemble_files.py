@@ -48,7 +48,6 @@ from typing import TYPE_CHECKING, Any, Final
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
 
-from catalog.credentials import unsigned
 from catalog.errors import StorageError
 from catalog.items import file_sha256
 from pipelines.bucket import is_gs, output_store
@@ -61,7 +60,7 @@ from pipelines.transforms.collect import inc
 from pipelines.transforms.cube_parts import CubeParts, GatherParts
 from pipelines.transforms.dead_letters import DeadLetter
 from pipelines.transforms.frames import RasterDoFn
-from pipelines.transforms.manifest import ManifestEntry, manifest_entry, mode_extra
+from pipelines.transforms.manifest import ManifestEntry, manifest_entry, mode_extra, recorded_inputs
 from pipelines.transforms.verify import check_against_plan, published_paths, verify_file
 from pipelines.transforms.write_parts import PartReader, remove_parts
 from rumi_core.assemble import FileAssembler
@@ -180,7 +179,7 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
     wanted = mode_extra(plan)
     if previous is None or any(previous.get("extra", {}).get(key) != value for key, value in wanted.items()):
         return None
-    if plan.named_by_period and previous.get("inputs") != [unsigned(h) for h in plan.inputs]:
+    if plan.named_by_period and previous.get("inputs") != list(recorded_inputs(plan.inputs)):
         return None  # the same name and shape, other acquisitions or parts of them
     return manifest_entry(
         plan,

@@ -20,18 +20,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import stac_nodata
-from catalog.credentials import unsigned
 from pipelines.jsonl import write_jsonl
+from pipelines.planning.hrefs import input_identity
 from pipelines.transforms.collect import WriteCollected, inc
 from rumi_core.compression import library_versions
 from rumi_core.times import format_seconds
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from pipelines.planning.plan import CubePlan
 
-__all__ = ["ManifestEntry", "WriteManifest", "mode_extra", "manifest_entry", "tag_extra"]
+__all__ = ["ManifestEntry", "WriteManifest", "manifest_entry", "mode_extra", "recorded_inputs", "tag_extra"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,16 @@ class ManifestEntry:
         return cls(**values)
 
 
+def recorded_inputs(hrefs: Iterable[str]) -> tuple[str, ...]:
+    """The files ``hrefs`` name, as a manifest records them: sorted :func:`~pipelines.planning.hrefs.input_identity`.
+
+    A local path with its links resolved, as the cube's name hashes it, so that
+    inputs given through a linked folder record what the folder itself does; a
+    URL without its signature, a credential that changes with each signing.
+    """
+    return tuple(sorted({input_identity(h) for h in hrefs}))
+
+
 def manifest_entry(
     plan: CubePlan, *, status: str, codec: dict[str, Any], file_bytes: int, blob_bytes: int, sha256: str | None
 ) -> ManifestEntry:
@@ -159,8 +169,8 @@ def manifest_entry(
         input_bytes=plan.input_bytes,
         sha256=sha256,
         pixel_is_point=plan.pixel_is_point,
-        inputs=tuple(unsigned(h) for h in plan.inputs),  # a signature is a credential, and changes with each signing
-        dropped=tuple(sorted(unsigned(h) for h in plan.dropped)),
+        inputs=recorded_inputs(plan.inputs),
+        dropped=recorded_inputs(plan.dropped),
         extra={**mode_extra(plan), **tag_extra(plan)},
     )
 
