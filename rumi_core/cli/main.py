@@ -9,8 +9,11 @@ so a package can set the loggers of the libraries it uses (this one uses none).
 
 from __future__ import annotations
 
+import codecs
 import logging
+import os
 import signal
+import sys
 from importlib.metadata import entry_points
 
 import click
@@ -53,6 +56,23 @@ def _exit_on_interrupt(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _in_utf8_mode() -> None:
+    """Start the command again in Python's UTF-8 mode where file names are not read as UTF-8 (a Latin-1 or ASCII locale).
+
+    GDAL opens files, and STAC and the manifest name them, by their names as
+    UTF-8. Under another locale Python reads a name's bytes with the locale's
+    codec: ``Zürich`` became ``ZÃ¼rich``, which GDAL then looked for, and every
+    input under it was a dead letter (or its name "not UTF-8 text"). The
+    arguments, already read with that codec, go back to their bytes in
+    ``execv`` and are read again as UTF-8; ``PYTHONUTF8`` carries the mode to the
+    worker processes a run starts. A no-op in UTF-8 mode or a UTF-8 locale.
+    """
+    if sys.flags.utf8_mode or codecs.lookup(sys.getfilesystemencoding()).name == "utf-8":
+        return
+    os.environ["PYTHONUTF8"] = "1"
+    os.execv(sys.executable, [sys.executable, "-X", "utf8", *sys.orig_argv[1:]])
+
+
 def main() -> None:
     """Console-script entry point.
 
@@ -60,8 +80,10 @@ def main() -> None:
     interrupted program, where click would print "Aborted!" and exit 1. A
     process started with SIGINT ignored (``nohup``, ``&`` in a script) keeps ignoring it.
     SIGTERM ends it alike, with status 143, unwinding as an exit does (its
-    temporary files go), where the process died on the spot.
+    temporary files go), where the process died on the spot. File names are
+    read as UTF-8 whatever the locale (:func:`_in_utf8_mode`).
     """
+    _in_utf8_mode()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _exit_on_interrupt)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

@@ -150,3 +150,24 @@ def test_a_pattern_through_a_folder_whose_name_holds_brackets_says_how_to_write_
     )
     result = CliRunner().invoke(cli, ["convert", "in[[]1]/*.tif", "--out", "out", "--no-catalog", "--tile-size", "32"])
     assert result.exit_code == 0, result.output
+
+
+def test_names_are_read_as_utf8_under_any_locale(tmp_path: Path) -> None:
+    """Under an ASCII or Latin-1 locale Python read ``Zürich`` with the locale's codec, and GDAL, which takes names as
+    UTF-8, was asked for another file: every input was a dead letter ("the name is not UTF-8 text"). The command starts
+    again in Python's UTF-8 mode, and writes what it writes under a UTF-8 locale."""
+    import subprocess
+    import sys
+
+    write_series(str(tmp_path / "in" / "Zürich"), dates=["2023-01-05"], bands=("B04",), size=(48, 64), seed=3)
+    rumi = os.path.join(os.path.dirname(sys.executable), "rumi")
+    ascii_locale = {**os.environ, "LC_ALL": "C", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}  # file names read as ASCII
+    for name, env in (("ascii", ascii_locale), ("utf8", {**os.environ, "PYTHONUTF8": "1"})):
+        done = subprocess.run(
+            [rumi, "convert", str(tmp_path / "in"), "--out", str(tmp_path / name), "--tile-size", "32"],
+            env=env, capture_output=True, text=True, encoding="utf-8", errors="replace", check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    (entry,) = load_jsonl(str(tmp_path / "ascii" / "manifest.jsonl"))
+    assert all("/Zürich/" in href for href in entry["inputs"])
+    assert (tmp_path / "ascii" / "manifest.jsonl").read_bytes() == (tmp_path / "utf8" / "manifest.jsonl").read_bytes()
