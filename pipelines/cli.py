@@ -331,7 +331,9 @@ _CONNECT_SECONDS = 10.0
 )
 @click.option("--time", "time_", default=None, help="ISO 8601 time of scenes nothing else dates.")
 @click.option(
-    "--time-pattern", default=None, help="Regex with named groups (year, month, day, doy, hour, minute, second, date) matched in paths."
+    "--time-pattern",
+    default=None,
+    help="Regex with named groups (year, month, day, doy, hour, minute, second, date) matched in paths as given (links unresolved).",
 )
 @click.option("--runner", default="FnApiRunner", show_default=True, help="Beam runner (name or fully qualified class).")
 @click.option("--shards", default=64, show_default=True, help="Frame-key shards (parallelism of the frame stage).")
