@@ -232,7 +232,8 @@ class Grid:
             ring.reverse()
         outline = shapely.Polygon(ring)
         poles = {90.0: False, -90.0: False}
-        if not CRS.from_user_input(self.crs).is_geographic:
+        geographic = CRS.from_user_input(self.crs).is_geographic
+        if not geographic:
             to_grid = _transformer(_WGS84, self.crs)
             for lat in poles:
                 x, y = to_grid.transform(0.0, lat, errcheck=False)
@@ -246,7 +247,7 @@ class Grid:
                 raise ItemError(f"the grid's outline has no longitude and latitude: it lies outside {self.crs}'s domain")
             ring.append(ring[0])
         lons = [lon for lon, _ in ring]
-        if max(lons) - min(lons) >= 360.0:
+        if geographic and max(lons) - min(lons) >= 360.0:
             # A geographic grid round the whole Earth (0..360, -181..179): every longitude, between its latitudes.
             # Wrapped and cut, its outline became two halves sharing a whole meridian (no valid MultiPolygon) and
             # its bbox had no width, so that no search found it.
@@ -254,11 +255,15 @@ class Grid:
             return shapely.box(-180.0, min(lats), 180.0, max(lats))
         # Latitudes past a pole (a geographic grid's edge half a pixel or more beyond it) lie at the pole: RFC 7946 §4.
         wrapped = [(wrap_longitude(lon), _latitude(lat)) for lon, lat in ring]
-        # Cut points at ±180 are interpolated along the straight line between two outline points in longitude and
-        # latitude, not along a great circle: a geographic grid's edges are parallels, and a densified outline's
-        # points are close enough for either (the great circle put a parallel's cut up to 0.007° past it).
+        # Cut points at ±180 are interpolated between two outline points as the grid's edges run: along a parallel
+        # (a straight line in longitude and latitude) for a geographic grid, whose cut a great circle put up to 0.007°
+        # past its edge; along a great circle, as a projected grid's straight edge nearly runs, for any other.
         return antimeridian.fix_polygon(
-            shapely.Polygon(wrapped), force_north_pole=poles[90.0], force_south_pole=poles[-90.0], fix_winding=False, great_circle=False
+            shapely.Polygon(wrapped),
+            force_north_pole=poles[90.0],
+            force_south_pole=poles[-90.0],
+            fix_winding=False,
+            great_circle=not geographic,
         )
 
     # -- windows -------------------------------------------------------------------------

@@ -193,3 +193,19 @@ def test_a_box_over_both_ends_of_a_grid_round_the_earth_is_two_windows_refused()
         shifted.window_for_bbox((-10.0, -10.0, 10.0, 10.0))
     assert shifted.window_for_bbox((179.0, -10.0, -179.0, 10.0)) == ((35, 45), (89, 91))
     assert whole.window_for_bbox((170.0, -10.0, 180.0, 10.0)) == ((35, 45), (175, 180))  # up to the meridian, not past it
+
+
+def test_a_projected_footprint_cut_at_180_lies_on_the_grids_own_edge() -> None:
+    """A UTM grid's top edge is straight in metres, nearly a great circle: cut along one, at 180° it lies on the edge to
+    1e-5°, where a straight line in longitude and latitude between two outline points missed it by 2e-4° (22 m)."""
+    crs, (a, _, c, _, _, f), _, width = GRIDS["dateline"]
+    to_lonlat = Transformer.from_crs(crs, "EPSG:4326", always_xy=True)
+    west, east = c, c + a * width
+    for _ in range(60):  # the point of the top edge at 180°
+        middle = (west + east) / 2
+        lon = to_lonlat.transform(middle, f)[0] % 360.0
+        west, east = (middle, east) if lon < 180.0 else (west, middle)
+    exact = to_lonlat.transform(west, f)[1]
+    footprint = Grid(*GRIDS["dateline"]).footprint(densify=8)
+    at_180 = [lat for part in footprint.geoms for lon, lat in part.exterior.coords if abs(abs(lon) - 180.0) < 1e-12]
+    assert abs(max(at_180) - exact) < 1e-5
