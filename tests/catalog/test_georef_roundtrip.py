@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -59,10 +60,11 @@ def _convert(files: list[Path], tmp_path: Path) -> tuple[Path, dict[str, Path], 
         ConvertOptions(out=str(out), time_pattern=r"r\d{4}D(?P<date>\d{8})_", compression="portable", frame_unit=0, tile_size=256),
     )
     items: dict[str, Path] = {}
+    by_file = {os.path.realpath(source): source for source in by_link.values()}  # the manifest records files, links resolved
     for entry in load_jsonl(str(out / "manifest.jsonl")):
         (item,) = out.glob(f"stac/*/{entry['cube_id']}/{entry['cube_id']}.json")
-        for link in entry["inputs"]:
-            items[str(by_link[link])] = item
+        for path in entry["inputs"]:
+            items[str(by_file[path])] = item
     dead = [{"href": str(by_link[d.href]), "reason": d.reason} for d in summary.dead_letters]
     return out, items, dead
 
