@@ -532,21 +532,21 @@ class RasterCache:
             handles = (src, vrt)
         self._open[key] = (handles, masked)
         while len(self._open) > self.max_open:
-            _, (old, _) = self._open.popitem(last=False)
-            for handle in reversed(old):
-                handle.close()
+            _close_handles(self._open.popitem(last=False)[1][0])
         return handles[-1], masked
 
     def evict(self, href: str) -> None:
         """Close the datasets of ``href`` (any warp), so that the next :meth:`open` opens it again."""
         for key in [k for k in self._open if k[0] == href]:
-            handles, _ = self._open.pop(key)
-            for handle in reversed(handles):
-                handle.close()
+            _close_handles(self._open.pop(key)[0])
 
     def close(self) -> None:
         """Close every open dataset."""
         while self._open:
-            _, (old, _) = self._open.popitem()
-            for handle in reversed(old):
-                handle.close()
+            _close_handles(self._open.popitem()[1][0])
+
+
+def _close_handles(handles: tuple[Any, ...]) -> None:
+    """Close a file's open handles, its warped view before the file under it."""
+    for handle in reversed(handles):
+        handle.close()

@@ -37,7 +37,7 @@ from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
 from pipelines.sentinel2.bands import select_bands
-from pipelines.sentinel2.items import is_s2_l2a, not_s2_l2a, scene_refs
+from pipelines.sentinel2.items import not_s2_l2a, scene_refs
 from pipelines.sentinel2.search import S2Request, select_items
 from pipelines.stac_shape import is_stac_document, malformed
 from pipelines.transforms.base import DataclassPTransform
@@ -100,12 +100,12 @@ def stac_scene_refs(document: Any, base: str, s2: S2Request | None = None) -> li
         else:
             found.append(DeadLetter(base, "bad-stac", f"{name}: {problem}", STAGE))
     s2 = s2 or S2Request()
-    sentinel2 = [item for _, item in items if is_s2_l2a(item)]
+    why_not = [not_s2_l2a(item) for _, item in items]
+    sentinel2 = [item for (_, item), why in zip(items, why_not, strict=True) if why is None]
     selection = select_items(((item, base) for item in sentinel2), tiles=s2.tiles, max_cloud=s2.max_cloud)
     found += [DeadLetter(base, "bad-stac", problem, STAGE) for problem in selection.unreadable]
     found += scene_refs(selection.items, select_bands(s2.bands), resolution=s2.resolution, dropped=selection.reprocessed)
-    for name, item in items:
-        why = not_s2_l2a(item)
+    for (name, item), why in zip(items, why_not, strict=True):
         if why is None:
             continue
         if s2.given:
