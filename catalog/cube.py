@@ -51,10 +51,10 @@ from catalog.selectors import (
     parse_time_selector,
     time_positions,
 )
-from catalog.storage import Storage, href_kind, is_rumi_href, sidecar_href
+from catalog.storage import Storage, href_kind, is_rumi_href
 from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
-from rumi_core.header import HeaderBlob, check_against_head, check_blob_fits
+from rumi_core.header import HeaderBlob, blob_beside, check_against_head, check_blob_fits
 from rumi_core.ifd import FILE_MAGIC, file_kind
 from rumi_core.reader import read_selection
 from rumi_core.selection import resolve_selection
@@ -126,7 +126,7 @@ def _open_checked(storage: Storage, href: str, blob: HeaderBlob) -> ByteSource:
 
 def _sidecar_blob(storage: Storage, href: str) -> bytes | None:
     """The bytes of the ``<file>h`` blob beside a file, or None when there is none (the file's own head is read then)."""
-    blob_href = sidecar_href(href)
+    blob_href = blob_beside(href)
     if href_kind(href) == "local":
         return storage.read(blob_href) if os.path.isfile(blob_href) else None
     try:
@@ -245,13 +245,13 @@ class Cube:
                 source.close()
                 raise
             if href_kind(href) != "local":
-                cube._sidecar = sidecar_href(href)
+                cube._sidecar = blob_beside(href)
             return cube
         except (InvalidHeaderError, HeaderMismatchError) as err:
             # Name the blob the frames were to be located with: the file may be sound.
             where = f" at byte {err.offset}" if err.offset is not None else ""
             advice = "" if "rumi header FILE" in err.message else "; rumi header FILE rebuilds it"
-            raise type(err)(f"header blob {sidecar_href(href)}: {err.message}{where}{advice}", field=err.field, rule=err.rule) from err
+            raise type(err)(f"header blob {blob_beside(href)}: {err.message}{where}{advice}", field=err.field, rule=err.rule) from err
 
     @classmethod
     def _from_head(cls, source: ByteSource) -> Cube:

@@ -28,9 +28,9 @@ from catalog.extension import SCHEMA_URI_V0_1, TIME_TYPES, RumiFields
 from catalog.grid import Grid
 from catalog.items import DATA_MEDIA_TYPE, verify_header
 from catalog.json_shape import LIST, OBJECT, TEXT, item_problems, json_kind, list_mismatch, mismatch
-from catalog.storage import Storage, href_kind, join_href, sidecar_href
+from catalog.storage import Storage, href_kind, join_href
 from rumi_core.errors import RumiError
-from rumi_core.header import HeaderBlob, check_blob_fits
+from rumi_core.header import HeaderBlob, blob_beside, check_blob_fits
 from rumi_core.time_coordinates import TimeCoordinates
 from rumi_core.times import INSTANT, INTERVAL, to_seconds
 
@@ -162,7 +162,7 @@ def _header_bytes(doc: dict[str, Any], resolve: Callable[[str], str], data_href:
     assets = doc.get("assets") or {}
     if "header" in assets:
         return storage.read(resolve(assets["header"]["href"]))
-    return storage.read(sidecar_href(data_href))
+    return storage.read(blob_beside(data_href))
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ import posixpath
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 from catalog.errors import StorageError
 from catalog.gcs import GCSSource, default_client
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from rumi_core.sources import ByteSource
 
-__all__ = ["Storage", "href_kind", "is_rumi_href", "join_href", "open_url", "sidecar_href"]
+__all__ = ["Storage", "href_kind", "is_rumi_href", "join_href", "open_url"]
 
 
 def href_kind(href: str | os.PathLike[str]) -> str:
@@ -70,18 +70,6 @@ def is_rumi_href(href: str | os.PathLike[str]) -> bool:
             return f.read(len(FILE_MAGIC)) == FILE_MAGIC
     except OSError:
         return False
-
-
-def sidecar_href(href: str) -> str:
-    """The href of the header blob beside a file: its name and ``h`` (spec "Header blob"), a URL's query kept after it.
-
-    >>> sidecar_href("https://h/c/x.rumi?token=t"), sidecar_href("gs://b/x.rumi"), sidecar_href("/d/x.rumi")
-    ('https://h/c/x.rumih?token=t', 'gs://b/x.rumih', '/d/x.rumih')
-    """
-    if href_kind(href) != "http":
-        return href + "h"  # a gs:// object or a local file has no query: a ? is the name's own
-    parts = urlsplit(href)
-    return urlunsplit(parts._replace(path=parts.path + "h"))
 
 
 def join_href(base: str | os.PathLike[str], href: str) -> str:

@@ -93,6 +93,9 @@ class FrameDecodeError(_LocatedError):
 class SourceError(RumiError, OSError):
     """A byte-range source could not deliver the requested bytes."""
 
+    status: int | None = None
+    """What a remote store answered (an HTTP status), or None where nothing answered: a local file, no connection."""
+
 
 class SelectionError(RumiError, IndexError):
     """A read asked for bands, times or a window outside the raster."""

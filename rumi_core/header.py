@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 import struct
 from typing import TYPE_CHECKING, TypeAlias
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -32,6 +33,7 @@ from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInp
 from rumi_core.ifd import ParsedHead, base_frame_offset, end_of_frames, file_kind, frame_offsets, uniform_end_of_frames
 from rumi_core.layout import Layout
 from rumi_core.limits import DEFAULT_LIMITS, Limits
+from rumi_core.sources import url_scheme
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -45,6 +47,7 @@ __all__ = [
     "HEADER_SIZE",
     "HEADER_VERSION",
     "HeaderBlob",
+    "blob_beside",
     "blob_bytes",
     "build_header",
     "header_from_head",
@@ -245,6 +248,24 @@ class HeaderBlob:
 
 BlobArgument: TypeAlias = "HeaderBlob | bytes | bytearray | memoryview | str | os.PathLike[str]"
 """What a reader takes for a file's header blob: parsed, its bytes, or the path of its ``.rumih`` file."""
+
+
+def blob_beside(location: str) -> str:
+    """Where a file's header blob is kept beside it: the file's name and ``h`` (``x.rumi``, ``x.rumih``).
+
+    The specification keeps the blob outside the file and leaves where to the
+    catalogue; this is where ``rumi header`` and ``rumi convert`` put it, and
+    where ``rumi read`` and ``rumi validate`` of a bare file look. An HTTP(S)
+    URL keeps its query after the name; a ``gs://`` object or a local path has
+    none, so a ``?`` there is part of the name.
+
+    >>> blob_beside("https://h/c/x.rumi?token=t"), blob_beside("gs://b/x.rumi"), blob_beside("/d/x.rumi")
+    ('https://h/c/x.rumih?token=t', 'gs://b/x.rumih', '/d/x.rumih')
+    """
+    if url_scheme(location) not in ("http", "https"):
+        return location + "h"
+    parts = urlsplit(location)
+    return urlunsplit(parts._replace(path=parts.path + "h"))
 
 
 def blob_bytes(header: bytes | bytearray | memoryview | str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:

@@ -12,8 +12,9 @@ import sys
 
 import click
 
-from rumi_core.cli.options import header_option, one_line, read_header_file, shown
+from rumi_core.cli.options import OptionError, header_option, one_line, read_header_file, shown
 from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, RumiError, SourceError
+from rumi_core.header import blob_beside
 from rumi_core.sources import url_scheme
 from rumi_core.validate import validate
 
@@ -27,13 +28,10 @@ __all__ = ["validate_command"]
 def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     """Check FILE_OR_URL against the rumi 0.1.0 specification.
 
-    Without --header, a local file's blob beside it (FILE + "h", the one
-    rumi read locates frames with) is checked too.
+    Without --header, the blob beside it (FILE + "h", the one rumi read
+    locates frames with) is checked too, when there is one.
     """
-    if header_path is None and url_scheme(file) is None and os.path.isfile(file + "h"):
-        header_path = file + "h"
-    # An unreadable blob is an I/O error: OptionError exits with 2, not 1.
-    blob = read_header_file(header_path)
+    blob, header_path = _header(file, header_path)
     try:
         structure = validate(file, blob, quick=quick)
     except SourceError as err:
@@ -54,6 +52,26 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     what = "structure" if quick else f"structure and {lay.frame_count} frames"
     extra = f" and header blob {header_path}" if blob is not None else ""
     click.echo(shown(f"{file}: valid ({what}{extra} checked)"))
+
+
+def _header(file: str, header_path: str | None) -> tuple[bytes | None, str | None]:
+    """The blob to check FILE with, and where it is: --header's, else the one beside FILE, else none."""
+    if header_path is not None:
+        return read_header_file(header_path), header_path  # unreadable: an I/O error, exit 2
+    beside = blob_beside(file)
+    if url_scheme(file) is None:
+        return (read_header_file(beside), beside) if os.path.isfile(beside) else (None, None)
+    try:
+        return read_header_file(beside), beside
+    except OptionError as err:
+        cause = err.__cause__ or err
+        if not isinstance(cause, SourceError) or cause.status is None:
+            _report(file, "cannot read", cause)  # no answer: the file's own request would fail alike
+            sys.exit(2)
+        # The store answered: beside a URL, "no blob there" and "a blob not readable" look alike
+        # (a signed URL signs its file alone: 403 for the blob), so the file is checked alone, saying why.
+        click.echo(shown(f"{file}: no header blob checked ({one_line(cause)})"), err=True)
+        return None, None
 
 
 def _report(file: str, verdict: str, err: BaseException) -> None:

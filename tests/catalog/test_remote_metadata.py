@@ -24,6 +24,8 @@ from rumi_core.errors import HeaderMismatchError
 from rumi_core.georef import GEOREF_BYTES
 from rumi_core.header import HeaderBlob
 
+from .conftest import write_cube
+
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -151,3 +153,20 @@ def test_a_header_blob_given_by_url_is_read_whole_for_read_info_and_validate(cub
     missing = CliRunner().invoke(cli, ["info", server.url("cube.rumi"), "--header", server.url("none.rumih")])
     assert missing.exit_code != 0 and f"--header {server.url('none.rumih')}: cannot read" in missing.output
     assert "Traceback" not in missing.output
+
+
+def test_validate_of_a_url_checks_the_blob_beside_it(cube: Any, server: RangeRequestServer, tmp_path: Path) -> None:
+    """As beside a local file: a stale ``cube.rumih`` next to the URL is named; with none there, the file is checked alone."""
+    url = server.url("cube.rumi")
+    result = CliRunner().invoke(cli, ["validate", url, "--quick"])
+    assert result.exit_code == 0 and f"and header blob {url}h checked" in result.output, result.output
+    (tmp_path / "other").mkdir()
+    cube.blob_path.write_bytes(write_cube(tmp_path / "other", seed=8).blob)  # the blob of another file of that shape
+    stale = CliRunner().invoke(cli, ["validate", url, "--quick"])
+    assert stale.exit_code == 1 and f"invalid: header blob {url}h" in stale.output, stale.output
+    assert "Traceback" not in stale.output
+    cube.blob_path.unlink()
+    alone = CliRunner().invoke(cli, ["validate", url, "--quick"])
+    assert alone.exit_code == 0, alone.output
+    assert f"{url}: no header blob checked ({url}h: HEAD did not succeed (HTTP 404))" in alone.stderr
+    assert alone.stdout == f"{url}: valid (structure checked)\n"
