@@ -47,14 +47,21 @@ def thumbnail_bands(bands: Sequence[Band]) -> list[int]:
 
 
 def _as_float(data: NDArray[Any]) -> NDArray[np.float64]:
-    if data.dtype.names is not None:  # complex with binary16 parts
-        real: NDArray[np.float64] = data["real"].astype(np.float64)
-        imag: NDArray[np.float64] = data["imag"].astype(np.float64)
-        return np.hypot(real, imag)
-    if np.iscomplexobj(data):
-        magnitude: NDArray[np.float64] = np.abs(data).astype(np.float64)
-        return magnitude
-    return data.astype(np.float64)
+    """The values drawn: complex samples by their magnitude.
+
+    A signalling NaN (a NaN payload with the quiet bit clear) raises
+    floating-point "invalid" when cast or taken the magnitude of; it stays a
+    NaN, which is not drawn, so that is worth no warning.
+    """
+    with np.errstate(invalid="ignore"):
+        if data.dtype.names is not None:  # complex with binary16 parts
+            real: NDArray[np.float64] = data["real"].astype(np.float64)
+            imag: NDArray[np.float64] = data["imag"].astype(np.float64)
+            return np.hypot(real, imag)
+        if np.iscomplexobj(data):
+            magnitude: NDArray[np.float64] = np.abs(data).astype(np.float64)
+            return magnitude
+        return data.astype(np.float64)
 
 
 def _stretch(channel: NDArray[np.float64], nodata: float | None) -> NDArray[np.uint8]:
@@ -64,10 +71,14 @@ def _stretch(channel: NDArray[np.float64], nodata: float | None) -> NDArray[np.u
     out = np.zeros(channel.shape, dtype=np.uint8)
     if not valid.any():
         return out
-    lo, hi = np.percentile(channel[valid], [2.0, 98.0])
+    values = channel[valid]  # NaNs left out before any arithmetic: a signalling one raises "invalid" in it
+    if np.abs(values).max() > np.finfo(np.float64).max / 4:
+        # Values spanning more than a float64 holds (float64 data near ±1.8e308) would overflow the
+        # percentiles' and the stretch's differences; a quarter keeps every ratio.
+        values = values / 4
+    lo, hi = np.percentile(values, [2.0, 98.0])
     scale = 255.0 / (hi - lo) if hi > lo else 0.0
-    stretched = np.clip((channel - lo) * scale, 0, 255) if scale else np.full(channel.shape, 128.0)
-    out[valid] = np.rint(stretched[valid]).astype(np.uint8)
+    out[valid] = np.rint(np.clip((values - lo) * scale, 0, 255)).astype(np.uint8) if scale else 128
     return out
 
 
