@@ -8,7 +8,7 @@ pipeline knows (:class:`ExtraMetadata`), it returns a STAC 1.1
 * ``geometry`` and ``bbox`` in longitude/latitude, from the grid's densified
   outline;
 * ``datetime`` for a single instant, otherwise ``start_datetime`` and
-  ``end_datetime`` (the end of the last interval, for interval axes);
+  ``end_datetime`` (both included: the last second of an interval axis);
 * projection v2: ``proj:code``, ``proj:shape``, ``proj:transform``;
 * datacube: dimensions ``x``, ``y``, ``time`` (with its values) and ``band``
   (with its values), and one variable ``data``;
@@ -151,6 +151,22 @@ def time_values(times: TimeCoordinates) -> list[str]:
     return [format_seconds(s) for s in secs]
 
 
+def time_span(times: TimeCoordinates) -> tuple[int, int]:
+    """The first and the last second a file's time steps cover, both included, as STAC's datetimes are.
+
+    An interval covers ``[start, end)`` (spec "Time coordinates"), and STAC's
+    ``end_datetime`` is inclusive: coordinates are whole seconds, so the last
+    second covered is one before the end. Written as the end itself, a month's
+    cube would answer a search for the next month, from its first instant.
+
+    >>> from rumi_core.time_coordinates import TimeCoordinates
+    >>> [format_seconds(s) for s in time_span(TimeCoordinates.from_values([("2020-01-01", "2020-02-01")]))]
+    ['2020-01-01T00:00:00Z', '2020-01-31T23:59:59Z']
+    """
+    secs = times.seconds
+    return secs[0], secs[-1] - 1 if times.time_type == INTERVAL else secs[-1]
+
+
 def _to_datetime(seconds: int) -> dt.datetime:
     try:
         return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
@@ -190,8 +206,7 @@ def _datacube(grid: Grid | None, info: Info, bands: Sequence[Band]) -> dict[str,
         x = {"type": "spatial", "axis": "x", "extent": [0, lay.image_width], "step": 1, "description": "pixel columns, no CRS"}
         y = {"type": "spatial", "axis": "y", "extent": [0, lay.image_length], "step": 1, "description": "pixel rows, no CRS"}
     values = time_values(info.times)
-    secs = info.times.seconds
-    time = {"type": "temporal", "extent": [format_seconds(secs[0]), format_seconds(secs[-1])], "values": values}
+    time = {"type": "temporal", "extent": [format_seconds(s) for s in time_span(info.times)], "values": values}
     band = {"type": "bands", "values": [b.name for b in bands]}
     return {
         "cube:dimensions": {"time": time, "band": band, "y": y, "x": x},
@@ -294,8 +309,7 @@ def create_item(
     grid = file_grid(info.georef, lay)
     geometry, bbox = _geometry(grid)
 
-    secs = info.times.seconds
-    start, end = secs[0], secs[-1]
+    start, end = time_span(info.times)
     single = info.times.time_type != INTERVAL and start == end
     properties: dict[str, Any] = {}
     if not single:

@@ -31,7 +31,7 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     Without --header, the blob beside it (FILE + "h", the one rumi read
     locates frames with) is checked too, when there is one.
     """
-    blob, header_path = _header(file, header_path)
+    blob, header_path, unread = _header(file, header_path)
     try:
         structure = validate(file, blob, quick=quick)
     except SourceError as err:
@@ -51,27 +51,29 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     lay = structure.head.layout
     what = "structure" if quick else f"structure and {lay.frame_count} frames"
     extra = f" and header blob {header_path}" if blob is not None else ""
+    if unread is not None:
+        click.echo(shown(f"{file}: no header blob checked ({one_line(unread)})"), err=True)
     click.echo(shown(f"{file}: valid ({what}{extra} checked)"))
 
 
-def _header(file: str, header_path: str | None) -> tuple[bytes | None, str | None]:
-    """The blob to check FILE with, and where it is: --header's, else the one beside FILE, else none."""
+def _header(file: str, header_path: str | None) -> tuple[bytes | None, str | None, SourceError | None]:
+    """The blob to check FILE with and where it is (--header's, else the one beside FILE), and why none was read beside a URL."""
     if header_path is not None:
-        return read_header_file(header_path), header_path  # unreadable: an I/O error, exit 2
+        return read_header_file(header_path), header_path, None  # unreadable: an I/O error, exit 2
     beside = blob_beside(file)
     if url_scheme(file) is None:
-        return (read_header_file(beside), beside) if os.path.isfile(beside) else (None, None)
+        return (read_header_file(beside), beside, None) if os.path.isfile(beside) else (None, None, None)
     try:
-        return read_header_file(beside), beside
+        return read_header_file(beside), beside, None
     except OptionError as err:
         cause = err.__cause__ or err
         if not isinstance(cause, SourceError) or cause.status is None:
             _report(file, "cannot read", cause)  # no answer: the file's own request would fail alike
             sys.exit(2)
         # The store answered: beside a URL, "no blob there" and "a blob not readable" look alike
-        # (a signed URL signs its file alone: 403 for the blob), so the file is checked alone, saying why.
-        click.echo(shown(f"{file}: no header blob checked ({one_line(cause)})"), err=True)
-        return None, None
+        # (a signed URL signs its file alone: 403 for the blob), so the file is checked alone, and
+        # a valid one is said to be checked without its blob.
+        return None, None, cause
 
 
 def _report(file: str, verdict: str, err: BaseException) -> None:

@@ -450,3 +450,29 @@ def test_a_stac_apis_relative_hrefs_resolve_against_its_urls(tmp_path: Path, mak
         pytest.raises(StorageError, match=r"names 'file://.*x\.rumi', a file on this machine, which a remote"),
     ):
         search(api.url)
+
+
+def test_a_cube_of_intervals_is_not_found_after_its_last_interval_ends(tmp_path: Path) -> None:
+    """Intervals are ``[start, end)`` and STAC's ``end_datetime`` is inclusive: a January-February cube answers no search for March."""
+    import numpy as np
+
+    import rumi_core
+
+    path = tmp_path / "janfeb.rumi"
+    times = [("2021-01-01", "2021-02-01"), ("2021-02-01", "2021-03-01")]
+    data = np.zeros((2, 1, 16, 16), dtype="uint16")
+    grid = {"crs": "EPSG:32633", "transform": (10.0, 0.0, 5e5, 0.0, -10.0, 4e6)}
+    blob = rumi_core.write(path, data, bands=["b"], times=times, tile_size=16, **grid)
+    (tmp_path / "janfeb.rumih").write_bytes(blob)
+    item = create_item(path, tmp_path / "janfeb.rumih", thumbnail=False)
+    assert item.properties["end_datetime"] == "2021-02-28T23:59:59Z"
+    build_catalog([item], tmp_path / "stac")
+    collection = json.loads(next((tmp_path / "stac").rglob("collection.json")).read_text())
+    assert collection["extent"]["temporal"]["interval"] == [["2021-01-01T00:00:00Z", "2021-02-28T23:59:59Z"]]
+    for walked in (False, True):
+        if walked:
+            (tmp_path / "stac" / INDEX_NAME).unlink()
+        assert search(tmp_path / "stac", datetime="2021-03-01/2021-03-31") == []
+        assert search(tmp_path / "stac", datetime="2021-03-01T00:00:00Z") == []
+        assert [h.id for h in search(tmp_path / "stac", datetime="2021-02-28T23:59:59Z/..")] == ["janfeb"]
+        assert [h.id for h in search(tmp_path / "stac", datetime="../2021-01-01")] == ["janfeb"]

@@ -156,7 +156,7 @@ def test_interval_image_has_start_and_end(tmp_path: Path) -> None:
     (tmp_path / "dem.rumih").write_bytes(blob)
     d = create_item(path).to_dict()
     props = d["properties"]
-    assert props["start_datetime"] == "2020-01-01T00:00:00Z" and props["end_datetime"] == "2021-01-01T00:00:00Z"
+    assert props["start_datetime"] == "2020-01-01T00:00:00Z" and props["end_datetime"] == "2020-12-31T23:59:59Z"  # [start, end) in the file
     assert props["cube:dimensions"]["time"]["values"] == ["2020-01-01T00:00:00Z/2021-01-01T00:00:00Z"]
     assert props["rumi:time_type"] == "interval"
     assert d["bbox"] == pytest.approx([10.0, 49.6, 10.5, 50.0])
