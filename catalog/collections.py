@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pystac
 
-from catalog.errors import CatalogError
+from catalog.errors import CatalogError, SearchError
 from catalog.index import INDEX_NAME, write_index
 from catalog.items import EO_URI, PROJECTION_URI
 from catalog.selectors import lonlat_union
@@ -146,8 +146,15 @@ def _extensions(summaries: dict[str, list[Any]], item_assets: dict[str, dict[str
 
 
 def _index_rows(catalog: pystac.Catalog, root_dir: str) -> list[dict[str, Any]]:
+    """The index's items: hrefs relative to ``root_dir``, and of the links only ``self`` and ``collection``, both relative too."""
     rows = []
     for item in catalog.get_items(recursive=True):
+        if item.geometry is None:
+            # stac-geoparquet needs a geometry and a bbox for every row (and fails inside shapely without).
+            raise SearchError(
+                f"item {item.id!r} has no geometry (its file has no CRS), and a stac-geoparquet index needs one: "
+                "build the catalogue with index=False, or write the file with a CRS"
+            )
         row = item.to_dict(include_self_link=False, transform_hrefs=False)
         for key, asset in item.assets.items():
             href = asset.get_absolute_href() or asset.href
@@ -158,6 +165,10 @@ def _index_rows(catalog: pystac.Catalog, root_dir: str) -> list[dict[str, Any]]:
         links = [ln for ln in row.get("links", []) if ln.get("rel") not in ("self", "root", "parent", "collection")]
         if self_href:
             links.append({"rel": "self", "href": os.path.relpath(self_href, root_dir), "type": "application/geo+json"})
+        collection = item.get_collection()
+        if collection is not None and (collection_href := collection.get_self_href()):
+            # STAC allows an item's "collection" field only beside a link to it.
+            links.append({"rel": "collection", "href": os.path.relpath(collection_href, root_dir), "type": "application/json"})
         row["links"] = links
         rows.append(row)
     return rows
@@ -190,6 +201,8 @@ def build_catalog(
 
     Raises:
         CatalogError: no items, duplicate item ids, or an item without time.
+        SearchError: ``index`` is true and an item cannot be indexed (one
+            without geometry, from a file without CRS); nothing is written.
     """
     root = os.path.abspath(os.fspath(root_dir))
     clones = [it.clone() for it in items]
@@ -225,7 +238,7 @@ def build_catalog(
     os.makedirs(root, exist_ok=True)
     catalog.normalize_hrefs(root)
     catalog.make_all_asset_hrefs_relative()
-    catalog.save(catalog_type=pystac.CatalogType.SELF_CONTAINED, dest_href=root)
-    if index:
+    if index:  # first: a catalogue whose index cannot be written is not written at all, links to it included
         write_index(_index_rows(catalog, root), os.path.join(root, INDEX_NAME))
+    catalog.save(catalog_type=pystac.CatalogType.SELF_CONTAINED, dest_href=root)
     return catalog

@@ -116,6 +116,43 @@ def test_bands_that_differ_between_items_are_summarised_apart(make_cube: Callabl
     validate_stac(collection, schema_dir=str(stac_schemas), require_all=True)
 
 
+def _without_nulls(value: Any) -> Any:
+    """What stac-geoparquet's columns add back: a null for each field another row has."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    return [_without_nulls(v) for v in value] if isinstance(value, list) else value
+
+
+def test_the_index_rows_are_valid_stac_items_linked_to_their_collection(catalogue: Path, stac_schemas: Path) -> None:
+    """STAC allows an item's ``collection`` field only beside a ``collection`` link: the index's rows keep one, relative."""
+    from stac_geoparquet.arrow import stac_table_to_items
+
+    from catalog.index import read_index_table
+
+    rows = [_without_nulls(row) for row in stac_table_to_items(read_index_table(catalogue / INDEX_NAME))]
+    assert len(rows) == 3
+    for row in rows:
+        row["properties"].setdefault("datetime", None)  # the null STAC requires beside start and end
+        assert validate_stac(row, schema_dir=str(stac_schemas), require_all=True).unchecked == ()
+        (link,) = [ln for ln in row["links"] if ln["rel"] == "collection"]
+        assert json.loads((catalogue / link["href"]).read_text())["id"] == row["collection"]
+
+
+def test_an_item_without_geometry_is_refused_by_the_index_before_anything_is_written(tmp_path: Path) -> None:
+    import numpy as np
+
+    import rumi_core
+
+    blob = rumi_core.write(tmp_path / "a.rumi", np.zeros((1, 1, 8, 8), "uint8"), bands=["b"], times=["2021-01-01"], tile_size=8)
+    (tmp_path / "a.rumih").write_bytes(blob)
+    item = create_item(tmp_path / "a.rumi", tmp_path / "a.rumih", thumbnail=False)
+    with pytest.raises(SearchError, match=r"item 'a' has no geometry .* build the catalogue with index=False"):
+        build_catalog([item], tmp_path / "stac")
+    assert not (tmp_path / "stac").exists() or not any((tmp_path / "stac").iterdir())
+    build_catalog([item], tmp_path / "stac", index=False)
+    assert [h.id for h in search(tmp_path / "stac", datetime="2021-01")] == ["a"]
+
+
 def test_copied_tree_still_reads(catalogue: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(catalogue.parent, copy)
