@@ -269,7 +269,7 @@ def search(
     time = TimeRange.given(datetime)
     if bbox is not None:
         try:
-            bbox = check_bbox(bbox, antimeridian=True)
+            bbox = check_bbox(bbox, antimeridian=True, searched=True)
         except SelectorError as err:
             raise SearchError(str(err)) from err
     href = os.fspath(target)

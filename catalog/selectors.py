@@ -18,6 +18,7 @@ TimeRange(start=1609459200, end=1610409599)
 
 from __future__ import annotations
 
+import calendar
 import math
 import operator
 import re
@@ -53,38 +54,51 @@ __all__ = [
 
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MONTH_ONLY = re.compile(r"^(\d{4})-(\d{2})$")
+_YEAR_ONLY = re.compile(r"^\d{4}$")
 
 
-def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False) -> tuple[float, float, float, float]:
+def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False, searched: bool = False) -> tuple[float, float, float, float]:
     """Check a bounding box ``(minx, miny, maxx, maxy)``; the one rule ``search`` and ``read`` share.
 
     >>> check_bbox([1, 2, 3, 4])
     (1.0, 2.0, 3.0, 4.0)
     >>> check_bbox([170, -20, -175, -10], antimeridian=True)  # Fiji, across 180°
     (170.0, -20.0, -175.0, -10.0)
+    >>> check_bbox([10, 45, 0, 10, 45, 100], antimeridian=True, searched=True)  # a point, with heights
+    (10.0, 45.0, 10.0, 45.0)
 
     Args:
         bbox: The four numbers.
         antimeridian: A longitude/latitude box: longitudes within -180..180
             and latitudes within -90..90, and it may cross the antimeridian
             with ``minx > maxx`` (STAC API, *bbox*; RFC 7946 §5.2).
+        searched: A search's box, as a STAC API takes it: also six numbers
+            ``minx, miny, minz, maxx, maxy, maxz`` (heights are not searched),
+            and it may have no width or height (a point or a line: what
+            intersects it is found). A box read needs an area.
 
     Raises:
-        SelectorError: not four finite numbers, or ``minx >= maxx`` (but
-            across the antimeridian) or ``miny >= maxy``, or a longitude or
-            latitude out of its range.
+        SelectorError: not four (or for a search six) finite numbers, or
+            ``minx >= maxx`` (but across the antimeridian) or ``miny >=
+            maxy`` (for a search, ``>``), or a longitude or latitude out of
+            its range.
     """
+    if searched and len(bbox) == 6:
+        bbox = [bbox[0], bbox[1], bbox[3], bbox[4]]
     if len(bbox) != 4:
-        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy, got {list(bbox)}")
+        six = " (or six, with minz and maxz after miny and maxy)" if searched else ""
+        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy{six}, got {list(bbox)}")
     minx, miny, maxx, maxy = (float(v) for v in bbox)
     if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
         raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
     if antimeridian and not (-180 <= minx <= 180 and -180 <= maxx <= 180 and -90 <= miny <= 90 and -90 <= maxy <= 90):
         raise SelectorError(f"bbox {list(bbox)} is not in degrees: longitudes are within -180..180, latitudes within -90..90")
     crosses = antimeridian and maxx < minx
-    if not ((minx < maxx or crosses) and miny < maxy):
+    below = operator.le if searched else operator.lt
+    if not ((below(minx, maxx) or crosses) and below(miny, maxy)):
         across = " (or, across the antimeridian, minx > maxx within -180..180)" if antimeridian else ""
-        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx < maxx{across} and miny < maxy")
+        sign = "<=" if searched else "<"
+        raise SelectorError(f"bbox {list(bbox)} is empty or inverted: it needs minx {sign} maxx{across} and miny {sign} maxy")
     return minx, miny, maxx, maxy
 
 
@@ -171,30 +185,42 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
     Raises:
         SelectorError: the text is not an ISO 8601 date or datetime.
 
-    A month (``2021-02``, ISO 8601's reduced precision) means its first
-    second, or with ``end=True`` its last.
+    A month (``2021-02``) or a year (``2021``), ISO 8601's reduced
+    precision, means its first second, or with ``end=True`` its last.
 
     >>> parse_datetime("2021-01-01"), parse_datetime("2021-01-01", end=True)
     (1609459200, 1609545599)
-    >>> parse_datetime("2020-12", end=True) == parse_datetime("2020-12-31", end=True)
+    >>> parse_datetime("2020-12", end=True) == parse_datetime("2020", end=True) == parse_datetime("2020-12-31", end=True)
     True
     """
     value = text.strip()
     month = _MONTH_ONLY.match(value)
-    if month:
-        # ISO 8601's reduced precision: "2021-02" is that month, from its first second to its last.
-        year, number = int(month[1]), int(month[2])
-        if not 1 <= number <= 12:
-            raise SelectorError(f"{text!r} is not an ISO 8601 month: month {number} is not in 1..12")
-        following = f"{year + number // 12:04d}-{number % 12 + 1:02d}-01"
-        return parse_time(following) - 1 if end else parse_time(f"{year:04d}-{number:02d}-01")
+    if month and not 1 <= int(month[2]) <= 12:
+        raise SelectorError(f"{text!r} is not an ISO 8601 month: month {int(month[2])} is not in 1..12")
     try:
-        seconds = parse_time(value)  # a fraction of a second names the second it falls in
-    except InvalidInputError as err:
-        raise SelectorError(f"{text!r} is not an ISO 8601 date or datetime such as 2021-01-31 or 2021-01-31T10:00:00Z") from err
-    if end and _DATE_ONLY.match(value):
+        seconds = parse_time(_last_day(value, month) if end else _first_day(value, month))  # a fraction of a second names its second
+    except (InvalidInputError, ValueError) as err:
+        examples = "2021, 2021-01, 2021-01-31 or 2021-01-31T10:00:00Z"
+        raise SelectorError(f"{text!r} is not an ISO 8601 year, month, date or datetime such as {examples}") from err
+    if end and (_DATE_ONLY.match(value) or month or _YEAR_ONLY.match(value)):
         seconds += 86400 - 1
     return seconds
+
+
+def _first_day(value: str, month: re.Match[str] | None) -> str:
+    """The first day of a year or month (ISO 8601's reduced precision: ``2021``, ``2021-02``); any other text as it is."""
+    return f"{value}-01-01" if _YEAR_ONLY.match(value) else f"{value}-01" if month else value
+
+
+def _last_day(value: str, month: re.Match[str] | None) -> str:
+    """The last day of a year or month; any other text as it is.
+
+    Raises:
+        ValueError: a month of a year the calendar does not hold (year 0).
+    """
+    if _YEAR_ONLY.match(value):
+        return f"{value}-12-31"
+    return f"{value}-{calendar.monthrange(int(month[1]), int(month[2]))[1]:02d}" if month else value
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ def parse_lonlat_bbox(
     """Parse ``"minx,miny,maxx,maxy"``, a longitude/latitude box that may cross the antimeridian (``rumi search``, :func:`check_bbox`)."""
     parts = _numbers(value)
     try:
-        return None if parts is None else check_bbox(parts, antimeridian=True)
+        return None if parts is None else check_bbox(parts, antimeridian=True, searched=True)
     except SelectorError as err:
         raise OptionError(f"--bbox: {err}") from err
 

@@ -18,7 +18,9 @@ __all__ = ["search_command"]
 @click.command("search")
 @click.argument("target", metavar="CATALOG_OR_API")
 @click.option(
-    "--bbox", callback=parse_lonlat_bbox, help="Longitude/latitude box minx,miny,maxx,maxy (minx > maxx crosses the antimeridian)."
+    "--bbox",
+    callback=parse_lonlat_bbox,
+    help="Longitude/latitude box minx,miny,maxx,maxy (minx > maxx crosses the antimeridian; a point or line is allowed).",
 )
 @click.option("--datetime", "when", callback=check_datetime, help="ISO 8601 range A/B (open ends '..'), or one date.")
 @click.option("--bands", help="Band names every hit must have, e.g. red,nir.")

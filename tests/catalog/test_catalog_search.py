@@ -513,3 +513,21 @@ def test_a_cube_of_intervals_is_not_found_after_its_last_interval_ends(tmp_path:
         assert search(tmp_path / "stac", datetime="2021-03-01T00:00:00Z") == []
         assert [h.id for h in search(tmp_path / "stac", datetime="2021-02-28T23:59:59Z/..")] == ["janfeb"]
         assert [h.id for h in search(tmp_path / "stac", datetime="../2021-01-01")] == ["janfeb"]
+
+
+def test_a_search_takes_a_point_a_six_number_box_and_a_year_as_stac_apis_do(catalogue: Path) -> None:
+    """STAC API: a bbox of four or six numbers, which may be a point; ISO 8601's reduced precision: a year is that year."""
+    inside = (15.0, 36.14)
+    for walked in (False, True):
+        if walked:
+            (catalogue / INDEX_NAME).unlink()
+        assert {h.id for h in search(catalogue, bbox=(*inside, *inside))} == {"s2_jan", "s2_jun", "other_jan"}
+        assert search(catalogue, bbox=(1.0, 1.0, 1.0, 1.0)) == []
+        with_heights = (14.99, 36.13, -10, 15.02, 36.15, 10)
+        assert {h.id for h in search(catalogue, bbox=with_heights, datetime="../2021-01")} == {"s2_jan", "other_jan"}
+        assert {h.id for h in search(catalogue, datetime="2021")} == {"s2_jan", "s2_jun", "other_jan"}
+        assert search(catalogue, datetime="2022/..") == []
+    result = CliRunner().invoke(cli, ["search", str(catalogue), "--bbox", "15,36.14,15,36.14", "--datetime", "../2021", "--json"])
+    assert result.exit_code == 0 and len(json.loads(result.output)) == 3, result.output
+    with pytest.raises(SearchError, match="empty or inverted: it needs minx <= maxx"):
+        search(catalogue, bbox=(15.0, 36.15, 15.0, 36.14))
