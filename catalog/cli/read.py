@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-import numpy as np
 
+from catalog.cli.npy import write_npy
 from catalog.cli.options import check_datetime, command_storage, parse_bbox
 from catalog.cli.read_catalog import read_catalog
 from catalog.cube import Cube
@@ -27,7 +27,6 @@ from catalog.grid import epsg_code
 from catalog.selectors import parse_band_selector, parse_time_selector
 from rumi_core.cli.options import OptionError, check_output_file, failure, parse_window, progress_bar, read_header_file, timeout_option
 from rumi_core.errors import RumiError
-from rumi_core.files import atomic_file
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -177,8 +176,7 @@ def read_command(
                 )
             bare = cube.item is None
             if suffix == ".npy":
-                with atomic_file(output) as f:  # streamed: no second copy of the array in memory
-                    np.save(f, result.data, allow_pickle=False)
+                write_npy(output, result.data)
             else:
                 stack = result.as_cube()
                 t, b, h, w = stack.shape
@@ -207,9 +205,3 @@ def read_command(
         click.echo(f"note: --window {w0}:{w1},{w2}:{w3} clipped to the image: {r0}:{r1},{c0}:{c1}", err=True)
     if suffix != ".npy" and bare and result.nodata is None:
         click.echo("note: a bare .rumi file carries no no-data value; read its STAC item to keep it", err=True)
-    if suffix == ".npy" and data.dtype.kind == "V" and data.dtype.fields is None:
-        # .npy has no code for the ml_dtypes types: numpy stores their exact bits as opaque void items.
-        click.echo(
-            f"note: .npy stores {data.dtype} as raw {data.dtype.itemsize}-byte items; load with np.load(...).view(ml_dtypes.{data.dtype})",
-            err=True,
-        )

@@ -20,6 +20,7 @@ import click
 import numpy as np
 
 from catalog.bands import Band
+from catalog.cli.npy import write_npy
 from catalog.geotiff import write_geotiff
 from catalog.grid import box_in
 from catalog.load import load
@@ -27,7 +28,6 @@ from catalog.search import search
 from catalog.selectors import lonlat_wrapped
 from rumi_core.cli.options import counted, failure, progress_bar, shown
 from rumi_core.errors import ResourceLimitError, RumiError
-from rumi_core.files import atomic_file
 from rumi_core.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
@@ -113,8 +113,7 @@ def read_catalog(
     except RumiError as err:
         raise failure(catalog, err) from err
     if output.suffix.lower() == ".npy":
-        with atomic_file(output) as written:  # streamed: no second copy of the array in memory
-            np.save(written, data, allow_pickle=False)
+        write_npy(output, data)
     else:
         from affine import Affine
 

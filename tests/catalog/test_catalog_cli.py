@@ -14,6 +14,7 @@ import rumi_core
 from catalog.collections import build_catalog
 from catalog.items import create_item
 from rumi_core.cli.main import cli
+from rumi_core.encodings import ENCODINGS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -220,6 +221,21 @@ def test_export_refuses_what_geotiff_cannot_hold(tmp_path: Path) -> None:
     rumi_core.write(path, np.zeros((1, 4, 4), dtype=ml_dtypes.bfloat16), bands=["x"], times=["2020-01-01"])
     result = CliRunner().invoke(cli, ["export", str(path), "-o", str(tmp_path / "bf.tif")])
     assert result.exit_code == 1 and "GeoTIFF cannot hold bfloat16" in result.output
+
+
+@pytest.mark.parametrize("encoding", [e for e in ENCODINGS if e.dtype.type.__module__.startswith("ml_dtypes")], ids=lambda e: e.name)
+def test_an_npy_of_an_ml_dtypes_type_loads_and_views_back_bit_for_bit(tmp_path: Path, encoding: Any) -> None:
+    """.npy has no code for bfloat16 or the float8 types: their bits are saved as void (float8_e5m2 was '<f1', which np.load refused)."""
+    bits = np.arange(256, dtype="uint8" if encoding.dtype.itemsize == 1 else "uint16").reshape(1, 1, 16, 16)
+    path = tmp_path / "f.rumi"
+    rumi_core.write(path, bits.view(encoding.dtype), bands=["x"], times=["2020-01-01"])
+    result = CliRunner().invoke(cli, ["read", str(path), "-o", str(tmp_path / "f.npy")])
+    assert result.exit_code == 0, result.output
+    assert f"load with np.load(...).view(ml_dtypes.{encoding.dtype})" in result.stderr
+    loaded = np.load(tmp_path / "f.npy")
+    assert loaded.dtype == np.dtype(f"V{encoding.dtype.itemsize}")
+    np.testing.assert_array_equal(loaded.view(bits.dtype), bits[0])  # one time step: (B, Y, X)
+    assert loaded.view(encoding.dtype).dtype == encoding.dtype
 
 
 @pytest.mark.parametrize("suffix", [".npy", ".tif"])
