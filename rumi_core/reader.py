@@ -219,6 +219,9 @@ def _requests(
     return runs
 
 
+_CONTENT_CHECKSUM = "Content checksum mismatch"
+"""OpenZL's reason when a frame decodes to samples other than those its writer checksummed."""
+
 _LARGE_SELECTION = 1 << 16
 """Frames a read may list before it must know the file's size."""
 
@@ -337,14 +340,24 @@ def decode_checked(
         raw = decode_into_place(data, decoded_frame_bytes, place, verify=verify)
     except FrameDecodeError as err:
         text = where if isinstance(where, str) else where()
-        # A blob placed this frame: a blob of another file, or of this file before it was rewritten
-        # (same name, other frame sizes), fails here as a corrupt file does. Name both causes.
-        hint = (
-            "; the file is corrupt, or the header blob describes another file or an earlier version of this one"
-            " (rumi header FILE builds its blob), for the frame it places"  # the error appends " at byte N"
-            if by_blob
-            else ""
-        )
+        if _CONTENT_CHECKSUM in err.message:
+            # The frame was found and decoded (a misplaced frame fails before), to samples other than those
+            # its writer checksummed: seen in rumi-eo's files of floats with several NaN payloads, which
+            # geozl's NaN stage writes back as one.
+            hint = (
+                "; the frame decodes, but not to the samples its writer checksummed: the writer changed them after"
+                " checksumming (geozl's NaN stage folds NaN payloads into one), or the file is corrupt;"
+                " rumi_core.read(..., verify=False) returns the samples as decoded, for the frame"  # " at byte N"
+            )
+        elif by_blob:
+            # A blob placed this frame: a blob of another file, or of this file before it was rewritten
+            # (same name, other frame sizes), fails here as a corrupt file does. Name both causes.
+            hint = (
+                "; the file is corrupt, or the header blob describes another file or an earlier version of this one"
+                " (rumi header FILE builds its blob), for the frame it places"  # the error appends " at byte N"
+            )
+        else:
+            hint = ""
         message = f"{text}: {' '.join(err.message.split())}{hint}"
         raise FrameDecodeError(message, field=f"frame {index}", rule=err.rule, offset=offset) from err
     if layout.encoding.name == "bool" and raw.max(initial=0) > 1:

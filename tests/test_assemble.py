@@ -171,3 +171,34 @@ def test_a_source_that_ends_before_the_frame_is_refused(tmp_path: Path, known: b
     ):
         out.copy_frame(source.fileno(), 0, len(frames[0]))
     assert [p.name for p in tmp_path.iterdir()] == ["short"]
+
+
+def _content_checksum_only(samples: np.ndarray) -> bytes:
+    """An OpenZL frame of ``samples`` stored raw, with a content checksum and no compressed checksum."""
+    import openzl.ext as zl
+
+    compressor = zl.Compressor()
+    compressor.select_starting_graph(zl.graphs.Store()(compressor))
+    cctx = zl.CCtx()
+    cctx.ref_compressor(compressor)
+    cctx.set_parameter(zl.CParam.FormatVersion, 21)
+    cctx.set_parameter(zl.CParam.ContentChecksum, 1)  # ZL_TernaryParam_enable
+    cctx.set_parameter(zl.CParam.CompressedChecksum, 2)  # ZL_TernaryParam_disable
+    return bytes(cctx.compress([zl.Input(zl.Type.Numeric, np.ascontiguousarray(samples).reshape(-1))]))
+
+
+def test_a_frame_whose_samples_differ_from_its_content_checksum_names_that_and_verify_false(tmp_path: Path) -> None:
+    """An encoder that changes samples after checksumming them (geozl 0.18's NaN stage, in rumi-eo's files) writes
+    frames that decode to other samples than checksummed: the error says so, not that the blob is another file's."""
+    cube = _cube()
+    frames = [bytearray(_content_checksum_only(frame_samples(cube, LAYOUT, i))) for i in range(LAYOUT.frame_count)]
+    first = frame_samples(cube, LAYOUT, 0).tobytes()
+    frames[0][bytes(frames[0]).find(first) + 10] ^= 1  # one stored sample changed after checksumming
+    blob = rumi_core.assemble(tmp_path / "c.rumi", layout=LAYOUT, georef=Georeferencing.undefined(), trailer=TRAILER, frames=frames)
+    with pytest.raises(rumi_core.FrameDecodeError) as caught:
+        rumi_core.read(tmp_path / "c.rumi", blob)
+    message = str(caught.value)
+    assert "not to the samples its writer checksummed" in message and "verify=False" in message
+    assert "describes another file" not in message
+    changed = rumi_core.read(tmp_path / "c.rumi", blob, verify=False)
+    assert (changed != cube).sum() == 1
