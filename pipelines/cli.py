@@ -554,20 +554,32 @@ def _keep_if_written(log: str) -> bool:
     return written
 
 
-_BEAM_WRAPPED: Final = re.compile(r"^(?:RuntimeError: )?(?P<cause>\w+: .*?) \[while running '(?P<step>[^']+)'\]$")
+_BEAM_WRAPPED: Final = re.compile(r"^(?:RuntimeError: )?(?P<kind>[\w.]+): (?P<text>.*?) \[while running '(?P<step>[^']+)'\]$")
 """How Beam's local runners report an exception of a step: in a ``RuntimeError``, naming the step after it."""
+
+_OURS: Final = ("pipelines.", "catalog.", "rumi_core.")
+"""The packages whose errors are written for the user: their text names the input and what to do."""
 
 
 def _unwrapped(line: str) -> str:
     """A failed step's last line without Beam's wrapping: the exception first, then the step it was raised in.
 
+    This project's own errors are their message alone: the class's module path
+    and Beam's step name say nothing to a user that the message does not.
+
     >>> _unwrapped("RuntimeError: OSError: [Errno 27] File too large: 'x.part' [while running 'Convert/WriteParts/Write']")
     "OSError: [Errno 27] File too large: 'x.part' (in the step Convert/WriteParts/Write)"
+    >>> _unwrapped("pipelines.errors.PipelineError: stac/x.json is not JSON; repair it [while running 'Convert/Publish1/Write']")
+    'stac/x.json is not JSON; repair it'
     >>> _unwrapped("the worker fell over")
     'the worker fell over'
     """
     match = _BEAM_WRAPPED.match(line)
-    return line if match is None else f"{match['cause']} (in the step {match['step']})"
+    if match is None:
+        return line
+    if match["kind"].startswith(_OURS):
+        return match["text"]
+    return f"{match['kind']}: {match['text']} (in the step {match['step']})"
 
 
 _STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}

@@ -198,6 +198,8 @@ def test_a_broken_item_of_the_catalogue_added_to_fails_the_run_and_keeps_that_ca
     assert (
         f"{item} is malformed: item 'x': assets.data.href is a number, not a text; it is in the catalogue this run adds to" in result.output
     )
+    (error,) = [line for line in result.output.splitlines() if line.startswith("Error: ")]  # Beam's log, in-process, is above it
+    assert "PipelineError" not in error and "while running" not in error and "in the step" not in error, error
     assert {p: p.read_bytes() for p in stac.rglob("*") if p.is_file()} == before and list((tmp_path / "run2").glob("*.rumi"))
     item.unlink()  # removed: the next run adds its cube to what is left
     run(sorted(second), ConvertOptions(out=str(tmp_path / "run2"), tile_size=32, catalog=str(stac)))
