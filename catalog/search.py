@@ -335,4 +335,22 @@ def _search_api(url: str, *, bbox: Sequence[float] | None, time: TimeRange | Non
         )
         return [it.to_dict(transform_hrefs=False) for it in result.items()]
     except (APIError, OSError, ValueError) as err:
-        raise SearchError(f"searching the STAC API at {url} failed: {err}") from err
+        raise SearchError(f"searching the STAC API at {url} failed: {_answer(err)}") from err
+
+
+def _answer(err: BaseException) -> str:
+    """What a server answered, on one line: pystac-client's APIError is the response's body, a web server's 404 page whole.
+
+    >>> from pystac_client.exceptions import APIError
+    >>> page, refusal = APIError("<!DOCTYPE HTML>\\n<html><body>Not Found</body></html>"), APIError('{"description": "bad bbox"}')
+    >>> page.status_code, refusal.status_code = 404, 400
+    >>> _answer(page), _answer(refusal)
+    ('HTTP 404, a web page', 'HTTP 400: {"description": "bad bbox"}')
+    """
+    text = " ".join(str(err).split())
+    status = getattr(err, "status_code", None)
+    if status is None:
+        return text
+    if text.startswith("<"):
+        return f"HTTP {status}, a web page"
+    return f"HTTP {status}: {text[:300]}" if text else f"HTTP {status}"

@@ -264,6 +264,25 @@ def test_a_static_catalogue_over_http_by_its_folder(catalogue: Path, tmp_path: P
             search(srv.url("nothing/"))
 
 
+def test_a_web_servers_error_page_is_named_not_quoted(tmp_path: Path) -> None:
+    """pystac-client's error is the answer's body: a web server's whole 404 page went into the one line."""
+    import functools
+    import http.server
+    import threading
+
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None  # type: ignore[method-assign]
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            with pytest.raises(SearchError) as caught:
+                search(f"http://127.0.0.1:{server.server_address[1]}/nothing/")
+        finally:
+            server.shutdown()
+    message = str(caught.value)
+    assert "failed: HTTP 404, a web page; nor is it the folder of a static catalogue" in message and "<" not in message, message
+
+
 def test_hit_round_trip(catalogue: Path) -> None:
     hit = search(catalogue)[0]
     assert SearchHit.from_dict(hit.to_dict()) == hit
