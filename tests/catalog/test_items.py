@@ -225,3 +225,20 @@ def test_extra_metadata_round_trip() -> None:
     assert extra.codec == {"name": "openzl"}
     assert extra.bands == ({"common_name": "red"},)
     assert ExtraMetadata.from_dict(extra.to_dict()) == extra
+
+
+def test_band_texts_of_the_longest_digit_runs_read_in_one_pass(tmp_path: Path) -> None:
+    """A wavelength is searched from the start of a number only: a band text of 65,535 digits (the most the
+    specification allows) made every search start inside the run and backtrack, hours for ``rumi read``."""
+    import subprocess
+    import sys
+
+    assert band_from_text("x1234567890nm").center_wavelength is None  # too long a number for a wavelength
+    assert band_from_text("B8A, 865 NM").center_wavelength == 0.865
+    path = tmp_path / "digits.rumi"
+    texts = [str(b) * 65535 for b in range(1, 6)]
+    rumi_core.write(path, np.zeros((5, 2, 2), "uint8"), bands=texts, times=["2020-01-01"])
+    code = "import sys; from rumi_core.cli.main import main; sys.exit(main())"
+    # A hang guard, not a timing: the read takes a fraction of a second, and took hours.
+    done = subprocess.run([sys.executable, "-c", code, "read", str(path), "-o", str(tmp_path / "x.tif")], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
