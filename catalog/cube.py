@@ -260,8 +260,14 @@ class Cube:
         structure = read_structure(source)
         head = structure.head
         bands = bands_from_texts(structure.trailer.band_texts, data_type=stac_data_type(head.layout.encoding.name))
-        grid = file_grid(head.georef, head.layout)
-        return cls(source, HeaderBlob(head.layout, head.tile_byte_counts), bands=bands, times=structure.trailer.times, grid=grid)
+        blob = HeaderBlob(head.layout, head.tile_byte_counts)
+        try:
+            grid = file_grid(head.georef, head.layout)
+        except ItemError:
+            # A transform of no area (a*e - b*d = 0) breaks no rule of the specification, and the pixels
+            # read: the grid is refused where a read needs one (a box, a GeoTIFF), by :attr:`grid`.
+            return cls(source, blob, bands=bands, times=structure.trailer.times)
+        return cls(source, blob, bands=bands, times=structure.trailer.times, grid=grid)
 
     @classmethod
     def _from_item(cls, doc: dict[str, Any], where: str | None, storage: Storage, header: bytes | HeaderBlob | None) -> Cube:

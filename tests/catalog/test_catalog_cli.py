@@ -305,3 +305,24 @@ def test_the_search_table_escapes_control_characters(tmp_path: Path) -> None:
     table = CliRunner().invoke(cli, ["search", str(tmp_path / "stac")])
     assert table.exit_code == 0, table.output
     assert "\x1b" not in table.output and len(table.output.splitlines()) == 2 and "\\n" in table.output, table.output
+
+
+def test_a_file_whose_transform_has_no_area_reads_its_pixels_and_refuses_only_a_place(cube: Any, tmp_path: Path) -> None:
+    """x_res = 0 breaks no rule of the specification (rumi validate: valid); rumi read refused even the .npy."""
+    from rumi_core.georef import GEOREF_BYTES
+    from rumi_core.header import HeaderBlob
+
+    raw = bytearray(cube.path.read_bytes())
+    matrix = HeaderBlob.from_bytes(cube.blob).base_frame_offset - GEOREF_BYTES  # ModelTransformationTag's 16 doubles
+    raw[matrix : matrix + 8] = np.float64(0.0).tobytes()
+    path = tmp_path / "flat.rumi"
+    path.write_bytes(bytes(raw))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["validate", str(path)]).exit_code == 0
+    result = runner.invoke(cli, ["read", str(path), "--bands", "1", "-o", str(tmp_path / "x.npy")])
+    assert result.exit_code == 0, result.output
+    np.testing.assert_array_equal(np.load(tmp_path / "x.npy"), cube.data[:, [1]])
+    for args in (["-o", str(tmp_path / "x.tif")], ["--bbox", "15,36.1,15.01,36.11", "-o", str(tmp_path / "y.npy")]):
+        refused = runner.invoke(cli, ["read", str(path), *args])
+        assert refused.exit_code == 1 and "maps it to a point or a line (a*e - b*d is 0)" in refused.output, refused.output
+        assert "Traceback" not in refused.output
