@@ -107,16 +107,12 @@ class _DLManagedTensorVersioned(ctypes.Structure):
     )
 
 
-_api = ctypes.pythonapi
-_capsule_is_valid = _api.PyCapsule_IsValid
-_capsule_is_valid.restype = ctypes.c_int
-_capsule_is_valid.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-_capsule_pointer = _api.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
-_capsule_set_name = _api.PyCapsule_SetName
-_capsule_set_name.restype = ctypes.c_int
-_capsule_set_name.argtypes = (ctypes.c_void_p, ctypes.c_char_p)
+# CPython's capsule API, each function with a prototype of its own: ctypes.pythonapi's function objects
+# are shared by the whole process, and another library setting their argtypes (py_object, say) would
+# change what these calls pass.
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_IsValid", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(("PyCapsule_SetName", ctypes.pythonapi))
 
 
 def _managed(capsule: Any) -> tuple[Any, bytes]:

@@ -250,3 +250,18 @@ def test_torch_sees_the_values() -> None:
     assert tensor.float().tolist() == [1.5, -2.0, 0.25, 448.0]
     halves = np.array([(1.0, -2.0), (0.5, 3.0)], dtype=rumi_core.encoding_for_dtype("complex32").dtype)
     assert torch.from_dlpack(DLPackArray(halves)).to(torch.complex64).tolist() == [complex(1, -2), complex(0.5, 3)]
+
+
+def test_another_librarys_capsule_prototypes_change_nothing() -> None:
+    """ctypes.pythonapi's functions are one object per process: a library that gives PyCapsule_GetPointer the common
+    ``(py_object, c_char_p)`` made every export fail ('called with invalid PyCapsule object')."""
+    import ctypes
+
+    shared = ctypes.pythonapi.PyCapsule_GetPointer
+    before = shared.argtypes, shared.restype
+    shared.argtypes, shared.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
+    try:
+        data = np.arange(12, dtype="uint16").reshape(3, 4)
+        np.testing.assert_array_equal(from_dlpack(DLPackArray(data)), data)
+    finally:
+        shared.argtypes, shared.restype = before
