@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
@@ -11,6 +12,9 @@ from catalog.credentials import unsigned
 from catalog.search import search
 from rumi_core.cli.options import failure, printable, timeout_option
 from rumi_core.errors import RumiError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["search_command"]
 
@@ -53,8 +57,17 @@ def search_command(
     if not hits:
         click.echo("no cube matches", err=True)
         return
-    rows = [tuple(map(printable, (h.id, f"{h.start} .. {h.end}", ",".join(h.bands), unsigned(h.data_href or "")))) for h in hits]
+    rows = [tuple(map(printable, (h.id, f"{h.start} .. {h.end}", _listed(h.bands), unsigned(h.data_href or "")))) for h in hits]
     header = ("id", "time", "bands", "data")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
     for r in [header, *rows]:
         click.echo("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+
+
+def _listed(names: Sequence[str]) -> str:
+    """Band names joined by commas, a name that holds one quoted (``rumi convert`` names bands by their whole text).
+
+    >>> _listed(["B2", "B4, Red, 665nm"])
+    'B2,"B4, Red, 665nm"'
+    """
+    return ",".join(f'"{name}"' if "," in name else name for name in names)

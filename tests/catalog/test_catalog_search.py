@@ -300,6 +300,16 @@ def test_search_command_json_and_table(catalogue: Path) -> None:
     assert "other_jan" in table.output and "s2_jan" not in table.output
 
 
+def test_the_table_quotes_a_band_name_that_holds_a_comma(tmp_path: Path, make_cube: Callable[..., Any]) -> None:
+    """rumi convert names bands by their whole text: joined by bare commas, where one band ended was lost."""
+    cube = make_cube(tmp_path, "texts")
+    names = [{"name": "B2, Blue, 490nm"}, {"name": "B3"}, {"name": "B4, Red, 665nm"}, {"name": "B8"}]
+    build_catalog([create_item(cube.path, cube.blob_path, extra={"bands": names}, thumbnail=False)], tmp_path / "stac")
+    table = CliRunner().invoke(cli, ["search", str(tmp_path / "stac")])
+    assert table.exit_code == 0, table.output
+    assert '"B2, Blue, 490nm",B3,"B4, Red, 665nm",B8' in table.output
+
+
 def test_one_band_name_is_a_text_and_datetime_a_text_or_range(catalogue: Path) -> None:
     """A text is one band name, as in :func:`catalog.load` (it was taken letter by letter, and found no hit); a datetime of
     another type is a :class:`SelectorError` naming the forms (an AttributeError before)."""
