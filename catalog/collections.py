@@ -193,7 +193,10 @@ def build_catalog(
         catalog_id: Id of the root catalog, and the dataset of items that name none.
         title: Title of the root catalog.
         description: Description of the root catalog and its collections.
-        license: License of every collection (an SPDX id, or ``"other"``).
+        license: License of a collection whose items do not all carry one
+            and the same ``license`` (an SPDX id, or ``"other"``); a
+            collection whose items do takes theirs. An SPDX id is linked to
+            its text (``rel="license"``).
         index: Also write the stac-geoparquet index ``items.parquet``.
 
     Returns:
@@ -220,15 +223,20 @@ def build_catalog(
         members = sorted(groups[key], key=lambda it: it.id)
         dataset = members[0].properties.get("rumi:dataset") or catalog_id
         summaries, item_assets = _summaries(members), _item_assets(members)
+        stated = {it.properties.get("license") for it in members}
+        chosen = str(stated.pop()) if len(stated) == 1 and None not in stated else license
         collection = pystac.Collection(
             id=key,
             description=f"{description}: dataset {dataset}, grid {members[0].properties.get('proj:code')}",
             extent=_extent(members),
-            license=license,
+            license=chosen,
             title=_title(dataset, members[0].properties),
             stac_extensions=_extensions(summaries, item_assets),
             summaries=pystac.Summaries(summaries),
         )
+        if chosen not in ("other", "proprietary"):
+            # STAC 1.1 asks a link to the licence's text beside an SPDX identifier.
+            collection.add_link(pystac.Link(rel="license", target=f"https://spdx.org/licenses/{chosen}.html", media_type="text/html"))
         if item_assets:
             collection.item_assets = {key: pystac.ItemAssetDefinition(fields) for key, fields in item_assets.items()}
         collection.add_items(members)

@@ -303,6 +303,13 @@ _CONNECT_SECONDS = 10.0
 @click.option("--catalog", "catalog_dir", default=None, type=click.Path(file_okay=False), help="STAC catalogue directory (OUT/stac).")
 @click.option("--no-catalog", is_flag=True, help="Do not write the STAC catalogue.")
 @click.option(
+    "--license",
+    "license_",
+    metavar="SPDX",
+    default=None,
+    help="The data's licence for the catalogue, an SPDX identifier (CC-BY-4.0) or 'other' [default: none stated, 'other'].",
+)
+@click.option(
     "--cube-period",
     type=click.Choice(CUBE_PERIODS),
     default=None,
@@ -372,6 +379,7 @@ def convert_command(
     max_rel_error: str | None,
     catalog_dir: str | None,
     no_catalog: bool,
+    license_: str | None,
     cube_period: str,
     align: str,
     resampling: str,
@@ -430,6 +438,7 @@ def convert_command(
             verify_frames=verify_frames,
             catalog=catalog_dir,
             write_catalog=not no_catalog,
+            license=license_,
             bands=bands,
             resolution=int(resolution) if resolution else None,
             mgrs=tuple(mgrs.split(",")) if mgrs else (),

@@ -42,6 +42,9 @@ __all__ = [
 AUTO: Final = "auto"
 """Let the pipeline choose (the defaults of :mod:`pipelines.planning.codec_choice`)."""
 
+LICENSE: Final = re.compile(r"[\w\-.+]+")
+"""A ``license`` STAC 1.1 takes (its licensing schema): an SPDX identifier such as ``CC-BY-4.0``, or ``other``."""
+
 CUBE_PERIODS: Final = ("none", "P1M", "P3M", "P1Y")
 """``--cube-period`` values: one cube per grid, per month, per quarter or per year."""
 
@@ -176,6 +179,9 @@ class ConvertOptions:
     """How many frames of each file are decoded and compared with the source before publishing."""
     catalog: str | None = None
     """Directory of the STAC catalogue (``--catalog``); None for ``OUT/stac``."""
+    license: str | None = None
+    """The data's licence (``--license``), an SPDX identifier or ``other``: every item this run writes carries it,
+    and a collection whose items all carry one licence takes it (:func:`catalog.build_catalog`)."""
     write_catalog: bool = True
     """Write the STAC catalogue (``--no-catalog`` turns it off)."""
     run_id: str = "run"
@@ -210,6 +216,8 @@ class ConvertOptions:
         self._check_sentinel2()
         if self.verify_frames < 0:
             raise OptionError(f"expected a count of at least 0, got {self.verify_frames}", option="--verify-frames")
+        if self.license is not None and LICENSE.fullmatch(self.license) is None:
+            raise OptionError(f"expected an SPDX license identifier such as CC-BY-4.0, or other, got {self.license!r}", option="--license")
 
     def _check_outputs(self) -> None:
         """``--out`` and ``--catalog``: present, and a bucket URL names a bucket."""

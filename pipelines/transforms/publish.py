@@ -70,7 +70,15 @@ CATALOG_ID = "rumi"
 """Id of the catalogue root, and the dataset of items that name none."""
 
 
-def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str = CATALOG_ID, carry_over: bool = False) -> int:
+def write_catalog(
+    entries: Sequence[ManifestEntry],
+    *,
+    out: str,
+    root: str,
+    catalog_id: str = CATALOG_ID,
+    carry_over: bool = False,
+    license: str | None = None,  # noqa: A002 - the STAC field's name
+) -> int:
     """Write the STAC catalogue of ``entries`` (files under ``out``) to ``root``; return the item count.
 
     No entries write nothing (an earlier catalogue stays). Items are built in
@@ -86,11 +94,13 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     ``carry_over`` (incremental runs) the earlier items under ``out`` that
     this run did not produce are kept too: it rewrites only what it
     converted. Without it they go, so a re-run into ``out`` ends as a clean one.
+    The items of ``entries`` carry ``license`` when it is given; kept items
+    keep theirs.
     """
     if not entries:
         return 0
     if is_gs(root):
-        count = _write_bucket_catalog(entries, out=out, root=root, catalog_id=catalog_id, carry_over=carry_over)
+        count = _write_bucket_catalog(entries, out=out, root=root, catalog_id=catalog_id, carry_over=carry_over, license=license)
         inc(WriteCatalog, "items", count)
         return count
     import catalog
@@ -105,7 +115,7 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     staging = os.path.join(parent, f".{name}-{token}-staging")
     os.makedirs(os.path.join(staging, "thumbnails"))
     try:
-        items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url)
+        items = _items(entries, out, os.path.join(staging, "thumbnails"), lambda url: url, license)
         items += _carried_over(
             os.path.join(root, "catalog.json"),
             {e.cube_id for e in entries},
@@ -123,8 +133,14 @@ def write_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, cata
     return len(items)
 
 
-def _items(entries: Sequence[ManifestEntry], out: str, thumbnails: str, href: Callable[[str], str]) -> list[pystac.Item]:
-    """One item per entry, in cube-id order; ``href`` maps a file's location to its asset href."""
+def _items(
+    entries: Sequence[ManifestEntry],
+    out: str,
+    thumbnails: str,
+    href: Callable[[str], str],
+    license: str | None,  # noqa: A002
+) -> list[pystac.Item]:
+    """One item per entry, in cube-id order, carrying ``license`` when given; ``href`` maps a file's location to its asset href."""
     import catalog
 
     storage = catalog.Storage()
@@ -143,6 +159,8 @@ def _items(entries: Sequence[ManifestEntry], out: str, thumbnails: str, href: Ca
                 storage=storage,
             )
         )
+        if license is not None:
+            items[-1].properties["license"] = license
     return items
 
 
@@ -155,7 +173,15 @@ _CATALOG_OBJECT = re.compile(r"(catalog\.json|items\.parquet|thumbnails/[^/]+\.p
 so a catalogue sharing its prefix with other outputs never removes them."""
 
 
-def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: str, catalog_id: str, carry_over: bool) -> int:
+def _write_bucket_catalog(
+    entries: Sequence[ManifestEntry],
+    *,
+    out: str,
+    root: str,
+    catalog_id: str,
+    carry_over: bool,
+    license: str | None,  # noqa: A002
+) -> int:
     """Build the catalogue in a local mirror of the bucket, then upload it leaves first and the root last."""
     import catalog
     from catalog.gcs import split_gs_url
@@ -175,7 +201,7 @@ def _write_bucket_catalog(entries: Sequence[ManifestEntry], *, out: str, root: s
 
         staging = local(root + "/catalog.json")[: -len("/catalog.json")]
         os.makedirs(os.path.join(staging, "thumbnails"))
-        items = _items(entries, out, os.path.join(staging, "thumbnails"), href)
+        items = _items(entries, out, os.path.join(staging, "thumbnails"), href, license)
         items += _carried_over(
             f"{root}/catalog.json",
             {e.cube_id for e in entries},
@@ -442,8 +468,8 @@ def _swap(new: str, root: str, old: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _write(entries: list[ManifestEntry], out: str, root: str, carry_over: bool) -> int:
-    return write_catalog(entries, out=out, root=root, carry_over=carry_over)
+def _write(entries: list[ManifestEntry], out: str, root: str, carry_over: bool, license: str | None) -> int:  # noqa: A002
+    return write_catalog(entries, out=out, root=root, carry_over=carry_over, license=license)
 
 
 @dataclass
@@ -456,19 +482,21 @@ class WriteCatalog(DataclassPTransform[PCollection["ManifestEntry"], PCollection
     """The catalogue directory (``--catalog``, by default ``OUT/stac``)."""
     carry_over: bool = False
     """Keep also the earlier items under ``out`` that this run did not produce (incremental runs; see :func:`write_catalog`)."""
+    license: str | None = None
+    """The licence this run's items carry (``--license``); None states none."""
 
     def expand(self, entries: PCollection[ManifestEntry]) -> PCollection[int]:
         """Collect, build, swap in."""
-        write = beam.Map(_write, out=self.out, root=self.root, carry_over=self.carry_over)
+        write = beam.Map(_write, out=self.out, root=self.root, carry_over=self.carry_over, license=self.license)
         out: PCollection[int] = entries | "Collect" >> Collect() | "Write" >> write
         return out
 
 
 def catalog_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[int]]:
     """The catalogue publisher: :class:`WriteCatalog` to ``options.catalog_dir``."""
-    return WriteCatalog(options.out, options.catalog_dir)
+    return WriteCatalog(options.out, options.catalog_dir, license=options.license)
 
 
 def incremental_catalog_publisher(options: ConvertOptions) -> beam.PTransform[PCollection[ManifestEntry], PCollection[int]]:
     """:class:`WriteCatalog` that keeps every earlier item this run did not produce."""
-    return WriteCatalog(options.out, options.catalog_dir, carry_over=True)
+    return WriteCatalog(options.out, options.catalog_dir, carry_over=True, license=options.license)

@@ -284,3 +284,31 @@ def test_access_tile_keeps_one_band_and_date_per_frame(scenes: tuple[Path, np.nd
     cells = CliRunner().invoke(cli, [*args, "--no-progress"])
     assert cells.exit_code == 0, cells.output
     assert _only_entry(tmp_path / "cells")["frame_unit"] in {3, 4, 5, 6, 7, 8}
+
+
+def test_license_is_stated_on_the_items_and_on_each_collection_whose_items_agree(tmp_path: Path, stac_schemas: Path) -> None:
+    """Without a licence a collection says "other" with no link, which STAC reads as "private, no rights granted"."""
+    import pystac
+
+    first, _ = write_series(str(tmp_path / "a"), dates=DATES, size=(40, 48), seed=10)
+    second, _ = write_series(str(tmp_path / "b"), dates=DATES, size=(40, 48), seed=11, origin=(700000.0, 5300040.0))
+    stac = tmp_path / "stac"
+    args = ["--catalog", str(stac), "--tile-size", "32", "--no-progress"]
+    result = CliRunner().invoke(cli, ["convert", *sorted(first), "--out", str(tmp_path / "run1"), "--license", "CC-BY-4.0", *args])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, ["convert", *sorted(second), "--out", str(tmp_path / "run2"), *args])  # none stated
+    assert result.exit_code == 0, result.output
+    licensed = _only_entry(tmp_path / "run1")["cube_id"]
+    for collection in pystac.Catalog.from_file(str(stac / "catalog.json")).get_children():
+        assert isinstance(collection, pystac.Collection)
+        (item,) = collection.get_items()
+        links = [link.href for link in collection.links if link.rel == "license"]
+        if item.id == licensed:
+            assert item.properties["license"] == collection.license == "CC-BY-4.0"
+            assert links == ["https://spdx.org/licenses/CC-BY-4.0.html"]
+        else:
+            assert "license" not in item.properties and collection.license == "other" and links == []
+        assert validate_stac(collection, schema_dir=str(stac_schemas), require_all=True).unchecked == ()
+        assert validate_stac(item, schema_dir=str(stac_schemas), require_all=True).unchecked == ()
+    refused = CliRunner().invoke(cli, ["convert", *sorted(first), "--out", str(tmp_path / "run3"), "--license", "CC BY 4.0"])
+    assert refused.exit_code == 2 and "--license: expected an SPDX license identifier such as CC-BY-4.0, or other" in refused.output
