@@ -486,8 +486,8 @@ def test_bad_sentinel2_options_are_one_line_errors(tmp_path: Path) -> None:
         (["--stac-api", "http://127.0.0.1:1/", "--mgrs", "33UU"], "--mgrs"),
         (["--stac-api", "http://127.0.0.1:1/", "--max-cloud", "120"], "--max-cloud"),
         (["--stac-api", "http://127.0.0.1:1/", "--bbox", "1,2,3"], "--bbox"),
-        # The rule rumi search applies: an empty box, or one out of degrees, is refused.
-        (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,13.5,52"], "--bbox: bbox [13.0, 52.0, 13.5, 52.0] is empty"),
+        # The rule rumi search applies: an inverted box, or one out of degrees, is refused (a point or a line is searched).
+        (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,53,13.5,52"], "--bbox: bbox [13.0, 53.0, 13.5, 52.0] is empty or inverted"),
         (["--stac-api", "http://127.0.0.1:1/", "--bbox", "13,52,193,53"], "is not in degrees"),
         (["--datetime", "2023-06-01/2023-06-30", str(tmp_path)], "--stac-api"),
         # Where no STAC item can come from, the options that select among them would do nothing.
