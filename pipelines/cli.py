@@ -29,7 +29,7 @@ from pipelines.archives import ARCHIVE_SUFFIXES
 from pipelines.bucket import is_gs, output_store
 from pipelines.crs import check_proj_database
 from pipelines.errors import OptionError, PipelineError
-from pipelines.folders import folder_files, pattern_files
+from pipelines.folders import folder_files, not_a_file, pattern_files
 from pipelines.options import ALIGN_MODES, CUBE_PERIODS, DUPLICATE_MODES, EXTENT_MODES, RESAMPLING_METHODS, ConvertOptions
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
 from pipelines.run_lock import remove_empty_made
@@ -102,6 +102,8 @@ def check_inputs(paths: list[str]) -> None:
             suffixes = RASTER_SUFFIXES + ARCHIVE_SUFFIXES
             if not any(p.lower().endswith(suffixes) for p in folder_files(text)):
                 raise LineError(f"input {text}: the directory holds no {suffix_list(suffixes)} file")
+        elif (kind := not_a_file(text)) is not None:
+            raise LineError(f"input {text}: it is {kind}, not a file")
         elif not os.path.isfile(text):
             raise LineError(f"input {text}: no such file or directory")
     sidecars = [(text, sidecar_of(text)) for text in paths if not is_url(text)]

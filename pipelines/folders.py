@@ -18,25 +18,27 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import stat
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
-__all__ = ["folder_files", "pattern_files"]
+__all__ = ["folder_files", "not_a_file", "pattern_files"]
 
 
-def folder_files(top: str) -> Iterator[str]:
+def folder_files(top: str, onerror: Callable[[OSError], None] | None = None) -> Iterator[str]:
     """The paths of the files below folder ``top``, through linked folders (``feb -> /archive/2023/feb``) too, as ``**`` finds them.
 
     A link to a folder the path already passed through (a cycle) is not
     entered. A folder reached by two paths is searched along both, as
     ``glob`` does; which path names a file is then chosen by the caller
     (:func:`pipelines.planning.hrefs.one_href_per_file`), not by the order
-    in which a file system lists folders.
+    in which a file system lists folders. A folder that cannot be listed
+    (no permission) is given to ``onerror``, and the walk goes on.
     """
     real: dict[str, str] = {}
-    for root, folders, names in os.walk(top, followlinks=True):
+    for root, folders, names in os.walk(top, onerror=onerror, followlinks=True):
         here = real[root] = os.path.realpath(root)
         parent = os.path.dirname(root)
         while parent in real:  # the folders this path passed through, up to top
@@ -56,7 +58,7 @@ def pattern_files(pattern: str) -> list[str]:
     starts with ``.``, as ``glob`` does.
     """
     if "**" not in pattern:
-        return sorted(p for p in glob.glob(pattern) if os.path.isfile(p))
+        return sorted(p for p in glob.glob(pattern) if not os.path.isdir(p))
     parts = pattern.split(os.sep)
     fixed = next(i for i, part in enumerate(parts) if glob.has_magic(part))
     top = os.sep.join(parts[:fixed]) or (os.sep if pattern.startswith(os.sep) else os.curdir)
@@ -83,3 +85,17 @@ def _matches(parts: list[str], names: list[str]) -> bool:
     if not names or (names[0].startswith(".") and not head.startswith(".")):
         return False
     return fnmatch.fnmatchcase(names[0], head) and _matches(tail, names[1:])
+
+
+def not_a_file(path: str) -> str | None:
+    """What ``path`` is when it exists but is no regular file (through links): ``"a FIFO"``, a device or a socket; else None.
+
+    GDAL opening a FIFO waits for a writer that never comes, and a device
+    such as ``/dev/urandom`` has no end: either would hold its worker for ever.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    kinds = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((kind for test, kind in kinds if test(mode)), None)

@@ -32,7 +32,7 @@ from catalog.bands import common_nodata, nodata_mismatch
 from catalog.json_shape import json_kind, json_value
 from catalog.storage import Storage, join_href
 from pipelines.archives import ArchiveError, is_archive, raster_members
-from pipelines.folders import folder_files, pattern_files
+from pipelines.folders import folder_files, not_a_file, pattern_files
 from pipelines.planning.hrefs import one_href_per_file
 from pipelines.planning.scene import Radiometry, SceneRef
 from pipelines.rasters import GDAL_SIDECAR_SUFFIXES, GEOTIFF_SUFFIXES, RASTER_SUFFIXES, SIDECARS_ONLY, is_url, sidecar_of, suffix_list
@@ -290,7 +290,7 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
         if found:
             return _glob_scenes(text, _one_path_per_file(found))
     elif os.path.isdir(text):
-        found = sorted(os.path.abspath(p) for p in folder_files(text) if _is_scene_name(os.path.basename(p)))
+        return _folder_scenes(text)
     elif os.path.isfile(text):
         if sidecar_of(text) is not None:
             return []  # a shell's scenes/* names x.tif.msk beside x.tif: GDAL reads it through x.tif
@@ -300,6 +300,22 @@ def discover(text: str, s2: S2Request | None = None) -> list[SceneRef | DeadLett
     if not found:
         return [DeadLetter(text, "no-match", "no file matches this path or pattern", STAGE)]
     return _scenes(_one_path_per_file(found))
+
+
+def _folder_scenes(folder: str) -> list[SceneRef | DeadLetter]:
+    """The scenes of the rasters and archives below a local folder, and a dead letter for each folder below it that cannot be listed.
+
+    A folder that cannot be listed (no permission) loses its scenes: it is
+    named, as an unreadable file is, where ``os.walk`` passed over it.
+    """
+    unlisted: list[OSError] = []
+    found = sorted(os.path.abspath(p) for p in folder_files(folder, onerror=unlisted.append) if _is_scene_name(os.path.basename(p)))
+    lost: list[SceneRef | DeadLetter] = [
+        DeadLetter(str(err.filename), "unreadable", f"the folder cannot be listed: {err.strerror}", STAGE) for err in unlisted
+    ]
+    if found:
+        return lost + _scenes(_one_path_per_file(found))
+    return lost or [DeadLetter(folder, "no-match", "no file matches this path or pattern", STAGE)]
 
 
 def _is_scene_name(name: str) -> bool:
@@ -351,6 +367,8 @@ def _scenes(paths: list[str]) -> list[SceneRef | DeadLetter]:
     for path in paths:
         if (shown := _undecodable(path)) is not None:
             scenes.append(DeadLetter(shown, "bad-name", _NOT_UTF8, STAGE))
+        elif not is_url(path) and (kind := not_a_file(path)) is not None:
+            scenes.append(DeadLetter(path, "unreadable", f"it is {kind}, not a file: GDAL would wait on it or read it without end", STAGE))
         elif not is_archive(path):
             scenes.append(SceneRef(path))
         elif is_url(path):

@@ -171,3 +171,54 @@ def test_names_are_read_as_utf8_under_any_locale(tmp_path: Path) -> None:
     (entry,) = load_jsonl(str(tmp_path / "ascii" / "manifest.jsonl"))
     assert all("/Zürich/" in href for href in entry["inputs"])
     assert (tmp_path / "ascii" / "manifest.jsonl").read_bytes() == (tmp_path / "utf8" / "manifest.jsonl").read_bytes()
+
+
+def test_what_is_no_file_in_a_folder_is_a_dead_letter_not_a_wait(tmp_path: Path) -> None:
+    """A FIFO named x.tif in an input folder held its worker for ever (GDAL opening it waits for a writer); given
+    alone it was "no such file or directory", though it exists."""
+    import subprocess
+    import sys
+
+    paths, _ = write_series(str(tmp_path / "in"), dates=["2023-01-05"], bands=("B04",), size=(48, 64), seed=3)
+    os.mkfifo(tmp_path / "in" / "pipe_20230110.tif")
+    rumi = os.path.join(os.path.dirname(sys.executable), "rumi")
+    # The timeout guards against the hang; the run itself takes seconds.
+    done = subprocess.run([rumi, "convert", str(tmp_path / "in"), "--out", str(tmp_path / "out"), "--tile-size", "32"],
+                          capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    (letter,) = load_jsonl(str(tmp_path / "out" / "dead-letter.jsonl"))
+    assert letter["reason"] == "unreadable" and letter["href"].endswith("pipe_20230110.tif")
+    assert "it is a FIFO, not a file" in letter["message"]
+    assert _inputs(tmp_path / "out") == [sorted(paths)]
+    alone = CliRunner().invoke(cli, ["convert", str(tmp_path / "in" / "pipe_20230110.tif"), "--out", str(tmp_path / "o2")])
+    assert alone.exit_code == 2 and "pipe_20230110.tif: it is a FIFO, not a file" in alone.output, alone.output
+
+
+def test_a_folder_that_cannot_be_listed_is_a_dead_letter(tmp_path: Path) -> None:
+    """os.walk passes over a folder it may not list, without a word: its scenes were lost with exit 0."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    write_series(str(tmp_path / "in"), dates=["2023-01-05"], bands=("B04",), size=(48, 64), seed=3)
+    write_series(str(tmp_path / "in" / "closed"), dates=["2023-01-10"], bands=("B04",), size=(48, 64), seed=4)
+    code = (
+        "import json, sys; from pipelines.transforms.discover import discover; "
+        "print(json.dumps([d.to_dict() for d in discover(sys.argv[1]) if hasattr(d, 'reason')]))"
+    )
+    command = [sys.executable, "-c", code, str(tmp_path / "in")]
+    if os.geteuid() == 0:  # root lists any folder: without the capabilities that let it, as any user would
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without util-linux's setpriv to drop CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH")
+        drop = "-dac_override,-dac_read_search"
+        command = [setpriv, f"--bounding-set={drop}", f"--inh-caps={drop}", *command]
+    (tmp_path / "in" / "closed").chmod(0)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True)
+    finally:
+        (tmp_path / "in" / "closed").chmod(0o755)
+    (letter,) = json.loads(done.stdout)
+    assert (letter["href"], letter["reason"]) == (str(tmp_path / "in" / "closed"), "unreadable")
+    assert "the folder cannot be listed: Permission denied" in letter["message"]
