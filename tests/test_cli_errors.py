@@ -369,3 +369,17 @@ def test_convert_errors_show_no_password_or_signature(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["convert", "--stac-api", url, "--bbox", "13,52,13.1,52.1", "--out", str(tmp_path / "o")])
     assert result.exit_code == 1 and "--stac-api http://alice@127.0.0.1:9/api?v=1: " in result.output, result.output
     assert "pw123" not in result.output and "deadbeef" not in result.output and "X-Goog" not in result.output
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full to stand for a full disk")
+@pytest.mark.parametrize("command", [["validate"], ["info", "--json"], ["header", "-o", "{out}.rumih"], ["read", "-o", "{out}.npy"]])
+def test_a_standard_output_that_cannot_be_written_is_one_line_and_status_2(
+    cube: tuple[Path, bytes, np.ndarray], tmp_path: Path, command: list[str]
+) -> None:
+    """``> /dev/full`` (a full disk) gave a traceback and status 1, which ``rumi validate`` gives an invalid file."""
+    path = cube[0]
+    rumi = os.path.join(os.path.dirname(sys.executable), "rumi")
+    args = [rumi, command[0], str(path), *(a.format(out=tmp_path / "x") for a in command[1:])]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    assert done.returncode == 2 and done.stderr == "Error: cannot write to standard output: No space left on device\n", done.stderr

@@ -81,11 +81,33 @@ def main() -> None:
     process started with SIGINT ignored (``nohup``, ``&`` in a script) keeps ignoring it.
     SIGTERM ends it alike, with status 143, unwinding as an exit does (its
     temporary files go), where the process died on the spot. File names are
-    read as UTF-8 whatever the locale (:func:`_in_utf8_mode`).
+    read as UTF-8 whatever the locale (:func:`_in_utf8_mode`). A standard
+    output that cannot be written (a full disk, ``> /dev/full``) is one line
+    and status 2, an I/O error, where it was a traceback and status 1 (which
+    ``rumi validate`` gives an invalid file).
     """
     _in_utf8_mode()
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _exit_on_interrupt)
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _exit_on_interrupt)
-    cli()
+    try:
+        cli()
+    except OSError as err:
+        if not _writing_stdout(err):
+            raise
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - what is left in the old buffer would fail again at exit
+        click.echo(f"Error: cannot write to standard output: {err.strerror or err}", err=True)
+        sys.exit(2)
+
+
+def _writing_stdout(err: OSError) -> bool:
+    """Whether ``err`` was raised writing to standard output (``click.echo``'s ``file``), not by a command's own I/O."""
+    trace = err.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    target = trace.tb_frame.f_locals.get("file") if trace is not None else None
+    try:
+        return target is not None and target.fileno() == 1
+    except (AttributeError, OSError, ValueError):  # not a file, or one without a descriptor
+        return False
