@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, replace
+from time import monotonic
 from typing import TYPE_CHECKING, Any
 
 from catalog.bands import Band
-from catalog.deadlines import STAC_API_TIMEOUT
+from catalog.deadlines import NO_DEADLINE, STAC_API_TIMEOUT
 from catalog.errors import CatalogError, SearchError, SelectorError, StorageError
 from catalog.http import SIDECAR_ABSENT
 from catalog.index import INDEX_NAME, query_index, read_index_table
@@ -276,7 +277,7 @@ def search(
     wanted = [bands] if isinstance(bands, str) else list(bands or [])
     if _is_api(href):
         try:
-            found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit)
+            found = _search_api(href, bbox=bbox, time=time, limit=None if wanted else limit, deadline=storage.deadline)
         except SearchError as err:
             # A server that answered, but not as a STAC API (a folder's listing, a 404), may serve a static
             # catalogue, given by its folder's URL as a local one is by its folder. One that did not answer is not asked again.
@@ -322,18 +323,42 @@ def search(
     return hits[:limit] if limit is not None else hits
 
 
-def _search_api(url: str, *, bbox: Sequence[float] | None, time: TimeRange | None, limit: int | None) -> list[dict[str, Any]]:
+def _search_api(
+    url: str, *, bbox: Sequence[float] | None, time: TimeRange | None, limit: int | None, deadline: float | None
+) -> list[dict[str, Any]]:
+    """The items a STAC API's search answers, all pages; by ``deadline`` (a :func:`time.monotonic` instant) if one is given.
+
+    pystac-client waits :data:`STAC_API_TIMEOUT` for each answer and retries
+    five times: a server that never answers held ``rumi search --timeout 3``
+    for six minutes. With a deadline, each request waits at most what is left
+    of it, is not retried, and no page is asked for after it.
+    """
     from pystac_client import Client
     from pystac_client.exceptions import APIError
+    from pystac_client.stac_api_io import StacApiIO
+
+    def left() -> float:
+        if deadline is None:
+            return NO_DEADLINE
+        remaining = deadline - monotonic()
+        if remaining <= 0:
+            raise SearchError(f"searching the STAC API at {url}: the time allowed ran out")
+        return remaining
 
     try:
-        client = Client.open(url, timeout=STAC_API_TIMEOUT)
+        waits = (round(min(STAC_API_TIMEOUT[0], left()), 1) or 0.1, round(min(STAC_API_TIMEOUT[1], left()), 1) or 0.1)
+        # Client.open gives the StacApiIO its own timeout again: both are given it.
+        client = Client.open(url, stac_io=StacApiIO(timeout=waits, max_retries=None if deadline is not None else 5), timeout=waits)
         result = client.search(
             bbox=list(bbox) if bbox is not None else None,
             datetime=time.to_interval() if time is not None and (time.start is not None or time.end is not None) else None,
             max_items=limit,
         )
-        return [it.to_dict(transform_hrefs=False) for it in result.items()]
+        items = []
+        for page in result.pages():
+            items += [it.to_dict(transform_hrefs=False) for it in page]
+            left()
+        return items
     except (APIError, OSError, ValueError) as err:
         raise SearchError(f"searching the STAC API at {url} failed: {_answer(err)}") from err
 

@@ -146,6 +146,11 @@ class Storage:
         self._gcs_factory = gcs_client_factory or default_client
 
     @property
+    def deadline(self) -> float | None:
+        """The :func:`time.monotonic` instant by which everything asked through this storage ends, or None."""
+        return self._deadline
+
+    @property
     def http_pool(self) -> urllib3.PoolManager:
         """The HTTP connection pool."""
         if self._http_pool is None:

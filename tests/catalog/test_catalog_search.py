@@ -497,6 +497,24 @@ def test_a_stac_api_that_never_answers_is_given_up(monkeypatch: pytest.MonkeyPat
     assert "static catalogue" not in str(caught.value) and time.monotonic() - start < 30
 
 
+def test_timeout_bounds_a_stac_api_search_too() -> None:
+    """``rumi search URL --timeout 2`` against an API that never answers waited 60 s for each of six tries (361 s):
+    the command's deadline now bounds each request, and none is retried past it."""
+    import socket
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    start = time.monotonic()
+    try:
+        result = CliRunner().invoke(cli, ["search", f"http://127.0.0.1:{listener.getsockname()[1]}/api", "--timeout", "2"])
+    finally:
+        listener.close()
+    assert result.exit_code == 1 and "Read timed out" in result.output, result.output
+    assert time.monotonic() - start < 30  # a guard against the minutes it took, not a timing
+
+
 def test_a_stac_apis_relative_hrefs_resolve_against_its_urls(tmp_path: Path, make_cube: Callable[..., Any]) -> None:
     """An API's items are remote documents: '/data/x.rumi' is a path on the API's server (RFC 3986), '../x.rumih' is
     resolved against the item's URL (here the API's, as the item has no self link), and a file: URL is refused, never
