@@ -15,7 +15,7 @@ __all__ = ["info_command"]
 
 @click.command("info")
 @click.argument("file", metavar="FILE_OR_URL")
-@header_option
+@header_option()
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @timeout_option
 def info_command(file: str, header_path: str | None, as_json: bool, timeout: float | None) -> None:

@@ -202,13 +202,12 @@ def read_header_file(location: str | None) -> bytes | None:
     return blob
 
 
-header_option = click.option(
-    "--header",
-    "header_path",
-    metavar="PATH_OR_URL",
-    default=None,
-    help="The file's header blob (.rumih). Without it, one is built from the file.",
-)
+def header_option(without: str = "one is built from the file's head") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--header PATH_OR_URL``, whose help says what the command does ``without`` it."""
+    return click.option(
+        "--header", "header_path", metavar="PATH_OR_URL", default=None, help=f"The file's header blob (.rumih). Without it, {without}."
+    )
+
 
 timeout_option = click.option(
     "--timeout",

@@ -23,7 +23,7 @@ __all__ = ["validate_command"]
 
 @click.command("validate")
 @click.argument("file", metavar="FILE_OR_URL")
-@header_option
+@header_option("the one beside the file is checked too, when there is one")
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
 def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     """Check FILE_OR_URL against the rumi 0.1.0 specification.
