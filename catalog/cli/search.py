@@ -10,7 +10,7 @@ import click
 from catalog.cli.options import check_datetime, command_storage, parse_lonlat_bbox
 from catalog.credentials import unsigned
 from catalog.search import search
-from rumi_core.cli.options import failure, printable, timeout_option
+from rumi_core.cli.options import OptionError, failure, printable, timeout_option
 from rumi_core.errors import RumiError
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ __all__ = ["search_command"]
 )
 @click.option("--datetime", "when", callback=check_datetime, help="ISO 8601 range A/B (open ends '..'), or one date.")
 @click.option("--bands", help="Band names every hit must have, e.g. red,nir.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Most hits to print.")
+@click.option("--limit", type=click.IntRange(min=1, max=2**63 - 1), default=None, help="Most hits to print.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @timeout_option
 def search_command(
@@ -46,7 +46,9 @@ def search_command(
     logs; control characters in a catalogue's texts are escaped. --json prints each hit as found, hrefs whole,
     for a program to read them with.
     """
-    wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands else None
+    wanted = [b.strip() for b in bands.split(",") if b.strip()] if bands is not None else None
+    if wanted == []:  # as rumi read takes it: "" is no band, not every cube
+        raise OptionError(f"--bands {bands!r} names no band; give names such as red,nir, or leave --bands out")
     try:
         hits = search(target, bbox=bbox, datetime=when, bands=wanted, limit=limit, storage=command_storage(timeout))
     except RumiError as err:

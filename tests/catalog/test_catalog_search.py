@@ -300,6 +300,16 @@ def test_search_command_json_and_table(catalogue: Path) -> None:
     assert "other_jan" in table.output and "s2_jan" not in table.output
 
 
+def test_an_empty_band_list_and_a_limit_past_int64_are_usage_errors(catalogue: Path) -> None:
+    """``--bands ''`` matched every cube (rumi read refuses it), and a limit DuckDB cannot hold was its internal error."""
+    runner = CliRunner()
+    for bands in ("", ","):
+        result = runner.invoke(cli, ["search", str(catalogue), "--bands", bands])
+        assert result.exit_code == 2 and "names no band" in result.output, result.output
+    huge = runner.invoke(cli, ["search", str(catalogue), "--limit", str(2**70)])
+    assert huge.exit_code == 2 and "--limit" in huge.output and "Conversion Error" not in huge.output, huge.output
+
+
 def test_the_table_quotes_a_band_name_that_holds_a_comma(tmp_path: Path, make_cube: Callable[..., Any]) -> None:
     """rumi convert names bands by their whole text: joined by bare commas, where one band ended was lost."""
     cube = make_cube(tmp_path, "texts")
