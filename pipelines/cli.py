@@ -37,7 +37,7 @@ from pipelines.runners import MAX_WORKERS_PER_CORE, RUNNER_NAMES, resolve_runner
 from pipelines.stac_shape import is_stac_document
 from pipelines.worker_output import worker_output_to
 from rumi_core.cli.options import OptionError as LineError
-from rumi_core.cli.options import counted, probe_directory
+from rumi_core.cli.options import counted, printable, probe_directory
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -694,7 +694,11 @@ def _run_and_report(
         first = summary.dead_letters[0] if summary.dead_letters else None
         why = f": {first.href}: {first.message}" if first is not None else ""
         more = len(summary.dead_letters) - 1
-        click.echo(redacted(f"nothing was produced{why}" + (f" (and {counted(more, 'other dead letter')})" if more > 0 else "")), err=True)
+        # One line: an input's name may hold a newline, escaped here as the dead-letter file's JSON escapes it.
+        click.echo(
+            printable(redacted(f"nothing was produced{why}" + (f" (and {counted(more, 'other dead letter')})" if more > 0 else ""))),
+            err=True,
+        )
         sys.exit(1)
     if strict and summary.dead_letters:
         click.echo(f"--strict: {counted(len(summary.dead_letters), 'input')} went to the dead-letter output", err=True)

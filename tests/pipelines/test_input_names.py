@@ -222,3 +222,13 @@ def test_a_folder_that_cannot_be_listed_is_a_dead_letter(tmp_path: Path) -> None
     (letter,) = json.loads(done.stdout)
     assert (letter["href"], letter["reason"]) == (str(tmp_path / "in" / "closed"), "unreadable")
     assert "the folder cannot be listed: Permission denied" in letter["message"]
+
+
+def test_a_name_holding_a_newline_stays_on_the_one_line_that_names_it(tmp_path: Path) -> None:
+    """The dead-letter file's JSON escaped it; the terminal's "nothing was produced" line was cut in two."""
+    bad = tmp_path / "new\nline.tif"
+    bad.write_text("no raster")
+    result = CliRunner().invoke(cli, ["convert", str(bad), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 1, result.output
+    (line,) = [line for line in result.stderr.splitlines() if "nothing was produced" in line]
+    assert "new\\nline.tif" in line and "no raster" not in line
