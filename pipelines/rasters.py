@@ -70,6 +70,7 @@ if TYPE_CHECKING:
     from pipelines.planning.plan import Warp
 
 __all__ = [
+    "read_failures",
     "GDAL_CACHE_BYTES",
     "GDAL_SIDECAR_SUFFIXES",
     "SIDECARS_ONLY",
@@ -220,6 +221,48 @@ class _ApproximateNodataFilter(logging.Filter):
 
 
 logging.getLogger("rasterio._env").addFilter(_ApproximateNodataFilter())
+
+
+_READ_FAILURE: Final = re.compile(r"IO error during reading|Read error at|Cannot read TIFF header|Failed to read directory")
+"""libtiff's warnings that a file ended, or failed to read, inside what GDAL was parsing: it goes on without the tag."""
+
+
+class _ReadFailures(logging.Filter):
+    """Take GDAL's read-failure warnings (:data:`_READ_FAILURE`) logged in a thread that gathers them, instead of printing them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gathered: dict[int, list[str]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        found = self.gathered.get(threading.get_ident())
+        if found is None or not _READ_FAILURE.search(record.getMessage()):
+            return True
+        found.append(record.getMessage().split(": ", 1)[-1])
+        return False
+
+
+_READ_FAILURES: Final = _ReadFailures()
+logging.getLogger("rasterio._env").addFilter(_READ_FAILURES)
+
+
+@contextlib.contextmanager
+def read_failures() -> Iterator[list[str]]:
+    """Gather GDAL's warnings, in this thread, that a file failed to read inside its metadata.
+
+    GDAL warns and goes on without a tag it could not read: a GeoTIFF cut
+    short inside its georeferencing opens as one with no geotransform, whose
+    advice (assign one) is wrong. The caller turns what is gathered into the
+    scene's ``unreadable`` dead letter; the warnings are not printed apart
+    from it (several named no file).
+    """
+    ident = threading.get_ident()
+    found = _READ_FAILURES.gathered[ident] = []
+    try:
+        yield found
+    finally:
+        del _READ_FAILURES.gathered[ident]
+
 
 _URL: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 

@@ -48,6 +48,7 @@ from pipelines.rasters import (
     has_internal_mask,
     mask_location,
     raster_error_text,
+    read_failures,
     retry_network,
 )
 from pipelines.sentinel2 import safe
@@ -465,11 +466,23 @@ def read_scene(ref: SceneRef, *, time_pattern: str | None = None, time: str | No
     return retry_network(lambda: _read_scene(ref, time_pattern=time_pattern, time=time))
 
 
+def _refuse_read_failures(failed: list[str], href: str) -> None:
+    """Refuse a file GDAL opened without what it failed to read (:func:`pipelines.rasters.read_failures`).
+
+    A file cut short in its georeferencing opened as one with no geotransform,
+    and its dead letter advised assigning one.
+    """
+    if failed:
+        text = f"the file is cut short or damaged: GDAL could not read its metadata ({failed[0]})"
+        raise SceneError(text, href=href, reason="unreadable")
+
+
 def _read_scene(ref: SceneRef, *, time_pattern: str | None, time: str | None) -> Scene:
     """:func:`read_scene`, tried once."""
     href = ref.href
     try:
-        with gdal_env(href), rasterio.open(gdal_path(href)) as ds:
+        with read_failures() as failed, gdal_env(href), rasterio.open(gdal_path(href)) as ds:
+            _refuse_read_failures(failed, href)
             _check_one_image(ds, href)
             # Before the CRS: a file located by GCPs often has no CRS of its
             # own, and assigning one would not put it on a grid.

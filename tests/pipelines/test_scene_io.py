@@ -1127,3 +1127,35 @@ class TestNetworkRetries:
         assert sum(r.status == 503 for r in server.served) == 2
         for index in (0, 1):
             assert np.array_equal(frames[FrameKey(plan.cube_id, index)], frame_samples(cube, plan.layout, index))
+
+
+@pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")  # the cut file has lost its transform
+def test_a_geotiff_cut_short_in_its_georeferencing_is_unreadable_not_unplaced(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """GDAL warns of the tags it could not read and opens the file without them: it was a no-geotransform dead letter
+    advising to assign one, beside warnings printed apart (several naming no file)."""
+    import logging
+
+    import rasterio
+
+    grid = {"epsg": 32633, "transform": (10, 0, 5e5, 0, -10, 4e6)}
+    whole = Path(write_geotiff(str(tmp_path / "whole.tif"), np.ones((1, 256, 256), "uint16"), **grid))  # type: ignore[arg-type]
+    data = whole.read_bytes()
+    cut = tmp_path / "cut.tif"
+    for size in range(64, 2048, 4):  # the first length GDAL opens with a georeferencing tag it could not read
+        cut.write_bytes(data[:size])
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="rasterio._env"):
+            try:
+                with rasterio.open(cut):
+                    pass
+            except rasterio.errors.RasterioError:
+                continue
+        if any("IO error during reading" in r.getMessage() for r in caplog.records):
+            break
+    else:
+        pytest.fail("no cut of the file opens with an unread tag")
+    caplog.clear()
+    with pytest.raises(SceneError) as caught:
+        read_scene(SceneRef(str(cut)), time="2024-01-01")
+    assert caught.value.reason == "unreadable" and "the file is cut short or damaged" in caught.value.detail
+    assert not any("IO error during reading" in r.getMessage() for r in caplog.records)  # said once, in the dead letter
