@@ -420,12 +420,13 @@ def check_blob_fits(blob: HeaderBlob, file_size: int, *, where: str = "the file"
         )
 
 
-def build_header(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
+def build_header(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS, timeout: float | None = None) -> bytes:
     """Create the header blob of a finalized ``.rumi`` file.
 
     The head is parsed with every check of :func:`rumi_core.ifd.decode_head`,
     the trailer is checked, and the file must end exactly where the trailer
-    does; only then is the blob produced from the IFD's values.
+    does; only then is the blob produced from the IFD's values. ``timeout`` is
+    the total seconds a remote file may take (:func:`rumi_core.sources.deadline`).
 
     Raises:
         InvalidFileError: the file is not a compliant rumi file.
@@ -433,12 +434,13 @@ def build_header(path: str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMIT
             band texts or time coordinates) exceeds ``limits``.
         SourceError: the file cannot be read.
     """
-    from rumi_core.sources import open_source
+    from rumi_core.sources import deadline, open_source
     from rumi_core.structure import read_structure
 
     source, _ = open_source(os.fspath(path))
     try:
-        structure = read_structure(source, limits=limits)
+        with deadline(source, timeout):
+            structure = read_structure(source, limits=limits)
     finally:
         source.close()
     blob = header_from_head(structure.head)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from rumi_core.header import BlobArgument, HeaderBlob, check_against_head
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import decode_checked
-from rumi_core.sources import ByteSource, open_source
+from rumi_core.sources import ByteSource, deadline, open_source
 from rumi_core.structure import FileStructure, read_structure
 from rumi_core.threads import run_together, thread_count
 
@@ -75,6 +75,7 @@ def validate(
     quick: bool = False,
     threads: int | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    timeout: float | None = None,
 ) -> FileStructure:
     """Check a file (and its blob, when given) against every MUST.
 
@@ -84,6 +85,9 @@ def validate(
         quick: Skip decoding the frames.
         threads: Decoding threads; None uses every CPU available.
         limits: Resource limits checked before allocating or decoding.
+        timeout: Total seconds a remote file may take, every request
+            included (:func:`rumi_core.sources.deadline`); None uses the
+            source's default.
 
     Returns:
         The file's checked structure.
@@ -98,12 +102,13 @@ def validate(
     """
     src, owned = open_source(source)
     try:
-        structure = read_structure(src, limits=limits)
-        if header is not None:
-            blob = HeaderBlob.given(header, limits=limits)
-            check_against_head(blob, structure.head)
-        if not quick:
-            _check_frames(src, structure, threads=thread_count(threads), limits=limits)
+        with deadline(src, timeout):
+            structure = read_structure(src, limits=limits)
+            if header is not None:
+                blob = HeaderBlob.given(header, limits=limits)
+                check_against_head(blob, structure.head)
+            if not quick:
+                _check_frames(src, structure, threads=thread_count(threads), limits=limits)
         return structure
     finally:
         if owned:

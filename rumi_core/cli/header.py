@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from rumi_core.cli.options import check_output_file, failure
+from rumi_core.cli.options import check_output_file, failure, timeout_option
 from rumi_core.errors import RumiError
 from rumi_core.files import write_atomic
 from rumi_core.header import build_header
@@ -24,13 +24,14 @@ __all__ = ["header_command"]
     default=None,
     help="Where to write the blob (default: FILE with suffix .rumih; for a URL, its file name in the current directory).",
 )
-def header_command(file: str, output: Path | None) -> None:
+@timeout_option
+def header_command(file: str, output: Path | None, timeout: float | None) -> None:
     """Build the header blob of FILE_OR_URL after checking it against the IFD."""
     # A URL's blob goes to the current directory, named after the file.
     out = output or Path(file.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1] if url_scheme(file) else file).with_suffix(".rumih")
     check_output_file(out)
     try:
-        blob = build_header(file)
+        blob = build_header(file, timeout=timeout)
     except RumiError as err:
         raise failure(file, err) from err
     try:

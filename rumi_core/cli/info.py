@@ -21,7 +21,7 @@ __all__ = ["info_command"]
 def info_command(file: str, header_path: str | None, as_json: bool, timeout: float | None) -> None:
     """Print shape, dtype, bands, times, CRS, tiling and sizes of FILE_OR_URL."""
     try:
-        found = info(file, read_header_file(header_path), timeout=timeout)
+        found = info(file, read_header_file(header_path, timeout), timeout=timeout)
     except RumiError as err:
         raise failure(file, err) from err
     data = found.to_dict()

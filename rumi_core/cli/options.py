@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 import click
 
 from rumi_core.errors import SourceError
-from rumi_core.sources import open_source, url_scheme
+from rumi_core.sources import deadline, open_source, url_scheme
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -180,8 +180,8 @@ def parse_window(
     return (r0, r1), (c0, c1)
 
 
-def read_header_file(location: str | None) -> bytes | None:
-    """Return the bytes of a header blob at a path or URL (any scheme a reader opens), or None."""
+def read_header_file(location: str | None, timeout: float | None = None) -> bytes | None:
+    """Return the bytes of a header blob at a path or URL (any scheme a reader opens), or None; a URL within ``timeout`` seconds."""
     if location is None:
         return None
     from rumi_core.header import blob_bytes  # what a command without --header never needs
@@ -194,7 +194,8 @@ def read_header_file(location: str | None) -> bytes | None:
     try:
         source, _ = open_source(location)
         try:
-            (blob,) = source.read_ranges([(0, source.size())])
+            with deadline(source, timeout):
+                (blob,) = source.read_ranges([(0, source.size())])
         finally:
             source.close()
     except SourceError as err:

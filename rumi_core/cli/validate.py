@@ -12,7 +12,7 @@ import sys
 
 import click
 
-from rumi_core.cli.options import OptionError, header_option, one_line, read_header_file, shown
+from rumi_core.cli.options import OptionError, header_option, one_line, read_header_file, shown, timeout_option
 from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, ResourceLimitError, RumiError, SourceError
 from rumi_core.header import blob_beside
 from rumi_core.sources import url_scheme
@@ -25,15 +25,16 @@ __all__ = ["validate_command"]
 @click.argument("file", metavar="FILE_OR_URL")
 @header_option("the one beside the file is checked too, when there is one")
 @click.option("--quick", is_flag=True, help="Check structure only; do not decode frames.")
-def validate_command(file: str, header_path: str | None, quick: bool) -> None:
+@timeout_option
+def validate_command(file: str, header_path: str | None, quick: bool, timeout: float | None) -> None:
     """Check FILE_OR_URL against the rumi 0.1.0 specification.
 
     Without --header, the blob beside it (FILE + "h", the one rumi read
     locates frames with) is checked too, when there is one.
     """
-    blob, header_path, unread = _header(file, header_path)
+    blob, header_path, unread = _header(file, header_path, timeout)
     try:
-        structure = validate(file, blob, quick=quick)
+        structure = validate(file, blob, quick=quick, timeout=timeout)
     except SourceError as err:
         _report(file, "cannot read", err)
         sys.exit(2)
@@ -56,15 +57,15 @@ def validate_command(file: str, header_path: str | None, quick: bool) -> None:
     click.echo(shown(f"{file}: valid ({what}{extra} checked)"))
 
 
-def _header(file: str, header_path: str | None) -> tuple[bytes | None, str | None, SourceError | None]:
+def _header(file: str, header_path: str | None, timeout: float | None) -> tuple[bytes | None, str | None, SourceError | None]:
     """The blob to check FILE with and where it is (--header's, else the one beside FILE), and why none was read beside a URL."""
     if header_path is not None:
-        return read_header_file(header_path), header_path, None  # unreadable: an I/O error, exit 2
+        return read_header_file(header_path, timeout), header_path, None  # unreadable: an I/O error, exit 2
     beside = blob_beside(file)
     if url_scheme(file) is None:
         return (read_header_file(beside), beside, None) if os.path.isfile(beside) else (None, None, None)
     try:
-        return read_header_file(beside), beside, None
+        return read_header_file(beside, timeout), beside, None
     except OptionError as err:
         cause = err.__cause__ or err
         if not isinstance(cause, SourceError) or cause.status is None:

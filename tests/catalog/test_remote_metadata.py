@@ -170,3 +170,22 @@ def test_validate_of_a_url_checks_the_blob_beside_it(cube: Any, server: RangeReq
     assert alone.exit_code == 0, alone.output
     assert f"{url}: no header blob checked ({url}h: HEAD did not succeed (HTTP 404))" in alone.stderr
     assert alone.stdout == f"{url}: valid (structure checked)\n"
+
+
+@pytest.mark.parametrize("command", [["validate"], ["header", "-o", "{tmp}/x.rumih"], ["info"]])
+def test_timeout_bounds_validate_header_and_info_of_a_url(command: list[str], tmp_path: Path) -> None:
+    """validate and header had no --timeout: against a server that never answers they waited 120 s."""
+    import socket
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/x.rumi"
+    start = time.monotonic()
+    try:
+        result = CliRunner().invoke(cli, [command[0], url, *(a.format(tmp=tmp_path) for a in command[1:]), "--timeout", "1"])
+    finally:
+        listener.close()
+    assert result.exit_code in (1, 2) and "within the read's 1 s deadline" in result.output, result.output
+    assert time.monotonic() - start < 30  # a guard against the 120 s it took, not a timing
