@@ -383,3 +383,13 @@ def test_a_standard_output_that_cannot_be_written_is_one_line_and_status_2(
     with open("/dev/full", "w") as full:
         done = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
     assert done.returncode == 2 and done.stderr == "Error: cannot write to standard output: No space left on device\n", done.stderr
+
+
+def test_o_dash_is_refused_not_written_as_a_file_named_dash(
+    cube: tuple[Path, bytes, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``rumi header x.rumi -o -`` wrote a file called "-" where a user meant standard output."""
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["header", str(cube[0]), "-o", "-"])
+    assert result.exit_code == 2 and "-o -: the output is written to a file, not to standard output" in result.output
+    assert not (tmp_path / "-").exists()

@@ -132,6 +132,8 @@ def check_output_file(path: Path) -> None:
     Raises:
         OptionError: the location cannot take the output; the message says why.
     """
+    if str(path) == "-":  # no command writes to standard output: its outputs are binary, or a GeoTIFF GDAL seeks in
+        raise OptionError("-o -: the output is written to a file, not to standard output; give a file name")
     if path.is_dir():
         raise OptionError(f"-o {path}: is a directory; give a file name")
     if path.exists() and not path.is_file():
