@@ -346,7 +346,8 @@ def _search_api(
         return remaining
 
     try:
-        waits = (round(min(STAC_API_TIMEOUT[0], left()), 1) or 0.1, round(min(STAC_API_TIMEOUT[1], left()), 1) or 0.1)
+        remaining = left()
+        waits = (max(round(min(STAC_API_TIMEOUT[0], remaining), 1), 0.1), max(round(min(STAC_API_TIMEOUT[1], remaining), 1), 0.1))
         # Client.open gives the StacApiIO its own timeout again: both are given it.
         client = Client.open(url, stac_io=StacApiIO(timeout=waits, max_retries=None if deadline is not None else 5), timeout=waits)
         result = client.search(

@@ -194,33 +194,32 @@ def parse_datetime(text: str, *, end: bool = False) -> int:
     True
     """
     value = text.strip()
-    month = _MONTH_ONLY.match(value)
-    if month and not 1 <= int(month[2]) <= 12:
-        raise SelectorError(f"{text!r} is not an ISO 8601 month: month {int(month[2])} is not in 1..12")
     try:
-        seconds = parse_time(_last_day(value, month) if end else _first_day(value, month))  # a fraction of a second names its second
+        days = _days(value)
+        seconds = parse_time(value if days is None else days[end])  # a fraction of a second names the second it falls in
+    except SelectorError:
+        raise
     except (InvalidInputError, ValueError) as err:
         examples = "2021, 2021-01, 2021-01-31 or 2021-01-31T10:00:00Z"
         raise SelectorError(f"{text!r} is not an ISO 8601 year, month, date or datetime such as {examples}") from err
-    if end and (_DATE_ONLY.match(value) or month or _YEAR_ONLY.match(value)):
-        seconds += 86400 - 1
-    return seconds
+    return seconds + 86400 - 1 if end and days is not None else seconds
 
 
-def _first_day(value: str, month: re.Match[str] | None) -> str:
-    """The first day of a year or month (ISO 8601's reduced precision: ``2021``, ``2021-02``); any other text as it is."""
-    return f"{value}-01-01" if _YEAR_ONLY.match(value) else f"{value}-01" if month else value
-
-
-def _last_day(value: str, month: re.Match[str] | None) -> str:
-    """The last day of a year or month; any other text as it is.
+def _days(value: str) -> tuple[str, str] | None:
+    """The first and last day a year, month or date means (ISO 8601's reduced precision: ``2021``, ``2021-02``); None for a datetime.
 
     Raises:
+        SelectorError: a month not in 1..12.
         ValueError: a month of a year the calendar does not hold (year 0).
     """
     if _YEAR_ONLY.match(value):
-        return f"{value}-12-31"
-    return f"{value}-{calendar.monthrange(int(month[1]), int(month[2]))[1]:02d}" if month else value
+        return f"{value}-01-01", f"{value}-12-31"
+    if month := _MONTH_ONLY.match(value):
+        year, number = int(month[1]), int(month[2])
+        if not 1 <= number <= 12:
+            raise SelectorError(f"{value!r} is not an ISO 8601 month: month {number} is not in 1..12")
+        return f"{value}-01", f"{value}-{calendar.monthrange(year, number)[1]:02d}"
+    return (value, value) if _DATE_ONLY.match(value) else None
 
 
 @dataclass(frozen=True)

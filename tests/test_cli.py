@@ -98,6 +98,17 @@ def test_header_default_output_name(cube_file: tuple[Path, bytes, np.ndarray]) -
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".partial")]
 
 
+def test_header_default_output_is_the_blob_rumi_read_looks_for(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    """Beside any file, its name and h: for x.bin, x.binh, which rumi validate then checks with it (x.rumih it would not)."""
+    path, blob, _ = cube_file
+    other = path.with_name("cube.bin")
+    other.write_bytes(path.read_bytes())
+    assert CliRunner().invoke(cli, ["header", str(other)]).exit_code == 0
+    assert path.with_name("cube.binh").read_bytes() == blob
+    checked = CliRunner().invoke(cli, ["validate", str(other), "--quick"])
+    assert checked.exit_code == 0 and f"and header blob {other}h checked" in checked.output, checked.output
+
+
 def test_header_explicit_output(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
     path, blob, _ = cube_file
     out = tmp_path / "elsewhere.bin"
