@@ -21,12 +21,11 @@ from rumi_core.header import BlobArgument, HeaderBlob
 from rumi_core.info import Info, info
 from rumi_core.limits import DEFAULT_LIMITS, Limits
 from rumi_core.reader import read_selection, resolve_header
-from rumi_core.selection import resolve_selection
+from rumi_core.selection import AxisSelector, resolve_selection
 from rumi_core.sources import ByteSource, open_source
 
 if TYPE_CHECKING:
     import os
-    from collections.abc import Sequence
     from types import TracebackType
 
     from numpy.typing import NDArray
@@ -171,8 +170,8 @@ class Dataset:
     def read(
         self,
         *,
-        bands: Sequence[int] | None = None,
-        times: Sequence[int] | None = None,
+        bands: AxisSelector | None = None,
+        times: AxisSelector | None = None,
         window: Any = None,
         threads: int | None = None,
         verify: bool = True,

@@ -29,11 +29,11 @@ import numpy as np
 
 from rumi_core.bitpack import bit_length, pack, packed_size, unpack
 from rumi_core.encodings import encoding_for_pair
-from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, RumiError
+from rumi_core.errors import HeaderMismatchError, InvalidHeaderError, InvalidInputError, RumiError, SourceError
 from rumi_core.ifd import ParsedHead, base_frame_offset, end_of_frames, file_kind, frame_offsets, uniform_end_of_frames
 from rumi_core.layout import Layout
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.sources import url_scheme
+from rumi_core.sources import deadline, open_source, url_scheme
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -268,28 +268,58 @@ def blob_beside(location: str) -> str:
     return urlunsplit(parts._replace(path=parts.path + "h"))
 
 
-def blob_bytes(header: bytes | bytearray | memoryview | str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS) -> bytes:
-    """A blob's bytes: ``header`` itself, or the bytes of the file it names, read whole.
+def blob_bytes(
+    header: bytes | bytearray | memoryview | str | os.PathLike[str], *, limits: Limits = DEFAULT_LIMITS, timeout: float | None = None
+) -> bytes:
+    """A blob's bytes: ``header`` itself, or the bytes of the file or URL it names, read whole.
 
     A file larger than any blob of ``limits.max_frames`` frames is refused
-    unread: the rumi file given for its blob may be gigabytes.
+    unread: the rumi file given for its blob may be gigabytes. A URL (any
+    scheme a reader opens, :func:`~rumi_core.sources.open_source`) is read
+    within ``timeout`` seconds (None: the source's default).
 
     Raises:
         InvalidHeaderError: the file is larger than a blob can be.
-        OSError: the file cannot be read.
+        SourceError: the file cannot be read (its ``strerror`` is the operating system's).
+        RumiError: ``header`` is neither bytes nor a path: an integer given here
+            would otherwise become that many zero bytes (``bytes(n)``).
     """
-    if not isinstance(header, (str, os.PathLike)):
+    if isinstance(header, (bytes, bytearray, memoryview)):
         return bytes(header)
-    with open(header, "rb") as f:
-        size, most = os.fstat(f.fileno()).st_size, HEADER_SIZE + packed_size(limits.max_frames, 32)
-        if size > most:
-            raise InvalidHeaderError(
-                f"{os.fspath(header)} is {size} bytes, more than a blob of at most {limits.max_frames} frames can be ({most}); "
-                "is it a rumi file rather than its .rumih?",
-                field="blob size",
-                rule="The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes",
-            )
-        return f.read()
+    if not isinstance(header, (str, os.PathLike)):
+        raise RumiError(f"header is a HeaderBlob, a blob's bytes or the path of its .rumih file, not {type(header).__name__}")
+    most = HEADER_SIZE + packed_size(limits.max_frames, 32)
+    if isinstance(header, str) and url_scheme(header) is not None:
+        source, _ = open_source(header)
+        try:
+            with deadline(source, timeout):
+                size = source.size()
+                _check_blob_file_size(header, size, most, limits)
+                (data,) = source.read_ranges([(0, size)])
+                return data
+        finally:
+            source.close()
+    try:
+        with open(header, "rb") as f:
+            _check_blob_file_size(os.fspath(header), os.fstat(f.fileno()).st_size, most, limits)
+            return f.read()
+    except OSError as err:
+        # A RumiError, as a missing data file is: the blob is the second argument of rasterio's habit
+        # open(path, "r"), which would otherwise be a bare FileNotFoundError naming "r".
+        hint = "; the second argument is the header blob, and a rumi file opens for reading only" if header in ("r", "rb") else ""
+        failure = SourceError(f"cannot read the header blob {os.fspath(header)}: {err.strerror}{hint}")
+        failure.strerror = err.strerror  # (not errno: with both set, str() shows them alone)
+        raise failure from err
+
+
+def _check_blob_file_size(where: str, size: int, most: int, limits: Limits) -> None:
+    if size > most:
+        raise InvalidHeaderError(
+            f"{where} is {size} bytes, more than a blob of at most {limits.max_frames} frames can be ({most}); "
+            "is it a rumi file rather than its .rumih?",
+            field="blob size",
+            rule="The blob size MUST be exactly 32 + ceil(N * count_bits / 8) bytes",
+        )
 
 
 def _fail(msg: str, fld: str, at: int, rule: str) -> InvalidHeaderError:

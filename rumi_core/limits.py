@@ -31,6 +31,7 @@ import os
 import resource
 from dataclasses import dataclass, field
 
+from rumi_core.arguments import whole_number
 from rumi_core.errors import ResourceLimitError
 
 __all__ = ["DEFAULT_LIMITS", "Limits", "usable_memory"]
@@ -70,6 +71,11 @@ class Limits:
     value, e.g. ``Limits(max_output_bytes=64 << 30)``, and pass it as
     ``limits=`` to :func:`rumi_core.read`, :func:`rumi_core.validate`,
     :func:`rumi_core.info` or :meth:`rumi_core.HeaderBlob.from_bytes`.
+    Each is a whole number of at least 0; no value means "no limit" (None is
+    refused): give a large one, such as ``1 << 62``.
+
+    Raises:
+        RumiError: a field is not a whole number of at least 0.
     """
 
     max_output_bytes: int = field(default_factory=lambda: _share(4))
@@ -88,6 +94,11 @@ class Limits:
     """
     max_merged_request: int = 32 << 20
     """Adjacent frames are merged into one request up to this many bytes."""
+
+    def __post_init__(self) -> None:
+        # Checked here, not at the first read, where a limit of "1GB" or None failed comparing int and str.
+        for name in self.__dataclass_fields__:
+            object.__setattr__(self, name, whole_number(f"Limits.{name}", getattr(self, name), least=0))
 
     def check(self, name: str, value: int, what: str, *, offset: int | None = None) -> None:
         """Raise unless ``value`` is within the limit called ``name``.

@@ -42,16 +42,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, SupportsIndex
 
 import numpy as np
 
+from rumi_core.arguments import flag
 from rumi_core.codecs import decode_into_place
 from rumi_core.errors import FrameDecodeError, InvalidFileError
 from rumi_core.header import BlobArgument, HeaderBlob, blob_bytes, check_against_head, check_blob_fits, header_from_head
 from rumi_core.heap import keep_heap_slack
 from rumi_core.limits import DEFAULT_LIMITS, Limits
-from rumi_core.selection import OutputPlan, ReadSelection, place_frame, resolve_selection
+from rumi_core.selection import AxisSelector, OutputPlan, ReadSelection, place_frame, resolve_selection
 from rumi_core.sources import ByteSource, deadline, is_local, known_size, open_source
 from rumi_core.threads import run_together, thread_count
 
@@ -418,7 +419,11 @@ def read_selection(
 
     ``progress``, when given, is called with 1 after each frame is placed
     (from the decoding threads), for a progress bar.
+
+    Raises:
+        RumiError: ``verify`` is not a boolean.
     """
+    verify = flag("verify", verify)
     layout = blob.layout
     dtype = layout.encoding.dtype
     plan = OutputPlan(layout, sel)
@@ -529,8 +534,8 @@ def read(
     source: ByteSource | str | os.PathLike[str] | bytes | bytearray | memoryview,
     header: BlobArgument | None = None,
     *,
-    bands: Sequence[int | str] | None = None,
-    times: Sequence[int] | None = None,
+    bands: AxisSelector | str | Sequence[SupportsIndex | str] | None = None,
+    times: AxisSelector | None = None,
     window: Any = None,
     threads: int | None = None,
     verify: bool = True,
@@ -580,7 +585,8 @@ def read(
             (checked whenever the source knows its size).
         FrameDecodeError: a frame is corrupt or decodes to the wrong size.
         ResourceLimitError: the read exceeds ``limits``.
-        SourceError: the storage failed.
+        SourceError: the storage failed, or the blob's file cannot be read.
+        RumiError: ``header`` is of no type above, or ``threads`` or ``verify`` is not a count or a boolean.
     """
     src, owned = open_source(source)
     try:

@@ -13,8 +13,9 @@ into the part of the output :meth:`OutputPlan.frame_place` finds for it.
 from __future__ import annotations
 
 import operator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, SupportsIndex, TypeAlias
 
 import numpy as np
 
@@ -29,7 +30,20 @@ if TYPE_CHECKING:
 
     from rumi_core.layout import FrameExtent, Layout
 
-__all__ = ["OutputPlan", "Positions", "RangePositions", "ReadSelection", "output_positions", "place_frame", "resolve_selection"]
+__all__ = [
+    "AxisSelector",
+    "OutputPlan",
+    "Positions",
+    "RangePositions",
+    "ReadSelection",
+    "output_positions",
+    "place_frame",
+    "resolve_selection",
+]
+
+
+AxisSelector: TypeAlias = "SupportsIndex | slice | Sequence[SupportsIndex] | NDArray[np.integer[Any]]"
+"""Positions along one axis (bands, times): one, a slice of them, or several in the order wanted (NumPy integers too)."""
 
 
 @dataclass(frozen=True)
@@ -46,12 +60,14 @@ class ReadSelection:
     cols: tuple[int, int]
 
 
-def _positions(value: Sequence[int] | None, total: int, name: str) -> Sequence[int]:
+def _positions(value: AxisSelector | None, total: int, name: str) -> Sequence[int]:
     if value is None:
         return range(total)
+    if isinstance(value, slice):  # as NumPy indexes an axis
+        value = range(total)[value]
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = [int(value)]
-    if isinstance(value, (str, bytes)):  # not its characters, one by one
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):  # not a text's characters, one by one
         raise SelectionError(f"{name} positions are integers, got {value!r}")
     out = []
     for v in value:
@@ -79,8 +95,8 @@ def _is_every(positions: Sequence[int], total: int) -> bool:
 def resolve_selection(
     layout: Layout,
     *,
-    bands: Sequence[int] | None = None,
-    times: Sequence[int] | None = None,
+    bands: AxisSelector | None = None,
+    times: AxisSelector | None = None,
     window: Any = None,
     limits: Limits = DEFAULT_LIMITS,
 ) -> ReadSelection:

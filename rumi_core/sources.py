@@ -27,9 +27,11 @@ one place both packages can meet, as the ``rumi.commands`` group already is.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import stat
+import threading
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from rumi_core.errors import SourceError
@@ -137,6 +139,13 @@ class LocalFileSource(_SourceBase):
             os.close(fd)
             raise SourceError(f"cannot open {self._path}: it is {kind}, not a file")
         self._fd: int | None = fd
+        # Reads in flight, and a close asked for while there were some: the descriptor is closed when the
+        # last of them ends, never under one. Closed at once, its number could be given to the next file
+        # opened, and a read on another thread would go on with that file's bytes (a "corrupt frame", or
+        # with verify=False another file's samples).
+        self._lock = threading.Lock()
+        self._readers = 0
+        self._closing = False
 
     def __reduce__(self) -> tuple[type[LocalFileSource], tuple[str]]:
         # A descriptor means nothing in another process: a pickled source opens its path again there
@@ -149,14 +158,39 @@ class LocalFileSource(_SourceBase):
         """The path."""
         return self._path
 
-    def _fileno(self) -> int:
-        if self._fd is None:
-            raise SourceError(f"{self._path} is closed")
-        return self._fd
+    def _acquire(self) -> int:
+        """The descriptor, held open until :meth:`_release`."""
+        with self._lock:
+            if self._fd is None or self._closing:
+                raise SourceError(f"{self._path} is closed")
+            self._readers += 1
+            return self._fd
+
+    def _release(self) -> None:
+        with self._lock:
+            self._readers -= 1
+            if self._closing and not self._readers:
+                self._close_now()
+
+    def _close_now(self) -> None:
+        """Close the descriptor (the lock held)."""
+        fd, self._fd, self._closing = self._fd, None, False
+        if fd is not None:
+            os.close(fd)
 
     def size(self) -> int:
         """Size of the file."""
-        return os.fstat(self._fileno()).st_size
+        fd = self._acquire()
+        try:
+            return self._size(fd)
+        finally:
+            self._release()
+
+    def _size(self, fd: int) -> int:
+        try:
+            return os.fstat(fd).st_size
+        except OSError as err:
+            raise SourceError(f"cannot read the size of {self._path}: {err.strerror}") from err
 
     def known_size(self) -> int:
         """Size of the file (an ``fstat``, no I/O on the data)."""
@@ -164,7 +198,13 @@ class LocalFileSource(_SourceBase):
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         """Read each range with one positional read."""
-        fd = self._fileno()
+        fd = self._acquire()
+        try:
+            return self._read_ranges(fd, ranges)
+        finally:
+            self._release()
+
+    def _read_ranges(self, fd: int, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
         end: int | None = None
         out = []
         for offset, length in ranges:
@@ -175,7 +215,7 @@ class LocalFileSource(_SourceBase):
             # OverflowError, so a large one never asks for more than the file
             # holds. A small one costs no fstat: a frame's read is one pread.
             if length > _UNCHECKED_RANGE:
-                end = self.size() if end is None else end
+                end = self._size(fd) if end is None else end
                 length = min(length, max(0, end - offset))
             try:
                 data = os.pread(fd, length, offset)
@@ -195,10 +235,12 @@ class LocalFileSource(_SourceBase):
         return out
 
     def close(self) -> None:
-        """Close the file descriptor."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Close the file descriptor, once the reads in flight on other threads have ended; reads after it fail."""
+        with self._lock:
+            if self._readers:
+                self._closing = self._fd is not None
+            else:
+                self._close_now()
 
     def __del__(self, _close: Callable[[int], None] = os.close) -> None:
         # A source dropped unclosed (an object that holds it, such as an xarray dataset or a Cube, that
@@ -222,6 +264,10 @@ class BytesSource(_SourceBase):
     def __init__(self, data: bytes | bytearray | memoryview, *, name: str = "<bytes>") -> None:
         self._data = memoryview(data).cast("B")
         self._name = name
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A memoryview does not pickle: its bytes do (a dataset of bytes sent to a DataLoader or dask worker).
+        return (functools.partial(BytesSource, name=self._name), (bytes(self._data),))
 
     @property
     def name(self) -> str:

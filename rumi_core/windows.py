@@ -19,6 +19,8 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+import numpy as np
+
 from rumi_core.errors import SelectionError
 
 __all__ = ["WindowRanges", "check_window", "clip_window", "window_ranges"]
@@ -27,21 +29,39 @@ WindowRanges = tuple[tuple[int, int], tuple[int, int]]
 """``((row_start, row_stop), (col_start, col_stop))``, half-open pixel ranges."""
 
 
+def _pixel(value: Any) -> int:
+    """A window bound as an int: an integer, or a float of a whole number (what ``rasterio.windows.from_bounds`` gives)."""
+    if isinstance(value, bool):  # an int to operator.index, no pixel to a caller
+        raise TypeError("a bool")
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return int(value)
+    return operator.index(value)
+
+
 def window_ranges(window: Any) -> WindowRanges:
     """Normalise a window to integer ``((row_start, row_stop), (col_start, col_stop))``.
+
+    Bounds are whole pixels: integers, or floats of whole numbers. A window of
+    fractions of a pixel (``rasterio.windows.from_bounds`` of a box off the
+    grid) is refused rather than rounded, since which way to round is the
+    caller's choice (``Window.round_offsets()``, ``round_lengths()``).
 
     Raises:
         SelectionError: the window is neither such a pair nor a rasterio Window of whole pixels.
     """
+    given = window
     if hasattr(window, "toranges"):  # rasterio.windows.Window
         window = window.toranges()
     try:
         (r0, r1), (c0, c1) = window
-        if any(isinstance(v, bool) for v in (r0, r1, c0, c1)):  # an int to operator.index, no pixel to a caller
-            raise TypeError("a bool")
-        r0, r1, c0, c1 = operator.index(r0), operator.index(r1), operator.index(c0), operator.index(c1)
     except (TypeError, ValueError) as err:
-        raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {window!r}") from err
+        raise SelectionError(f"window is ((row_start, row_stop), (col_start, col_stop)) or a rasterio Window, got {given!r}") from err
+    try:
+        r0, r1, c0, c1 = _pixel(r0), _pixel(r1), _pixel(c0), _pixel(c1)
+    except (TypeError, ValueError) as err:
+        fractions = any(isinstance(v, (float, np.floating)) for v in (r0, r1, c0, c1))
+        hint = "; round it first (rasterio: Window.round_offsets(), round_lengths())" if fractions else ""
+        raise SelectionError(f"window bounds are whole pixels, got {given!r}{hint}") from err
     return (r0, r1), (c0, c1)
 
 

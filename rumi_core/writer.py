@@ -28,7 +28,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from rumi_core.assemble import FileAssembler
-from rumi_core.codecs import BoundedCodec, FrameCodec, bounded_encoding_check, parse_codec, parse_error_bound, parse_nodata
+from rumi_core.codecs import (
+    BoundedCodec,
+    FrameCodec,
+    bounded_encoding_check,
+    check_nodata_sample,
+    parse_codec,
+    parse_error_bound,
+    parse_nodata,
+)
 from rumi_core.compression import DECODE_FLOOR, MODES, CompressionChoice, parse_frame_unit_choice, parse_mode, select_layout
 from rumi_core.encodings import SampleEncoding, encoding_for_dtype
 from rumi_core.errors import InvalidInputError
@@ -216,6 +224,7 @@ def choose_compression(
     """
     bound = parse_error_bound(max_abs_error=max_abs_error, max_rel_error=max_rel_error)
     nodata = parse_nodata(nodata)
+    check_nodata_sample(nodata, np.dtype(data.dtype))
     if _selects(compression):
         mode = parse_mode("auto" if compression is None else compression)
         if bound is not None:
@@ -370,8 +379,11 @@ def write(
             every sample (integer or float data); nodata and NaN stay exact.
         max_rel_error: Write lossy frames with ``|x - x̂| <= P/100 * |x|``, given
             as ``"P%"``. See :mod:`rumi_core.codecs`.
-        nodata: The nodata sentinel (or NaN): always kept exact, and handed to
-            geozl's nodata stage where that compresses better.
+        nodata: The nodata sentinel (or NaN), a hint to compression: always
+            kept exact, and handed to geozl's nodata stage where that compresses
+            better. It is not stored: the specification has no nodata field, so
+            a reader learns it from the catalogue (``rumi convert`` puts it in
+            each band of the STAC item). A value no sample can hold is refused.
 
     Returns:
         The header blob, built from the finalized file, as a :class:`WriteResult`

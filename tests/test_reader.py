@@ -6,6 +6,7 @@ import math
 import os
 import re
 import sys
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -99,7 +100,7 @@ def test_a_header_may_be_its_rumih_files_path(cube_file: tuple[Path, bytes, np.n
         rumi_core.validate(path, given)
     with pytest.raises(InvalidHeaderError, match=r"cube\.rumi is \d+ bytes, more than a blob of at most 4 frames can be \(48\)"):
         rumi_core.read(path, path, limits=Limits(max_frames=4))
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(SourceError, match=r"cannot read the header blob .*none\.rumih: No such file"):
         rumi_core.read(path, tmp_path / "none.rumih")
 
 
@@ -119,7 +120,7 @@ def test_a_dataset_takes_band_positions_not_a_name(cube_file: tuple[Path, bytes,
         ({"bands": []}, "select at least one band position"),
         ({"bands": [1.0]}, "band positions are integers, got 1.0"),
         ({"bands": [True]}, "band positions are integers, got True"),
-        ({"window": ((False, True), (0, 10))}, r"or a rasterio Window, got \(\(False, True\), \(0, 10\)\)"),
+        ({"window": ((False, True), (0, 10))}, r"window bounds are whole pixels, got \(\(False, True\), \(0, 10\)\)$"),
         ({"times": [3]}, r"time position 3 is outside 0\.\.2"),
         ({"times": [-3]}, r"time position -3 is outside 0\.\.2"),
         ({"times": []}, "select at least one time position"),
@@ -129,8 +130,11 @@ def test_a_dataset_takes_band_positions_not_a_name(cube_file: tuple[Path, bytes,
         ({"window": ((10, 10), (0, 10))}, "window rows 10:10, cols 0:10 is empty"),
         ({"window": ((20, 10), (0, 10))}, "is empty or outside"),
         ({"window": ((0, 10),)}, r"window is \(\(row_start, row_stop\), \(col_start, col_stop\)\) or a rasterio Window"),
-        ({"window": ((0.5, 10), (0, 10))}, "or a rasterio Window, got"),
-        ({"window": rasterio.windows.Window(col_off=0.5, row_off=0, width=3, height=3)}, "or a rasterio Window, got"),
+        ({"window": ((0.5, 10), (0, 10))}, r"whole pixels, got \(\(0.5, 10\), \(0, 10\)\); round it first"),
+        (
+            {"window": rasterio.windows.Window(col_off=0.5, row_off=0, width=3, height=3)},
+            r"whole pixels, got Window\(col_off=0.5.*round_offsets",
+        ),
         ({"window": rasterio.windows.Window(col_off=128, row_off=0, width=3, height=3)}, "outside the 100 x 130 image"),
     ],
 )
@@ -363,6 +367,88 @@ def test_verify_false_reads_the_same_samples(cube_file: tuple[Path, bytes, np.nd
     )
 
 
+@pytest.mark.parametrize("verify", [None, "no", 1, 0])
+def test_a_verify_that_is_no_boolean_is_refused_as_an_argument_not_as_a_corrupt_frame(
+    cube_file: tuple[Path, bytes, np.ndarray], verify: Any
+) -> None:
+    """``verify=None`` reached the decoder, and the file was called corrupt."""
+    path, blob, _ = cube_file
+    with pytest.raises(RumiError, match=re.escape(f"verify is True or False, got {verify!r}")) as raised:
+        rumi_core.read(path, blob, verify=verify)
+    assert not isinstance(raised.value, rumi_core.FrameDecodeError)
+    with rumi_core.open(path, blob) as ds, pytest.raises(RumiError, match="verify is True or False"):
+        ds.read(verify=verify)
+    assert np.array_equal(rumi_core.read(path, blob, verify=np.True_), rumi_core.read(path, blob))
+
+
+@pytest.mark.parametrize("header", [500_000_000, 2**62, True, 1.5, object()])
+def test_a_header_of_no_blob_type_is_refused_before_anything_is_allocated(cube_file: tuple[Path, bytes, np.ndarray], header: Any) -> None:
+    """An int was given to ``bytes()``: 500 million zero bytes, then "magic is b'\\x00\\x00\\x00\\x00'"; 2**62 a bare MemoryError."""
+    path, _, _ = cube_file
+    with pytest.raises(
+        RumiError, match=f"header is a HeaderBlob, a blob's bytes or the path of its .rumih file, not {type(header).__name__}"
+    ):
+        rumi_core.read(path, header)
+    with pytest.raises(RumiError, match="header is a HeaderBlob"):
+        rumi_core.open(path, header)
+
+
+def test_a_header_file_that_cannot_be_read_is_a_source_error(cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path) -> None:
+    """As a data file that cannot be read: a bare FileNotFoundError escaped ``except RumiError``; and rasterio's
+    ``open(path, "r")`` names the blob."""
+    path, _, _ = cube_file
+    missing = tmp_path / "none.rumih"
+    with pytest.raises(SourceError, match=re.escape(f"cannot read the header blob {missing}: No such file or directory")) as raised:
+        rumi_core.read(path, missing)
+    assert raised.value.strerror == "No such file or directory"
+    with pytest.raises(SourceError, match=r"cannot read the header blob r: .*the second argument is the header blob"):
+        rumi_core.open(path, "r")
+
+
+@pytest.mark.parametrize(
+    ("times", "expected"), [(slice(0, 2), [0, 1]), (slice(None, None, -1), [2, 1, 0]), (slice(1, None), [1, 2]), (np.int64(2), [2])]
+)
+def test_time_and_band_positions_take_a_slice_or_one_integer(
+    cube_file: tuple[Path, bytes, np.ndarray], times: Any, expected: list[int]
+) -> None:
+    """``times=slice(0, 2)`` was a bare TypeError ('slice' object is not iterable)."""
+    path, blob, data = cube_file
+    assert np.array_equal(rumi_core.read(path, blob, times=times, bands=slice(1, 3)), data[expected][:, 1:3])
+    with rumi_core.open(path, blob) as ds:
+        assert np.array_equal(ds.read(times=times), data[expected])
+    with pytest.raises(SelectionError, match="select at least one time position"):
+        rumi_core.read(path, blob, times=slice(3, None))
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"max_output_bytes": "1GB"}, "Limits.max_output_bytes is a whole number of at least 0, got '1GB'"),
+        ({"max_output_bytes": None}, "Limits.max_output_bytes is a whole number of at least 0, got None"),
+        ({"max_frames": -5}, "Limits.max_frames is a whole number of at least 0, got -5"),
+        ({"max_frame_bytes": 1.5e9}, "Limits.max_frame_bytes is a whole number of at least 0, got 1500000000.0"),
+        ({"max_merged_request": True}, "Limits.max_merged_request is a whole number of at least 0, got True"),
+    ],
+)
+def test_limits_are_checked_when_they_are_made(fields: dict[str, Any], match: str) -> None:
+    """They were checked at the next read, as ``'>' not supported between instances of 'int' and 'str'``."""
+    with pytest.raises(RumiError, match=re.escape(match)):
+        Limits(**fields)
+
+
+def test_limits_take_numpy_integers_as_ints() -> None:
+    limits = Limits(max_frames=np.int64(7))
+    assert type(limits.max_frames) is int and limits == Limits(max_frames=7)
+
+
+def test_whole_pixel_float_windows_are_read_as_rasterio_gives_them(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    """``rasterio.windows.from_bounds`` gives floats; a window of whole pixels was refused as malformed."""
+    path, blob, data = cube_file
+    window = rasterio.windows.Window(10.0, 20.0, 30.0, 40.0)
+    assert np.array_equal(rumi_core.read(path, blob, window=window), data[:, :, 20:60, 10:40])
+    assert np.array_equal(rumi_core.read(path, blob, window=((np.float32(20), 60.0), (10, 40))), data[:, :, 20:60, 10:40])
+
+
 def test_missing_file_is_a_source_error(tmp_path: Path) -> None:
     with pytest.raises(SourceError, match="cannot open"):
         rumi_core.read(tmp_path / "missing.rumi")
@@ -456,6 +542,55 @@ def test_a_closed_dataset_says_so_and_reads_nothing_whatever_its_source(cube_fil
         assert ds.closed and repr(ds).startswith("<closed rumi_core.Dataset")
         with pytest.raises(SourceError, match="is closed"):
             ds.read(times=[0])
+
+
+def test_a_close_while_other_threads_read_fails_their_reads_and_never_gives_them_another_files_bytes(
+    cube_file: tuple[Path, bytes, np.ndarray], tmp_path: Path
+) -> None:
+    """The descriptor was closed under reads in flight: the next file opened took its number, and those reads went on
+    with that file's bytes (a HeaderMismatchError or FrameDecodeError naming this file, a bare OSError from ``size``)."""
+    path, _, data = cube_file
+    other = tmp_path / "other.bin"
+    other.write_bytes(os.urandom(path.stat().st_size))
+    outcomes: set[str] = set()
+    for _ in range(25):
+        ds = rumi_core.open(path)
+        stop = threading.Event()
+
+        def reader(ds: rumi_core.Dataset = ds, stop: threading.Event = stop) -> None:
+            while not stop.is_set():
+                try:
+                    got = ds.read(bands=[0], times=[0], window=((0, 64), (0, 48)), threads=1)
+                    outcomes.add("equal" if np.array_equal(got, data[[0]][:, [0], :64, :48]) else "WRONG")
+                except SourceError as err:
+                    outcomes.add("closed" if str(err).endswith("is closed") else f"SourceError: {err}")
+                except Exception as err:
+                    outcomes.add(f"{type(err).__name__}: {err}")
+
+        threads = [threading.Thread(target=reader) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.002)
+        ds.close()
+        reused = [os.open(other, os.O_RDONLY) for _ in range(3)]  # what takes a descriptor number closed too early
+        time.sleep(0.002)
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for fd in reused:
+            os.close(fd)
+    assert outcomes <= {"equal", "closed"}, outcomes
+    assert "closed" in outcomes
+
+
+def test_a_dataset_of_bytes_pickles_and_reads_alike(cube_file: tuple[Path, bytes, np.ndarray]) -> None:
+    """As a dataset of a path does, for DataLoader and dask workers: its memoryview did not pickle."""
+    import pickle
+
+    path, blob, data = cube_file
+    with rumi_core.open(path.read_bytes(), blob) as ds:
+        copy = pickle.loads(pickle.dumps(ds))
+    assert copy.name == "<bytes>" and np.array_equal(copy.read(times=[2]), data[[2]])
 
 
 def test_open_does_not_close_a_source_it_was_given(cube_file: tuple[Path, bytes, np.ndarray]) -> None:

@@ -629,6 +629,35 @@ def test_writer_refuses_unstorable_georeferencing(tmp_path: Path, crs: Any, tran
     assert nothing_written(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("dtype", "nodata", "match"),
+    [
+        ("uint8", 300, r"nodata 300 is no uint8 sample \(0 to 255\)"),
+        ("uint8", -1, r"nodata -1 is no uint8 sample"),
+        ("uint16", 0.5, r"nodata 0.5 is no uint16 sample \(0 to 65535\)"),
+        ("int16", float("nan"), r"nodata nan is no int16 sample"),
+        ("bool", 2, r"nodata 2 is no bool sample \(0 to 1\)"),
+        ("float16", 1e6, r"nodata 1000000.0 overflows float16 samples"),
+    ],
+)
+def test_writer_refuses_a_nodata_no_sample_can_hold(tmp_path: Path, dtype: str, nodata: float, match: str) -> None:
+    """300 on uint8 was taken without a word, where ``rumi convert`` refuses such a nodata: a sentinel no sample
+    equals marks nothing."""
+    with pytest.raises(InvalidInputError, match=match):
+        rumi_core.write(tmp_path / "x.rumi", np.zeros((1, 4, 4), dtype), bands=["a"], times=["2020-01-01"], nodata=nodata)
+    assert nothing_written(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "nodata"), [("uint8", 255), ("uint16", 0.0), ("int16", -32768), ("float32", float("nan")), ("float32", -9999)]
+)
+def test_writer_takes_a_nodata_its_samples_hold(tmp_path: Path, dtype: str, nodata: float) -> None:
+    data = np.arange(16).reshape(1, 4, 4).astype(dtype)
+    data[0, 0, 0] = nodata
+    blob = rumi_core.write(tmp_path / "x.rumi", data, bands=["a"], times=["2020-01-01"], nodata=nodata)
+    assert same_bytes(rumi_core.read(tmp_path / "x.rumi", blob), data)
+
+
 @pytest.mark.parametrize("unit", [0, 1, 2])
 def test_writer_refuses_boolean_bytes_other_than_0_and_1(tmp_path: Path, unit: int) -> None:
     raw = np.zeros((2, 6, 6), "uint8")

@@ -18,7 +18,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 import click
 
 from rumi_core.errors import SourceError
-from rumi_core.sources import deadline, open_source, url_scheme
+from rumi_core.sources import url_scheme
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -188,21 +188,11 @@ def read_header_file(location: str | None, timeout: float | None = None) -> byte
         return None
     from rumi_core.header import blob_bytes  # what a command without --header never needs
 
-    if url_scheme(location) is None:
-        try:
-            return blob_bytes(location)  # a rumi file given for its blob is refused unread
-        except OSError as err:
-            raise OptionError(f"--header {location}: cannot read: {err.strerror}") from err
     try:
-        source, _ = open_source(location)
-        try:
-            with deadline(source, timeout):
-                (blob,) = source.read_ranges([(0, source.size())])
-        finally:
-            source.close()
+        return blob_bytes(location, timeout=timeout)  # a rumi file given for its blob is refused unread
     except SourceError as err:
-        raise OptionError(f"--header {location}: cannot read: {err}") from err
-    return blob
+        reason = err.strerror if url_scheme(location) is None and err.strerror else err
+        raise OptionError(f"--header {location}: cannot read: {reason}") from err
 
 
 def header_option(without: str = "one is built from the file's head") -> Callable[[Callable[..., Any]], Callable[..., Any]]:

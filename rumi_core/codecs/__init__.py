@@ -51,7 +51,7 @@ from rumi_core.codecs._decoding import decode_frame, decode_into_place
 from rumi_core.codecs._error_bound import ErrorBound, parse_error_bound, within_bound
 from rumi_core.codecs._frames import UINT_BY_WIDTH
 from rumi_core.codecs._geozl import GEOZL_ENCODINGS, GeoZLGraph
-from rumi_core.codecs._nodata import nodata_mask, nodata_to_json, parse_nodata
+from rumi_core.codecs._nodata import check_nodata_sample, nodata_mask, nodata_to_json, parse_nodata
 from rumi_core.codecs._openzl import OpenZLGraph
 from rumi_core.codecs._raster import DEFAULT_CODEC, RasterCodec, parse_codec
 from rumi_core.codecs._registry import FrameCodec, codec_from_dict, register_codec, registered_codecs
@@ -74,6 +74,7 @@ __all__ = [
     "RasterCodec",
     "StackCodec",
     "bounded_encoding_check",
+    "check_nodata_sample",
     "codec_from_dict",
     "decode_frame",
     "decode_into_place",

@@ -19,7 +19,7 @@ from rumi_core.errors import InvalidInputError
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-__all__ = ["nodata_cache_key", "nodata_mask", "nodata_to_json", "parse_nodata"]
+__all__ = ["check_nodata_sample", "nodata_cache_key", "nodata_mask", "nodata_to_json", "parse_nodata"]
 
 _NODATA_WORDS: Final[dict[str, float]] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 """JSON spellings of the non-finite nodata values, as Zarr writes fill values."""
@@ -49,6 +49,36 @@ def parse_nodata(value: object) -> int | float | None:
         number = float(value)
         return math.nan if math.isnan(number) else number
     raise InvalidInputError(f"nodata is a number or NaN, got {type(value).__name__}", field="nodata")
+
+
+def check_nodata_sample(value: int | float | None, dtype: np.dtype[Any]) -> None:
+    """Refuse a nodata value that no sample of ``dtype`` can hold.
+
+    Integers take whole numbers in their range, booleans 0 and 1, and
+    floating types any value that does not overflow them (NaN included).
+    A sentinel no sample equals marks nothing, and a reader casting it to the
+    samples' type would mask another value: 300 as uint8 is 44.
+
+    >>> check_nodata_sample(300, np.dtype("uint8"))
+    Traceback (most recent call last):
+    ...
+    rumi_core.errors.InvalidInputError: nodata 300 is no uint8 sample (0 to 255)
+
+    Raises:
+        InvalidInputError: no ``dtype`` sample holds ``value``.
+    """
+    if value is None:
+        return
+    if dtype.kind in "iub":
+        info = np.iinfo(np.uint8) if dtype.kind == "b" else np.iinfo(dtype)
+        low, high = (0, 1) if dtype.kind == "b" else (int(info.min), int(info.max))
+        if not (math.isfinite(value) and value == int(value) and low <= value <= high):
+            raise InvalidInputError(f"nodata {value!r} is no {dtype} sample ({low} to {high})", field="nodata")
+        return
+    with np.errstate(over="ignore", invalid="ignore"):
+        held = float(np.array(value, dtype=np.float64).astype(dtype))
+    if math.isfinite(value) and not math.isfinite(held):
+        raise InvalidInputError(f"nodata {value!r} overflows {dtype} samples", field="nodata")
 
 
 def nodata_to_json(value: int | float) -> int | float | str:
