@@ -27,9 +27,11 @@ concurrently.
 from __future__ import annotations
 
 import contextlib
+import copy
+import operator
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
@@ -49,12 +51,13 @@ from catalog.selectors import (
     check_positions,
     parse_band_selector,
     parse_time_selector,
+    selector_list,
     time_positions,
 )
 from catalog.storage import Storage, href_kind, is_rumi_href
-from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError
+from rumi_core.errors import FrameDecodeError, HeaderMismatchError, InvalidHeaderError, RumiError, SourceError
 from rumi_core.georef import GEOREF_BYTES, Georeferencing
-from rumi_core.header import HeaderBlob, blob_beside, check_against_head, check_blob_fits
+from rumi_core.header import HeaderBlob, blob_beside, blob_bytes, check_against_head, check_blob_fits
 from rumi_core.ifd import FILE_MAGIC, file_kind
 from rumi_core.reader import read_selection
 from rumi_core.selection import resolve_selection
@@ -175,7 +178,7 @@ class Cube:
         target: str | os.PathLike[str] | dict[str, Any] | pystac.Item,
         *,
         storage: Storage | None = None,
-        header: bytes | HeaderBlob | None = None,
+        header: bytes | HeaderBlob | str | os.PathLike[str] | None = None,
     ) -> Cube:
         """Open a cube from its item or its file.
 
@@ -184,7 +187,8 @@ class Cube:
                 :class:`pystac.Item`) or a ``.rumi`` file (path or URL).
             storage: Storage access; a default :class:`Storage` when None.
             header: The header blob, when the caller has it (skips every
-                request for it).
+                request for it): parsed, its bytes, or the path or URL of its
+                ``.rumih`` file, as :func:`rumi_core.read` takes it.
 
         Raises:
             ItemError: the item does not describe a rumi file.
@@ -192,6 +196,14 @@ class Cube:
             InvalidHeaderError: the blob is malformed.
         """
         storage = storage or Storage()
+        if isinstance(header, (str, os.PathLike)):  # its bytes were parsed as the blob: "magic is b'/tmp'"
+            location = os.fspath(header)
+            try:
+                header = blob_bytes(location)
+            except StorageError:
+                raise
+            except SourceError as err:  # a local file's
+                raise StorageError(f"cannot read the header blob: {err.strerror}", href=location) from err
         if isinstance(target, dict):
             return cls._from_item(target, None, storage, header)
         if not isinstance(target, (str, os.PathLike)):
@@ -370,25 +382,25 @@ class Cube:
 
     # -- reading -------------------------------------------------------------------------
 
-    def _band_positions(self, bands: str | Sequence[int | str] | None) -> list[int] | None:
+    def _band_positions(self, bands: str | SupportsIndex | slice | Sequence[SupportsIndex | str] | None) -> list[int] | None:
         band_sel = parse_band_selector(bands) if isinstance(bands, str) else bands
         if band_sel is None:
             return None
-        if not all(isinstance(b, int) for b in band_sel):
+        band_sel = selector_list(band_sel, self.layout.samples_per_pixel, "band")
+        if any(isinstance(b, str) for b in band_sel):
             return band_positions(band_sel, self.bands)
-        band_pos = [int(b) for b in band_sel]
-        check_positions(band_pos, self.layout.samples_per_pixel, "band")
-        return band_pos
+        check_positions(band_sel, self.layout.samples_per_pixel, "band")  # positions alone need no band metadata
+        return [operator.index(b) for b in band_sel]
 
-    def _time_positions(self, times: str | Sequence[int] | TimeRange | None) -> list[int] | None:
+    def _time_positions(self, times: str | SupportsIndex | slice | Sequence[SupportsIndex] | TimeRange | None) -> list[int] | None:
         time_sel = parse_time_selector(times) if isinstance(times, str) else times
         if time_sel is None:
             return None
         if isinstance(time_sel, TimeRange):
             return time_positions(time_sel, self.times)
-        time_pos = list(time_sel)
+        time_pos = selector_list(time_sel, self.layout.time_count, "time")
         check_positions(time_pos, self.layout.time_count, "time")
-        return time_pos
+        return [operator.index(t) for t in time_pos]
 
     def resolve(
         self, **selectors: Unpack[ReadSelectors]
@@ -538,6 +550,17 @@ class Cube:
     def source(self) -> ByteSource:
         """The byte source of the file."""
         return self._source
+
+    def reopened(self) -> Cube:
+        """This cube again, open on a source of its own: the same file (opened anew), blob, bands, times and grid.
+
+        What a closed cube's lazy readers (the xarray backend's) read through. A
+        local file replaced since is read with this cube's blob, as a file
+        rewritten under an open cube would be: its frames' checksums fail.
+        """
+        cube = Cube(copy.copy(self._source), self.header, bands=self._bands, times=self._times, grid=self._grid, item=self.item)
+        cube._sidecar = self._sidecar
+        return cube
 
     @property
     def closed(self) -> bool:

@@ -12,6 +12,8 @@ one.
 
 from __future__ import annotations
 
+from typing import Any
+
 from catalog.credentials import redacted
 from rumi_core.errors import HeaderMismatchError, RumiError, SelectionError, SourceError
 
@@ -34,15 +36,29 @@ class CatalogError(RumiError):
 class StorageError(CatalogError, SourceError):
     """A local path, HTTP(S) URL or ``gs://`` object could not deliver its bytes."""
 
-    def __init__(self, message: str, *, href: str, status: int | None = None) -> None:
+    def __init__(self, message: str, *, href: str | None = None, status: int | None = None) -> None:
         self.href = href
-        """The location that failed."""
+        """The location that failed (None for an error re-created from its message alone)."""
         self.status = status
         """The HTTP status code, when a server answered."""
-        text = redacted(f"{href}: {message}")  # an error may be shown or logged anywhere; href keeps the URL itself
+        # An error may be shown or logged anywhere; href keeps the URL itself. Without an href the message is
+        # the whole text, as PyTorch's DataLoader re-creates a worker's exception: ``type(err)(message)``.
+        text = message if href is None else redacted(f"{href}: {message}")
         if status is not None:
             text = f"{text} (HTTP {status})"
         super().__init__(text)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole (a dask or multiprocessing worker's error reaches its caller so): the default pickles
+        # args alone, and a class of keyword-only arguments cannot be re-created from them.
+        return (_storage_error, (type(self), self.args[0], self.href, self.status))
+
+
+def _storage_error(cls: type[StorageError], text: str, href: str | None, status: int | None) -> StorageError:
+    """A pickled :class:`StorageError` (or subclass) again: its text as it was, and its fields."""
+    err = cls(text)  # without an href, the text as it is
+    err.href, err.status = href, status
+    return err
 
 
 class ChecksumError(CatalogError):

@@ -208,6 +208,15 @@ class GCSSource(RemoteRangeSource):
             self._read_metadata()
         return self._crc32c
 
+    def version(self) -> str | None:
+        """``crc32c:<value>`` of :meth:`crc32c`: the object's content, whichever upload wrote it; None without one.
+
+        Raises:
+            StorageError: the object does not exist or cannot be read.
+        """
+        crc = self.crc32c()
+        return None if crc is None else f"crc32c:{crc:08x}"
+
     def _fetch(self, offset: int, length: int) -> bytes:
         """Download one range with one media download."""
         data = self._download((offset, length), f"downloading bytes {offset}-{offset + length - 1}", start=offset, end=offset + length - 1)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import email.utils
 import logging
+import os
 import re
 import threading
 import time
@@ -104,11 +105,28 @@ def quiet_retries(verbose: int) -> None:
         logging.getLogger("urllib3").setLevel(logging.ERROR)
 
 
+def _forget_default_pool() -> None:
+    """In a forked child: the parent's pool holds the parent's sockets, so the child makes its own.
+
+    Two processes reading one socket take each other's answers: a DataLoader
+    worker forked after the parent had read over HTTP got "asked for bytes X,
+    got Content-Range Y", or waited out its deadline.
+    """
+    global _DEFAULT_POOL, _DEFAULT_POOL_LOCK
+    _DEFAULT_POOL = None
+    _DEFAULT_POOL_LOCK = threading.Lock()  # another thread of the parent may have held it at the fork
+
+
+os.register_at_fork(after_in_child=_forget_default_pool)
+
+
 def default_pool() -> urllib3.PoolManager:
     """Return the process-wide connection pool used when none is given.
 
     It keeps up to 16 connections per host and retries connection errors and
     ``5xx`` answers of idempotent requests three times with a short backoff.
+    A forked child has its own (sources and storages given no pool look it up
+    at each request).
     """
     global _DEFAULT_POOL
     with _DEFAULT_POOL_LOCK:
@@ -287,22 +305,22 @@ class HTTPRangeSource(RemoteRangeSource):
         if not url.startswith(("http://", "https://")):
             raise StorageError("not an http:// or https:// URL", href=url)
         super().__init__(url, size=size, timeout=timeout, deadline=deadline)
-        self._pool = pool or default_pool()
+        self._pool = pool
+        """The caller's pool, or None for :func:`default_pool`, looked up at each request (a forked child's own)."""
         self._target, self._headers = _credentials(url, headers)
         self._lock = threading.Lock()
+        self._headed = False
+        self._validator: str | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Another process gets its own default pool (a pool holds this process's sockets and locks);
         # a pool of the caller's own goes with the source, and must be picklable for it to.
         state = self.__dict__.copy()
         del state["_lock"]
-        if state["_pool"] is default_pool():
-            state["_pool"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._pool = self._pool or default_pool()
         self._lock = threading.Lock()
 
     def _send(self, op: ReadOperation, method: str, headers: dict[str, str]) -> Any:
@@ -312,7 +330,7 @@ class HTTPRangeSource(RemoteRangeSource):
             raise self._expired(op, method)
         timeout = urllib3.Timeout(connect=min(_CONNECT_TIMEOUT, left), read=left)
         try:
-            return self._pool.request(
+            return (self._pool or default_pool()).request(
                 method,
                 self._target,
                 headers={**self._headers, **headers},
@@ -386,6 +404,22 @@ class HTTPRangeSource(RemoteRangeSource):
         with self._lock:
             if self._size is not None:
                 return self._size
+        return self._head()
+
+    def version(self) -> str | None:
+        """The ``ETag`` (else ``Last-Modified``) the object's ``HEAD`` answered, or None where it answered neither.
+
+        One ``HEAD``, unless :meth:`size` made it.
+
+        Raises:
+            StorageError: the server refused, or gave no ``Content-Length``.
+        """
+        if not self._headed:
+            self._head()
+        return self._validator
+
+    def _head(self) -> int:
+        """Ask ``HEAD`` for the size and validator, and learn them."""
 
         def head(op: ReadOperation) -> int:
             resp = self._send(op, "HEAD", {})
@@ -397,6 +431,9 @@ class HTTPRangeSource(RemoteRangeSource):
             length = resp.headers.get("Content-Length")
             if length is None or not length.isdigit():
                 raise StorageError("HEAD gave no Content-Length", href=self._url, status=resp.status)
+            etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
+            self._validator = f"etag:{etag}" if etag else f"modified:{modified}" if modified else None
+            self._headed = True
             return int(length)
 
         total: int = self._with_retry((-1, -1), "HEAD", head)

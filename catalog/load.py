@@ -43,7 +43,7 @@ from __future__ import annotations
 import functools
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 import numpy as np
@@ -57,7 +57,7 @@ from catalog.storage import Storage
 from rumi_core.times import INTERVAL
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
     import xarray as xr
 
@@ -196,6 +196,9 @@ def item_list(items: Iterable[Any] | Any) -> list[Any]:
 
     A :class:`pystac.ItemCollection` (what pystac-client's ``item_collection()``
     returns) holds its items: it has a ``to_dict`` of its own, as an item has.
+
+    Raises:
+        ItemError: ``items`` is none of these (None, a number).
     """
     import pystac
 
@@ -203,6 +206,8 @@ def item_list(items: Iterable[Any] | Any) -> list[Any]:
         return list(items)
     if isinstance(items, (str, os.PathLike, dict, SearchHit)) or hasattr(items, "to_dict"):
         return [items]
+    if not isinstance(items, Iterable):
+        raise ItemError(f"items are an item (a dict, a pystac.Item, an href, a search hit) or an iterable of them, not {items!r}")
     return list(items)
 
 

@@ -69,6 +69,10 @@ class RemoteRangeSource(abc.ABC):
     def size(self) -> int:
         """Total size in bytes."""
 
+    @abc.abstractmethod
+    def version(self) -> str | None:
+        """What names this version of the object's bytes (its store's checksum or validator), or None when the store gives none."""
+
     def read_range(self, offset: int, length: int) -> bytes:
         """Fetch one range with one request (and the read operation's retries of it).
 

@@ -22,15 +22,18 @@ import calendar
 import math
 import operator
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, SupportsIndex, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, TypedDict
+
+import numpy as np
 
 from catalog.errors import SelectorError
 from rumi_core.errors import InvalidInputError
 from rumi_core.times import INTERVAL, format_seconds, parse_time
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Sequence
 
     from catalog.bands import Band
     from rumi_core.time_coordinates import TimeCoordinates
@@ -48,6 +51,7 @@ __all__ = [
     "parse_band_selector",
     "parse_datetime",
     "parse_time_selector",
+    "selector_list",
     "time_positions",
     "wrap_longitude",
 ]
@@ -57,7 +61,7 @@ _MONTH_ONLY = re.compile(r"^(\d{4})-(\d{2})$")
 _YEAR_ONLY = re.compile(r"^\d{4}$")
 
 
-def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False, searched: bool = False) -> tuple[float, float, float, float]:
+def check_bbox(bbox: Sequence[float] | str, *, antimeridian: bool = False, searched: bool = False) -> tuple[float, float, float, float]:
     """Check a bounding box ``(minx, miny, maxx, maxy)``; the one rule ``search`` and ``read`` share.
 
     >>> check_bbox([1, 2, 3, 4])
@@ -83,12 +87,19 @@ def check_bbox(bbox: Sequence[float], *, antimeridian: bool = False, searched: b
             maxy`` (for a search, ``>``), or a longitude or latitude out of
             its range.
     """
-    if searched and len(bbox) == 6:
-        bbox = [bbox[0], bbox[1], bbox[3], bbox[4]]
-    if len(bbox) != 4:
-        six = " (or six, with minz and maxz after miny and maxy)" if searched else ""
-        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy{six}, got {list(bbox)}")
-    minx, miny, maxx, maxy = (float(v) for v in bbox)
+    six = " (or six, with minz and maxz after miny and maxy)" if searched else ""
+    # A text is "minx,miny,maxx,maxy", as pystac-client and the command line take it, not its characters one by one.
+    values: Sequence[Any] = [part.strip() for part in bbox.split(",")] if isinstance(bbox, str) else bbox
+    try:
+        numbers = [float(v) for v in values]
+    except (TypeError, ValueError) as err:
+        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy{six}, got {bbox!r}") from err
+    if searched and len(numbers) == 6:
+        numbers = [numbers[0], numbers[1], numbers[3], numbers[4]]
+    if len(numbers) != 4:
+        raise SelectorError(f"a bbox is four numbers minx,miny,maxx,maxy{six}, got {list(values)}")
+    bbox = numbers
+    minx, miny, maxx, maxy = numbers
     if not all(math.isfinite(v) for v in (minx, miny, maxx, maxy)):
         raise SelectorError(f"bbox {list(bbox)} has a value that is not a finite number")
     if antimeridian and not (-180 <= minx <= 180 and -180 <= maxx <= 180 and -90 <= miny <= 90 and -90 <= maxy <= 90):
@@ -279,9 +290,9 @@ class ReadSelectors(TypedDict, total=False):
     and :meth:`~catalog.Cube.read`, which take the same selectors.
     """
 
-    bands: str | Sequence[int | str] | None
-    """Positions or names (``"red,nir"``, ``[0, 3]``); None for all."""
-    times: str | Sequence[int] | TimeRange | None
+    bands: str | SupportsIndex | slice | Sequence[SupportsIndex | str] | None
+    """Positions or names (``"red,nir"``, ``[0, 3]``, ``2``, ``slice(0, 3)``); None for all."""
+    times: str | SupportsIndex | slice | Sequence[SupportsIndex] | TimeRange | None
     """Positions, a :class:`TimeRange`, or its text (``"2021-01-01/2021-02-01"``, ``"0,2"``); None for all."""
     bbox: Sequence[float] | None
     """``(minx, miny, maxx, maxy)`` in ``bbox_crs``."""
@@ -338,6 +349,25 @@ def bands_from_texts(texts: Sequence[str], *, data_type: str | None = None) -> t
     if len({b.name for b in bands}) != len(bands):
         bands = [b.merged({"name": t}) for b, t in zip(bands, texts, strict=True)]
     return tuple(bands)
+
+
+def selector_list(value: object, count: int, axis: Literal["band", "time"]) -> list[Any]:
+    """A selector of several positions (or band names) as a list: one integer is a list of it, and a slice the positions
+    it takes of ``count``, as NumPy indexes an axis.
+
+    >>> selector_list(2, 4, "band"), selector_list(slice(1, None), 4, "band")
+    ([2], [1, 2, 3])
+
+    Raises:
+        SelectorError: ``value`` is neither a position, a slice nor a sequence of them.
+    """
+    if isinstance(value, slice):
+        return list(range(count)[value])
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return [value]
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise SelectorError(f"{axis}s are selected by a position or a sequence of them, not by {value!r}")
+    return list(value)
 
 
 def check_positions(positions: Sequence[int], count: int, axis: Literal["band", "time"]) -> None:

@@ -152,10 +152,8 @@ class Storage:
 
     @property
     def http_pool(self) -> urllib3.PoolManager:
-        """The HTTP connection pool."""
-        if self._http_pool is None:
-            self._http_pool = default_pool()
-        return self._http_pool
+        """The HTTP connection pool: the caller's, else this process's :func:`~catalog.http.default_pool` (a forked child's own)."""
+        return self._http_pool or default_pool()
 
     def _check_deadline(self, href: str) -> None:
         """Refuse to ask for ``href`` once the deadline has passed.
@@ -186,7 +184,7 @@ class Storage:
             self._check_deadline(text)
         if kind == "http":
             return HTTPRangeSource(
-                text, pool=self.http_pool, headers=self._http_headers, size=size, timeout=self._timeout, deadline=self._deadline
+                text, pool=self._http_pool, headers=self._http_headers, size=size, timeout=self._timeout, deadline=self._deadline
             )
         if kind == "gs":
             return GCSSource(
@@ -210,7 +208,7 @@ class Storage:
         if kind in ("http", "gs"):
             self._check_deadline(text)
         if kind == "http":
-            return read_url(text, pool=self.http_pool, headers=self._http_headers, timeout=self._timeout, deadline=self._deadline)
+            return read_url(text, pool=self._http_pool, headers=self._http_headers, timeout=self._timeout, deadline=self._deadline)
         if kind == "gs":
             return GCSSource(
                 text, client=self._gcs_client, client_factory=self._gcs_factory, timeout=self._timeout, deadline=self._deadline

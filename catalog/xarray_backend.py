@@ -17,7 +17,8 @@ Coordinates:
   texts) beside them, and each band's ``scale``, ``offset`` and ``unit``
   (1, 0 and "" where the item states none): a physical value is
   ``stored * scale + offset``;
-* ``y``, ``x``: pixel centres from the transform (pixel indices without a CRS);
+* ``y``, ``x``: pixel centres from the transform (of the identity grid, 0.5, 1.5, …, without one, as rasterio places
+  such a raster);
 * ``spatial_ref``: a scalar with ``crs_wkt``, ``spatial_ref`` and
   ``GeoTransform`` (of pixel corners, as GDAL has it, also for PixelIsPoint),
   named by the variable's ``grid_mapping`` attribute, which is how rioxarray
@@ -71,6 +72,17 @@ class RumiBackendArray(BackendArray):
         self.shape = (lay.time_count, lay.samples_per_pixel, lay.image_length, lay.image_width)
         self.dtype = np.dtype(lay.encoding.dtype)
 
+    def _open_cube(self) -> Cube:
+        """The cube, reopened once the dataset was closed: as xarray's own backends (``CachingFileManager``) read the
+        lazy data of ``with xr.open_dataset(...) as ds: part = ds.data[0]`` after the block."""
+        if self.cube.closed:
+            self.cube = self.cube.reopened()
+        return self.cube
+
+    def close(self) -> None:
+        """Close the cube (the one reopened last, if the dataset was read after a close)."""
+        self.cube.close()
+
     def __getitem__(self, key: indexing.ExplicitIndexer) -> Any:
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._raw_indexing_method)
 
@@ -91,7 +103,7 @@ class RumiBackendArray(BackendArray):
         times, bands, rows, cols = positions
         r0, r1 = int(rows.min()), int(rows.max()) + 1
         c0, c1 = int(cols.min()), int(cols.max()) + 1
-        result = self.cube.read(
+        result = self._open_cube().read(
             times=[int(t) for t in times],
             bands=[int(b) for b in bands],
             window=((r0, r1), (c0, c1)),
@@ -124,22 +136,30 @@ def spatial_ref(crs: str | None, transform: tuple[float, ...] | None) -> xr.Vari
     return xr.Variable((), np.int64(0), attrs)
 
 
-def time_coords(bounds: ArrayLike, *, intervals: bool) -> dict[str, Any]:
+def time_coords(bounds: ArrayLike, *, intervals: bool, decode: bool = True) -> dict[str, Any]:
     """The ``time`` coordinate of steps given as ``(start, end)`` epoch seconds (``(T, 2)``); with ``intervals``, also CF's ``time_bounds``.
 
     ``time`` holds the starts (the instants); ``time_bounds`` is ``(time, nv)``
     of start and end, named by the ``bounds`` attribute of ``time`` (CF 1.11,
-    section 7.1), which xarray's CF decoding and cf_xarray follow.
+    section 7.1), which xarray's CF decoding and cf_xarray follow. Without
+    ``decode`` (``decode_times=False``) they are the file's integer seconds
+    with CF ``units`` and ``calendar``, which ``xarray.decode_cf`` decodes.
     """
     seconds = np.asarray(bounds, dtype=np.int64).reshape(-1, 2)
-    # Nanoseconds, as xarray and pandas default to, where every step fits them (1677-09-21 to 2262-04-11);
-    # seconds otherwise, as the file stores them: a cast to nanoseconds wraps round without a word (an
-    # interval from 1600 to 2300 came out as 2184 to 1715).
-    unit = "ns" if np.all(np.abs(seconds) <= np.iinfo(np.int64).max // 10**9) else "s"
-    seconds = seconds.astype("datetime64[s]").astype(f"datetime64[{unit}]")
+    attrs: dict[str, Any] = {"bounds": "time_bounds"} if intervals else {}
+    if not decode:
+        attrs.update(units="seconds since 1970-01-01T00:00:00", calendar="proleptic_gregorian")
+        bound_attrs: dict[str, Any] = {"units": attrs["units"], "calendar": attrs["calendar"]}
+    else:
+        # Nanoseconds, as xarray and pandas default to, where every step fits them (1677-09-21 to 2262-04-11);
+        # seconds otherwise, as the file stores them: a cast to nanoseconds wraps round without a word (an
+        # interval from 1600 to 2300 came out as 2184 to 1715).
+        unit = "ns" if np.all(np.abs(seconds) <= np.iinfo(np.int64).max // 10**9) else "s"
+        seconds = seconds.astype("datetime64[s]").astype(f"datetime64[{unit}]")
+        bound_attrs = {}
     if not intervals:
-        return {"time": ("time", seconds[:, 0])}
-    return {"time": ("time", seconds[:, 0], {"bounds": "time_bounds"}), "time_bounds": (("time", "nv"), seconds)}
+        return {"time": ("time", seconds[:, 0], attrs)}
+    return {"time": ("time", seconds[:, 0], attrs), "time_bounds": (("time", "nv"), seconds, bound_attrs)}
 
 
 def band_coords(bands: Sequence[Band]) -> dict[str, Any]:
@@ -173,8 +193,13 @@ def scale_attrs(bands: Sequence[Band]) -> dict[str, float]:
     return {"scale_factor": scale, "add_offset": offset}
 
 
-def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
-    """Build the lazy dataset of an opened cube (the dataset closes the cube)."""
+def open_cube_dataset(cube: Cube, *, threads: int | None = None, decode_times: bool = True) -> xr.Dataset:
+    """Build the lazy dataset of an opened cube (the dataset closes the cube).
+
+    Its data stay readable after the dataset is closed, as those of xarray's
+    own backends do (their file managers reopen a closed file): a closed
+    cube's reads go through :meth:`Cube.reopened`.
+    """
     lay = cube.layout
     grid = cube.grid
     bands = cube.bands
@@ -182,13 +207,15 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
     secs = times.array()
     intervals = times.time_type == INTERVAL
     steps = secs.reshape(-1, 2) if intervals else np.repeat(secs, 2).reshape(-1, 2)
-    coords: dict[str, Any] = {**time_coords(steps, intervals=intervals), **band_coords(bands)}
+    coords: dict[str, Any] = {**time_coords(steps, intervals=intervals, decode=decode_times), **band_coords(bands)}
     if grid is not None and grid.transform[1] == 0.0 and grid.transform[3] == 0.0:
         coords["y"] = ("y", grid.y_coords(), {"axis": "Y"})
         coords["x"] = ("x", grid.x_coords(), {"axis": "X"})
     else:
-        coords["y"] = ("y", np.arange(lay.image_length, dtype=np.float64))
-        coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64))
+        # Pixel centres of the identity grid, as rasterio and rioxarray place a raster without a transform:
+        # rioxarray's transform from indices (0, 1, …) was half a pixel off rasterio's.
+        coords["y"] = ("y", np.arange(lay.image_length, dtype=np.float64) + 0.5)
+        coords["x"] = ("x", np.arange(lay.image_width, dtype=np.float64) + 0.5)
     # GDAL's GeoTransform always locates pixel corners, also for PixelIsPoint rasters.
     area = tuple(grid.area_affine)[:6] if grid is not None else None
     coords["spatial_ref"] = spatial_ref(cube.crs, area)
@@ -209,11 +236,12 @@ def open_cube_dataset(cube: Cube, *, threads: int | None = None) -> xr.Dataset:
         # rio.encoded_nodata.
         attrs["_FillValue"] = np.array(nodata).astype(lay.encoding.dtype)[()]
     attrs.update(scale_attrs(bands))
-    array = indexing.LazilyIndexedArray(RumiBackendArray(cube, threads=threads))
+    backend = RumiBackendArray(cube, threads=threads)
+    array = indexing.LazilyIndexedArray(backend)
     variable = xr.Variable(("time", "band", "y", "x"), array, attrs)
     variable.encoding = {"preferred_chunks": preferred, "chunks": tuple(preferred.values()), "dtype": variable.dtype}
     ds = xr.Dataset({"data": variable}, coords=coords, attrs={"source": cube.name, "rumi:frame_unit": lay.frame_unit})
-    ds.set_close(cube.close)
+    ds.set_close(backend.close)
     return ds
 
 
@@ -258,15 +286,16 @@ class RumiBackendEntrypoint(BackendEntrypoint):
         theirs as band coordinates only (``ds.data * ds.scale + ds.offset``).
         By default the samples stay as stored, like rioxarray's ``open_rasterio``.
 
-        ``xr.open_dataset``'s other decoders (``decode_times``,
-        ``decode_timedelta``, ``use_cftime``, ``concat_characters``,
-        ``decode_coords``) are taken and have nothing to do: the times come
-        as ``datetime64`` from the file's time coordinates, not as CF numbers,
+        ``decode_times=False`` gives the times as the file's integer seconds
+        since 1970 with CF ``units`` and ``calendar``, not as ``datetime64``.
+        ``xr.open_dataset``'s other decoders (``decode_timedelta``,
+        ``use_cftime``, ``concat_characters``, ``decode_coords``) are taken
+        and have nothing to do: no variable holds durations or characters,
         and ``spatial_ref`` is a coordinate already.
         """
         cube = Cube.open(filename_or_obj, storage=storage)
         try:
-            ds = open_cube_dataset(cube, threads=threads)
+            ds = open_cube_dataset(cube, threads=threads, decode_times=decode_times is not False)
         except BaseException:
             cube.close()
             raise

@@ -93,8 +93,10 @@ class _Handler(BaseHTTPRequestHandler):
         if path is None:
             self._send(404, {}, b"", head=True)
             return
-        size = path.stat().st_size
-        self._send(200, {"Accept-Ranges": "bytes", "X-Length": str(size)}, b"", head=True)
+        stat = path.stat()
+        # An ETag as object stores (S3, GCS) and web servers give one: it changes when the file is rewritten.
+        etag = f'"{stat.st_size:x}-{stat.st_mtime_ns:x}"'
+        self._send(200, {"Accept-Ranges": "bytes", "X-Length": str(stat.st_size), "ETag": etag}, b"", head=True)
 
     def do_GET(self) -> None:
         path = self._file()

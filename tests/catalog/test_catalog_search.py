@@ -175,6 +175,16 @@ def test_index_search_on_bbox_datetime_and_bands(catalogue: Path) -> None:
     assert len(search(catalogue / INDEX_NAME, limit=2)) == 2
 
 
+def test_a_bbox_given_as_text_is_four_numbers_as_pystac_client_takes_it(catalogue: Path) -> None:
+    """``bbox="14.99,36.13,15.02,36.15"`` was iterated by character and refused as ['1', '4', '.', …]."""
+    inside = (14.99, 36.13, 15.02, 36.15)
+    assert {h.id for h in search(catalogue, bbox="14.99, 36.13,15.02,36.15")} == {h.id for h in search(catalogue, bbox=inside)}
+    with pytest.raises(CatalogError, match=re.escape("a bbox is four numbers minx,miny,maxx,maxy (or six, with minz and maxz")):
+        search(catalogue, bbox="a,b,c,d")
+    with pytest.raises(CatalogError, match=re.escape("got (None, 0, 1, 1)")):
+        search(catalogue, bbox=(None, 0, 1, 1))  # type: ignore[arg-type]
+
+
 def test_a_limit_bounds_the_rows_an_index_search_makes_items_of(catalogue: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a bbox or bands to filter by afterwards, the index query stops at ``limit`` rows: every match was made an
     item and checked first (4.5 s for ``--limit 1`` over 12,000 items), then all but one dropped. The hits are the first

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ import rasterio
 from pyproj import Transformer
 
 import rumi_core
-from catalog import Cube, LoadError, SelectorError, load, search
+from catalog import Cube, ItemError, LoadError, SelectorError, load, search
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -490,6 +490,14 @@ def test_a_load_of_more_blocks_than_it_plans_is_refused_before_planning_them(tmp
     with pytest.raises(LoadError, match=r"512 x 768 pixels are 6 blocks of up to 256 x 256, above the 4 a load plans \(MAX_BLOCKS\)"):
         load([str(path)], bbox=wider, bbox_crs="EPSG:32633")
     assert load([str(path)], bbox=wider, bbox_crs="EPSG:32633", chunks={"x": 768}).data.data.numblocks == (1, 1, 2, 1)
+
+
+@pytest.mark.parametrize("items", [None, 5])
+def test_items_of_no_item_type_are_refused_naming_what_was_given(items: Any) -> None:
+    """``load(None)`` was a bare TypeError: 'NoneType' object is not iterable."""
+    expected = f"items are an item (a dict, a pystac.Item, an href, a search hit) or an iterable of them, not {items!r}"
+    with pytest.raises(ItemError, match=re.escape(expected)):
+        load(items)
 
 
 def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -76,6 +77,58 @@ def test_a_keyword_that_is_no_selector_is_refused_before_any_request(cube: Any, 
     with pytest.raises(TypeError, match="unexpected keyword argument 'band'; the selectors are bands, times, bbox, bbox_crs, window"):
         c.read(band=[0], times=[0])  # type: ignore[call-arg]
     assert server.requests("cube.rumi") == 0
+
+
+@pytest.mark.parametrize(
+    ("selectors", "expected"),
+    [
+        ({"bands": 1}, (slice(None), [1])),
+        ({"bands": np.int64(3)}, (slice(None), [3])),
+        ({"bands": slice(1, 3)}, (slice(None), [1, 2])),
+        ({"bands": [np.int64(0), 2]}, (slice(None), [0, 2])),
+        ({"times": 2}, ([2], slice(None))),
+        ({"times": slice(None, None, -1)}, ([2, 1, 0], slice(None))),
+    ],
+)
+def test_a_cube_takes_one_position_or_a_slice_as_rumi_core_does(cube: Any, selectors: dict[str, Any], expected: tuple[Any, Any]) -> None:
+    """``bands=1`` was a bare TypeError ('int' object is not iterable)."""
+    with Cube.open(cube.path) as opened:
+        got = opened.read(labels=False, **selectors).as_cube()
+    np.testing.assert_array_equal(got, cube.data[expected[0]][:, expected[1]])
+
+
+@pytest.mark.parametrize(
+    ("selectors", "match"),
+    [
+        ({"bands": [True]}, "band positions are integers, not True"),
+        ({"bands": [np.False_]}, "band positions are integers, not np.False_"),
+        ({"times": [True]}, "time positions are integers, not True"),
+        ({"bands": 1.5}, "bands are selected by a position or a sequence of them, not by 1.5"),
+    ],
+)
+def test_a_cube_refuses_a_boolean_for_a_position(cube: Any, selectors: dict[str, Any], match: str) -> None:
+    """``bands=[True]`` read band 1, where ``times=[True]`` and rumi_core refused it."""
+    with Cube.open(cube.path) as opened, pytest.raises(SelectorError, match=re.escape(match)):
+        opened.read(**selectors)
+
+
+def test_a_header_blob_is_taken_by_its_path_or_url_as_the_command_line_takes_it(cube: Any, server: RangeRequestServer) -> None:
+    """``rumi_core.read(path, header=URL)`` opened the URL as a local path (a bare FileNotFoundError), and
+    ``Cube.open(header=Path(...))`` parsed the path's own characters as a blob."""
+    import pathlib
+
+    import rumi_core
+
+    np.testing.assert_array_equal(rumi_core.read(cube.path, server.url("cube.rumih"), times=[1]), cube.data[[1]])
+    with rumi_core.open(server.url("cube.rumi"), server.url("cube.rumih")) as ds:
+        np.testing.assert_array_equal(ds.read(times=[2]), cube.data[[2]])
+    for given in (cube.blob_path, str(cube.blob_path), server.url("cube.rumih")):
+        with Cube.open(cube.path, header=given) as opened:
+            assert opened.header.to_bytes() == cube.blob
+    with pytest.raises(StorageError, match=r"none\.rumih: cannot read the header blob: No such file or directory"):
+        Cube.open(cube.path, header=pathlib.Path(cube.dir / "none.rumih"))
+    with pytest.raises(StorageError, match=r"none\.rumih: HEAD did not succeed \(HTTP 404\)"):
+        rumi_core.read(cube.path, server.url("none.rumih"))
 
 
 def test_a_closed_cube_reads_nothing(cube: Any, server: RangeRequestServer) -> None:

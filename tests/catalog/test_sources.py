@@ -278,3 +278,55 @@ def test_readers_dropped_unclosed_give_their_file_descriptors_back(cube: Any) ->
         xr.open_dataset(cube.path, engine="rumi")
     gc.collect()
     assert open_files() == 0
+
+
+def test_an_objects_version_changes_when_it_is_rewritten(tmp_path: Path) -> None:
+    """What a re-run of ``rumi convert`` compares to tell an input rewritten in place: HTTP's ETag, one HEAD with the size."""
+    from catalog.http import HTTPRangeSource
+    from catalog.testing import RangeRequestServer
+
+    (tmp_path / "scene.tif").write_bytes(b"first version")
+    with RangeRequestServer(tmp_path) as server:
+        source = HTTPRangeSource(server.url("scene.tif"))
+        assert source.size() == 13
+        before = source.version()
+        assert before is not None and before.startswith("etag:")
+        assert server.requests("scene.tif") == 1
+        (tmp_path / "scene.tif").write_bytes(b"other version")
+        os.utime(tmp_path / "scene.tif", ns=(1, 1))
+        assert HTTPRangeSource(server.url("scene.tif")).version() not in (None, before)
+
+
+def test_forked_children_read_over_http_on_connections_of_their_own(cube: Any, server: RangeRequestServer) -> None:
+    """Children forked after the parent had read over HTTP (DataLoader workers) shared its keep-alive sockets and took
+    each other's answers: "asked for bytes X, got Content-Range Y", or a wait to the deadline."""
+    import warnings
+
+    from catalog.cube import Cube
+
+    dataset = rumi_core.open(server.url("cube.rumi"), cube.blob)
+    opened = Cube.open(server.url("cube.rumi"))
+    assert np.array_equal(dataset.read(times=[0], bands=[0]), cube.data[[0]][:, [0]])
+    opened.read(window=((0, 8), (0, 8)))
+    children = []
+    for k in range(3):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # the range server's threads: this child uses none of them
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child's outcome is its exit status
+            status = 1
+            try:
+                same = all(
+                    np.array_equal(dataset.read(times=[(i + k) % 3], bands=[i % 4]), cube.data[[(i + k) % 3]][:, [i % 4]])
+                    and np.array_equal(
+                        opened.read(times=[i % 3], window=((0, 64), (0, 48)), timeout=20).data, cube.data[[i % 3], :, :64, :48]
+                    )
+                    for i in range(6)
+                )
+                status = 0 if same else 3
+            finally:
+                os._exit(status)
+        children.append(pid)
+    for i in range(6):
+        assert np.array_equal(dataset.read(times=[i % 3]), cube.data[[i % 3]])
+    assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0, 0]

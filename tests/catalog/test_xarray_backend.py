@@ -38,12 +38,31 @@ def test_open_local_file(cube: Any) -> None:
 
 @pytest.mark.parametrize(
     "decoders",
-    [{"decode_times": False}, {"decode_coords": "all"}, {"use_cftime": False, "decode_timedelta": False}, {"concat_characters": True}],
+    [{"decode_times": True}, {"decode_coords": "all"}, {"use_cftime": False, "decode_timedelta": False}, {"concat_characters": True}],
 )
 def test_xarrays_decoder_arguments_are_taken(cube: Any, decoders: dict[str, Any]) -> None:
     """The times are datetime64 already and spatial_ref a coordinate: what xr.open_dataset asks to decode is as stored."""
     with xr.open_dataset(cube.path, engine="rumi", **decoders) as ds, xr.open_dataset(cube.path, engine="rumi") as plain:
         xr.testing.assert_identical(ds, plain)
+
+
+def test_decode_times_false_gives_the_files_seconds_which_decode_cf_decodes(cube: Any) -> None:
+    """``decode_times=False`` was taken and ignored: the times came as datetime64 all the same."""
+    with xr.open_dataset(cube.path, engine="rumi", decode_times=False) as raw, xr.open_dataset(cube.path, engine="rumi") as plain:
+        assert raw.time.dtype == np.int64
+        assert raw.time.attrs == {"units": "seconds since 1970-01-01T00:00:00", "calendar": "proleptic_gregorian"}
+        assert raw.time.values[0] == 1609459200  # 2021-01-01
+        xr.testing.assert_identical(xr.decode_cf(raw).time.reset_coords(drop=True), plain.time.reset_coords(drop=True))
+
+
+@pytest.mark.parametrize("chunks", [None, {}])
+def test_lazy_data_taken_inside_the_with_block_reads_after_it(cube: Any, chunks: dict[str, Any] | None) -> None:
+    """As netCDF4's and rasterio's engines: ``sub.values`` after ``with xr.open_dataset(...)`` was "the cube is closed"."""
+    with xr.open_dataset(cube.path, engine="rumi", chunks=chunks) as ds:
+        sub = ds["data"].isel(time=[0, 2], y=slice(10, 20))
+    np.testing.assert_array_equal(sub.values, cube.data[[0, 2], :, 10:20])
+    ds.close()  # the cube reopened for the read is closed with the dataset
+    np.testing.assert_array_equal(sub.values, cube.data[[0, 2], :, 10:20])
 
 
 def test_chunks_align_to_frames(cube: Any, make_cube: Callable[..., Any], tmp_path: Path) -> None:
@@ -220,3 +239,24 @@ def test_mask_and_scale_decodes_as_rioxarray_does_where_the_bands_share_a_scale(
         else:
             assert "scale_factor" not in attrs and "add_offset" not in attrs
             np.testing.assert_array_equal(decoded[:, 0, 5:], data[0, :, 0, 5:])
+
+
+@pytest.mark.filterwarnings("ignore::rasterio.errors.NotGeoreferencedWarning")
+@pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning")  # rioxarray 0.19 composes affines with '*'
+def test_a_raster_without_a_transform_has_rasterios_identity_grid(tmp_path: Path) -> None:
+    """Its x and y were pixel indices (0, 1, …), so rioxarray's transform was half a pixel off rasterio's identity."""
+    pytest.importorskip("rioxarray", reason="rioxarray is not installed (pip install -e '.[test]')")
+    import rasterio
+    import rioxarray
+
+    import rumi_core
+
+    data = np.arange(20 * 30, dtype=np.uint16).reshape(1, 20, 30)
+    rumi_core.write(tmp_path / "bare.rumi", data, bands=["a"], times=["2024-01-01"])
+    with rasterio.open(tmp_path / "bare.tif", "w", driver="GTiff", width=30, height=20, count=1, dtype="uint16") as dst:
+        dst.write(data)
+    with xr.open_dataset(tmp_path / "bare.rumi", engine="rumi") as ds, rioxarray.open_rasterio(tmp_path / "bare.tif") as tif:
+        np.testing.assert_array_equal(ds.x.values, tif.x.values)
+        np.testing.assert_array_equal(ds.y.values, tif.y.values)
+        assert ds["data"].rio.transform() == tif.rio.transform()
+        np.testing.assert_array_equal(ds["data"].sel(x=10.5, y=3.5).values.ravel(), [data[0, 3, 10]])
