@@ -51,7 +51,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 import numpy as np
 import rasterio
@@ -84,7 +84,9 @@ __all__ = [
     "RASTER_SUFFIXES",
     "RasterCache",
     "block_bytes",
+    "FileStat",
     "file_size",
+    "file_stat",
     "fit_block_cache",
     "gdal_env",
     "gdal_path",
@@ -459,33 +461,52 @@ def gdal_env(href: str) -> rasterio.Env:
     return rasterio.Env(**options)
 
 
-def file_size(href: str) -> int | None:
-    """Size of a local file, an archive member (as stored) or a URL's object in bytes; None when it cannot be learnt.
+class FileStat(NamedTuple):
+    """A file's size and what names this version of its bytes, each None when unknown (:func:`file_stat`)."""
 
-    A URL costs one request (HTTP ``HEAD`` or a GCS metadata ``GET``) through
-    :class:`catalog.storage.Storage`, so the run summary reports the input
-    size of remote scenes too. A band GDAL resamples through ``vrt://`` (a
-    Sentinel-2 band brought to 10 m) is the size of its file.
+    size: int | None
+    version: str | None
+
+
+def file_stat(href: str) -> FileStat:
+    """The size of a local file, an archive member (as stored) or a URL's object, and its version.
+
+    The size lets the run summary report the input size of remote scenes too;
+    a band GDAL resamples through ``vrt://`` (a Sentinel-2 band brought to
+    10 m) is the size of its file. The version lets a later run tell a file
+    rewritten in place under the same name: a ``gs://`` object's CRC-32C (its
+    content, whatever rewrote it), an HTTP(S) object's ``ETag`` or
+    ``Last-Modified``, and a local file's (or archive's) size and
+    modification time, as ``make`` and ``rsync`` tell a changed file. Hashing
+    every input of a nightly run to find the one that changed would read the
+    archive whole. A URL costs one request (HTTP ``HEAD`` or a GCS metadata
+    ``GET``) through :class:`catalog.storage.Storage`.
     """
     href = source_href(href)
     if is_url(href):
+        from catalog.remote import RemoteRangeSource
         from catalog.storage import Storage
         from rumi_core.errors import RumiError
 
         try:
             source = Storage().open(href)
             try:
-                return source.size()
+                return FileStat(source.size(), source.version() if isinstance(source, RemoteRangeSource) else None)
             finally:
                 source.close()
         except (OSError, RumiError):
-            return None
-    if archive_of(href) is not None:
-        return member_size(href)
+            return FileStat(None, None)
+    archive = archive_of(href)
     try:
-        return os.path.getsize(href)
+        st = os.stat(archive or href)
     except OSError:
-        return None
+        return FileStat(None, None)
+    return FileStat(member_size(href) if archive is not None else st.st_size, f"{st.st_size}@{st.st_mtime_ns}")
+
+
+def file_size(href: str) -> int | None:
+    """:attr:`FileStat.size` of :func:`file_stat`."""
+    return file_stat(href).size
 
 
 def _turned_scales(source: rasterio.Affine, target: rasterio.Affine) -> dict[str, str]:

@@ -53,7 +53,7 @@ from pipelines.planning.bands import band_token, directory, natural_key, stack_i
 from pipelines.planning.codec_choice import choose_frame_unit
 from pipelines.planning.hrefs import input_identity, one_href_per_file
 from pipelines.planning.lattice import Extent, Lattice, OnGrid, is_north_up, north_up, snap_extent
-from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name
+from pipelines.planning.plan import CubeBand, CubePlan, Source, Warp, cube_name, inputs_version
 from pipelines.planning.timestamps import period_label
 from pipelines.sentinel2.products import newest_versions, product_of
 from pipelines.transforms.dead_letters import DeadLetter
@@ -118,6 +118,9 @@ class Acquisition(OnGrid):
     """Unique band texts, in band order."""
     size: int
     """Total bytes of its files (0 where unknown)."""
+    versions: tuple[tuple[str, str], ...] = ()
+    """``(identity, version)`` of each of its files (:func:`~pipelines.planning.hrefs.input_identity`,
+    :attr:`~pipelines.planning.scene.Scene.version`; "" where unknown), sorted."""
     warp: Warp | None = None
     """Set once a rotated or off-grid acquisition is planned to be warped."""
     family: str | None = None
@@ -329,6 +332,7 @@ def stack_scenes(
                 bands=bands,
                 names=unique_band_texts([b.name for _, b in bands]),
                 size=sum(m.size or 0 for m in kept),
+                versions=tuple(sorted({(input_identity(m.href), m.version or "") for m in kept})),
                 warp=Warp(head.transform, head.height, head.width, resampling) if key.warped else None,
                 family=head.family,
                 tags=tuple(sorted({t for m in kept for t in m.tags})),
@@ -711,6 +715,7 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
         compression=options.compression,
         inputs=inputs,
         input_bytes=sum(acq.size for acq in acqs),
+        input_version=inputs_version(pair for acq in acqs for pair in acq.versions),
         dropped=tuple(sorted({*dropped, *(h for step in steps for acq, _ in step for h in acq.replaces)})),
         max_abs_error=options.max_abs_error,
         max_rel_error=options.max_rel_error,

@@ -31,12 +31,12 @@ from rumi_core.compression import MODES
 from rumi_core.writer import WritePlan, plan_write
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Sequence
 
     from catalog.grid import Grid
     from rumi_core.layout import Layout
 
-__all__ = ["CubeBand", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "sample_indices"]
+__all__ = ["CubeBand", "CubePlan", "Source", "Warp", "cube_name", "inputs_hash", "inputs_version", "sample_indices"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +110,17 @@ def inputs_hash(hrefs: Sequence[str]) -> str:
     return hashlib.sha256("\n".join(sorted(input_identity(h) for h in hrefs)).encode("utf-8")).hexdigest()[:10]
 
 
+def inputs_version(versions: Iterable[tuple[str, str]]) -> str:
+    """The SHA-256 of ``(identity, version)`` pairs of a cube's inputs, sorted, one per line.
+
+    What a later run compares to tell that an input was rewritten in place (a
+    corrected scene delivered under its old name), which the cube's name, a
+    hash of the inputs' identities alone, does not change with.
+    """
+    lines = sorted({f"{identity}\t{version}" for identity, version in versions})
+    return hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
 def _coordinate(value: float) -> str:
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return text.replace(".", "p")
@@ -173,6 +184,8 @@ class CubePlan(OnGrid):
     """Every input file, sorted."""
     input_bytes: int = 0
     """Total size of the input files, where known."""
+    input_version: str = ""
+    """:func:`inputs_version` of the input files."""
     dropped: tuple[str, ...] = ()
     """Inputs left out by ``--duplicates first|last``."""
     max_abs_error: float | None = None

@@ -174,6 +174,8 @@ class Scene(OnGrid):
     """Acquisition id: single-band files of one acquisition share it (:func:`pipelines.planning.bands.stack_id`)."""
     size: int | None = None
     """File size in bytes, when known."""
+    version: str | None = None
+    """What names this version of the file's bytes, when known (:func:`pipelines.rasters.file_stat`)."""
     family: str | None = None
     """Cube family from a product-aware discovery (:attr:`ProductBand.family`), or None."""
     tags: tuple[tuple[str, str], ...] = ()
@@ -201,6 +203,7 @@ class Scene(OnGrid):
             "stack": self.stack,
             "pixel_is_point": self.pixel_is_point,
             "size": self.size,
+            "version": self.version,
             "family": self.family,
             "tags": [list(t) for t in self.tags],
             "replaces": list(self.replaces),
@@ -225,6 +228,7 @@ class Scene(OnGrid):
             time=int(data["time"]),
             stack=data["stack"],
             size=data.get("size"),
+            version=data.get("version"),
             family=data.get("family"),
             tags=tuple((k, v) for k, v in data.get("tags", ())),
             replaces=tuple(data.get("replaces", ())),

@@ -46,6 +46,7 @@ __all__ = [
     "OBJECT_CODEC",
     "OBJECT_COMPRESSION",
     "OBJECT_INPUTS",
+    "OBJECT_INPUT_VERSION",
     "OBJECT_MODE",
     "assemble_in_bucket",
     "existing_in_bucket",
@@ -67,6 +68,9 @@ OBJECT_COMPRESSION: Final = "rumi-compression"
 OBJECT_CODEC: Final = "rumi-codec"
 """Custom metadata: the codec's JSON, recorded again when the cube is found finished."""
 
+OBJECT_INPUT_VERSION: Final = "rumi-input-version"
+"""Custom metadata: :attr:`~pipelines.planning.plan.CubePlan.input_version`, of the inputs the file was converted from."""
+
 
 OBJECT_INPUTS: Final = "rumi-inputs"
 """Custom metadata: the hash of the cube's inputs (:func:`~pipelines.planning.plan.inputs_hash`), which a product's
@@ -86,6 +90,7 @@ def _object_metadata(plan: CubePlan, codec: dict[str, Any]) -> dict[str, str]:
         OBJECT_COMPRESSION: json.dumps(extra["compression"], sort_keys=True),
         OBJECT_CODEC: json.dumps(codec, sort_keys=True),
         OBJECT_INPUTS: inputs_hash(plan.inputs),
+        OBJECT_INPUT_VERSION: plan.input_version,
     }
 
 
@@ -136,6 +141,8 @@ def existing_in_bucket(plan: CubePlan, path: str, blob_path: str) -> ManifestEnt
     if found is None:
         return None
     stat, blob = found
+    if stat.metadata.get(OBJECT_INPUT_VERSION) != plan.input_version:
+        return None  # an input rewritten in place since, or a file of a run from before versions
     codec = json.loads(stat.metadata.get(OBJECT_CODEC) or "{}")
     return _bucket_entry(plan, "skipped", codec, stat, blob)
 

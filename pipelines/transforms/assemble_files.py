@@ -158,10 +158,12 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
     """The ``skipped`` entry of a cube whose file and blob exist and validate against its plan, else None.
 
     The file's name does not say whether it was written losslessly or within an
-    error bound, nor with which codec request, so a file is only reused when an
-    earlier manifest recorded this exact file (same SHA-256) with the mode, bound
-    and compression asked for now (:func:`~pipelines.transforms.manifest.mode_extra`);
-    otherwise the cube is converted again, which is idempotent.
+    error bound, nor with which codec request, nor from which version of its
+    inputs, so a file is only reused when an earlier manifest recorded this
+    exact file (same SHA-256) with the mode, bound and compression asked for now
+    (:func:`~pipelines.transforms.manifest.mode_extra`) and the inputs' versions
+    of now (:attr:`~pipelines.planning.plan.CubePlan.input_version`); otherwise
+    the cube is converted again, which is idempotent.
     """
     path, blob_path = published_paths(options, plan)
     if is_gs(path):
@@ -181,6 +183,8 @@ def existing_entry(plan: CubePlan, options: ConvertOptions) -> ManifestEntry | N
         return None
     if plan.named_by_period and previous.get("inputs") != list(recorded_inputs(plan.inputs)):
         return None  # the same name and shape, other acquisitions or parts of them
+    if previous.get("input_version") != plan.input_version:
+        return None  # an input rewritten in place (a corrected scene under its old name), or a manifest from before versions
     return manifest_entry(
         plan,
         status="skipped",

@@ -89,6 +89,9 @@ class ManifestEntry:
     """Input files, sorted."""
     dropped: tuple[str, ...] = ()
     """Inputs left out by ``--duplicates first|last``."""
+    input_version: str = ""
+    """:func:`~pipelines.planning.plan.inputs_version` of the inputs: a re-run converts the cube again when it differs
+    (an input rewritten in place), where the cube's name, of the inputs' names alone, is the same."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Room for later stages: ``mode`` (``lossless`` or ``lossy``) and, for a lossy cube,
     ``lossy_bound`` (``{"max_abs_error": E}`` or ``{"max_rel_error": "P%"}``, the key the catalogue reads);
@@ -171,6 +174,7 @@ def manifest_entry(
         pixel_is_point=plan.pixel_is_point,
         inputs=recorded_inputs(plan.inputs),
         dropped=recorded_inputs(plan.dropped),
+        input_version=plan.input_version,
         extra={**mode_extra(plan), **tag_extra(plan)},
     )
 

@@ -42,7 +42,7 @@ from pipelines.planning.timestamps import resolve_time, suggest_time_pattern
 from pipelines.rasters import (
     MAX_BLOCK_BYTES,
     block_bytes,
-    file_size,
+    file_stat,
     gdal_env,
     gdal_path,
     has_internal_mask,
@@ -593,6 +593,7 @@ def _read_scene(ref: SceneRef, *, time_pattern: str | None, time: str | None) ->
             href=href,
             reason="unknown-time",
         )
+    stat = file_stat(href)
     return Scene(
         href=href,
         grid=grid,
@@ -601,7 +602,8 @@ def _read_scene(ref: SceneRef, *, time_pattern: str | None, time: str | None) ->
         bands=bands,
         time=seconds,
         stack=ref.stack or stack_id(href),
-        size=file_size(href),
+        size=stat.size,
+        version=stat.version,
         family=ref.product.family if ref.product else None,
         tags=tuple(sorted((ref.product.tags if ref.product else product_tags(href)) + (((VERTICAL_CRS, vertical),) if vertical else ()))),
         replaces=ref.product.replaces if ref.product else (),

@@ -109,3 +109,36 @@ def test_a_series_whose_middle_time_is_restated_is_written_again(tmp_path: Path)
     (entry,) = again.entries
     assert (entry.cube_id, entry.status) == (first.cube_id, "written")
     assert entry.times == ("2024-05-01T10:00:00Z", "2024-05-02T10:30:00Z", "2024-05-03T10:00:00Z")
+
+
+def test_a_scene_rewritten_in_place_is_converted_again(tmp_path: Path) -> None:
+    """A corrected scene delivered under its old name was skipped: the cube's name hashes its inputs' names, the file
+    validated, and the cube kept the old pixels while the manifest stated the new input size. A re-run now compares each
+    input's version (a local file's size and modification time) with the one the manifest recorded."""
+    import numpy as np
+    import rasterio
+
+    from pipelines.convert import run
+    from pipelines.testing import write_series
+
+    paths, cube = write_series(str(tmp_path / "in"), dates=["2024-05-01", "2024-05-06"], size=(40, 56), seed=5)
+    options = ConvertOptions(out=str(tmp_path / "out"), tile_size=32, frame_unit=0, compression="raster", write_catalog=False)
+    (first,) = run(sorted(paths), options).entries
+    (unchanged,) = run(sorted(paths), options).entries
+    assert unchanged.status == "skipped"
+
+    corrected = sorted(p for p in paths if "20240506" in os.path.basename(p))[0]
+    with rasterio.open(corrected, "r+") as ds:  # same size, same name, other pixels
+        band = ds.read(1)
+        ds.write(band // 2 + 1, 1)
+    (again,) = run(sorted(paths), options).entries
+    assert (again.cube_id, again.status) == (first.cube_id, "written")
+    with rasterio.open(corrected) as ds:
+        fresh = ds.read(1)
+    import rumi_core
+
+    with rumi_core.open(tmp_path / "out" / again.file) as out:
+        assert not np.array_equal(out.read(times=[1]), cube[[1]])
+        assert any(np.array_equal(out.read(times=[1])[0, b], fresh) for b in range(out.count))
+    (settled,) = run(sorted(paths), options).entries
+    assert settled.status == "skipped"
