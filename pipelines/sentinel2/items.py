@@ -36,6 +36,7 @@ nodata stays exact, which bilinear or cubic would break at every nodata edge).
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -71,6 +72,10 @@ OFFSET_BASELINE: Final = (4, 0)
 """Processing baseline from which L2A DNs carry +1000 (``BOA_ADD_OFFSET`` -1000)."""
 _OFFSET: Final = -0.1
 _PROCESSED: Final = ("s2:generation_time", "processing:datetime", "updated", "created")
+
+
+_BASELINE: Final = re.compile(r"\d{1,2}\.\d{1,2}")
+"""A processing baseline as ESA writes it: ``05.10``."""
 
 
 def _baseline(text: str) -> tuple[int, int]:
@@ -190,12 +195,20 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
         base: Where the item was read from; relative asset hrefs resolve against it.
 
     Raises:
-        ValueError: the item has no datetime.
+        ValueError: the item has no datetime, or its processing baseline is no ``NN.NN`` number.
     """
     props = item.get("properties") or {}
     when = props.get("datetime") or props.get("start_datetime")
     if not when:
         raise ValueError(f"STAC item {item.get('id')!r} has no datetime")
+    baseline = baseline_of(props) or ""
+    if not _BASELINE.fullmatch(baseline):
+        # Strict: ESA names every baseline NN.NN, and whether it is before 04.00 decides the offset of every
+        # reflectance band, so a value read any other way ("5" as 05.00) would be a guess at the pixels' meaning.
+        raise ValueError(
+            f"STAC item {item.get('id')!r}: its processing baseline {baseline!r} (s2:processing_baseline, processing:version) "
+            "is no NN.NN number such as 05.10"
+        )
     assets: dict[str, str] = {}
     for key in sorted((item.get("assets") or {}).keys()):
         band = band_for_asset(key)
@@ -211,7 +224,7 @@ def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
         datetime=str(when),
         tile=tile_of(props) or "",
         platform=str(props.get("platform") or props.get("constellation") or "sentinel-2").lower(),
-        baseline=baseline_of(props) or "",
+        baseline=baseline,
         boa_offset_applied=bool(props.get("earthsearch:boa_offset_applied", False)),
         cloud_cover=None if cloud is None else float(cloud),
         processed=str(next((props[k] for k in _PROCESSED if props.get(k)), "")),

@@ -212,6 +212,36 @@ def test_an_unreadable_sentinel_2_item_is_a_dead_letter_and_the_others_are_found
     assert [f for f in found if not isinstance(f, DeadLetter)] == discover(str(tmp_path / "good.json"), S2Request(bands="red"))
 
 
+@pytest.mark.parametrize("baseline", ["N/A", "5", "04-00", ""])
+def test_an_item_of_a_malformed_baseline_is_a_dead_letter_and_the_others_are_found(
+    archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path, api: StaticStacApi, baseline: str
+) -> None:
+    """One item of ``s2:processing_baseline: "N/A"`` lost every item of its ItemCollection (``invalid literal for int()``),
+    and ended a whole ``--stac-api`` run; "5" was read as 05.00 and given that baseline's offset without a word."""
+    from pipelines.sentinel2.search import S2Request
+    from pipelines.transforms.discover import discover
+
+    items = archive[1]
+    odd = {**items[0], "id": "odd", "properties": {**items[0]["properties"], "s2:processing_baseline": baseline}}
+    path = tmp_path / "items.json"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": [odd, *items]}))
+    found = discover(str(path), S2Request(bands="red"))
+    letters = [(d.href, d.reason, d.message) for d in found if isinstance(d, DeadLetter)]
+    if baseline:
+        assert letters == [
+            (
+                str(path),
+                "bad-stac",
+                f"STAC item 'odd': its processing baseline {baseline!r} (s2:processing_baseline, processing:version) "
+                "is no NN.NN number such as 05.10",
+            )
+        ]
+    (tmp_path / "good.json").write_text(json.dumps({"type": "FeatureCollection", "features": items}))
+    assert [f for f in found if not isinstance(f, DeadLetter)] == discover(str(tmp_path / "good.json"), S2Request(bands="red"))
+    selection = select_items([(odd, None), *((i, None) for i in items)])
+    assert {i.id for i in selection.items} | {i.id for i in selection.reprocessed} == {i["id"] for i in items}
+
+
 def test_a_static_catalogue_is_discovered_like_an_item_collection(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
     from pipelines.sentinel2.search import S2Request
     from pipelines.transforms.discover import discover
