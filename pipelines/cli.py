@@ -598,6 +598,30 @@ _STOPPING_SIGNALS: Final = {signal.SIGINT: "interrupted", signal.SIGTERM: "termi
 manager, a scheduler or ``kill``."""
 
 
+def _stop_workers(grace: float = 2.0) -> None:
+    """Stop this process's descendants: the worker processes of Beam's ``multi_processing`` mode or worker pool.
+
+    A signal to the run's process alone (``kill``, ``timeout``, a scheduler
+    that does not stop the whole group) left them running, reparented to
+    init, for two minutes until their control channel timed out, each with a
+    worker's memory. SIGTERM first, then SIGKILL to those still running after
+    ``grace`` seconds.
+    """
+    import psutil  # with distributed, a dependency
+
+    try:
+        workers = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return
+    for worker in workers:
+        with contextlib.suppress(psutil.Error):
+            worker.terminate()
+    _, alive = psutil.wait_procs(workers, timeout=grace)
+    for worker in alive:
+        with contextlib.suppress(psutil.Error):
+            worker.kill()
+
+
 @contextlib.contextmanager
 def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[None]:
     """Ctrl-C (SIGINT) or SIGTERM ends the process at once, with status 130 or 143, for the duration.
@@ -609,8 +633,9 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
     a temporary name and renamed, so no partial file has a final name, and
     the same command resumes (finished cubes are skipped). Claims on bucket
     folders are withdrawn first (for at most 5 s), so that the next run need
-    not wait for them to lapse, and the run's log is removed, as with SIGINT
-    (systemd, Kubernetes and Airflow stop a task with SIGTERM). A signal the
+    not wait for them to lapse, the run's log is removed, as with SIGINT
+    (systemd, Kubernetes and Airflow stop a task with SIGTERM), and the run's
+    worker processes are stopped (:func:`_stop_workers`). A signal the
     process was started ignoring (SIGINT under ``nohup``, or with ``&`` by a
     script) stays ignored.
     """
@@ -628,6 +653,7 @@ def _interrupt_ends_the_process(stream: TextIO, log: str | None) -> Iterator[Non
         if claims is not None:
             claims.release_held(timeout=5.0)  # else the next run into the folder waits for them to lapse
         remove_empty_made()  # the catalogue's folder, made for its lock, when nothing was written into it
+        _stop_workers()
         os._exit(128 + signum)
 
     previous = {sig: signal.getsignal(sig) for sig in _STOPPING_SIGNALS if signal.getsignal(sig) is not signal.SIG_IGN}

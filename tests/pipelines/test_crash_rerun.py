@@ -15,6 +15,7 @@ so the comparison tests the crash-safety logic, not the measured codec choice.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import os
@@ -282,3 +283,39 @@ def test_a_run_started_with_sigint_ignored_keeps_ignoring_it(scenes: str, clean:
     returncode, stderr = _interrupted_while_reading(_command(scenes, out), out, preexec_fn=ignore_sigint)
     assert returncode == 0, stderr
     assert _snapshot(out) == clean
+
+
+_WORKING_RUN = """
+import subprocess, sys
+from pipelines.cli import _interrupt_ends_the_process
+with _interrupt_ends_the_process(sys.stderr, None):
+    # A worker as Beam's multi_processing mode starts one: a shell, and a Python process below it.
+    subprocess.Popen(["sh", "-c", "sleep 300; true"])
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
+    print("working", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_sigterm_to_the_run_alone_stops_its_worker_processes() -> None:
+    """SIGTERM to the run's process alone (``kill``, ``timeout``, a scheduler that does not stop the group) left Beam's
+    multi_processing workers running, reparented to init, for two minutes, each holding a worker's memory."""
+    import psutil
+
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    run = subprocess.Popen([sys.executable, "-c", _WORKING_RUN], text=True, **pipes)  # type: ignore[call-overload]
+    workers: list[psutil.Process] = []
+    try:
+        assert run.stdout is not None and run.stdout.readline() == "working\n"
+        workers = psutil.Process(run.pid).children(recursive=True)
+        assert len(workers) >= 3  # sh, its sleep, and the Python one
+        os.kill(run.pid, signal.SIGTERM)
+        assert run.wait(timeout=30) == 128 + signal.SIGTERM
+        _, alive = psutil.wait_procs(workers, timeout=10)
+        assert not alive, [w.pid for w in alive]
+    finally:
+        for worker in workers:  # what outlived the run, reparented to init, holds its pipes open
+            with contextlib.suppress(psutil.Error):
+                worker.kill()
+        run.kill()
+        run.communicate()
