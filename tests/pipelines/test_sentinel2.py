@@ -460,6 +460,29 @@ def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     assert (out / "stac" / Path(*_item_path(out, open_id))).parent.joinpath(carried["assets"]["thumbnail"]["href"]).resolve().is_file()
 
 
+def test_a_late_acquisition_joins_its_period_when_the_search_covers_it(archive: tuple[Path, list[dict[str, Any]]], tmp_path: Path) -> None:
+    """A datatake published after a newer one was converted was never added: each night said "nothing new" (only what
+    was newer than the latest held acquisition counted). It now joins its period's cube; where the search window holds
+    only part of that period, it waits, and the run says how far back to search."""
+    root, items = archive
+    late_id = "S2B_MSIL2A_20230608T101559_R065_T33UUU_20240301T120000"
+    out = tmp_path / "out"
+    common = ["--bbox", BBOX, "--max-cloud", "30", "--bands", "red", "--out", str(out)]
+    with StaticStacApi([i for i in items if "20230608" not in i["id"]], page_size=2) as api:
+        assert "2 new" in _convert("--stac-api", api.url, *common, "--datetime", "2023-06-01/2023-06-30")
+    cube_id = "S2L2A_T33UUU_10m_o1000_2023-06"
+    assert _item(out, cube_id)["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-18T10:00:21Z"]
+    with StaticStacApi(items, page_size=2) as api:
+        waits = _convert("--stac-api", api.url, *common, "--datetime", "2023-06-07/2023-06-30")
+        assert "1 late acquisition (older than the latest held, first 2023-06-08T10:15:59Z) not converted" in waits, waits
+        assert "start --datetime at or before the start of 2023-06 to add them" in waits and "nothing new" in waits
+        joins = _convert("--stac-api", api.url, *common, "--datetime", "2023-06-01/2023-06-30")
+    assert "1 new" in joins
+    assert _item(out, cube_id)["properties"]["cube:dimensions"]["time"]["values"] == ["2023-06-08T10:15:59Z", "2023-06-18T10:00:21Z"]
+    data = rumi_core.read(out / f"{cube_id}.rumi")
+    np.testing.assert_array_equal(data[0, 0], source_pixels(root, late_id, "B04"))
+
+
 def _item_path(out: Path, cube_id: str) -> tuple[str, ...]:
     (found,) = out.glob(f"stac/*/{cube_id}/{cube_id}.json")
     return found.relative_to(out / "stac").parts
