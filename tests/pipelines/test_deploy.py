@@ -221,7 +221,8 @@ def test_kubernetes_yaml_is_applied_with_its_image_placeholders_filled_in() -> N
 
 
 def test_the_systemd_unit_runs_a_command_the_cli_parses() -> None:
-    """The nightly unit's ExecStart parses as rumi convert, makes monthly cubes, prunes the earlier nights' and runs on worker processes."""
+    """The nightly unit's ExecStart parses as rumi convert, makes monthly cubes, prunes the earlier nights', fails on a dead
+    letter, reads a folder (every raster suffix, in any case) and runs on worker processes."""
     unit = (DEPLOY / "schedule" / "rumi-convert.service").read_text()
     (exec_start,) = re.findall(r"^ExecStart=((?:.*\\\n)*.*)", unit, flags=re.MULTILINE)
     tokens = shlex.split(exec_start.replace("\\\n", " "))
@@ -230,5 +231,36 @@ def test_the_systemd_unit_runs_a_command_the_cli_parses() -> None:
     assert context.params["prune"] and context.params["out"] == "/srv/cubes"
     assert context.params["cube_period"] == "P1M"  # a night rewrites the months that gained scenes, not the whole series
     inputs, beam_args = split_beam_args(context.params["inputs"])
-    assert inputs == ["/srv/scenes/**/*.tif"]
+    assert inputs == ["/srv/scenes"] and context.params["strict"]
     assert PipelineOptions(beam_args).get_all_options()["direct_running_mode"] == "multi_processing"
+
+
+def test_the_docker_build_context_holds_what_the_dockerfile_copies_and_no_virtual_environment() -> None:
+    """``docker build .`` sent ``.venv``, ``.venv-airflow`` and ``.venv-peer`` (about 4 GB after ``make test``) as context."""
+    import fnmatch
+
+    rules = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+    def sent(path: str) -> bool:
+        keep = True
+        for rule in rules:  # Docker's order: the last matching rule decides
+            negated = rule.startswith("!")
+            pattern = rule.lstrip("!").rstrip("/")
+            if fnmatch.fnmatch(path, pattern) or path.startswith(pattern + "/") or fnmatch.fnmatch(path, pattern.replace("**/", "*/")):
+                keep = negated
+        return keep
+
+    dockerfile = (DEPLOY / "dataflow" / "Dockerfile").read_text()
+    copied = [
+        source for line in dockerfile.splitlines() if line.startswith("COPY ") and "--from" not in line for source in line.split()[1:-1]
+    ]
+    assert copied and all(sent(source) for source in copied), copied
+    assert sent("rumi_core/reader.py") and sent("catalog/cube.py") and sent("pipelines/cli.py")
+    for unwanted in (
+        ".venv/lib/python3.11/site.py",
+        ".venv-airflow/bin/python",
+        ".git/HEAD",
+        "tests/conftest.py",
+        "rumi_core/__pycache__/x.pyc",
+    ):
+        assert not sent(unwanted), unwanted
