@@ -39,7 +39,7 @@ from catalog.deadlines import budget
 from catalog.errors import SelectorError
 from catalog.load import item_list, open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
-from catalog.storage import Storage
+from catalog.storage import Storage, href_kind
 from rumi_core.errors import FrameDecodeError
 from rumi_core.reader import decode_checked, describe_frame, plan_requests
 from rumi_core.selection import output_positions, place_frame, resolve_selection
@@ -61,6 +61,11 @@ DEFAULT_CACHE_BYTES = 256 << 20
 
 class SmallItemWarning(UserWarning):
     """An item is smaller than the chip size on a side, so no chip is drawn from it."""
+
+
+def _absolute(item: Any) -> Any:
+    """A local path as an absolute one; any other item as it is."""
+    return os.path.abspath(item) if isinstance(item, (str, os.PathLike)) and href_kind(os.fspath(item)) == "local" else item
 
 
 def parse_int(name: str, value: object, *, least: int) -> int:
@@ -307,13 +312,19 @@ class ChipReader:
         http_headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> None:
-        self.items = item_list(items)
+        # A local path as an absolute one: each worker opens the items again, maybe after the caller (a notebook's
+        # %cd, a run folder of Hydra's) has changed folder, where a relative one named another file or none.
+        self.items = [_absolute(i) for i in item_list(items)]
         if not self.items:
             raise SelectorError("no items were given (an empty search result?)")
         if isinstance(bands, (str, SupportsIndex)):
             bands = [bands]
         self.bands = list(bands) if bands is not None else None
+        if self.bands == []:  # refused here, not by the first read in a worker, naming no argument
+            raise SelectorError("bands is empty: select at least one band (None for all)")
         self.times = TimeRange.parse(times) if isinstance(times, str) else times
+        if not isinstance(self.times, TimeRange) and self.times is not None and len(self.times) == 0:
+            raise SelectorError("times is empty: select at least one time step (None for all)")
         self.cache_bytes = parse_int("cache_bytes", cache_bytes, least=0)
         self.fetch_threads = parse_int("fetch_threads", fetch_threads, least=1)
         self.http_headers = dict(http_headers or {})

@@ -50,9 +50,12 @@ PyTorch is optional for the catalog package: this module alone needs it.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import multiprocessing
 import operator
 import warnings
+from multiprocessing.context import get_spawning_popen
 from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, TypedDict
 
 try:
@@ -147,6 +150,37 @@ class _Chips:
         return chip_sample(self.reader.read(index, self.sampler.position(index, epoch=epoch), self.sampler.size))
 
 
+class _SharedEpoch:
+    """The epoch, in memory the DataLoader's worker processes share with the process that sets it.
+
+    A DataLoader with ``persistent_workers=True`` starts its workers once: a
+    plain attribute would stay in each worker's copy of the dataset as it was
+    then, and every epoch would draw the same chips. The value lives in
+    shared memory (:func:`multiprocessing.RawValue`), which a worker started
+    by fork inherits and one started by spawn or forkserver receives while it
+    is started; pickled anywhere else (to a file, to a dask worker) the
+    dataset takes the value alone.
+    """
+
+    def __init__(self, value: int = 0) -> None:
+        self._cell = multiprocessing.RawValue(ctypes.c_int64, value)
+
+    @property
+    def value(self) -> int:
+        """The epoch now."""
+        return int(self._cell.value)
+
+    @value.setter
+    def value(self, epoch: int) -> None:
+        self._cell.value = epoch
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"cell": self._cell} if get_spawning_popen() is not None else {"value": self.value}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._cell = state["cell"] if "cell" in state else multiprocessing.RawValue(ctypes.c_int64, state["value"])
+
+
 class RumiChipDataset(IterableDataset[dict[str, Any]]):
     """Stream ``(T, B, size, size)`` chips from rumi cubes.
 
@@ -199,7 +233,7 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
     ) -> None:
         super().__init__()
         self._chips = _Chips(items, sampler=sampler, seed=seed, **options)
-        self._epoch = 0
+        self._epoch = _SharedEpoch()
         self._ranks = _rank()
 
     def __len__(self) -> int:
@@ -225,14 +259,14 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         each epoch gives other chips, the same for any ``num_workers``. Under
         :mod:`torch.distributed` it also takes this process's rank. Call
         it before each epoch's iteration, as for
-        :class:`~torch.utils.data.distributed.DistributedSampler`: a
-        DataLoader with ``persistent_workers=True`` keeps the epoch its
-        workers started with. Grid positions do not depend on it.
+        :class:`~torch.utils.data.distributed.DistributedSampler`; workers a
+        DataLoader keeps (``persistent_workers=True``) see it too. Grid
+        positions do not depend on it.
 
         Raises:
             SelectorError: ``epoch`` is not an integer >= 0.
         """
-        self._epoch = parse_int("epoch", epoch, least=0)
+        self._epoch.value = parse_int("epoch", epoch, least=0)
         self._ranks = _rank()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -240,8 +274,9 @@ class RumiChipDataset(IterableDataset[dict[str, Any]]):
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         rank, ranks = self._share()
         count = len(self._chips.sampler)
+        epoch = self._epoch.value  # once per pass: a set_epoch during it changes the next one
         for step in range(worker, -(-count // ranks), workers):
-            yield self._chips.sample((rank + step * ranks) % count, self._epoch)
+            yield self._chips.sample((rank + step * ranks) % count, epoch)
 
 
 def _rank() -> tuple[int, int]:

@@ -330,3 +330,16 @@ def test_forked_children_read_over_http_on_connections_of_their_own(cube: Any, s
     for i in range(6):
         assert np.array_equal(dataset.read(times=[i % 3]), cube.data[[i % 3]])
     assert [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children] == [0, 0, 0]
+
+
+def test_a_storage_error_survives_pickling_and_re_creation_from_its_message() -> None:
+    """PyTorch re-raises a DataLoader worker's exception as ``type(err)(message)``, and multiprocessing and dask pickle
+    it: both failed on the keyword-only ``href``, so a worker's StorageError reached the loop as a bare RuntimeError."""
+    import pickle
+
+    err = StorageError("HEAD did not succeed", href="https://example.org/a.rumi?X-Goog-Signature=secret", status=503)
+    copy = pickle.loads(pickle.dumps(err))
+    assert type(copy) is StorageError and str(copy) == str(err) == "https://example.org/a.rumi: HEAD did not succeed (HTTP 503)"
+    assert (copy.href, copy.status) == (err.href, 503) and isinstance(copy, OSError)
+    again = StorageError("Caught StorageError in DataLoader worker process 0.\nOriginal Traceback ...")
+    assert str(again).startswith("Caught StorageError") and again.href is None

@@ -258,6 +258,60 @@ def test_set_epoch_draws_other_chips_deterministically(tmp_path: Path) -> None:
         again.set_epoch(-1)
 
 
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_workers_a_dataloader_keeps_see_each_set_epoch(tmp_path: Path, context: str) -> None:
+    """With ``persistent_workers=True`` the workers kept the epoch of their start: every epoch drew the same chips."""
+    from torch.utils.data import DataLoader
+
+    items = [_write_item(tmp_path, "a", 40, 50)[0], _write_item(tmp_path, "b", 30, 36)[0]]
+    dataset = RumiChipDataset(items, size=16, length=6, seed=3)
+    loader = DataLoader(dataset, batch_size=None, num_workers=2, persistent_workers=True, multiprocessing_context=context)
+    fresh = RumiChipDataset(items, size=16, length=6, seed=3)
+    for epoch in (0, 1, 2, 1):
+        dataset.set_epoch(epoch)
+        fresh.set_epoch(epoch)
+        kept = sorted((int(s["index"]), s["item"], *s["window"].tolist()) for s in loader)
+        expected = sorted((int(s["index"]), s["item"], *s["window"].tolist()) for s in DataLoader(fresh, batch_size=None))
+        assert kept == expected, epoch
+
+
+def test_a_dataset_pickled_outside_a_dataloader_keeps_its_epoch(tmp_path: Path) -> None:
+    import pickle
+
+    items = [_write_item(tmp_path, "a", 40, 50)[0]]
+    dataset = RumiChipDataset(items, size=16, length=4, seed=3)
+    dataset.set_epoch(5)
+    copy = pickle.loads(pickle.dumps(dataset))
+    dataset.set_epoch(6)  # the copy is a dataset of its own
+    assert [s["window"].tolist() for s in copy] == [
+        s["window"].tolist() for s in _at_epoch(RumiChipDataset(items, size=16, length=4, seed=3), 5)
+    ]
+
+
+def _at_epoch(dataset: RumiChipDataset, epoch: int) -> RumiChipDataset:
+    dataset.set_epoch(epoch)
+    return dataset
+
+
+def test_empty_band_or_time_selections_and_relative_paths_are_settled_when_the_dataset_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``bands=[]`` failed at the first read inside a worker, naming no argument; a relative item path was opened again
+    by each worker, against the folder it was in then (after a notebook's ``%cd``, another file or none)."""
+    from torch.utils.data import DataLoader
+
+    path, _ = _write_item(tmp_path, "a", 40, 50)
+    with pytest.raises(SelectorError, match=r"^bands is empty: select at least one band \(None for all\)$"):
+        RumiChipDataset([path], size=16, length=4, bands=[])
+    with pytest.raises(SelectorError, match=r"^times is empty: select at least one time step \(None for all\)$"):
+        RumiChipGridDataset([path], size=16, times=[])
+    monkeypatch.chdir(tmp_path)
+    dataset = RumiChipDataset(["a.rumi"], size=16, length=4, seed=1)
+    monkeypatch.chdir(tmp_path.parent)
+    samples = list(DataLoader(dataset, batch_size=None, num_workers=2, multiprocessing_context="spawn"))
+    assert [s["item"] for s in samples] == [path] * 4
+
+
 def test_items_of_other_dtypes_or_shapes_are_refused_naming_an_item_of_each_kind(tmp_path: Path) -> None:
     """A batch stacks chips: uint16 and float32 chips were promoted to float32 without workers and refused with them,
     and chips of other time counts failed only when they first met in a batch."""
