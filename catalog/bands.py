@@ -26,7 +26,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Final
 
 from catalog.errors import ItemError
-from catalog.json_shape import NUMBER, TEXT, json_kind, mismatch
+from catalog.json_shape import BOOLEAN, NUMBER, TEXT, json_kind, mismatch
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -137,6 +137,9 @@ class Band:
     """EO common name (``"red"``, ``"nir"``...)."""
     center_wavelength: float | None = None
     """EO centre wavelength, in micrometres."""
+    categorical: bool = False
+    """Whether the values are classes (a scene classification, a palette's indices): never averaged or interpolated,
+    ``rumi:categorical`` in the item."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
@@ -201,7 +204,7 @@ class Band:
         known = {f.name for f in fields(self)}
         changes: dict[str, Any] = {}
         for key, value in overrides.items():
-            attr = key.removeprefix("eo:")
+            attr = key.removeprefix("eo:").removeprefix("rumi:")
             if attr not in known:
                 raise ItemError(f"band metadata has no field {key!r}; expected one of {sorted(known)}")
             changes[attr] = value
@@ -211,6 +214,7 @@ class Band:
         """Return the STAC 1.1 band object (absent fields omitted)."""
         fields_ = {key: getattr(self, key) for key in ("name", "description", "data_type", "nodata", "scale", "offset", "unit")}
         fields_.update({"eo:common_name": self.common_name, "eo:center_wavelength": self.center_wavelength})
+        fields_["rumi:categorical"] = True if self.categorical else None
         return {key: value for key, value in fields_.items() if value is not None}
 
     @classmethod
@@ -241,12 +245,13 @@ class Band:
             unit=data.get("unit"),
             common_name=data.get("eo:common_name"),
             center_wavelength=data.get("eo:center_wavelength"),
+            categorical=data.get("rumi:categorical") is True,
         )
 
 
 _BAND_FIELD_KINDS: Final = (
     ("description", TEXT), ("data_type", TEXT), ("scale", NUMBER), ("offset", NUMBER), ("unit", TEXT),
-    ("eo:common_name", TEXT), ("eo:center_wavelength", NUMBER),
+    ("eo:common_name", TEXT), ("eo:center_wavelength", NUMBER), ("rumi:categorical", BOOLEAN),
 )  # fmt: skip
 """The JSON kind of each field of a STAC band object that :meth:`Band.from_dict` reads."""
 

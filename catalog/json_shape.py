@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BAND_LISTS",
+    "BOOLEAN",
     "LIST",
     "NUMBER",
     "OBJECT",
@@ -41,6 +42,7 @@ OBJECT: Final = "an object"
 LIST: Final = "a list"
 TEXT: Final = "a text"
 NUMBER: Final = "a number"
+BOOLEAN: Final = "a boolean"
 OVERSIZED_NUMBER: Final = "a number past a double's range"
 """An integer JSON holds but no reader's double does (``1e400`` written out): never a number a field can take."""
 
@@ -53,7 +55,7 @@ def json_kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
-        return "a boolean"
+        return BOOLEAN
     if isinstance(value, float):
         return NUMBER
     if isinstance(value, int):

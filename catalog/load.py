@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from catalog.grid import Grid
     from rumi_core.limits import Limits
 
-__all__ = ["item_list", "load", "open_cube"]
+__all__ = ["CLASS_RESAMPLING", "item_list", "load", "open_cube"]
 
 
 def open_cube(target: Any, *, storage: Storage) -> Cube:
@@ -250,6 +250,30 @@ def _open_members(
     return selected
 
 
+CLASS_RESAMPLING: Final = ("nearest", "mode", "min", "max", "med", "q1", "q3")
+"""GDAL's methods that give each output pixel a value of its sources, so a class stays a class; the others blend values."""
+
+
+def _check_resampling_keeps_classes(cube: Cube, positions: Sequence[int], resampling: str) -> None:
+    """Refuse to blend a band of classes (``rumi:categorical``: a scene classification, a palette's indices).
+
+    Bilinear resampling of Sentinel-2's SCL gave snow (11) as cloud (9) and
+    dark area (2) as vegetation (4), classes no source pixel held, returned
+    without a word.
+
+    Raises:
+        LoadError: a selected band holds classes and ``resampling`` blends values.
+    """
+    if resampling in CLASS_RESAMPLING:
+        return
+    classes = [cube.bands[p].name for p in positions if cube.bands[p].categorical]
+    if classes:
+        raise LoadError(
+            f"band {classes[0]!r} of {cube.name} holds classes (rumi:categorical), which resampling {resampling!r} would blend "
+            "into values of other classes; load it with resampling='nearest' or 'mode'"
+        )
+
+
 def _check_same_bands(first: Cube, first_positions: Sequence[int], cube: Cube, positions: Sequence[int]) -> None:
     """Refuse to mosaic different bands into one: the selected bands of every item must have the first item's names and radiometry.
 
@@ -326,7 +350,9 @@ def load(
             and band of them, up to 128 MiB (dask's chunk size): past that, one
             time step and as many bands as fit.
         resampling: A :class:`rasterio.enums.Resampling` name GDAL's warper
-            takes (:data:`rasterio.warp.SUPPORTED_RESAMPLING`), for warped items.
+            takes (:data:`rasterio.warp.SUPPORTED_RESAMPLING`), for warped items;
+            for a band of classes (``rumi:categorical``) one of
+            :data:`CLASS_RESAMPLING`, which never blend two classes into a third.
         storage: Storage access; a default :class:`Storage` when None.
         threads: Fetch-and-decode threads of each chunk's read.
         limits: For a caller that computes the whole output (``rumi read
@@ -344,8 +370,8 @@ def load(
 
     Raises:
         LoadError: the items do not fit one output grid as asked,
-            ``chunks`` or ``resampling`` is none of the above, or the output
-            is more than :data:`MAX_BLOCKS` blocks.
+            ``chunks`` or ``resampling`` is none of the above (or blends a
+            band of classes), or the output is more than :data:`MAX_BLOCKS` blocks.
         SelectorError: a band, the bbox or the datetime selects nothing.
         ItemError: an item does not describe a rumi file.
         StorageError: an item or blob cannot be fetched.
@@ -367,6 +393,7 @@ def load(
         selected = _open_members(targets, cubes, bands=[bands] if isinstance(bands, str) else bands, time_range=time_range, storage=storage)
         if not cubes:
             raise SelectorError(f"no item has a time step in {time_range.to_interval() if time_range else datetime}")
+        _check_resampling_keeps_classes(cubes[0], selected[0][0], resampling)
         grids = [c.grid for c in cubes if c.grid is not None]
         out = output_grid(grids, bbox=bbox, bbox_crs=bbox_crs, crs=crs, resolution=resolution)
         if limits is not None:

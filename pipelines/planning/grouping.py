@@ -691,7 +691,8 @@ def _build(steps: list[list[tuple[Acquisition, Extent]]], grid: Lattice, dropped
         if stem and not info.description and names[b] == f"band {info.index}" and stem not in names:
             names[b] = stem
     bands = tuple(
-        CubeBand(name, info.description, info.scale, info.offset, info.unit) for name, (_, info) in zip(names, ref.bands, strict=True)
+        CubeBand(name, info.description, info.scale, info.offset, info.unit, info.categorical)
+        for name, (_, info) in zip(names, ref.bands, strict=True)
     )
     if ref.family:
         label = period_label(ref.time, options.cube_period)

@@ -95,10 +95,21 @@ class CubeBand:
     """Offset to physical values."""
     unit: str | None = None
     """Unit of the physical values, if the file names one."""
+    categorical: bool = False
+    """Whether the values are classes (a scene classification, a palette's indices), which a reader never interpolates."""
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return {"name": self.name, "description": self.description, "scale": self.scale, "offset": self.offset, "unit": self.unit}
+        """JSON form (``categorical`` only when true, so that the manifest of other bands reads as before)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "scale": self.scale,
+            "offset": self.offset,
+            "unit": self.unit,
+        }
+        if self.categorical:
+            out["categorical"] = True
+        return out
 
 
 def inputs_hash(hrefs: Sequence[str]) -> str:

@@ -55,6 +55,8 @@ class ProductBand:
     """``(key, value)`` facts about the acquisition (platform, processing baseline...); a cube records the union of its scenes'."""
     replaces: tuple[str, ...] = ()
     """Hrefs of this band in older processings of the acquisition that discovery left out; its cube lists them as dropped."""
+    categorical: bool = False
+    """Whether the values are classes (Sentinel-2's scene classification), which a reader never interpolates."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -66,6 +68,7 @@ class ProductBand:
             "family": self.family,
             "tags": [list(t) for t in self.tags],
             "replaces": list(self.replaces),
+            "categorical": self.categorical,
         }
 
     @classmethod
@@ -80,6 +83,7 @@ class ProductBand:
             data["family"],
             tuple((k, v) for k, v in data.get("tags", ())),
             tuple(data.get("replaces", ())),
+            bool(data.get("categorical", False)),
         )
 
 
@@ -150,7 +154,13 @@ class SourceBand(CubeBand):
     def from_dict(cls, data: dict[str, Any]) -> SourceBand:
         """Inverse of :meth:`to_dict`."""
         return cls(
-            data["name"], data.get("description"), data.get("scale", 1.0), data.get("offset", 0.0), data.get("unit"), index=data["index"]
+            data["name"],
+            data.get("description"),
+            data.get("scale", 1.0),
+            data.get("offset", 0.0),
+            data.get("unit"),
+            data.get("categorical", False),
+            index=data["index"],
         )
 
 

@@ -320,7 +320,7 @@ def scene_refs(
             )
             text = band_text(band)
             replaces = tuple(sorted(h for o in older[item.orbit] if (h := dict(o.assets).get(band.id)) is not None))
-            product = ProductBand(text, scale, offset, 0.0, family, tags, replaces)
+            product = ProductBand(text, scale, offset, 0.0, family, tags, replaces, categorical=band.group == "scl")
             source = href if resolution is None else _on_10m(href, band)
             refs.append(SceneRef(source, item.datetime, f"{item.id}#{group}", (text,), product))
     return refs

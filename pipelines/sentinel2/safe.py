@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
     from pipelines.planning.scene import Radiometry
 
-__all__ = ["NODATA", "file_band_texts", "file_nodata", "file_radiometry", "product_nodata", "product_radiometry"]
+__all__ = ["NODATA", "file_band_texts", "file_nodata", "file_radiometry", "holds_classes", "product_nodata", "product_radiometry"]
 
 T = TypeVar("T")
 
@@ -262,6 +262,26 @@ def file_radiometry(href: str) -> Radiometry | None:
         return None
     root, band, declared = said
     return _radiometry_by_name(root, band) if declared is None else declared.get(band)
+
+
+def holds_classes(href: str) -> bool:
+    """Whether an image of a SAFE product's granule holds classes rather than measurements: the scene classification
+    (``SCL``) or a mask of ``QI_DATA`` (``MSK_CLDPRB`` excepted, a probability), which a reader must never interpolate.
+
+    >>> granule = "S2B_MSIL2A_20230622T102031_N0509_R065_T33UUU_20230622T123904.SAFE/GRANULE/L2A_T33UUU_A1"
+    >>> holds_classes(f"{granule}/IMG_DATA/R20m/T33UUU_20230622T102031_SCL_20m.jp2")
+    True
+    >>> holds_classes(f"{granule}/IMG_DATA/R20m/T33UUU_20230622T102031_B05_20m.jp2"), holds_classes(f"{granule}/QI_DATA/MSK_CLDPRB_20m.jp2")
+    (False, False)
+    >>> holds_classes(f"{granule}/QI_DATA/MSK_CLASSI_B00.jp2")
+    True
+    """
+    found = _granule_file(href)
+    if found is None:
+        return False
+    if found.in_images:
+        return found.band == "SCL"
+    return found.name.upper().startswith("MSK_") and not found.name.upper().startswith(("MSK_CLDPRB", "MSK_SNWPRB"))
 
 
 def file_nodata(href: str) -> float | None:

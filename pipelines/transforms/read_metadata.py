@@ -24,7 +24,7 @@ import apache_beam as beam
 import numpy as np
 import rasterio
 from apache_beam.pvalue import PCollection
-from rasterio.enums import MaskFlags
+from rasterio.enums import ColorInterp, MaskFlags
 from rasterio.errors import RasterioError
 from rasterio.windows import Window
 
@@ -265,7 +265,8 @@ def _described_bands(
             )
         # The product's band table knows the text, radiometry and nodata better than the file.
         own = bands[0]
-        return (SourceBand(product.name, own.description, product.scale, product.offset, own.unit, index=1),), product.nodata
+        band = SourceBand(product.name, own.description, product.scale, product.offset, own.unit, product.categorical, index=1)
+        return (band,), product.nodata
     if nodata is None and len(bands) == 1:
         nodata = _declared_nodata(href, dtype)
     if ref.band_radiometry is None and len(bands) == 1 and (declared := _declared_radiometry(href)) is not None:
@@ -551,6 +552,8 @@ def _read_scene(ref: SceneRef, *, time_pattern: str | None, time: str | None) ->
                     scale=_finite(float(ds.scales[i - 1]), f"band {i}'s scale", href),
                     offset=_finite(float(ds.offsets[i - 1]), f"band {i}'s offset", href),
                     unit=units[i - 1] or None,
+                    # Classes: a palette's indices, or a SAFE's scene classification and masks.
+                    categorical=ds.colorinterp[i - 1] == ColorInterp.palette or safe.holds_classes(href),
                 )
                 for i in range(1, ds.count + 1)
             )

@@ -500,6 +500,24 @@ def test_items_of_no_item_type_are_refused_naming_what_was_given(items: Any) -> 
         load(items)
 
 
+def test_a_band_of_classes_is_never_blended_by_resampling(tmp_path: Path) -> None:
+    """Bilinear resampling of Sentinel-2's SCL invented classes no source pixel held (snow as cloud), without a word."""
+    from catalog.items import create_item
+
+    classes = np.random.default_rng(2).integers(1, 12, size=(1, 64, 64), dtype=np.uint8)
+    path = _lonlat_item(tmp_path, "scl", classes)
+    item = create_item(path, extra={"bands": [{"categorical": True}]}, thumbnail=False).to_dict()
+    assert item["assets"]["data"]["bands"][0]["rumi:categorical"] is True
+    for method in ("bilinear", "average", "cubic"):
+        with pytest.raises(LoadError, match=rf"band 'v' of .*scl\.rumi holds classes \(rumi:categorical\), which resampling '{method}'"):
+            load([item], crs="EPSG:32633", resolution=10, resampling=method)
+    for method in ("nearest", "mode"):
+        values = load([item], crs="EPSG:32633", resolution=10, resampling=method).data.values
+        assert set(np.unique(values)) <= {0, *np.unique(classes).tolist()}
+    plain = _lonlat_item(tmp_path, "v", classes)  # the same values, not said to be classes: blended as asked
+    load([plain], crs="EPSG:32633", resolution=10, resampling="bilinear").data.values  # noqa: B018
+
+
 def test_an_unknown_resampling_is_refused_before_anything_is_read(tmp_path: Path) -> None:
     """A misspelt method is a :class:`LoadError` naming the methods, from ``load`` itself: it was a bare KeyError from
     inside a dask task, once values were asked for."""

@@ -312,3 +312,30 @@ def test_license_is_stated_on_the_items_and_on_each_collection_whose_items_agree
         assert validate_stac(item, schema_dir=str(stac_schemas), require_all=True).unchecked == ()
     refused = CliRunner().invoke(cli, ["convert", *sorted(first), "--out", str(tmp_path / "run3"), "--license", "CC BY 4.0"])
     assert refused.exit_code == 2 and "--license: expected an SPDX license identifier such as CC-BY-4.0, or other" in refused.output
+
+
+def test_a_band_with_a_colour_palette_is_catalogued_as_classes(tmp_path: Path) -> None:
+    """A land-cover GeoTIFF's palette band holds class indices: its item says so (``rumi:categorical``), the item validates
+    offline, and ``catalog.load`` refuses to blend it."""
+    import rasterio
+
+    import catalog
+    from catalog.errors import LoadError
+
+    directory = tmp_path / "in"
+    directory.mkdir()
+    classes = np.random.default_rng(1).integers(1, 6, size=(1, 40, 48), dtype=np.uint8)
+    path = write_geotiff(
+        str(directory / "landcover.tif"), classes, epsg=32633, transform=(10, 0, 500000, 0, -10, 4000000), nodata=0,
+        tags={"TIFFTAG_DATETIME": "2023:01:05 10:00:00"},
+    )  # fmt: skip
+    with rasterio.open(path, "r+") as ds:
+        ds.write_colormap(1, {i: (40 * i, 255 - 40 * i, 0, 255) for i in range(6)})
+    run([str(directory)], ConvertOptions(out=str(tmp_path / "out"), tile_size=32, write_catalog=True))
+    (item_path,) = (tmp_path / "out" / "stac").glob("*/*/*.json")
+    item = json.loads(item_path.read_text())
+    assert item["assets"]["data"]["bands"][0]["rumi:categorical"] is True
+    validate_stac(item)
+    with pytest.raises(LoadError, match="holds classes"):
+        catalog.load([str(item_path)], crs="EPSG:32633", resolution=15, resampling="bilinear")
+    np.testing.assert_array_equal(catalog.load([str(item_path)]).data.values[0], classes)

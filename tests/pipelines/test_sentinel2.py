@@ -311,7 +311,9 @@ def test_an_item_collection_becomes_one_cube_per_tile_group_period_and_offset(
 
     scl_path = out / "S2L2A_T33UUU_scl_2023-06.rumi"
     scl = _item(out, "S2L2A_T33UUU_scl_2023-06")["assets"]["data"]["bands"]
-    assert scl == [{"name": "SCL, scene classification", "data_type": "uint8", "nodata": 0, "scale": 1.0, "offset": 0.0}]
+    assert scl == [
+        {"name": "SCL, scene classification", "data_type": "uint8", "nodata": 0, "scale": 1.0, "offset": 0.0, "rumi:categorical": True}
+    ]  # classes: catalog.load never blends them
     scl_data = rumi_core.read(scl_path, (out / "S2L2A_T33UUU_scl_2023-06.rumih").read_bytes())
     assert scl_data.dtype == np.uint8 and (scl_data[:, :, :6] == 0).all()
 
