@@ -307,7 +307,8 @@ def run(
 
     if options.write_catalog and options.catalog is not None:
         check_catalog_root(os.fspath(options.catalog), options.out)
-    with exclusive(_local_folders(options)), claimed(options) if is_gs(options.out) else contextlib.nullcontext(options) as options:
+    claim = claimed(options) if is_gs(options.out) else contextlib.nullcontext(options)
+    with exclusive(_local_folders(options), swapped=[options.catalog_dir]), claim as options:
         return _run_locked(options, one_pass)
 
 

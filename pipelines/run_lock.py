@@ -7,10 +7,13 @@ taking them for a killed run's. Run side by side, one of them fails midway
 on a file the other removed. :func:`exclusive` makes the second run stop
 before it starts instead, naming the folder.
 
-The lock is ``flock`` on the folder itself: no lock file is left behind, and
-the kernel releases it when the process ends, however it ends (a killed
-run never leaves a stale lock). A bucket has no ``flock``: its runs hold
-leased claims instead (:mod:`pipelines.bucket_claims`).
+The lock is ``flock``, which the kernel releases when the process ends,
+however it ends (a killed run never leaves a stale lock), on the folder
+itself; for a folder the run replaces by a rename (the catalogue, swapped in
+whole) also on a file beside it, ``.<name>.lock``, made for it and left
+empty: the lock on the folder went with the folder renamed aside, and a
+second run got in while the first was still publishing. A bucket has no ``flock``: its
+runs hold leased claims instead (:mod:`pipelines.bucket_claims`).
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ _MADE: list[list[str]] = []
 
 
 @contextlib.contextmanager
-def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
+def exclusive(folders: Sequence[tuple[str, str]], *, swapped: Sequence[str] = ()) -> Iterator[None]:
     """Hold an exclusive lock on each ``(folder, option)``, creating the folder; release them on exit.
 
-    A folder made here that is still empty on exit is removed: a run that
-    wrote nothing into its catalogue's folder leaves none.
+    A folder of ``swapped`` (replaced by a rename during the run) is locked
+    through its ``.<name>.lock`` file too. A folder made here that is still empty
+    on exit is removed: a run that wrote nothing into its catalogue's folder
+    leaves none.
 
     Raises:
         OptionError: another process holds a folder's lock (names the option and the folder).
@@ -54,16 +59,20 @@ def exclusive(folders: Sequence[tuple[str, str]]) -> Iterator[None]:
             if real in seen:  # --catalog in --out itself, or a link to it: one folder, one lock
                 continue
             seen.add(real)
-            fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-            held.append(fd)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise OptionError(
-                    f"another rumi convert is writing into {folder}; wait for it to end, or give another folder", option=option
-                ) from None
-            except OSError:  # a filesystem without flock (some network mounts): the run goes unguarded, as before
-                continue
+            paths = [(folder, os.O_RDONLY | os.O_DIRECTORY)]
+            if folder in swapped:
+                paths.append((os.path.join(os.path.dirname(real), f".{os.path.basename(real)}.lock"), os.O_RDONLY | os.O_CREAT))
+            for path, flags in paths:
+                fd = os.open(path, flags, 0o644)
+                held.append(fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    raise OptionError(
+                        f"another rumi convert is writing into {folder}; wait for it to end, or give another folder", option=option
+                    ) from None
+                except OSError:  # a filesystem without flock (some network mounts): the run goes unguarded, as before
+                    continue
         yield
     finally:
         for fd in held:

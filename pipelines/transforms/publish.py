@@ -421,7 +421,7 @@ def _remove_stale(parent: str, name: str) -> None:
 def _put_back(old: str, root: str) -> None:
     """Move the entries of catalogue folder ``old`` into ``root``, ``catalog.json`` last.
 
-    Into the folder, not in its place: the run holds its lock on that folder
+    Into the folder, not in its place: the run made it when it took its lock
     (:mod:`pipelines.run_lock`). A root with its ``catalog.json`` is whole, so
     a run killed while putting back finishes the move on its next run.
     """

@@ -99,7 +99,24 @@ def test_a_catalogue_a_killed_run_had_moved_aside_is_put_back(tmp_path: Path) ->
     done = CliRunner().invoke(cli, runs[1])
     assert done.exit_code == 0, done.output
     assert len(items()) == 2
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == [neighbour.name]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == sorted([".shared.lock", neighbour.name])
+
+
+def test_the_catalogues_lock_holds_after_the_catalogue_is_swapped_in(tmp_path: Path) -> None:
+    """The lock was on the catalogue folder's inode, which the publish renames aside: from the first publish on, a
+    second run into the same ``--catalog`` got in, removed the first one's staging folder, and the first failed."""
+    catalog = str(tmp_path / "stac")
+    with exclusive([(catalog, "--catalog")], swapped=[catalog]):
+        os.rename(catalog, tmp_path / ".stac-old")  # what publishing does: the new catalogue takes the folder's place
+        os.mkdir(catalog)
+        with (
+            pytest.raises(OptionError, match=f"another rumi convert is writing into {catalog}"),
+            exclusive([(catalog, "--catalog")], swapped=[catalog]),
+        ):
+            pass
+    with exclusive([(catalog, "--catalog")], swapped=[catalog]):  # free once the first run ends
+        pass
+    assert (tmp_path / ".stac.lock").is_file() and (tmp_path / ".stac.lock").stat().st_size == 0
 
 
 def test_the_lock_ends_with_the_process_that_held_it(tmp_path: Path) -> None:
