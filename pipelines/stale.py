@@ -187,7 +187,8 @@ def unlisted_cubes(
     keeps them, so that every later run's summary names them (not the next
     one's alone), and a run that holds all their inputs again supersedes them.
 
-    ``dead_letters`` are this run's (hrefs): those among the cubes' inputs are named as a cause.
+    ``dead_letters`` are this run's (hrefs): those among the cubes' inputs are named as a cause. A cube an item of
+    the run's catalogue points to is listed, whatever the manifest says.
     """
     done = {entry.file for entry in entries} | {os.path.basename(path) for path in settled.stale} | settled.listed
     lines = {
@@ -195,6 +196,14 @@ def unlisted_cubes(
         for line in before
         if isinstance(line.get("file"), str) and line["file"] not in done and output_exists(os.path.join(options.out, line["file"]))
     }
+    if lines:
+        # An incremental run (--stac-api) carries the items of the periods it did not touch over into its catalogue:
+        # their cubes are in no manifest of its, and listed all the same (unlisted.jsonl named them, every night).
+        from catalog.errors import CatalogError
+
+        with contextlib.suppress(CatalogError):  # a catalogue that cannot be read lists nothing
+            catalogued = _catalogued(dict.fromkeys((options.catalog_dir, os.path.join(options.out, "stac"))))
+            lines = {name: inputs for name, inputs in lines.items() if _location(os.path.join(options.out, name)) not in catalogued}
     if lines:
         write_jsonl(options.unlisted_path, [{"file": name, "inputs": inputs} for name, inputs in sorted(lines.items())])
     else:

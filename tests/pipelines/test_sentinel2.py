@@ -450,6 +450,8 @@ def test_stac_api_runs_are_incremental_and_bands_are_selected_by_common_name(
     july = _convert(*common, "--datetime", "2023-07-01/2023-07-31")
     assert "1 new" in july
     assert "supersede" not in july  # June's cubes are not July's
+    # ...and they are listed: their items are carried over (unlisted.jsonl named them every night after June).
+    assert "in no manifest or catalogue" not in july and not (out / "unlisted.jsonl").exists(), july
     manifest = [json.loads(line)["cube_id"] for line in (out / "manifest.jsonl").read_text().splitlines()]
     assert manifest == ["S2L2A_T33UUU_10m_o1000_2023-07", "S2L2A_T33UUU_scl_2023-07"]
     assert {k: v for k, v in _snapshot(out).items() if k in june_files} == june_files
