@@ -54,7 +54,13 @@ from rumi_core.times import parse_time, to_seconds
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+ONE_PASS_SECONDS: Final = 50 * 60
+"""Times of one tile closer than this are one acquisition restated: half a Sentinel-2 orbit (100.6 min), the
+least time between two passes over one tile, where catalogues state one pass's time seconds to minutes apart (its
+datatake's start, its tile's, a re-ingest's)."""
+
 __all__ = [
+    "ONE_PASS_SECONDS",
     "SCENE_ID_PATTERNS",
     "TIME_TAGS",
     "compact",

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from catalog.storage import join_href
 from pipelines.planning.scene import ProductBand, SceneRef
+from pipelines.planning.timestamps import ONE_PASS_SECONDS
 from pipelines.rasters import gdal_path
 from pipelines.sentinel2.bands import S2Band, asset_resolution, band_for_asset, band_text
 from pipelines.sentinel2.products import product_of
@@ -57,6 +58,7 @@ __all__ = [
     "REFLECTANCE_SCALE",
     "S2Item",
     "baseline_of",
+    "datatakes",
     "is_s2_l2a",
     "keep_newest",
     "not_s2_l2a",
@@ -174,17 +176,39 @@ class S2Item:
     """``(band id, href)`` of every band asset, hrefs resolved."""
 
     @property
-    def orbit(self) -> str:
-        """The datatake: platform, tile and sensing second; reprocessings share it.
+    def second(self) -> int | None:
+        """The sensing time in whole seconds, or None where it cannot be read (refused where the scene is dated).
 
-        The second, not the text: catalogues write one sensing time as
-        ``10:15:59.024000Z`` or ``10:15:59Z``, and a cube stores whole seconds.
+        Catalogues write one sensing time as ``10:15:59.024000Z`` or ``10:15:59Z``,
+        and a cube stores whole seconds.
         """
         try:
-            when = str(parse_time(self.datetime))
+            return parse_time(self.datetime)
         except InvalidInputError:
-            when = self.datetime  # refused where the scene is dated; here it only keys
-        return f"{self.platform}/{self.tile}/{when}"
+            return None
+
+
+def datatakes(items: Sequence[S2Item]) -> dict[S2Item, str]:
+    """Each item's datatake: its platform, tile and the first sensing second of the items of that platform and tile
+    within :data:`~pipelines.planning.timestamps.ONE_PASS_SECONDS` of it. Reprocessings share it.
+
+    Within minutes of each other, two items of one platform and tile are one pass over the tile stated twice, as two
+    catalogues state it: Earth Search dates an item by the tile's sensing time (``10:06:19Z``), the Planetary Computer
+    by its datatake's start (``10:00:21Z``). Keyed by the second alone, one acquisition from both became two time
+    steps of identical pixels.
+    """
+    found: dict[S2Item, str] = {}
+    timed = sorted((i for i in items if i.second is not None), key=lambda i: (i.platform, i.tile, i.second, i.id))
+    start: tuple[str, str, int] | None = None
+    for item in timed:
+        second = item.second
+        assert second is not None
+        if start is None or start[:2] != (item.platform, item.tile) or second - start[2] >= ONE_PASS_SECONDS:
+            start = (item.platform, item.tile, second)
+        found[item] = f"{item.platform}/{item.tile}/{start[2]}"
+    for item in items:
+        found.setdefault(item, f"{item.platform}/{item.tile}/{item.datetime}")
+    return found
 
 
 def parse_item(item: Mapping[str, Any], base: str | None = None) -> S2Item:
@@ -246,8 +270,8 @@ def keep_newest(items: Iterable[S2Item]) -> tuple[list[S2Item], list[S2Item]]:
     """
     every = list(items)
     by_orbit: dict[str, list[S2Item]] = defaultdict(list)
-    for item in every:
-        by_orbit[item.orbit].append(item)
+    for item, datatake in datatakes(every).items():
+        by_orbit[datatake].append(item)
     kept: list[S2Item] = []
     for group in by_orbit.values():
         top = max(_baseline(i.baseline) for i in group)
@@ -297,9 +321,11 @@ def scene_refs(
             files in them are recorded as replaced (:attr:`ProductBand.replaces`),
             so that the cube lists them as dropped, as it lists files planning drops.
     """
+    items, dropped = list(items), list(dropped)
+    taken = datatakes([*items, *dropped])
     older: dict[str, list[S2Item]] = defaultdict(list)
     for item in dropped:
-        older[item.orbit].append(item)
+        older[taken[item]].append(item)
     refs: list[SceneRef] = []
     for item in items:
         hrefs = dict(item.assets)
@@ -319,7 +345,7 @@ def scene_refs(
                 ("s2:offset_split_at_baseline", "04.00"),
             )
             text = band_text(band)
-            replaces = tuple(sorted(h for o in older[item.orbit] if (h := dict(o.assets).get(band.id)) is not None))
+            replaces = tuple(sorted(h for o in older[taken[item]] if (h := dict(o.assets).get(band.id)) is not None))
             product = ProductBand(text, scale, offset, 0.0, family, tags, replaces, categorical=band.group == "scl")
             source = href if resolution is None else _on_10m(href, band)
             refs.append(SceneRef(source, item.datetime, f"{item.id}#{group}", (text,), product))

@@ -43,7 +43,7 @@ import shutil
 import time
 import uuid
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 import apache_beam as beam
 from apache_beam.pvalue import AsDict, PCollection
@@ -53,6 +53,7 @@ from catalog.items import file_sha256
 from pipelines.bucket import is_gs, output_store
 from pipelines.errors import AssemblyError, SceneError, VerificationError
 from pipelines.jsonl import write_jsonl
+from pipelines.planning.timestamps import ONE_PASS_SECONDS
 from pipelines.transforms import frames
 from pipelines.transforms.assemble_bucket import assemble_in_bucket, existing_in_bucket, recorded_in_bucket
 from pipelines.transforms.base import DataclassPTransform
@@ -334,12 +335,6 @@ class AssembleFiles(DataclassPTransform[PCollection[tuple[str, Any]], PCollectio
             | "Assemble" >> beam.ParDo(_AssembleFn(self.options), plans=AsDict(by_id), codecs=AsDict(self.codecs))
         )
         return out
-
-
-ONE_PASS_SECONDS: Final = 50 * 60
-"""Times of one product's cube closer than this are one acquisition restated: half a Sentinel-2 orbit (100.6 min), the
-least time between two passes over one tile, where catalogues state one pass's time seconds to minutes apart (its
-datatake's start, its tile's, a re-ingest's)."""
 
 
 def _starts(times: TimeCoordinates) -> list[int]:

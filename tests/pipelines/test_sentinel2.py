@@ -128,11 +128,18 @@ def test_items_are_recognised_by_their_properties_never_their_names(archive: tup
         replace(newer, id=f"part{n}", processed=when, assets=(("B04", safe.format(when)),))
         for n, when in enumerate(("20240301T120000", "20240301T160000"))
     ]
-    others = [p for p in parsed if p.orbit != newer.orbit]
-    assert [i.id for i in keep_newest([*others, *halves])[0] if i.orbit == newer.orbit] == ["part0", "part1"]
+    others = [p for p in parsed if p.second != newer.second]
+    assert [i.id for i in keep_newest([*others, *halves])[0] if i.second == newer.second] == ["part0", "part1"]
     unnamed = [replace(half, assets=(("B04", f"https://host/{half.id}/B04.tif"),)) for half in halves]
-    assert [i.id for i in keep_newest([*others, *unnamed])[0] if i.orbit == newer.orbit] == ["part1"]
+    assert [i.id for i in keep_newest([*others, *unnamed])[0] if i.second == newer.second] == ["part1"]
     assert keep_newest([*halves, halves[0]])[0] == halves  # one item listed twice is kept once
+    # One pass stated by two catalogues minutes apart (Earth Search: the tile's sensing time; the Planetary Computer: its
+    # datatake's start) was two time steps of the same pixels; another pass over the tile is 100 minutes on at least.
+    datatake_start = replace(newer, id="pc", datetime="2023-06-08T10:09:59Z", processed="20240301T170000")
+    kept_now, dropped_now = keep_newest([newer, datatake_start])
+    assert [i.id for i in kept_now] == ["pc"] and [i.id for i in dropped_now] == [newer.id]
+    next_pass = replace(newer, id="next", datetime="2023-06-08T11:56:35Z")
+    assert {i.id for i in keep_newest([newer, next_pass])[0]} == {newer.id, "next"}
 
 
 def test_cdse_items_are_recognised_and_read_at_each_bands_own_resolution(archive: tuple[Path, list[dict[str, Any]]]) -> None:
