@@ -127,7 +127,7 @@ def test_intervals_have_cf_time_bounds_as_a_load_has(tmp_path: Path) -> None:
     rumi_core.write(instants, np.ones((1, 1, 8, 8), "uint8"), bands=["x"], times=["2020-01-01"])
     with xr.open_dataset(instants, engine="rumi") as ds:
         assert "time_bounds" not in ds.coords and "bounds" not in ds.time.attrs
-        assert ds.x.values.tolist() == list(range(8))  # not georeferenced: pixel indices
+        assert ds.x.values.tolist() == [i + 0.5 for i in range(8)]  # not georeferenced: rasterio's identity grid
 
 
 _UNPICKLE_AND_READ = """
