@@ -264,3 +264,31 @@ def test_the_docker_build_context_holds_what_the_dockerfile_copies_and_no_virtua
         "rumi_core/__pycache__/x.pyc",
     ):
         assert not sent(unwanted), unwanted
+
+
+def test_template_parameters_of_choices_and_numbers_are_checked_by_dataflow() -> None:
+    """Their values were taken as any text, and a misspelt one (``cube_period=P1m``) failed only inside the launcher VM,
+    after the launch, in a log: each choice and number now carries the regex Dataflow checks at the launch."""
+    import click
+
+    declared = _template_parameters()
+    checked = 0
+    for param in convert_command.params:
+        name = param.opts[0][2:].replace("-", "_")
+        if name not in declared or not isinstance(param.type, (click.Choice, click.types.IntParamType, click.types.FloatParamType)):
+            continue
+        (regex,) = declared[name].get("regexes", [None])
+        assert regex is not None, name
+        if isinstance(param.type, click.Choice):
+            assert all(re.fullmatch(regex, str(choice)) for choice in param.type.choices), name
+            assert not any(re.fullmatch(regex, bad) for bad in ("P1m", "", "nearest,bilinear", "x")), name
+            assert all(str(choice) in declared[name]["helpText"] for choice in param.type.choices), name
+        else:
+            good = ("256", "0") if isinstance(param.type, click.types.IntParamType) else ("0.5", "12", "1e-3", ".25")
+            assert all(re.fullmatch(regex, value) for value in good) and not re.fullmatch(regex, "ten"), name
+            if isinstance(param.type, click.types.IntParamType):
+                assert not re.fullmatch(regex, "2.5"), name
+            for value in good:
+                assert param.type.convert(value, param, None) is not None  # what the regex lets through, the command takes
+        checked += 1
+    assert checked >= 10
