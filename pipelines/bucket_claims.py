@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from pipelines.options import ConvertOptions
 
-__all__ = ["CLAIMS_DIR", "DETACHED_LEASE", "HEARTBEAT", "LEASE", "claim_detached", "claimed", "release_held"]
+__all__ = ["CLAIMS_DIR", "DETACHED_LEASE", "HEARTBEAT", "LEASE", "claim_detached", "claimed", "release_detached", "release_held"]
 
 logger = logging.getLogger(__name__)
 
@@ -340,3 +340,13 @@ def claim_detached(options: ConvertOptions) -> ConvertOptions:
     holding = _Holding(_folders(options), uuid.uuid4().hex[:16], detached=True)
     _settle(holding)
     return dataclasses.replace(options, run_id=holding.run_id)
+
+
+def release_detached(options: ConvertOptions) -> None:
+    """Withdraw the claim :func:`claim_detached` made, for a job that was not submitted after all.
+
+    Each failed launch left one, keeping its folder's temporaries from every later run for :data:`DETACHED_LEASE`.
+    """
+    store = output_store()
+    for folder, _ in _folders(options):
+        store.delete(_claim_url(folder, options.run_id))

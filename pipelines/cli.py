@@ -478,7 +478,13 @@ def convert_command(
     if detach:
         from pipelines.convert import submit
 
-        result = submit(paths, options, beam_args, runner=runner)
+        try:
+            result = submit(paths, options, beam_args, runner=runner)
+        except OptionError as err:
+            raise click.ClickException(str(err)) from err
+        except Exception as err:  # the command's boundary, as for a run: one line, the traceback only with -vv
+            logger.debug("the submission failed", exc_info=True)
+            raise click.ClickException(f"the submission failed: {_failure_line(err)} (rerun with -vv for details)") from err
         job_id = getattr(result, "job_id", None)
         click.echo(f"submitted to {runner}" + (f": job {job_id()}" if callable(job_id) else ""))
         return
@@ -703,12 +709,8 @@ def _run_and_report(
     except Exception as err:
         # The command's boundary: one line; the traceback only with -vv.
         logger.debug("the conversion failed", exc_info=True)
-        # The last line that says something: gRPC's errors end in a lone ">".
-        lines = [line.strip() for line in str(err).splitlines() if any(c.isalnum() for c in line)]
-        last = _unwrapped(lines[-1] if lines else type(err).__name__)[:500]
         kept = f"; Beam's output is in {log}" if log is not None and _keep_if_written(log) else ""
-        # An input's signed URL may be in it: the line goes to terminals and CI logs.
-        raise click.ClickException(f"the conversion failed: {redacted(last)} (rerun with -vv for details{kept})") from err
+        raise click.ClickException(f"the conversion failed: {_failure_line(err)} (rerun with -vv for details{kept})") from err
     if log is not None:
         scratch.remove(log)  # a log already gone (removed by something else) is no error
     click.echo(summary.table())
@@ -729,6 +731,14 @@ def _run_and_report(
     if strict and summary.dead_letters:
         click.echo(f"--strict: {counted(len(summary.dead_letters), 'input')} went to the dead-letter output", err=True)
         sys.exit(1)
+
+
+def _failure_line(err: BaseException) -> str:
+    """The one line of a failed run or submission: the last line of ``err`` that says something (gRPC's errors end in a
+    lone ">"), this project's errors without Beam's wrapping, at most 500 characters, and without the signature of any
+    URL in it (the line goes to terminals and CI logs)."""
+    lines = [line.strip() for line in str(err).splitlines() if any(c.isalnum() for c in line)]
+    return redacted(_unwrapped(lines[-1] if lines else type(err).__name__)[:500])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -69,7 +69,7 @@ from apache_beam.pvalue import PCollection
 
 from catalog.errors import CatalogError
 from pipelines.bucket import is_gs, output_store
-from pipelines.bucket_claims import claim_detached, claimed
+from pipelines.bucket_claims import claim_detached, claimed, release_detached
 from pipelines.jsonl import load_jsonl
 from pipelines.planning.plan import CubePlan
 from pipelines.rasters import kept_block_cache
@@ -256,10 +256,14 @@ def submit(
     (:func:`pipelines.bucket_claims.claim_detached`) keeps later runs from
     deleting that folder while the job may run, and stops none of them.
     """
-    if is_gs(options.out):
-        options = claim_detached(options)
-    pipeline = _build(inputs, options, beam_args, runner, publish)
-    return pipeline.run()
+    if not is_gs(options.out):
+        return _build(inputs, options, beam_args, runner, publish).run()
+    options = claim_detached(options)
+    try:
+        return _build(inputs, options, beam_args, runner, publish).run()
+    except BaseException:
+        release_detached(options)  # no job holds the claim: it would keep later runs from its folder's temporaries for days
+        raise
 
 
 def run(

@@ -242,3 +242,19 @@ def _no_leftover_threads() -> Iterator[None]:
     before = {t.name for t in threading.enumerate()}
     yield
     assert not [t for t in threading.enumerate() if t.name == "rumi-claim" and t.name not in before]
+
+
+def test_a_submission_that_fails_is_one_line_and_leaves_no_claim(emulator: GCSEmulator, scenes: list[str]) -> None:
+    """``--detach`` to a runner that cannot start (Dataflow without apache-beam[gcp]) showed a traceback, and each
+    attempt left a detached claim that kept the folder's temporaries from every later run for 48 hours."""
+    from click.testing import CliRunner
+
+    from rumi_core.cli.main import cli
+
+    command = ["convert", *scenes, "--out", f"gs://{BUCKET}/failed-launch", "--no-progress", "--detach", "--runner", "DataflowRunner"]
+    result = CliRunner().invoke(cli, [*command, "--project=p", "--region=europe-west4", "--temp_location=gs://rumi/tmp"])
+    assert result.exit_code == 1, result.output
+    (line,) = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert line.startswith("Error: the submission failed: ") and line.endswith("(rerun with -vv for details)")
+    assert "Traceback" not in result.output
+    assert _bookkeeping("failed-launch") == []
