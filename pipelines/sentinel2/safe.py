@@ -159,7 +159,8 @@ _L2A_AUXILIARY: Final[dict[str, Radiometry]] = {"AOT": (0.001, 0.0, None), "WVP"
 _TOP_OF_ATMOSPHERE: Final = ", top-of-atmosphere reflectance (L1C)"
 """What a Level-1C image's band text adds to the band table's."""
 
-_RESOLUTION: Final = re.compile(r"_\d+m$")
+_RESOLUTION: Final = re.compile(r"_(?P<metres>\d+)m$")
+_RESOLUTION_FOLDER: Final = re.compile(r"/R(?P<metres>\d+)m/[^/]+$", re.IGNORECASE)
 """The ``_10m`` that ends the name of a Level-2A image or probability mask."""
 
 _TABLE_BAND: Final = re.compile(r"(?:^|_)(?P<band>B(?:0[1-9]|1[0-2]|8A)|AOT|WVP|SCL)$")
@@ -175,6 +176,8 @@ class _GranuleFile(NamedTuple):
     """The file's name without the tile, time and resolution (``B04``, ``TCI``, ``MSK_DETFOO_B02``)."""
     band: str | None
     """The band its name ends in (``B04``, ``AOT``, ``SCL``), or None."""
+    resolution: int | None
+    """The metres of its grid its name or folder states (``_20m``, ``R20m``), or None (a Level-1C image)."""
 
 
 def _granule_file(href: str) -> _GranuleFile | None:
@@ -182,9 +185,13 @@ def _granule_file(href: str) -> _GranuleFile | None:
     found = _GRANULE_FILE.match(href_path(href))
     if found is None:
         return None
-    name = _RESOLUTION.sub("", _TILE_TIME.sub("", found.group("stem")))
+    stem = _TILE_TIME.sub("", found.group("stem"))
+    name = _RESOLUTION.sub("", stem)
     band = _TABLE_BAND.search(name)
-    return _GranuleFile(found.group("root"), found.group("folder").upper() == "IMG_DATA", name, band.group("band") if band else None)
+    stated = _RESOLUTION.search(stem) or _RESOLUTION_FOLDER.search(href_path(href))
+    resolution = int(stated.group("metres")) if stated else None
+    in_images = found.group("folder").upper() == "IMG_DATA"
+    return _GranuleFile(found.group("root"), in_images, name, band.group("band") if band else None, resolution)
 
 
 def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
@@ -194,7 +201,9 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
       (:func:`pipelines.sentinel2.bands.band_text`): ``T33UUU_<time>_B04_10m.jp2``
       is ``B04, red, 664.6nm (S2A) / ...``, and the catalogue reads its common
       name and wavelength, so ``--bands red`` selects it. A Level-1C image's
-      text ends in ``, top-of-atmosphere reflectance (L1C)``.
+      text ends in ``, top-of-atmosphere reflectance (L1C)``. ESA's copy of a
+      band on a coarser grid is ``B04 at 60 m, resampled by ESA from 10 m``,
+      no common name: the STAC route converts none of them.
     - A mask of ``QI_DATA`` that ends in the band it describes
       (``MSK_DETFOO_B02``) is named in full, never as that band.
     - A file of several bands is named without the tile, time and
@@ -208,6 +217,8 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)',)
     >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R10m/T33UUU_20230612T102031_B04_10m.tif", 1)  # converted in place
     ('B04, red, 664.6nm (S2A) / 664.9nm (S2B) / 665nm (S2C)',)
+    >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R60m/T33UUU_20230612T102031_B04_60m.jp2", 1)  # ESA's copy
+    ('B04 at 60 m, resampled by ESA from 10 m',)
     >>> file_band_texts("x.SAFE/GRANULE/g/IMG_DATA/R60m/T33UUU_20230612T102031_TCI_60m.jp2", 3)
     ('TCI 1', 'TCI 2', 'TCI 3')
     >>> file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_DETFOO_B02.jp2", 1), file_band_texts("x.SAFE/GRANULE/g/QI_DATA/MSK_CLDPRB_20m.jp2", 1)
@@ -227,6 +238,10 @@ def file_band_texts(href: str, count: int) -> tuple[str, ...] | None:
     table = BANDS.get(found.band)
     if table is None:
         return None
+    if found.resolution is not None and found.resolution != table.resolution:
+        # ESA's copy of a band on a coarser grid (B02 in R20m and R60m, SCL in R60m): named for what it is, so that
+        # a search or load of "blue" takes the band on its own grid, never a copy of it as well, in whichever order.
+        return (f"{table.id} at {found.resolution} m, resampled by ESA from {table.resolution} m",)
     # The band table describes Level-2A's surface reflectance; a Level-1C image holds the same band at the top
     # of the atmosphere. Its text says so, which also keeps the two levels out of one cube (planning groups
     # scenes by their band texts).

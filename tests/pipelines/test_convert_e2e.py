@@ -688,6 +688,51 @@ def test_a_sentinel_2_level_2a_safe_converts_every_band_and_layer(tmp_path: Path
             assert np.array_equal(pixels[b], truth[name]), name
 
 
+def test_esas_copies_of_a_band_on_coarser_grids_are_named_as_copies(tmp_path: Path) -> None:
+    """A SAFE's R20m and R60m hold B02 (and SCL in R60m) resampled by ESA: named as the band itself, a search or load of
+    "blue" took a copy as well as the band, and a load gave 60 m pixels or 10 m ones depending on the hits' order."""
+    import catalog
+
+    safe = tmp_path / "S2B_MSIL2A_20230612T102031_N0509_R065_T33UUU_20230612T151249.SAFE"
+    granule = safe / "GRANULE" / "L2A_T33UUU"
+    rng = np.random.default_rng(6)
+    for name, res, dtype in (
+        ("R10m/T33UUU_20230612T102031_B02_10m", 10, "uint16"),
+        ("R20m/T33UUU_20230612T102031_B02_20m", 20, "uint16"),
+        ("R20m/T33UUU_20230612T102031_SCL_20m", 20, "uint8"),
+        ("R60m/T33UUU_20230612T102031_SCL_60m", 60, "uint8"),
+    ):
+        (granule / "IMG_DATA" / name).parent.mkdir(parents=True, exist_ok=True)
+        data = rng.integers(1, 12 if dtype == "uint8" else 9000, (1, 960 // res, 960 // res)).astype(dtype)
+        profile = {"width": data.shape[2], "height": data.shape[1], "count": 1, "dtype": dtype, "crs": "EPSG:32633", "nodata": 0}
+        with rasterio.open(
+            granule / "IMG_DATA" / f"{name}.jp2",
+            "w",
+            driver="JP2OpenJPEG",
+            transform=rasterio.Affine(res, 0, 300000, 0, -res, 5800020),
+            QUALITY=100,
+            REVERSIBLE="YES",
+            **profile,
+        ) as dst:
+            dst.write(data)  # fmt: skip
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(safe), "--out", str(out), "--no-progress", "--strict"])
+    assert result.exit_code == 0, result.output
+    names = sorted(b["name"] for e in load_jsonl(str(out / "manifest.jsonl")) for b in e["bands"])
+    assert names == [
+        "B02 at 20 m, resampled by ESA from 10 m",
+        "B02, blue, 492.4nm (S2A) / 492.1nm (S2B) / 490nm (S2C)",
+        "SCL at 60 m, resampled by ESA from 20 m",
+        "SCL, scene classification",
+    ]
+    (blue,) = catalog.search(out / "stac", bands=["blue"])
+    assert blue.bands[0].startswith("B02, blue")
+    with catalog.Cube.open(blue.item_href) as cube:
+        assert cube.grid is not None and cube.grid.transform[0] == 10
+    copies = sorted(h.bands[0] for h in catalog.search(out / "stac") if "resampled by ESA" in h.bands[0])
+    assert copies == ["B02 at 20 m, resampled by ESA from 10 m", "SCL at 60 m, resampled by ESA from 20 m"]
+
+
 def test_safe_products_record_their_metadata_radiometry_and_split_at_the_baseline(tmp_path: Path) -> None:
     """Reflectance is (DN + offset) / 10000, the offset -1000 from baseline 04.00: the SAFE's MTD_MSIL2A.xml says so, not its JP2s.
 
