@@ -269,11 +269,11 @@ def keep_newest(items: Iterable[S2Item]) -> tuple[list[S2Item], list[S2Item]]:
     the latest generation, then the greatest id.
     """
     every = list(items)
-    by_orbit: dict[str, list[S2Item]] = defaultdict(list)
+    by_datatake: dict[str, list[S2Item]] = defaultdict(list)
     for item, datatake in datatakes(every).items():
-        by_orbit[datatake].append(item)
+        by_datatake[datatake].append(item)
     kept: list[S2Item] = []
-    for group in by_orbit.values():
+    for group in by_datatake.values():
         top = max(_baseline(i.baseline) for i in group)
         newest = [i for i in group if _baseline(i.baseline) == top]
         kept += dict.fromkeys(newest) if all(_names_safe_products(i) for i in newest) else [max(newest, key=lambda i: (i.processed, i.id))]
