@@ -25,7 +25,6 @@ Random positions are uniform over every valid top-left pixel of every item
 from __future__ import annotations
 
 import functools
-import operator
 import os
 import threading
 from collections import OrderedDict
@@ -40,7 +39,8 @@ from catalog.errors import SelectorError
 from catalog.load import item_list, open_cube
 from catalog.selectors import TimeRange, band_positions, time_positions
 from catalog.storage import Storage, href_kind
-from rumi_core.errors import FrameDecodeError
+from rumi_core.arguments import whole_number
+from rumi_core.errors import FrameDecodeError, RumiError
 from rumi_core.reader import decode_checked, describe_frame, plan_requests
 from rumi_core.selection import output_positions, place_frame, resolve_selection
 from rumi_core.times import INTERVAL
@@ -81,16 +81,10 @@ def parse_int(name: str, value: object, *, least: int) -> int:
     ...
     catalog.errors.SelectorError: size is an integer of at least 1, got 64.0
     """
-    message = f"{name} is an integer of at least {least}, got {value!r}"
-    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
-        raise SelectorError(message)
     try:
-        number = operator.index(value)
-    except TypeError as err:  # a PyTorch tensor of a float, say
-        raise SelectorError(message) from err
-    if number < least:
-        raise SelectorError(message)
-    return number
+        return whole_number(name, value, least=least)
+    except RumiError:
+        raise SelectorError(f"{name} is an integer of at least {least}, got {value!r}") from None
 
 
 @dataclass(frozen=True)

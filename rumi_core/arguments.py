@@ -18,6 +18,7 @@ rumi_core.errors.RumiError: max_frames is a whole number of at least 0, got -1
 from __future__ import annotations
 
 import operator
+from typing import SupportsIndex
 
 import numpy as np
 
@@ -38,11 +39,18 @@ def flag(name: str, value: object) -> bool:
 
 
 def whole_number(name: str, value: object, *, least: int) -> int:
-    """``value`` as an int of at least ``least``: an ``int`` or NumPy integer, not a bool or a float.
+    """``value`` as an int of at least ``least``: anything with ``__index__`` (a Python, NumPy or PyTorch integer), not a
+    bool or a float.
 
     Raises:
         RumiError: ``value`` is not such a number.
     """
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < least:
-        raise RumiError(f"{name} is a whole number of at least {least}, got {value!r}")
-    return operator.index(value)
+    if not isinstance(value, (bool, np.bool_)) and isinstance(value, SupportsIndex):
+        try:
+            number = operator.index(value)
+        except TypeError:  # a PyTorch tensor of a float, say
+            pass
+        else:
+            if number >= least:
+                return number
+    raise RumiError(f"{name} is a whole number of at least {least}, got {value!r}")

@@ -21,8 +21,7 @@ import queue
 import threading
 from typing import TYPE_CHECKING, Final, TypeVar
 
-import numpy as np
-
+from rumi_core.arguments import whole_number
 from rumi_core.errors import RumiError
 
 if TYPE_CHECKING:
@@ -47,11 +46,13 @@ def thread_count(threads: int | None) -> int:
     Raises:
         RumiError: ``threads`` is not a whole number of at least 0 (a bool, -1, 1.5).
     """
-    if threads is None or (isinstance(threads, int | np.integer) and not isinstance(threads, bool) and threads == 0):
+    if threads is None:
         return default_threads()
-    if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 0:
-        raise RumiError(f"threads is a number of threads, at least 1 (None or 0 for every CPU), got {threads!r}")
-    return int(threads)
+    try:
+        count = whole_number("threads", threads, least=0)
+    except RumiError:
+        raise RumiError(f"threads is a number of threads, at least 1 (None or 0 for every CPU), got {threads!r}") from None
+    return count or default_threads()
 
 
 class _Job:
